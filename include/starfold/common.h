@@ -1,0 +1,129 @@
+/**
+ * @file starfold/common.h
+ * @brief Status codes, element types and reduce operations shared by every starfold layer.
+ */
+#ifndef STARFOLD_COMMON_H
+#define STARFOLD_COMMON_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Marks a declaration as part of the exported ABI (the library is built with -fvisibility=hidden). */
+#if defined(__GNUC__) && !defined(STARFOLD_STATIC_NO_VISIBILITY)
+#define STARFOLD_API __attribute__((visibility("default")))
+#else
+#define STARFOLD_API
+#endif
+
+/** @brief Version of the library these headers belong to. */
+#define STARFOLD_VERSION_MAJOR 0
+#define STARFOLD_VERSION_MINOR 1
+#define STARFOLD_VERSION_PATCH 0
+
+/**
+ * @brief Result of every starfold call that can fail.
+ *
+ * ::STARFOLD_OK is 0; every other value is an error whose general meaning is given by
+ * starfold_status_string() and whose detail (which argument, which file and line) by starfold_last_error().
+ */
+typedef enum starfold_status {
+    STARFOLD_OK = 0,                  /**< Success. */
+    STARFOLD_ERR_INVALID_ARGUMENT,    /**< A NULL pointer, a value out of range, mismatched replicas. */
+    STARFOLD_ERR_OUT_OF_MEMORY,       /**< A host or device allocation failed. */
+    STARFOLD_ERR_NOT_SUPPORTED,       /**< Valid request that this build or algorithm cannot do (e.g. op for dtype). */
+    STARFOLD_ERR_NOT_FOUND,           /**< Unknown name: algorithm, topology, device. */
+    STARFOLD_ERR_IO,                  /**< A file could not be read or written. */
+    STARFOLD_ERR_PARSE,               /**< Malformed text: a topology file, a tensor list, a number. */
+    STARFOLD_ERR_TOPOLOGY,            /**< A topology that cannot be used: disconnected, bad bandwidth. */
+    STARFOLD_ERR_GRAPH_INVALID,       /**< A compiled graph broke an invariant (a bug in an algorithm). */
+    STARFOLD_ERR_NO_DEVICE,           /**< The runtime has fewer devices or workers than asked for. */
+    STARFOLD_ERR_RUNTIME,             /**< StarPU refused or failed an operation. */
+    STARFOLD_ERR_TASK_FAILED,         /**< A kernel of a submitted graph failed on its device. */
+    STARFOLD_ERR_TIMEOUT,             /**< The operation did not complete within its time limit. */
+    STARFOLD_ERR_IN_PROGRESS,         /**< Not an error: the request is still running (starfold_request_test()). */
+    STARFOLD_ERR_INTERNAL             /**< An internal invariant failed: please report it. */
+} starfold_status_t;
+
+/** @brief Number of distinct ::starfold_status_t values. */
+#define STARFOLD_STATUS_COUNT ((int)STARFOLD_ERR_INTERNAL + 1)
+
+/**
+ * @brief A short constant sentence for a status ("invalid argument", ...).
+ * @return never NULL; unknown values give "unknown status".
+ */
+STARFOLD_API const char *starfold_status_string(starfold_status_t status);
+
+/**
+ * @brief The detail of the last error reported in the calling thread.
+ *
+ * Each failing call records one sentence naming what was wrong, for example
+ * "hierarchical-copy: num_packs must be >= 0, got -1". The text stays valid until the next
+ * failing starfold call in the same thread.
+ * @return "" when no error has been recorded in this thread.
+ */
+STARFOLD_API const char *starfold_last_error(void);
+
+/** @brief Element type of a tensor. */
+typedef enum starfold_dtype {
+    STARFOLD_FLOAT32 = 0,  /**< IEEE-754 binary32, "float32". */
+    STARFOLD_FLOAT64,      /**< IEEE-754 binary64, "float64". */
+    STARFOLD_INT32,        /**< two's complement 32-bit, "int32"; sums and products wrap around. */
+    STARFOLD_INT64         /**< two's complement 64-bit, "int64"; sums and products wrap around. */
+} starfold_dtype_t;
+
+/** @brief Number of element types. */
+#define STARFOLD_DTYPE_COUNT 4
+
+/**
+ * @brief Reduce operation, as tf.distribute.ReduceOp plus MIN, MAX and PROD.
+ *
+ * MEAN is the SUM divided by the number of contributing replicas. For integer types the division
+ * truncates towards zero (the integer-preserving mode); TensorFlow's promotion to floating point is
+ * offered by the strategy layer.
+ */
+typedef enum starfold_op {
+    STARFOLD_OP_SUM = 0,   /**< "sum" */
+    STARFOLD_OP_MEAN,      /**< "mean" */
+    STARFOLD_OP_MIN,       /**< "min" */
+    STARFOLD_OP_MAX,       /**< "max" */
+    STARFOLD_OP_PROD       /**< "prod" */
+} starfold_op_t;
+
+/** @brief Number of reduce operations. */
+#define STARFOLD_OP_COUNT 5
+
+/** @brief Bytes of one element of @p dtype; 0 for an unknown value. */
+STARFOLD_API size_t starfold_dtype_size(starfold_dtype_t dtype);
+
+/** @brief Lower-case name ("float32", ...); "unknown" for an unknown value. */
+STARFOLD_API const char *starfold_dtype_name(starfold_dtype_t dtype);
+
+/**
+ * @brief Parses a dtype name, case-insensitively ("float32", "f32", "float", "float64", "f64",
+ *        "double", "int32", "i32", "int64", "i64").
+ * @param [in]  name text to parse
+ * @param [out] dtype the type; untouched on error
+ * @return ::STARFOLD_OK, ::STARFOLD_ERR_INVALID_ARGUMENT for NULL, ::STARFOLD_ERR_NOT_FOUND for an unknown name.
+ */
+STARFOLD_API starfold_status_t starfold_dtype_from_string(const char *name, starfold_dtype_t *dtype);
+
+/** @brief Lower-case name ("sum", "mean", ...); "unknown" for an unknown value. */
+STARFOLD_API const char *starfold_op_name(starfold_op_t op);
+
+/**
+ * @brief Parses a reduce operation name case-insensitively, as TensorFlow accepts "sum" or "MEAN".
+ * @return ::STARFOLD_OK, ::STARFOLD_ERR_INVALID_ARGUMENT for NULL, ::STARFOLD_ERR_NOT_FOUND for an unknown name.
+ */
+STARFOLD_API starfold_status_t starfold_op_from_string(const char *name, starfold_op_t *op);
+
+/** @brief Library version as "MAJOR.MINOR.PATCH". */
+STARFOLD_API const char *starfold_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARFOLD_COMMON_H */

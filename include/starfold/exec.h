@@ -1,0 +1,150 @@
+/**
+ * @file starfold/exec.h
+ * @brief Running compiled graphs on StarPU.
+ *
+ * A context binds the topology's logical devices to StarPU workers: logical device i runs its tasks
+ * on one worker and keeps its buffers on that worker's memory node. Modes:
+ *  - CUDA or OpenCL: device i is the i-th worker of that kind (its own memory node);
+ *  - CPU: devices are spread round-robin over the CPU workers, all in main memory (one memory node);
+ *  - AUTO: CUDA if StarPU has CUDA workers, else OpenCL, else CPU.
+ *
+ * starfold_submit() turns a graph into StarPU tasks, each pinned to its device's worker, with the
+ * graph's edges as explicit dependencies, and returns at once. Input and output handles keep StarPU's
+ * sequential consistency, so a task the caller submits before starfold_submit() that writes an input
+ * runs first, and a task submitted after it that reads an output waits for the result: the caller's
+ * compute overlaps with the reduction through StarPU's own data dependencies. Temporaries live on
+ * their devices and are released without write-back.
+ *
+ * Guarantee on inputs: a graph writes only its outputs and temporaries. When an output handle is also
+ * an input handle (in-place), every read of an input range is ordered before any write of the
+ * same range.
+ *
+ * Failures come back as statuses: a submission that StarPU refuses is cancelled as a whole (tasks
+ * already queued turn into no-ops, outputs are not written); a kernel that fails makes
+ * starfold_request_wait() return ::STARFOLD_ERR_TASK_FAILED.
+ */
+#ifndef STARFOLD_EXEC_H
+#define STARFOLD_EXEC_H
+
+#include <starpu.h>
+#include <starfold/common.h>
+#include <starfold/topology.h>
+#include <starfold/graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Opaque execution context. */
+typedef struct starfold_context *starfold_context_t;
+/** @brief Opaque handle of one submitted graph. */
+typedef struct starfold_request *starfold_request_t;
+
+/** @brief Which StarPU workers carry the logical devices. */
+typedef enum starfold_device_mode {
+    STARFOLD_DEVICES_AUTO = 0,  /**< CUDA, else OpenCL, else CPU */
+    STARFOLD_DEVICES_CPU,       /**< CPU workers, main memory */
+    STARFOLD_DEVICES_OPENCL,    /**< OpenCL workers, one memory node each */
+    STARFOLD_DEVICES_CUDA       /**< CUDA workers, one memory node each */
+} starfold_device_mode_t;
+
+/** @brief Context parameters. Initialise with starfold_context_options_init(). */
+typedef struct starfold_context_options {
+    starfold_device_mode_t mode; /**< default AUTO */
+    /**
+     * Logical devices to expose. 0 (default) = one per worker of the chosen kind. In CPU mode any
+     * positive number is allowed (devices share workers round-robin); in CUDA/OpenCL mode asking for
+     * more devices than workers fails with ::STARFOLD_ERR_NO_DEVICE.
+     */
+    int num_devices;
+} starfold_context_options_t;
+
+/** @brief Fills @p options with the defaults. */
+STARFOLD_API void starfold_context_options_init(starfold_context_options_t *options);
+
+/**
+ * @brief Creates a context over the StarPU workers present.
+ *
+ * If StarPU is not initialised yet, starfold initialises it (starpu_init(NULL), honouring STARPU_*
+ * environment variables) and shuts it down when the last context is destroyed; an application that
+ * initialised StarPU itself keeps it. Kernels for OpenCL are built here.
+ * @return ::STARFOLD_ERR_NO_DEVICE when the mode has no worker or too few, ::STARFOLD_ERR_RUNTIME when
+ *         StarPU fails to start.
+ */
+STARFOLD_API starfold_status_t starfold_context_create(const starfold_context_options_t *options,
+                                                       starfold_context_t *context);
+
+/** @brief Waits for nothing, frees the context. Requests must be finished (waited or tested done). */
+STARFOLD_API void starfold_context_destroy(starfold_context_t context);
+
+/** @brief The mode actually chosen (never AUTO). */
+STARFOLD_API starfold_device_mode_t starfold_context_mode(starfold_context_t context);
+/** @brief Number of logical devices. */
+STARFOLD_API int starfold_context_num_devices(starfold_context_t context);
+/** @brief StarPU worker id of logical device @p device, -1 out of range. */
+STARFOLD_API int starfold_context_device_worker(starfold_context_t context, int device);
+/** @brief StarPU memory node of logical device @p device, -1 out of range. */
+STARFOLD_API int starfold_context_device_node(starfold_context_t context, int device);
+
+/**
+ * @brief A topology of the context's devices as StarPU sees them: one device per logical device,
+ *        links between memory nodes with StarPU's calibrated bus bandwidth and latency (devices sharing
+ *        a memory node get a "host" link at memory-copy speed).
+ */
+STARFOLD_API starfold_status_t starfold_context_topology(starfold_context_t context,
+                                                         starfold_topology_t *topology);
+
+/**
+ * @brief Submits @p graph to StarPU and returns without waiting.
+ *
+ * @param [in] inputs  num_inputs x num_tensors vector handles, slot-major (inputs[s * num_tensors + t]);
+ *                     each must be a StarPU vector of the tensor's element count and element size
+ * @param [in] outputs num_outputs x num_tensors vector handles, same layout; an output may be the
+ *                     very handle of the input of the same device and tensor (in-place)
+ * @param [out] request to wait on, test and destroy
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for mismatched handles, ::STARFOLD_ERR_NO_DEVICE when the
+ *         graph uses a device the context lacks, ::STARFOLD_ERR_RUNTIME when StarPU refuses a task
+ *         (nothing is written then).
+ */
+STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starfold_graph_t graph,
+                                               const starpu_data_handle_t *inputs,
+                                               const starpu_data_handle_t *outputs,
+                                               starfold_request_t *request);
+
+/** @brief Waits until every task of the request has run; the first failure, or ::STARFOLD_OK. */
+STARFOLD_API starfold_status_t starfold_request_wait(starfold_request_t request);
+
+/**
+ * @brief Waits at most @p seconds.
+ * @return as starfold_request_wait(), or ::STARFOLD_ERR_TIMEOUT (the request keeps running).
+ */
+STARFOLD_API starfold_status_t starfold_request_wait_timeout(starfold_request_t request, double seconds);
+
+/** @brief ::STARFOLD_ERR_IN_PROGRESS while running; then as starfold_request_wait(). Never blocks. */
+STARFOLD_API starfold_status_t starfold_request_test(starfold_request_t request);
+
+/** @brief Waits for the request if still running, then frees it. NULL is a no-op. */
+STARFOLD_API void starfold_request_destroy(starfold_request_t request);
+
+/**
+ * @brief Allocates a vector of @p count elements on logical device @p device's memory node and
+ *        registers it with StarPU (home node = that memory node).
+ */
+STARFOLD_API starfold_status_t starfold_vector_create(starfold_context_t context, int device,
+                                                      starfold_dtype_t dtype, size_t count,
+                                                      starpu_data_handle_t *handle);
+
+/** @brief Unregisters and frees a vector made by starfold_vector_create(). */
+STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_data_handle_t handle);
+
+/** @brief Copies @p bytes from host memory into a vector (waits for tasks using it). */
+STARFOLD_API starfold_status_t starfold_vector_write(starpu_data_handle_t handle, const void *src, size_t bytes);
+
+/** @brief Copies a vector's current content into host memory (waits for tasks writing it). */
+STARFOLD_API starfold_status_t starfold_vector_read(starpu_data_handle_t handle, void *dst, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARFOLD_EXEC_H */

@@ -1,0 +1,204 @@
+/**
+ * @file starfold/graph.h
+ * @brief Compiling a collective into a task graph, checking it, inspecting it and exporting it.
+ *
+ * A collective is described by ::starfold_collective_desc_t: which devices hold the replicas
+ * (sources, in replica order), which devices receive the result (destinations), the list of tensors
+ * every replica holds (dtype and element count; the same list on every replica) and the reduce
+ * operation. An algorithm from the registry turns it into a graph:
+ *
+ *  - buffers: the inputs (one per source and tensor), the outputs (one per destination and tensor)
+ *    and temporaries, each placed on one device;
+ *  - tasks: copy, reduce, scale, pack and unpack, each run on one device. A task writes only buffers
+ *    of its own device; reading a buffer of another device is a transfer over the link between the
+ *    two devices (the runtime moves the data);
+ *  - edges: "must finish before", derived from the data each task reads and writes.
+ *
+ * Compiling needs no StarPU worker and no GPU. Every compiled graph passes starfold_graph_check().
+ *
+ * Input slot s, tensor t of a submission is inputs[s * num_tensors + t]; output slot d, tensor t is
+ * outputs[d * num_tensors + t] (see starfold_submit()).
+ */
+#ifndef STARFOLD_GRAPH_H
+#define STARFOLD_GRAPH_H
+
+#include <stdint.h>
+#include <starfold/common.h>
+#include <starfold/topology.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Opaque compiled graph. */
+typedef struct starfold_graph *starfold_graph_t;
+
+/** @brief Kind of a collective. */
+typedef enum starfold_collective {
+    /**
+     * Reduce the sources' tensors with the op and deliver the result to every destination. When the
+     * destinations are the sources (as a set) this is an all-reduce; with one destination a reduce.
+     */
+    STARFOLD_COLL_REDUCE = 0,
+    /** Copy the single source's tensors to every destination; the op is ignored. */
+    STARFOLD_COLL_BROADCAST
+} starfold_collective_t;
+
+/** @brief One tensor of the list every replica holds. */
+typedef struct starfold_tensor_desc {
+    starfold_dtype_t dtype;  /**< element type */
+    size_t count;            /**< number of elements; 0 is valid (nothing to move) */
+} starfold_tensor_desc_t;
+
+/** @brief What to compile. Arrays are read during compilation only; the graph keeps copies. */
+typedef struct starfold_collective_desc {
+    starfold_collective_t kind;        /**< reduce (all-reduce, reduce) or broadcast */
+    starfold_op_t op;                  /**< reduce operation (ignored for broadcast) */
+    int num_sources;                   /**< replicas, >= 1 (exactly 1 for broadcast) */
+    const int *sources;                /**< topology device of each replica, distinct */
+    int num_destinations;              /**< >= 1; 0 with NULL destinations means "the sources" */
+    const int *destinations;           /**< topology devices receiving the result, distinct */
+    size_t num_tensors;                /**< tensors per replica, >= 1 */
+    const starfold_tensor_desc_t *tensors; /**< their types and sizes */
+} starfold_collective_desc_t;
+
+/** @brief Algorithm parameters. Initialise with starfold_algo_options_init(). */
+typedef struct starfold_algo_options {
+    /**
+     * hierarchical-copy: number of packs to concatenate-and-split each dtype's tensors into
+     * (>= 0; 0 = no packing, every tensor reduced separately; default 1). A negative value is rejected.
+     */
+    int num_packs;
+    /** reduce-to-one: the intermediate device (topology number), or -1 for the first destination. */
+    int reduce_to_device;
+} starfold_algo_options_t;
+
+/** @brief Fills @p options with the defaults (num_packs = 1, reduce_to_device = -1). */
+STARFOLD_API void starfold_algo_options_init(starfold_algo_options_t *options);
+
+/** @brief Kind of a task in a graph. */
+typedef enum starfold_task_kind {
+    STARFOLD_TASK_COPY = 0,  /**< "copy": a range to a range, possibly from another device */
+    STARFOLD_TASK_REDUCE,    /**< "reduce": element-wise op over several ranges ("add" for SUM/MEAN) */
+    STARFOLD_TASK_SCALE,     /**< "scale": division by the replica count, for MEAN */
+    STARFOLD_TASK_PACK,      /**< "pack": tensors concatenated into a pack buffer */
+    STARFOLD_TASK_UNPACK     /**< "unpack": a pack buffer split back into tensors */
+} starfold_task_kind_t;
+
+/** @brief Number of task kinds. */
+#define STARFOLD_TASK_KIND_COUNT 5
+
+/** @brief "copy", "reduce", "scale", "pack", "unpack". */
+STARFOLD_API const char *starfold_task_kind_name(starfold_task_kind_t kind);
+
+/** @brief Number of registered algorithms. */
+STARFOLD_API int starfold_algorithm_count(void);
+/** @brief Name of algorithm @p index ("reduce-to-one", "hierarchical-copy", ...), NULL out of range. */
+STARFOLD_API const char *starfold_algorithm_name(int index);
+/** @brief One-line description of algorithm @p index, NULL out of range. */
+STARFOLD_API const char *starfold_algorithm_description(int index);
+
+/**
+ * @brief Compiles a collective with a named algorithm.
+ *
+ * Algorithms: "reduce-to-one" (TensorFlow's ReductionToOneDevice: every tensor reduced on one device
+ * in replica order, then copied to each destination) and "hierarchical-copy" (TensorFlow's
+ * HierarchicalCopyAllReduce: two groups from starfold_topology_bisect(), roots rotated per pack,
+ * concat-and-split packing per dtype; an all-reduce only).
+ *
+ * @param [in]  topology devices and links; the graph keeps a reference
+ * @param [in]  algorithm a registered name
+ * @param [in]  desc the collective
+ * @param [in]  options NULL for the defaults
+ * @param [out] graph the graph, owned by the caller (starfold_graph_destroy())
+ * @return ::STARFOLD_ERR_NOT_FOUND for an unknown algorithm, ::STARFOLD_ERR_INVALID_ARGUMENT for a bad
+ *         description or option, ::STARFOLD_ERR_NOT_SUPPORTED when the algorithm cannot do this collective
+ *         (hierarchical-copy with destinations that are not the sources, an op for a dtype).
+ */
+STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topology, const char *algorithm,
+                                                      const starfold_collective_desc_t *desc,
+                                                      const starfold_algo_options_t *options,
+                                                      starfold_graph_t *graph);
+
+/** @brief Frees a graph. NULL is a no-op. A graph may be destroyed while its submissions still run. */
+STARFOLD_API void starfold_graph_destroy(starfold_graph_t graph);
+
+/**
+ * @brief Runs the invariant checker: dependencies acyclic and in submission order; every range read
+ *        was written before by a task it depends on (inputs count as written); every output element
+ *        written exactly once; no two unordered tasks touch the same range with one of them writing;
+ *        every task writes only its own device's buffers; ranges in bounds; types consistent.
+ * @return ::STARFOLD_OK or ::STARFOLD_ERR_GRAPH_INVALID with the first violation in starfold_last_error().
+ */
+STARFOLD_API starfold_status_t starfold_graph_check(starfold_graph_t graph);
+
+/** @brief Summary numbers of a graph, from starfold_graph_stats(). */
+typedef struct starfold_graph_stats {
+    size_t num_tasks;                               /**< all tasks */
+    size_t tasks_by_kind[STARFOLD_TASK_KIND_COUNT]; /**< per ::starfold_task_kind_t */
+    size_t num_edges;                               /**< dependency edges */
+    size_t num_buffers;                             /**< inputs + outputs + temporaries */
+    uint64_t temp_bytes;                            /**< bytes of temporaries */
+    uint64_t bytes_moved;                           /**< bytes read by tasks from other devices' buffers */
+    size_t critical_path_tasks;                     /**< tasks on the longest dependency chain */
+    uint64_t critical_path_bytes;                   /**< the heaviest chain, weighting each task by the bytes it reads */
+} starfold_graph_stats_t;
+
+/** @brief Computes the summary of @p graph. */
+STARFOLD_API starfold_status_t starfold_graph_stats(starfold_graph_t graph, starfold_graph_stats_t *stats);
+
+/** @brief One directed device pair's traffic, from starfold_graph_link_bytes(). */
+typedef struct starfold_link_bytes {
+    int from;        /**< device whose buffer is read */
+    int to;          /**< device of the reading task */
+    uint64_t bytes;  /**< total over the graph */
+} starfold_link_bytes_t;
+
+/**
+ * @brief Bytes moved per directed device pair, sorted by (from, to), only pairs with traffic.
+ * @param [out] pairs array allocated with malloc(), to free(); NULL when the count is 0
+ * @param [out] count number of pairs
+ */
+STARFOLD_API starfold_status_t starfold_graph_link_bytes(starfold_graph_t graph, starfold_link_bytes_t **pairs,
+                                                         size_t *count);
+
+/** @brief Number of tasks. */
+STARFOLD_API size_t starfold_graph_num_tasks(starfold_graph_t graph);
+/** @brief Number of input slots (the collective's sources). */
+STARFOLD_API int starfold_graph_num_inputs(starfold_graph_t graph);
+/** @brief Number of output slots (the collective's destinations). */
+STARFOLD_API int starfold_graph_num_outputs(starfold_graph_t graph);
+/** @brief Tensors per slot. */
+STARFOLD_API size_t starfold_graph_num_tensors(starfold_graph_t graph);
+/** @brief Topology device of input slot @p slot, -1 out of range. */
+STARFOLD_API int starfold_graph_input_device(starfold_graph_t graph, int slot);
+/** @brief Topology device of output slot @p slot, -1 out of range. */
+STARFOLD_API int starfold_graph_output_device(starfold_graph_t graph, int slot);
+/** @brief Description of tensor @p t, or NULL out of range. */
+STARFOLD_API const starfold_tensor_desc_t *starfold_graph_tensor(starfold_graph_t graph, size_t t);
+/** @brief The op the graph applies. */
+STARFOLD_API starfold_op_t starfold_graph_op(starfold_graph_t graph);
+/** @brief Name of the algorithm that compiled it. */
+STARFOLD_API const char *starfold_graph_algorithm(starfold_graph_t graph);
+/** @brief The topology it was compiled for (borrowed). */
+STARFOLD_API starfold_topology_t starfold_graph_topology(starfold_graph_t graph);
+
+/**
+ * @brief Writes the graph as DOT: one cluster per device, nodes coloured by task kind, edges labelled
+ *        with the bytes they carry (bold when they cross devices). Same graph, same bytes.
+ * @param [in] path a file, or "-" for standard output
+ */
+STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, const char *path);
+
+/**
+ * @brief Draws the graph with Graphviz (dot layout) into @p path; the format comes from the
+ *        extension: .dot, .svg, .png.
+ * @return ::STARFOLD_ERR_NOT_SUPPORTED for another extension.
+ */
+STARFOLD_API starfold_status_t starfold_graph_render(starfold_graph_t graph, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARFOLD_GRAPH_H */

@@ -1,0 +1,210 @@
+/**
+ * @file starfold/topology.h
+ * @brief Devices and the links between them: what a reduction graph's transfers follow.
+ *
+ * A topology is a set of devices numbered 0..n-1 and undirected links between pairs of them. Each
+ * link has a kind, a number of lanes (a DGX-1 V100 has doubled NVLink pairs), a bandwidth per direction
+ * (all lanes together, GB/s = 1e9 B/s) and a latency. Two devices may be joined by several links
+ * (NVLink and PCIe); algorithms use the fastest.
+ *
+ * Sources of a topology:
+ *  - built in: "dgx1-v100", "dgx1-p100" (the hybrid cube-mesh tables), "pcie4" (four GPUs behind two
+ *    PCIe switches), "emulated" (eight discrete-memory devices staged through host memory, the StarPU
+ *    OpenCL test rig), "host" (eight logical devices sharing one memory node);
+ *  - a Graphviz DOT file (graph or digraph, read with cgraph), format in graphs/README.md;
+ *  - the live machine through hwloc ("detect");
+ *  - the StarPU workers present, see starfold_context_topology() in starfold/exec.h.
+ *
+ * Life cycle: create or load -> query -> starfold_topology_destroy(). A topology is immutable once
+ * given to the graph compiler; the compiler keeps its own reference.
+ */
+#ifndef STARFOLD_TOPOLOGY_H
+#define STARFOLD_TOPOLOGY_H
+
+#include <starfold/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Opaque topology handle. */
+typedef struct starfold_topology *starfold_topology_t;
+
+/** @brief Kind of a link. */
+typedef enum starfold_link_kind {
+    STARFOLD_LINK_NVLINK = 0,      /**< "nvlink": direct GPU-GPU link. */
+    STARFOLD_LINK_PCIE,            /**< "pcie": through a PCIe switch or root complex, same socket. */
+    STARFOLD_LINK_INTER_SOCKET,    /**< "inter-socket": PCIe plus the socket interconnect (QPI/UPI). */
+    STARFOLD_LINK_HOST             /**< "host": staged through or shared in host memory. */
+} starfold_link_kind_t;
+
+/** @brief Kind of a device. */
+typedef enum starfold_device_kind {
+    STARFOLD_DEVICE_GPU = 0,       /**< "gpu": an accelerator with its own memory. */
+    STARFOLD_DEVICE_CPU            /**< "cpu": a logical device in host memory. */
+} starfold_device_kind_t;
+
+/** @brief One link, as stored in a topology. Devices a < b. */
+typedef struct starfold_link {
+    int a;                          /**< first device */
+    int b;                          /**< second device */
+    starfold_link_kind_t kind;      /**< what carries the traffic */
+    int lanes;                      /**< parallel physical links it stands for (>= 1) */
+    double bandwidth_GBps;          /**< per direction, all lanes together, > 0 */
+    double latency_us;              /**< per transfer, >= 0 */
+} starfold_link_t;
+
+/**
+ * @brief Creates an empty topology of @p num_devices GPU devices named "dev0".."devN-1".
+ * @param [in]  name a label shown in tables and exports (copied)
+ * @param [in]  num_devices 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [out] topology the new topology, owned by the caller
+ */
+STARFOLD_API starfold_status_t starfold_topology_create(const char *name, int num_devices,
+                                                        starfold_topology_t *topology);
+
+/** @brief Largest device count a topology may have. */
+#define STARFOLD_MAX_DEVICES 64
+
+/**
+ * @brief Names a device and places it.
+ * @param [in] device 0 .. n-1
+ * @param [in] name label (copied), NULL keeps the current one
+ * @param [in] kind GPU or CPU
+ * @param [in] socket CPU socket (NUMA package) the device hangs from, -1 if unknown
+ */
+STARFOLD_API starfold_status_t starfold_topology_set_device(starfold_topology_t topology, int device,
+                                                            const char *name, starfold_device_kind_t kind,
+                                                            int socket);
+
+/**
+ * @brief Adds a link (copied). Devices must differ and exist, lanes >= 1, bandwidth > 0, latency >= 0.
+ */
+STARFOLD_API starfold_status_t starfold_topology_add_link(starfold_topology_t topology,
+                                                          const starfold_link_t *link);
+
+/**
+ * @brief A built-in topology: "dgx1-v100", "dgx1-p100", "pcie4", "emulated" or "host".
+ * @return ::STARFOLD_ERR_NOT_FOUND for another name.
+ */
+STARFOLD_API starfold_status_t starfold_topology_builtin(const char *name, starfold_topology_t *topology);
+
+/** @brief Names of the built-in topologies, NULL-terminated. */
+STARFOLD_API const char *const *starfold_topology_builtin_names(void);
+
+/**
+ * @brief Reads a topology from a Graphviz DOT file with cgraph.
+ *
+ * Nodes are devices, in the order of their "id" attribute (or of appearance); edges are links with
+ * attributes kind, bandwidth (GB/s), latency (us) and lanes. See graphs/README.md.
+ * @return ::STARFOLD_ERR_IO (cannot open), ::STARFOLD_ERR_PARSE (syntax, unknown attribute, bad value;
+ *         the detail names file and line), ::STARFOLD_ERR_TOPOLOGY (disconnected, no device).
+ */
+STARFOLD_API starfold_status_t starfold_topology_load(const char *path, starfold_topology_t *topology);
+
+/** @brief As starfold_topology_load() from text in memory; @p origin names it in errors (may be NULL). */
+STARFOLD_API starfold_status_t starfold_topology_load_string(const char *dot, const char *origin,
+                                                             starfold_topology_t *topology);
+
+/**
+ * @brief The live machine's accelerators and their links, through hwloc.
+ *
+ * GPUs (CUDA, OpenCL GPU, NVML devices) become devices; NVLink bandwidths come from hwloc's
+ * "NVLinkBandwidth" distances where hwloc exposes them, otherwise links come from PCIe locality
+ * (same switch, same socket, across sockets). A machine without accelerators gives the "host"
+ * topology sized to its cores (at least 2, at most 8).
+ */
+STARFOLD_API starfold_status_t starfold_topology_detect(starfold_topology_t *topology);
+
+/**
+ * @brief One entry point for users and scripts: a built-in name, "detect", or a path to a DOT file.
+ */
+STARFOLD_API starfold_status_t starfold_topology_open(const char *spec, starfold_topology_t *topology);
+
+/**
+ * @brief A new topology of the first @p num_devices devices of @p topology and the links among them.
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT when num_devices is not in 1..n.
+ */
+STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topology, int num_devices,
+                                                        starfold_topology_t *subset);
+
+/**
+ * @brief Checks that the topology can carry reductions: at least one device, every device reachable
+ *        from every other through links.
+ * @return ::STARFOLD_OK or ::STARFOLD_ERR_TOPOLOGY naming an unreachable device.
+ */
+STARFOLD_API starfold_status_t starfold_topology_validate(starfold_topology_t topology);
+
+/** @brief Adds a reference; starfold_topology_destroy() drops one. */
+STARFOLD_API starfold_topology_t starfold_topology_retain(starfold_topology_t topology);
+
+/** @brief Drops a reference; frees on the last. NULL is a no-op. */
+STARFOLD_API void starfold_topology_destroy(starfold_topology_t topology);
+
+/** @brief The topology's label; "" for NULL. */
+STARFOLD_API const char *starfold_topology_name(starfold_topology_t topology);
+/** @brief Device count; 0 for NULL. */
+STARFOLD_API int starfold_topology_num_devices(starfold_topology_t topology);
+/** @brief Device label; NULL when out of range. */
+STARFOLD_API const char *starfold_topology_device_name(starfold_topology_t topology, int device);
+/** @brief Device kind; GPU when out of range. */
+STARFOLD_API starfold_device_kind_t starfold_topology_device_kind(starfold_topology_t topology, int device);
+/** @brief Device socket; -1 when unknown or out of range. */
+STARFOLD_API int starfold_topology_device_socket(starfold_topology_t topology, int device);
+/** @brief Link count; 0 for NULL. */
+STARFOLD_API int starfold_topology_num_links(starfold_topology_t topology);
+/** @brief Copies link @p index (0 .. num_links-1) into @p link. */
+STARFOLD_API starfold_status_t starfold_topology_link(starfold_topology_t topology, int index,
+                                                      starfold_link_t *link);
+/**
+ * @brief The fastest direct link between two devices.
+ * @return its bandwidth in GB/s, 0 when the devices have no direct link or an argument is invalid.
+ */
+STARFOLD_API double starfold_topology_bandwidth(starfold_topology_t topology, int a, int b);
+
+/**
+ * @brief Fastest direct link between two devices, copied into @p link.
+ * @return ::STARFOLD_ERR_NOT_FOUND when none.
+ */
+STARFOLD_API starfold_status_t starfold_topology_best_link(starfold_topology_t topology, int a, int b,
+                                                           starfold_link_t *link);
+
+/**
+ * @brief Splits a set of devices into the two best-connected halves.
+ *
+ * Of all splits into a group of floor(n/2) devices and one of ceil(n/2), takes the one with the most
+ * bandwidth inside the groups (the least across); ties go to the split whose first group is smallest
+ * in lexicographic order of positions, so on a topology where all links are equal the halves are
+ * positions [0, n/2) and [n/2, n) - TensorFlow's halves. On a DGX-1 this gives {0,1,2,3} and {4,5,6,7}.
+ * Exhaustive up to 20 devices, contiguous halves beyond.
+ *
+ * @param [in]  n number of devices in the set (>= 1)
+ * @param [in]  devices the set, as topology device numbers
+ * @param [out] group for each position i in @p devices, 0 or 1; position 0 is always in group 0,
+ *              which has floor(n/2) members; for n = 1 the only device is in group 0 and group 1 is empty
+ */
+STARFOLD_API starfold_status_t starfold_topology_bisect(starfold_topology_t topology, int n,
+                                                        const int *devices, int *group);
+
+/** @brief "nvlink", "pcie", "inter-socket", "host"; "unknown" otherwise. */
+STARFOLD_API const char *starfold_link_kind_name(starfold_link_kind_t kind);
+/** @brief Parses a link kind name (case-insensitive; "qpi", "sys" and "upi" mean inter-socket). */
+STARFOLD_API starfold_status_t starfold_link_kind_from_string(const char *name, starfold_link_kind_t *kind);
+
+/**
+ * @brief Writes the topology as DOT (the format starfold_topology_load() reads back), deterministic.
+ * @param [in] path file to write, or "-" for standard output
+ */
+STARFOLD_API starfold_status_t starfold_topology_write_dot(starfold_topology_t topology, const char *path);
+
+/**
+ * @brief Draws the topology with Graphviz into @p path; the format comes from the extension
+ *        (.dot, .svg, .png).
+ */
+STARFOLD_API starfold_status_t starfold_topology_render(starfold_topology_t topology, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARFOLD_TOPOLOGY_H */

@@ -1,0 +1,29 @@
+# SF_WARNINGS: strict warnings; --enable-werror (CI) turns them into errors.
+AC_DEFUN([SF_WARNINGS], [
+  AC_ARG_ENABLE([werror],
+    [AS_HELP_STRING([--enable-werror], [treat compiler warnings as errors])],
+    [sf_werror=$enableval], [sf_werror=no])
+  SF_CFLAGS="-std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith -Wno-unused-parameter"
+  AS_IF([test "x$sf_werror" = xyes], [SF_CFLAGS="$SF_CFLAGS -Werror"])
+  AC_SUBST([SF_CFLAGS])
+])
+
+# SF_SANITIZERS: --enable-sanitizers builds everything with ASan+UBSan, --enable-sanitizers=thread with TSan.
+AC_DEFUN([SF_SANITIZERS], [
+  AC_ARG_ENABLE([sanitizers],
+    [AS_HELP_STRING([--enable-sanitizers@<:@=address|thread@:>@], [AddressSanitizer+UndefinedBehaviorSanitizer (default) or ThreadSanitizer])],
+    [], [enable_sanitizers=no])
+  AS_CASE([$enable_sanitizers],
+    [no], [sf_sanitizers=no; SANITIZER_FLAGS=],
+    [yes|address], [sf_sanitizers="address,undefined"; SANITIZER_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"],
+    [thread], [sf_sanitizers=thread; SANITIZER_FLAGS="-fsanitize=thread -fno-omit-frame-pointer"],
+    [AC_MSG_ERROR([unknown --enable-sanitizers value: $enable_sanitizers])])
+  AC_SUBST([SANITIZER_FLAGS])
+])
+
+# SF_DOXYGEN: `make doc` when doxygen is installed.
+AC_DEFUN([SF_DOXYGEN], [
+  AC_PATH_PROG([DOXYGEN], [doxygen])
+  AS_IF([test -n "$DOXYGEN"], [sf_have_doxygen=yes], [sf_have_doxygen=no])
+  AM_CONDITIONAL([HAVE_DOXYGEN], [test "x$sf_have_doxygen" = xyes])
+])

@@ -1,0 +1,3 @@
+#ifndef STARFOLD_SRC_EXEC_H
+#define STARFOLD_SRC_EXEC_H
+#endif

@@ -1,0 +1,82 @@
+/*
+ * Graphviz output shared by topology and graph exports. cgraph writes DOT in node-creation order,
+ * so an exporter that creates nodes deterministically gets byte-identical files (golden tests rely on
+ * it). Rendering lays out with "dot" through a gvc context created per call; gvc keeps global state,
+ * so calls are serialised by a mutex.
+ */
+#include "config.h"
+
+#include "common.h"
+#include "export.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <graphviz/gvc.h>
+
+static pthread_mutex_t gvc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *extension(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+starfold_status_t sf_format_from_path(const char *path, sf_format_t *format)
+{
+    if (!path || !*path) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "empty output path");
+    const char *ext = extension(path);
+    if (!strcmp(path, "-") || sf_streq_nocase(ext, "dot") || sf_streq_nocase(ext, "gv")) *format = SF_FORMAT_DOT;
+    else if (sf_streq_nocase(ext, "svg")) *format = SF_FORMAT_SVG;
+    else if (sf_streq_nocase(ext, "png")) *format = SF_FORMAT_PNG;
+    else
+        return sf_error(STARFOLD_ERR_NOT_SUPPORTED, "%s: unknown output format '.%s' (use .dot, .svg or .png)", path,
+                        ext);
+    return STARFOLD_OK;
+}
+
+void sf_agset(void *obj, const char *name, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    agsafeset(obj, (char *)name, buf, "");
+}
+
+starfold_status_t sf_agraph_save(Agraph_t *g, const char *path)
+{
+    sf_format_t format;
+    starfold_status_t st = sf_format_from_path(path, &format);
+    if (st != STARFOLD_OK) return st;
+
+    if (format == SF_FORMAT_DOT) {
+        FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+        if (!f) return sf_error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        int rc = agwrite(g, f);
+        int rc2 = f == stdout ? fflush(f) : fclose(f);
+        if (rc != 0 || rc2 != 0) return sf_error(STARFOLD_ERR_IO, "%s: write failed", path);
+        return STARFOLD_OK;
+    }
+
+    pthread_mutex_lock(&gvc_lock);
+    GVC_t *gvc = gvContext();
+    if (!gvc) {
+        pthread_mutex_unlock(&gvc_lock);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a rendering context");
+    }
+    if (gvLayout(gvc, g, "dot") != 0) {
+        st = sf_error(STARFOLD_ERR_RUNTIME, "Graphviz: dot layout failed for %s", path);
+    } else {
+        if (gvRenderFilename(gvc, g, format == SF_FORMAT_SVG ? "svg" : "png", path) != 0)
+            st = sf_error(STARFOLD_ERR_IO, "%s: Graphviz could not render (is the %s plugin installed?)", path,
+                          format == SF_FORMAT_SVG ? "svg" : "png");
+        gvFreeLayout(gvc, g);
+    }
+    gvFreeContext(gvc);
+    pthread_mutex_unlock(&gvc_lock);
+    return st;
+}

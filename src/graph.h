@@ -1,0 +1,153 @@
+/*
+ * The graph IR: the private layout of starfold_graph and the builder that algorithms call.
+ *
+ * Layering: topology -> this IR -> algorithms (pure builders) -> executor. Nothing here touches StarPU.
+ *
+ * Buffers. Every buffer lives on one topology device and holds `count` elements of one dtype.
+ *   INPUT  (slot s, tensor t): the caller's data on source device s; never written by a graph.
+ *   OUTPUT (slot d, tensor t): the caller's result on destination device d; every element written
+ *          exactly once.
+ *   TEMP:  scratch on one device, created by the algorithm, released without write-back.
+ *
+ * Tasks (nodes). A node runs on one device and writes only that device's buffers. Reading a buffer
+ * placed on another device is a transfer over the link between the two devices: that is how a graph's
+ * edges follow the interconnect. Semantics, with spans = (buffer, offset, count) in elements:
+ *   COPY, PACK, UNPACK: concat(src spans) -> concat(dst spans), equal totals. PACK is many->one,
+ *                       UNPACK one->many, COPY one->one; the kernel is the same segmented copy.
+ *   REDUCE: one dst span; dst[i] = op(src0[i], src1[i], ...) left to right, every span the same count.
+ *           dst may be exactly one of the src spans (accumulate in place).
+ *   SCALE:  one src, one dst of the same count; dst[i] = src[i] / divisor (integers truncate).
+ * All spans of a node have the node's dtype.
+ *
+ * Dependencies. sf_graph_* builders infer them from the data, like StarPU's sequential consistency:
+ * a read depends on earlier overlapping writes, a write on earlier overlapping reads and writes. So
+ * nodes are always appended in a valid submission order and deps[] only names earlier nodes.
+ * sf_graph_add_dep() adds an ordering that the data does not imply.
+ */
+#ifndef STARFOLD_SRC_GRAPH_H
+#define STARFOLD_SRC_GRAPH_H
+
+#include <stdint.h>
+#include <starfold/graph.h>
+
+typedef enum sf_buf_kind { SF_BUF_INPUT = 0, SF_BUF_OUTPUT, SF_BUF_TEMP } sf_buf_kind_t;
+
+/* One access recorded for dependency inference. */
+typedef struct sf_access {
+    size_t node;
+    size_t offset, count;
+    int write;
+} sf_access_t;
+
+typedef struct sf_buffer {
+    sf_buf_kind_t kind;
+    int device;               /* topology device */
+    starfold_dtype_t dtype;
+    size_t count;             /* elements */
+    int slot;                 /* input/output slot; -1 for TEMP */
+    size_t tensor;            /* tensor index for INPUT/OUTPUT; for TEMP the pack or tensor it serves */
+    sf_access_t *hist;        /* builder bookkeeping, in node order */
+    size_t nhist, cap_hist;
+} sf_buffer_t;
+
+typedef struct sf_span {
+    size_t buf;
+    size_t offset;
+    size_t count;
+} sf_span_t;
+
+typedef struct sf_node {
+    starfold_task_kind_t kind;
+    int device;
+    starfold_dtype_t dtype;
+    starfold_op_t op;         /* REDUCE only */
+    uint32_t divisor;         /* SCALE only, >= 1 */
+    sf_span_t *src;
+    size_t nsrc;
+    sf_span_t *dst;
+    size_t ndst;
+    size_t *deps;             /* earlier node indices, ascending, no duplicates */
+    size_t ndeps, cap_deps;
+    int tag;                  /* pack index (or tensor index when unpacked), -1 if none: for labels */
+} sf_node_t;
+
+struct starfold_graph {
+    starfold_topology_t topology;   /* a reference, dropped by starfold_graph_destroy */
+    char *algorithm;
+    starfold_collective_t kind;
+    starfold_op_t op;
+    int num_inputs;
+    int *input_devices;             /* [num_inputs] */
+    int num_outputs;
+    int *output_devices;            /* [num_outputs] */
+    size_t num_tensors;
+    starfold_tensor_desc_t *tensors;/* [num_tensors] */
+    size_t *input_buf;              /* [num_inputs * num_tensors] buffer index of each input */
+    size_t *output_buf;             /* [num_outputs * num_tensors] */
+    sf_buffer_t *bufs;
+    size_t nbufs, cap_bufs;
+    sf_node_t *nodes;
+    size_t nnodes, cap_nodes;
+};
+
+/*
+ * Creates an empty graph for @desc (already validated) with its input and output buffers.
+ * Takes a reference on @topology.
+ */
+starfold_status_t sf_graph_create(starfold_topology_t topology, const char *algorithm,
+                                  const starfold_collective_desc_t *desc, starfold_graph_t *out);
+
+static inline size_t sf_graph_input(const struct starfold_graph *g, int slot, size_t tensor)
+{
+    return g->input_buf[(size_t)slot * g->num_tensors + tensor];
+}
+
+static inline size_t sf_graph_output(const struct starfold_graph *g, int slot, size_t tensor)
+{
+    return g->output_buf[(size_t)slot * g->num_tensors + tensor];
+}
+
+static inline sf_span_t sf_whole(const struct starfold_graph *g, size_t buf)
+{
+    sf_span_t s = { buf, 0, g->bufs[buf].count };
+    return s;
+}
+
+static inline sf_span_t sf_span(size_t buf, size_t offset, size_t count)
+{
+    sf_span_t s = { buf, offset, count };
+    return s;
+}
+
+/* Adds a temporary of @count elements on @device; its index in *buf. @tag is kept for labels. */
+starfold_status_t sf_graph_add_temp(starfold_graph_t g, int device, starfold_dtype_t dtype, size_t count,
+                                    int tag, size_t *buf);
+
+/*
+ * Appends a COPY, PACK or UNPACK node (per @kind). The node runs on the device of the dst buffers
+ * (all must be on one device). Its index in *node (may be NULL).
+ */
+starfold_status_t sf_graph_copy(starfold_graph_t g, starfold_task_kind_t kind, const sf_span_t *src,
+                                size_t nsrc, const sf_span_t *dst, size_t ndst, int tag, size_t *node);
+
+/* Appends a REDUCE node: dst = op(src[0], ..., src[nsrc-1]); runs on dst's device. */
+starfold_status_t sf_graph_reduce(starfold_graph_t g, starfold_op_t op, const sf_span_t *src, size_t nsrc,
+                                  sf_span_t dst, int tag, size_t *node);
+
+/* Appends a SCALE node: dst = src / divisor; runs on dst's device. */
+starfold_status_t sf_graph_scale(starfold_graph_t g, sf_span_t src, sf_span_t dst, uint32_t divisor, int tag,
+                                 size_t *node);
+
+/* Orders node @before ahead of node @after (before < after). */
+starfold_status_t sf_graph_add_dep(starfold_graph_t g, size_t before, size_t after);
+
+/* Frees the builder's bookkeeping (access histories) once an algorithm is done. */
+void sf_graph_seal(starfold_graph_t g);
+
+/* Bytes of a span. */
+static inline uint64_t sf_span_bytes(const struct starfold_graph *g, sf_span_t s)
+{
+    return (uint64_t)s.count * starfold_dtype_size(g->bufs[s.buf].dtype);
+}
+
+#endif /* STARFOLD_SRC_GRAPH_H */

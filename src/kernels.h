@@ -1,0 +1,3 @@
+#ifndef STARFOLD_SRC_KERNELS_H
+#define STARFOLD_SRC_KERNELS_H
+#endif

@@ -1,0 +1,48 @@
+/*
+ * Packing plans: which element ranges of which tensors go into which pack buffer. Pure arithmetic,
+ * shared by the algorithms that pack.
+ *
+ * Concat-and-split (TensorFlow's _ConcatAndSplitPacker), per dtype group instead of failing on mixed
+ * dtypes: the tensors of one dtype, in their original order, are concatenated into one flat range of
+ * `total` elements, cut into num_packs contiguous packs of total / num_packs elements, the last taking
+ * the remainder. A pack may cut through a tensor. Empty packs (total < num_packs) are dropped.
+ *
+ *   tensors (float32):  [ t0 ......... ][ t1 .... ][ t2 ............ ]
+ *   num_packs = 3:      [ pack 0    ][ pack 1    ][ pack 2 (+rest)   ]
+ *
+ * Dtype groups come in order of first appearance; pack indices run across groups, so with the default
+ * num_packs = 1 and two dtypes there are two packs (0 and 1), each rotating the hierarchical root.
+ * num_packs = 0: no packing, one "pack" per non-empty tensor that is the tensor itself (direct = 1).
+ */
+#ifndef STARFOLD_SRC_PACK_H
+#define STARFOLD_SRC_PACK_H
+
+#include <starfold/graph.h>
+
+typedef struct sf_pack_seg {
+    size_t tensor;       /* which tensor */
+    size_t offset;       /* first element in the tensor */
+    size_t count;        /* elements */
+    size_t pack_offset;  /* first element in the pack */
+} sf_pack_seg_t;
+
+typedef struct sf_pack {
+    starfold_dtype_t dtype;
+    size_t count;        /* elements, > 0 */
+    sf_pack_seg_t *segs; /* in pack order */
+    size_t nsegs;
+} sf_pack_t;
+
+typedef struct sf_pack_plan {
+    sf_pack_t *packs;
+    size_t npacks;
+    int direct;          /* 1: no packing, packs[i] is exactly one whole tensor */
+} sf_pack_plan_t;
+
+/* Builds the concat-and-split plan; num_packs >= 0 (0 = direct). */
+starfold_status_t sf_pack_plan_concat_split(const starfold_tensor_desc_t *tensors, size_t ntensors,
+                                            int num_packs, sf_pack_plan_t *plan);
+
+void sf_pack_plan_free(sf_pack_plan_t *plan);
+
+#endif /* STARFOLD_SRC_PACK_H */

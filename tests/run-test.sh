@@ -1,0 +1,25 @@
+#!/bin/sh
+# LOG_COMPILER for `make check`: gives each test program the StarPU environment it is written for.
+#   *_emulated : the 8-device box of discrete-memory OpenCL devices on the CPU (POCL), see README.md;
+#   others     : CPU-only StarPU (2 CPU workers, one memory node).
+# Each configuration keeps its own STARPU_HOME (bus calibration records the device count) and POCL
+# kernel cache under the build tree, so repeated runs are warm.
+prog="$1"; shift
+top="${SF_TOP_BUILDDIR:-$(pwd)}"
+name=$(basename "$prog")
+case "$name" in
+  *emulated*)
+    export POCL_DEVICES="pthread pthread pthread pthread pthread pthread pthread pthread"
+    export STARPU_OPENCL_ON_CPUS=1 STARPU_NOPENCL=8 STARPU_NCPU=0
+    export STARPU_DISABLE_ASYNCHRONOUS_OPENCL_COPY=1
+    export STARPU_HOME="$top/tests/.starpu-emulated" POCL_CACHE_DIR="$top/tests/.pocl-cache"
+    ;;
+  *)
+    export STARPU_NCPU="${STARPU_NCPU:-2}" STARPU_NOPENCL=0 STARPU_NCUDA=0
+    export STARPU_HOME="$top/tests/.starpu-host"
+    ;;
+esac
+export STARPU_SCHED="${STARPU_SCHED:-eager}" STARPU_SILENT=1
+export SF_TEST_OUT="$top/tests/out"
+mkdir -p "$STARPU_HOME" "$SF_TEST_OUT" ${POCL_CACHE_DIR:+"$POCL_CACHE_DIR"}
+exec "$prog" "$@"
