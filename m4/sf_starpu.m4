@@ -10,6 +10,8 @@ AC_DEFUN([SF_CHECK_STARPU], [
         [AC_MSG_ERROR([StarPU not found by pkg-config (starpu-1.4 or starpu-1.3). On Debian: apt-get install libstarpu-dev])])])
   ])
   PKG_CHECK_MODULES([STARPU], [$STARPU_PC])
+  # StarPU's headers are not clean under our warnings (-Wstrict-prototypes): include them as system headers.
+  STARPU_CFLAGS=`echo " $STARPU_CFLAGS" | sed 's/ -I/ -isystem /g'`
   AC_SUBST([STARPU_PC])
   sf_save_CPPFLAGS=$CPPFLAGS
   CPPFLAGS="$CPPFLAGS $STARPU_CFLAGS"

@@ -1,8 +1,10 @@
 /*
  * Graphviz output shared by topology and graph exports. cgraph writes DOT in node-creation order,
  * so an exporter that creates nodes deterministically gets byte-identical files (golden tests rely on
- * it). Rendering lays out with "dot" through a gvc context created per call; gvc keeps global state,
- * so calls are serialised by a mutex.
+ * it). Rendering lays out with "dot" through one gvc context for the process, created on first use
+ * and never freed: Graphviz 2.4x's gvFreeContext() frees the font-name cache while the pango plugin
+ * keeps a pointer into it, so every context after the first reads freed memory (valgrind, ASan).
+ * gvc keeps global state, so calls are serialised by a mutex.
  */
 #include "config.h"
 
@@ -16,6 +18,7 @@
 #include <graphviz/gvc.h>
 
 static pthread_mutex_t gvc_lock = PTHREAD_MUTEX_INITIALIZER;
+static GVC_t *gvc_shared; /* guarded by gvc_lock; lives until exit */
 
 static const char *extension(const char *path)
 {
@@ -62,8 +65,14 @@ starfold_status_t sf_agraph_save(Agraph_t *g, const char *path)
         return STARFOLD_OK;
     }
 
+    /* gvRenderFilename() reports "Could not open" on stderr yet returns 0: open it here first. */
+    FILE *probe = fopen(path, "wb");
+    if (!probe) return sf_error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    fclose(probe);
+
     pthread_mutex_lock(&gvc_lock);
-    GVC_t *gvc = gvContext();
+    if (!gvc_shared) gvc_shared = gvContext();
+    GVC_t *gvc = gvc_shared;
     if (!gvc) {
         pthread_mutex_unlock(&gvc_lock);
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a rendering context");
@@ -76,7 +85,6 @@ starfold_status_t sf_agraph_save(Agraph_t *g, const char *path)
                           format == SF_FORMAT_SVG ? "svg" : "png");
         gvFreeLayout(gvc, g);
     }
-    gvFreeContext(gvc);
     pthread_mutex_unlock(&gvc_lock);
     return st;
 }

@@ -22,4 +22,33 @@ struct starfold_topology {
     size_t num_links, cap_links;
 };
 
+/* "gpu" / "cpu"; "unknown" otherwise. */
+const char *sf_device_kind_name(starfold_device_kind_t kind);
+
+/* Parses "gpu" / "cpu" case-insensitively; -1 (no error recorded) for anything else. */
+int sf_device_kind_parse(const char *name, starfold_device_kind_t *kind);
+
+/* starfold_topology_add_link() from its fields. */
+starfold_status_t sf_topology_add(starfold_topology_t t, int a, int b, starfold_link_kind_t kind, int lanes,
+                                  double bandwidth_GBps, double latency_us);
+
+/*
+ * The PCIe / socket-interconnect link between two GPUs that have no NVLink, from where they sit: the
+ * one place the PCIe model numbers live (built-in tables and hwloc detection share it).
+ */
+starfold_link_t sf_pcie_link(int a, int b, int same_switch, int same_socket);
+
+/* The first device that links cannot reach from device 0, -1 when all can. */
+int sf_topology_unreachable(starfold_topology_t t);
+
+/* The "host" model: @n CPU devices cpu0.. in one memory node, every pair a host link. */
+starfold_status_t sf_topology_host(const char *name, int n, starfold_topology_t *topology);
+
+/*
+ * Serialises cgraph's global state (its parser and some static buffers are not thread-safe).
+ * Every starfold use of cgraph in the topology layer runs under it.
+ */
+void sf_cgraph_lock(void);
+void sf_cgraph_unlock(void);
+
 #endif /* STARFOLD_SRC_TOPOLOGY_H */
