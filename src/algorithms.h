@@ -21,4 +21,15 @@ extern const sf_algorithm_t sf_algo_hierarchical_copy;
 /* Registry lookup by name; NULL when unknown. */
 const sf_algorithm_t *sf_algorithm_find(const char *name);
 
+/*
+ * Building blocks other algorithms fall back on (defined in algo_reduce_to_one.c):
+ * TensorFlow's simple_broadcast (the source copied straight to every destination) and
+ * ReductionToOneDevice's reduce (every tensor reduced on @reduce_device, then copied out).
+ */
+starfold_status_t sf_build_simple_broadcast(starfold_graph_t g);
+starfold_status_t sf_build_reduce_to_one(starfold_graph_t g, int reduce_device);
+
+/* Output slot whose device is @device, or -1. */
+int sf_graph_output_slot_on(const struct starfold_graph *g, int device);
+
 #endif /* STARFOLD_SRC_ALGORITHMS_H */

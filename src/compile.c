@@ -1,1 +1,143 @@
-/* placeholder: being written */
+/*
+ * The algorithm registry and the compile entry point.
+ *
+ * starfold_graph_compile() owns everything that is the same for every algorithm: validating the
+ * collective (devices exist and are distinct, dtypes known, op known), resolving "destinations =
+ * sources", creating the graph with its input and output buffers, and sealing it after the
+ * algorithm's build() has appended its tasks. Algorithms only validate their own options.
+ */
+#include "config.h"
+
+#include "algorithms.h"
+#include "common.h"
+#include "graph.h"
+
+#include <stdio.h>
+
+/* The registry: one entry per algorithm file, in the order `starfold` lists them. */
+static const sf_algorithm_t *const registry[] = {
+    &sf_algo_reduce_to_one,
+    &sf_algo_hierarchical_copy,
+};
+#define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))
+
+STARFOLD_API int starfold_algorithm_count(void)
+{
+    return REGISTRY_SIZE;
+}
+
+STARFOLD_API const char *starfold_algorithm_name(int index)
+{
+    return index >= 0 && index < REGISTRY_SIZE ? registry[index]->name : NULL;
+}
+
+STARFOLD_API const char *starfold_algorithm_description(int index)
+{
+    return index >= 0 && index < REGISTRY_SIZE ? registry[index]->description : NULL;
+}
+
+const sf_algorithm_t *sf_algorithm_find(const char *name)
+{
+    for (int i = 0; name && i < REGISTRY_SIZE; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+STARFOLD_API void starfold_algo_options_init(starfold_algo_options_t *options)
+{
+    if (!options) return;
+    memset(options, 0, sizeof *options);
+    options->num_packs = 1;
+    options->reduce_to_device = -1;
+}
+
+/* Every device of @list exists in a topology of @ndev devices and appears once. */
+static starfold_status_t check_devices(const char *what, const int *list, int n, int ndev)
+{
+    if (n < 1 || !list) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: need at least one device", what);
+    if (n > ndev)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d devices but the topology has %d", what, n, ndev);
+    for (int i = 0; i < n; i++) {
+        if (list[i] < 0 || list[i] >= ndev)
+            return sf_error(STARFOLD_ERR_NOT_FOUND, "%s[%d]: device %d is not in the topology (0..%d)", what, i,
+                            list[i], ndev - 1);
+        for (int j = 0; j < i; j++)
+            if (list[j] == list[i])
+                return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: device %d appears twice (positions %d and %d)",
+                                what, list[i], j, i);
+    }
+    return STARFOLD_OK;
+}
+
+static starfold_status_t validate(starfold_topology_t topology, const starfold_collective_desc_t *desc)
+{
+    starfold_status_t st;
+    const int ndev = starfold_topology_num_devices(topology);
+    if ((int)desc->kind < 0 || desc->kind > STARFOLD_COLL_BROADCAST)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "unknown collective kind %d", (int)desc->kind);
+    if ((int)desc->op < 0 || (int)desc->op >= STARFOLD_OP_COUNT)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "unknown reduce op %d", (int)desc->op);
+    if ((st = check_devices("sources", desc->sources, desc->num_sources, ndev)) != STARFOLD_OK) return st;
+    if (desc->kind == STARFOLD_COLL_BROADCAST && desc->num_sources != 1)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "broadcast needs exactly one source, got %d",
+                        desc->num_sources);
+    if (desc->num_destinations != 0 || desc->destinations != NULL) {
+        if ((st = check_devices("destinations", desc->destinations, desc->num_destinations, ndev)) != STARFOLD_OK)
+            return st;
+    }
+    if (desc->num_tensors == 0 || !desc->tensors)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "a collective needs at least one tensor");
+    for (size_t t = 0; t < desc->num_tensors; t++) {
+        if ((int)desc->tensors[t].dtype < 0 || (int)desc->tensors[t].dtype >= STARFOLD_DTYPE_COUNT)
+            return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "tensor %zu: unknown dtype %d", t,
+                            (int)desc->tensors[t].dtype);
+        if (desc->tensors[t].count > ((size_t)1 << 48))
+            return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "tensor %zu: %zu elements is beyond any device", t,
+                            desc->tensors[t].count);
+    }
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topology, const char *algorithm,
+                                                      const starfold_collective_desc_t *desc,
+                                                      const starfold_algo_options_t *options,
+                                                      starfold_graph_t *graph)
+{
+    starfold_status_t st;
+    if (!topology || !algorithm || !desc || !graph)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_graph_compile: NULL %s",
+                        !topology ? "topology" : !algorithm ? "algorithm" : !desc ? "description" : "graph");
+    const sf_algorithm_t *algo = sf_algorithm_find(algorithm);
+    if (!algo) {
+        char names[256] = "";
+        for (int i = 0; i < REGISTRY_SIZE; i++) {
+            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, registry[i]->name, sizeof names - strlen(names) - 1);
+        }
+        return sf_error(STARFOLD_ERR_NOT_FOUND, "unknown algorithm '%s' (known: %s)", algorithm, names);
+    }
+    if ((st = starfold_topology_validate(topology)) != STARFOLD_OK) return st;
+    if ((st = validate(topology, desc)) != STARFOLD_OK) return st;
+
+    starfold_algo_options_t defaults;
+    starfold_algo_options_init(&defaults);
+    if (!options) options = &defaults;
+
+    /* "No destinations" means the sources: an all-reduce. */
+    starfold_collective_desc_t d = *desc;
+    if (d.num_destinations == 0 && d.destinations == NULL) {
+        d.num_destinations = d.num_sources;
+        d.destinations = d.sources;
+    }
+
+    starfold_graph_t g = NULL;
+    if ((st = sf_graph_create(topology, algo->name, &d, &g)) != STARFOLD_OK) return st;
+    st = algo->build(g, options);
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(g);
+        return st;
+    }
+    sf_graph_seal(g);
+    *graph = g;
+    return STARFOLD_OK;
+}

@@ -27,6 +27,7 @@ typedef struct sf_pack_seg {
 } sf_pack_seg_t;
 
 typedef struct sf_pack {
+    size_t index;        /* TensorFlow's pack (or tensor) index, counting dropped empty packs: drives rotation */
     starfold_dtype_t dtype;
     size_t count;        /* elements, > 0 */
     sf_pack_seg_t *segs; /* in pack order */

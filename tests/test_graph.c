@@ -1,1 +1,419 @@
-int main(void) { return 77; }
+/*
+ * Graph compiler tests: every registered algorithm, compiled for 1..8 replicas on several topologies,
+ * every dtype and op, sizes 0, 1, odd and not divisible by the pack count, mixed dtypes, then
+ *   1. starfold_graph_check() (the invariant checker) on every graph, and
+ *   2. a host interpreter that executes the graph's tasks in order on plain memory and compares every
+ *      output with a float64 reference: the algorithms are verified without StarPU.
+ * Plus TensorFlow-exact structure checks of hierarchical copy on a DGX-1 and bad-option cases.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starfold.h>
+#include "graph.h"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* A host interpreter of the IR: buffers as byte arrays, tasks executed in node order.           */
+
+typedef struct interp {
+    starfold_graph_t g;
+    unsigned char **mem; /* [nbufs] */
+} interp_t;
+
+static double load(const void *p, starfold_dtype_t dt, size_t i)
+{
+    switch (dt) {
+    case STARFOLD_FLOAT32: return ((const float *)p)[i];
+    case STARFOLD_FLOAT64: return ((const double *)p)[i];
+    case STARFOLD_INT32: return ((const int32_t *)p)[i];
+    default: return (double)((const int64_t *)p)[i];
+    }
+}
+
+/* Integer ops are done in int64 then narrowed: inputs are small, so nothing wraps in these tests. */
+static void store(void *p, starfold_dtype_t dt, size_t i, double v)
+{
+    switch (dt) {
+    case STARFOLD_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case STARFOLD_FLOAT64: ((double *)p)[i] = v; break;
+    case STARFOLD_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: ((int64_t *)p)[i] = (int64_t)v; break;
+    }
+}
+
+static double apply(starfold_op_t op, starfold_dtype_t dt, double a, double b)
+{
+    double r;
+    switch (op) {
+    case STARFOLD_OP_MIN: return a < b ? a : b;
+    case STARFOLD_OP_MAX: return a > b ? a : b;
+    case STARFOLD_OP_PROD: r = a * b; break;
+    default: r = a + b; break;
+    }
+    return dt == STARFOLD_FLOAT32 ? (double)(float)r : r; /* float32 arithmetic rounds each step */
+}
+
+static void interp_run(interp_t *in)
+{
+    starfold_graph_t g = in->g;
+    for (size_t k = 0; k < g->nnodes; k++) {
+        const sf_node_t *n = &g->nodes[k];
+        const size_t es = starfold_dtype_size(n->dtype);
+        if (n->kind == STARFOLD_TASK_REDUCE) {
+            const sf_span_t d = n->dst[0];
+            for (size_t i = 0; i < d.count; i++) {
+                double v = load(in->mem[n->src[0].buf], n->dtype, n->src[0].offset + i);
+                for (size_t s = 1; s < n->nsrc; s++)
+                    v = apply(n->op, n->dtype, v, load(in->mem[n->src[s].buf], n->dtype, n->src[s].offset + i));
+                store(in->mem[d.buf], n->dtype, d.offset + i, v);
+            }
+        } else if (n->kind == STARFOLD_TASK_SCALE) {
+            for (size_t i = 0; i < n->dst[0].count; i++) {
+                double v = load(in->mem[n->src[0].buf], n->dtype, n->src[0].offset + i);
+                if (n->dtype == STARFOLD_INT32 || n->dtype == STARFOLD_INT64) v = trunc(v / n->divisor);
+                else if (n->dtype == STARFOLD_FLOAT32) v = (float)v / (float)n->divisor;
+                else v = v / n->divisor;
+                store(in->mem[n->dst[0].buf], n->dtype, n->dst[0].offset + i, v);
+            }
+        } else { /* segmented copy: concat(src) -> concat(dst) */
+            size_t total = 0;
+            for (size_t s = 0; s < n->nsrc; s++) total += n->src[s].count;
+            unsigned char *tmp = malloc(total * es + 1), *w = tmp;
+            for (size_t s = 0; s < n->nsrc; s++, w += n->src[s - 1].count * es)
+                memcpy(w, in->mem[n->src[s].buf] + n->src[s].offset * es, n->src[s].count * es);
+            w = tmp;
+            for (size_t s = 0; s < n->ndst; s++, w += n->dst[s - 1].count * es)
+                memcpy(in->mem[n->dst[s].buf] + n->dst[s].offset * es, w, n->dst[s].count * es);
+            free(tmp);
+        }
+    }
+}
+
+/* Replica r, tensor t, element i: small values so PROD of 8 replicas stays exact and in range. */
+static double input_value(int r, size_t t, size_t i, starfold_op_t op)
+{
+    if (op == STARFOLD_OP_PROD) return (double)((r + (int)t + (int)i) % 3 - 1 + ((r + i) % 2 ? 2 : 0)); /* -1..3 */
+    return (double)(((int)(r * 7 + t * 3 + i * 5)) % 23 - 11) + (i % 4) * 0.25 * (r % 2 ? 1 : -1);
+}
+
+static double reference(starfold_op_t op, starfold_dtype_t dt, int n, size_t t, size_t i)
+{
+    int is_int = dt == STARFOLD_INT32 || dt == STARFOLD_INT64;
+    double acc = 0;
+    for (int r = 0; r < n; r++) {
+        double v = input_value(r, t, i, op);
+        if (is_int) v = (double)(int64_t)v;
+        if (dt == STARFOLD_FLOAT32) v = (float)v;
+        if (r == 0) acc = v;
+        else if (op == STARFOLD_OP_MIN) acc = acc < v ? acc : v;
+        else if (op == STARFOLD_OP_MAX) acc = acc > v ? acc : v;
+        else if (op == STARFOLD_OP_PROD) acc *= v;
+        else acc += v;
+    }
+    if (op == STARFOLD_OP_MEAN) acc = is_int ? trunc(acc / n) : acc / n;
+    return acc;
+}
+
+/* Runs @g on the host and compares every output; returns the number of wrong elements. */
+static size_t interp_verify(starfold_graph_t g, int broadcast)
+{
+    interp_t in = { g, calloc(g->nbufs, sizeof(unsigned char *)) };
+    for (size_t b = 0; b < g->nbufs; b++) {
+        const sf_buffer_t *buf = &g->bufs[b];
+        in.mem[b] = calloc(buf->count + 1, starfold_dtype_size(buf->dtype));
+        if (buf->kind == SF_BUF_INPUT)
+            for (size_t i = 0; i < buf->count; i++)
+                store(in.mem[b], buf->dtype, i, input_value(buf->slot, buf->tensor, i, g->op));
+        else /* poison: a missed write shows up */
+            for (size_t i = 0; i < buf->count; i++) store(in.mem[b], buf->dtype, i, -12345);
+    }
+    interp_run(&in);
+    size_t wrong = 0;
+    for (int d = 0; d < g->num_outputs; d++)
+        for (size_t t = 0; t < g->num_tensors; t++) {
+            size_t b = sf_graph_output(g, d, t);
+            for (size_t i = 0; i < g->bufs[b].count; i++) {
+                double want = broadcast ? input_value(0, t, i, g->op) : reference(g->op, g->bufs[b].dtype,
+                                                                                 g->num_inputs, t, i);
+                if (broadcast && (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64))
+                    want = (double)(int64_t)want;
+                if (broadcast && g->bufs[b].dtype == STARFOLD_FLOAT32) want = (float)want;
+                double got = load(in.mem[b], g->bufs[b].dtype, i);
+                double tol = g->bufs[b].dtype == STARFOLD_FLOAT32 ? 1e-5 * (1 + fabs(want)) : 1e-12 * (1 + fabs(want));
+                if (fabs(got - want) > tol) {
+                    if (wrong < 3)
+                        fprintf(stderr, "  %s: out %d tensor %zu [%zu] = %g, want %g\n", g->algorithm, d, t, i, got,
+                                want);
+                    wrong++;
+                }
+            }
+        }
+    for (size_t b = 0; b < g->nbufs; b++) free(in.mem[b]);
+    free(in.mem);
+    return wrong;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static starfold_topology_t topo(const char *name)
+{
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin(name, &t), STARFOLD_OK);
+    return t;
+}
+
+/* Compiles, checks and interprets one collective; counts failures into the CUnit run. */
+static void compile_verify(starfold_topology_t tp, const char *algo, starfold_collective_t kind, starfold_op_t op,
+                           int n, const int *src, int ndst, const int *dst, size_t nt,
+                           const starfold_tensor_desc_t *tensors, int num_packs)
+{
+    starfold_collective_desc_t d = { kind, op, n, src, ndst, dst, nt, tensors };
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    o.num_packs = num_packs;
+    starfold_graph_t g = NULL;
+    starfold_status_t st = starfold_graph_compile(tp, algo, &d, &o, &g);
+    if (st != STARFOLD_OK) fprintf(stderr, "compile %s n=%d: %s\n", algo, n, starfold_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, STARFOLD_OK);
+    st = starfold_graph_check(g);
+    if (st != STARFOLD_OK)
+        fprintf(stderr, "check %s n=%d op=%s packs=%d: %s\n", algo, n, starfold_op_name(op), num_packs,
+                starfold_last_error());
+    CU_ASSERT_EQUAL(st, STARFOLD_OK);
+    size_t wrong = interp_verify(g, kind == STARFOLD_COLL_BROADCAST);
+    if (wrong)
+        fprintf(stderr, "%s n=%d op=%s packs=%d: %zu wrong\n", algo, n, starfold_op_name(op), num_packs, wrong);
+    CU_ASSERT_EQUAL(wrong, 0);
+    starfold_graph_destroy(g);
+}
+
+static const int iota[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+
+/* All-reduce: every algorithm x N = 1..8 x op x dtype, sizes 0, 1, 7, 1000 in one batch. */
+static void test_allreduce_matrix(void)
+{
+    const char *topos[] = { "dgx1-v100", "host" };
+    for (int tpi = 0; tpi < 2; tpi++) {
+        starfold_topology_t full = topo(topos[tpi]);
+        for (int n = 1; n <= 8; n++) {
+            starfold_topology_t tp = NULL;
+            CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(full, n, &tp), STARFOLD_OK);
+            for (int a = 0; a < starfold_algorithm_count(); a++)
+                for (int op = 0; op < STARFOLD_OP_COUNT; op++)
+                    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+                        starfold_tensor_desc_t t[4] = { { (starfold_dtype_t)dt, 0 }, { (starfold_dtype_t)dt, 1 },
+                                                        { (starfold_dtype_t)dt, 7 }, { (starfold_dtype_t)dt, 1000 } };
+                        for (int packs = 0; packs <= 3; packs++)
+                            compile_verify(tp, starfold_algorithm_name(a), STARFOLD_COLL_REDUCE, (starfold_op_t)op, n,
+                                           iota, 0, NULL, 4, t, packs);
+                    }
+            starfold_topology_destroy(tp);
+        }
+        starfold_topology_destroy(full);
+    }
+}
+
+/* Mixed dtypes in one batch, packs more than elements, replicas in a shuffled device order. */
+static void test_mixed_and_odd(void)
+{
+    starfold_topology_t tp = topo("dgx1-v100");
+    starfold_tensor_desc_t t[5] = {
+        { STARFOLD_FLOAT32, 33 }, { STARFOLD_INT64, 5 }, { STARFOLD_FLOAT32, 2 }, { STARFOLD_FLOAT64, 17 },
+        { STARFOLD_INT32, 3 },
+    };
+    const int shuffled[7] = { 6, 2, 7, 0, 5, 3, 1 };
+    for (int a = 0; a < starfold_algorithm_count(); a++)
+        for (int packs = 0; packs <= 9; packs++) {
+            compile_verify(tp, starfold_algorithm_name(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 0, NULL, 5,
+                           t, packs);
+            compile_verify(tp, starfold_algorithm_name(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, 7, shuffled, 0,
+                           NULL, 5, t, packs);
+        }
+    starfold_topology_destroy(tp);
+}
+
+/* Reduce to one destination, to destinations that are not the sources, and broadcast. */
+static void test_reduce_and_broadcast(void)
+{
+    starfold_topology_t tp = topo("dgx1-p100");
+    starfold_tensor_desc_t t[2] = { { STARFOLD_FLOAT64, 10 }, { STARFOLD_INT32, 3 } };
+    const int one[1] = { 5 }, some[3] = { 7, 1, 2 }, srcs[4] = { 0, 1, 2, 3 };
+    for (int a = 0; a < starfold_algorithm_count(); a++) {
+        const char *al = starfold_algorithm_name(a);
+        compile_verify(tp, al, STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 1, one, 2, t, 1);
+        compile_verify(tp, al, STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, 4, srcs, 3, some, 2, t, 1);
+        compile_verify(tp, al, STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 1, one, 3, some, 2, t, 1);
+        compile_verify(tp, al, STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 1, one, 8, iota, 2, t, 1);
+    }
+    starfold_topology_destroy(tp);
+}
+
+/* TensorFlow's structure on a DGX-1: groups {0..3} and {4..7}, root i % 8 and its partner i + 4. */
+static void test_hierarchical_copy_is_tensorflows(void)
+{
+    starfold_topology_t tp = topo("dgx1-v100");
+    starfold_tensor_desc_t t[1] = { { STARFOLD_FLOAT32, 8 * 1024 } };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 0, NULL, 1, t };
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    o.num_packs = 8;
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "hierarchical-copy", &d, &o, &g), STARFOLD_OK);
+    /* Per pack: 8 packs, reduce A, reduce B, cross add, copy to r1, 8 unpacks = 20 tasks. */
+    CU_ASSERT_EQUAL(g->nnodes, 8 * 20);
+    int reduces_seen = 0;
+    for (size_t k = 0; k < g->nnodes; k++) {
+        const sf_node_t *n = &g->nodes[k];
+        if (n->kind != STARFOLD_TASK_REDUCE || n->nsrc != 4) continue;
+        /* A group reduce: its sources are one quad, and it runs on a member of that quad. */
+        int quad = g->bufs[n->src[0].buf].device / 4;
+        for (size_t s = 0; s < 4; s++) CU_ASSERT_EQUAL(g->bufs[n->src[s].buf].device / 4, quad);
+        CU_ASSERT_EQUAL(n->device / 4, quad);
+        int pack = n->tag, r0 = pack % 8;
+        CU_ASSERT(n->device == r0 || n->device == (r0 + 4) % 8);
+        reduces_seen++;
+    }
+    CU_ASSERT_EQUAL(reduces_seen, 16);
+    starfold_graph_destroy(g);
+
+    /* num_packs = 1: every reduction through GPU 0 and GPU 4. */
+    o.num_packs = 1;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "hierarchical-copy", &d, &o, &g), STARFOLD_OK);
+    for (size_t k = 0; k < g->nnodes; k++)
+        if (g->nodes[k].kind == STARFOLD_TASK_REDUCE) CU_ASSERT(g->nodes[k].device == 0 || g->nodes[k].device == 4);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+}
+
+/* The pack plan: contiguous, remainder to the last pack, per dtype, empty packs dropped. */
+static void test_pack_counts(void)
+{
+    starfold_topology_t tp = topo("host");
+    starfold_tensor_desc_t t[3] = { { STARFOLD_FLOAT32, 10 }, { STARFOLD_FLOAT32, 3 }, { STARFOLD_FLOAT64, 2 } };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, iota, 0, NULL, 3, t };
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    o.num_packs = 4; /* float32: 13 -> 3,3,3,4; float64: 2 -> 0,0,0,2 */
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "hierarchical-copy", &d, &o, &g), STARFOLD_OK);
+    starfold_graph_stats_t s;
+    CU_ASSERT_EQUAL(starfold_graph_stats(g, &s), STARFOLD_OK);
+    CU_ASSERT_EQUAL(s.tasks_by_kind[STARFOLD_TASK_PACK], 5 * 2);
+    CU_ASSERT_EQUAL(s.tasks_by_kind[STARFOLD_TASK_UNPACK], 5 * 2);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+}
+
+/* Task count grows with packs, not tensors. */
+static void test_task_count_follows_packs(void)
+{
+    starfold_topology_t tp = topo("host");
+    starfold_tensor_desc_t *t = malloc(1000 * sizeof *t);
+    for (int i = 0; i < 1000; i++) t[i] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, 1024 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 0, NULL, 1000, t };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "hierarchical-copy", &d, NULL, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_graph_num_tasks(g), 20);
+    CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+    starfold_graph_destroy(g);
+    free(t);
+    starfold_topology_destroy(tp);
+}
+
+static void test_bad_input(void)
+{
+    starfold_topology_t tp = topo("dgx1-v100");
+    starfold_tensor_desc_t t[1] = { { STARFOLD_FLOAT32, 4 } };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 0, NULL, 1, t };
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    starfold_graph_t g = (starfold_graph_t)0x1; /* must stay untouched on failure */
+
+    o.num_packs = -1;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "hierarchical-copy", &d, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "num_packs >= 0"));
+    CU_ASSERT_PTR_EQUAL(g, (starfold_graph_t)0x1);
+    o.num_packs = 1;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "no-such-algorithm", &d, &o, &g), STARFOLD_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(starfold_graph_compile(NULL, "reduce-to-one", &d, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, NULL, &d, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", NULL, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &d, &o, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    const int dup[2] = { 1, 1 }, out_of_range[2] = { 1, 9 };
+    starfold_collective_desc_t b = d;
+    b.num_sources = 2;
+    b.sources = dup;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    b.sources = out_of_range;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_NOT_FOUND);
+    b = d;
+    b.num_sources = 0;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    b = d;
+    b.num_tensors = 0;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    b = d;
+    b.op = (starfold_op_t)42;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    b = d;
+    b.kind = STARFOLD_COLL_BROADCAST; /* 8 sources */
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_tensor_desc_t bad_t[1] = { { (starfold_dtype_t)9, 4 } };
+    b = d;
+    b.tensors = bad_t;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    o.reduce_to_device = 8;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &d, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    b = d;
+    b.num_destinations = 1;
+    b.destinations = NULL;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_EQUAL(g, (starfold_graph_t)0x1);
+    CU_ASSERT_EQUAL(starfold_graph_check(NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_topology_destroy(tp);
+}
+
+/* Reduce-to-one honours reduce_to_device and MEAN divides on it before the copies. */
+static void test_reduce_to_device(void)
+{
+    starfold_topology_t tp = topo("dgx1-v100");
+    starfold_tensor_desc_t t[1] = { { STARFOLD_FLOAT32, 16 } };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, 8, iota, 0, NULL, 1, t };
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    o.reduce_to_device = 6;
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "reduce-to-one", &d, &o, &g), STARFOLD_OK);
+    for (size_t k = 0; k < g->nnodes; k++) {
+        if (g->nodes[k].kind == STARFOLD_TASK_REDUCE) CU_ASSERT_EQUAL(g->nodes[k].device, 6);
+        if (g->nodes[k].kind == STARFOLD_TASK_SCALE) CU_ASSERT_EQUAL(g->nodes[k].device, 6);
+    }
+    CU_ASSERT_EQUAL(interp_verify(g, 0), 0);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("graph", NULL, NULL);
+    CU_add_test(s, "all-reduce: algorithms x N=1..8 x ops x dtypes x packs", test_allreduce_matrix);
+    CU_add_test(s, "mixed dtypes, odd N, shuffled devices", test_mixed_and_odd);
+    CU_add_test(s, "reduce to destinations, broadcast", test_reduce_and_broadcast);
+    CU_add_test(s, "hierarchical copy is TensorFlow's on a DGX-1", test_hierarchical_copy_is_tensorflows);
+    CU_add_test(s, "concat-and-split pack counts", test_pack_counts);
+    CU_add_test(s, "task count follows packs, not tensors", test_task_count_follows_packs);
+    CU_add_test(s, "reduce_to_device", test_reduce_to_device);
+    CU_add_test(s, "bad input", test_bad_input);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
