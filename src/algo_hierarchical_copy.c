@@ -20,7 +20,8 @@
  * (r0 + N/2) % N. On a DGX-1 that is always r0 +- 4, so the graph is TensorFlow's exactly.
  *
  * Packing: concat-and-split into num_packs contiguous packs per dtype (pack.h); num_packs = 0 reduces
- * every tensor on its own, rotating the root by tensor index. Each reduction order is TensorFlow's:
+ * every tensor on its own, rotating the root by tensor index. With bytes_per_pack > 0, packs are
+ * TensorFlow's size-based groups of whole tensors instead (pack.h, sf_pack_plan_by_size). Each reduction order is TensorFlow's:
  * (group A in replica order) + (group B in replica order).
  *
  * Fixed defects: odd N (TensorFlow drops replica N-1), N = 1 (TensorFlow calls add_n([])), groups from
@@ -60,15 +61,22 @@ static int pick_partner(starfold_graph_t g, const hc_state_t *hs, int r0)
     return best;
 }
 
+/* A pack that is exactly one whole tensor is reduced in place of that tensor: no pack/unpack copies. */
+static int pack_is_tensor(const starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk)
+{
+    return plan->direct ||
+           (pk->nsegs == 1 && pk->segs[0].offset == 0 && pk->segs[0].count == g->tensors[pk->segs[0].tensor].count);
+}
+
 /*
- * The source span of replica position @p for pack @pk: the input tensor itself when unpacked, else a
- * pack temporary on that replica's device, filled by a PACK task.
+ * The source span of replica position @p for pack @pk: the input tensor itself when the pack is one
+ * whole tensor, else a pack temporary on that replica's device, filled by a PACK task.
  */
 static starfold_status_t pack_source(starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk, int p,
                                      sf_span_t *out)
 {
     starfold_status_t st;
-    if (plan->direct) {
+    if (pack_is_tensor(g, plan, pk)) {
         *out = sf_whole(g, sf_graph_input(g, p, pk->segs[0].tensor));
         return STARFOLD_OK;
     }
@@ -91,7 +99,7 @@ static starfold_status_t deliver(starfold_graph_t g, const sf_pack_plan_t *plan,
                                  const hc_state_t *hs, int p, sf_span_t from)
 {
     const int slot = hs->out_slot[p];
-    if (plan->direct) {
+    if (pack_is_tensor(g, plan, pk)) {
         sf_span_t dst = sf_whole(g, sf_graph_output(g, slot, pk->segs[0].tensor));
         return sf_graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &dst, 1, (int)pk->index, NULL);
     }
@@ -183,7 +191,10 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     }
 
     SF_CHECK_GOTO(starfold_topology_bisect(g->topology, n, g->input_devices, hs.group), st, out);
-    SF_CHECK_GOTO(sf_pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, &plan), st, out);
+    if (options->bytes_per_pack > 0)
+        SF_CHECK_GOTO(sf_pack_plan_by_size(g->tensors, g->num_tensors, options->bytes_per_pack, &plan), st, out);
+    else
+        SF_CHECK_GOTO(sf_pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, &plan), st, out);
     for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(g, &plan, &plan.packs[i], &hs, have), st, out);
 out:
     sf_pack_plan_free(&plan);

@@ -115,3 +115,33 @@ fail:
     sf_pack_plan_free(plan);
     return st;
 }
+
+starfold_status_t sf_pack_plan_by_size(const starfold_tensor_desc_t *tensors, size_t ntensors, size_t bytes_per_pack,
+                                       sf_pack_plan_t *plan)
+{
+    starfold_status_t st = STARFOLD_OK;
+    size_t cap = 0, index = 0;
+    int seen[STARFOLD_DTYPE_COUNT] = { 0 };
+    memset(plan, 0, sizeof *plan);
+    for (size_t first = 0; first < ntensors; first++) {
+        const starfold_dtype_t dt = tensors[first].dtype;
+        if (seen[dt]) continue;
+        seen[dt] = 1;
+        const size_t es = starfold_dtype_size(dt);
+        sf_pack_t *p = NULL;
+        size_t segcap = 0;
+        for (size_t t = first; t < ntensors; t++) {
+            if (tensors[t].dtype != dt || tensors[t].count == 0) continue;
+            if (!p || p->count * es > bytes_per_pack) { /* close the pack once it is over the limit */
+                SF_CHECK_GOTO(push_pack(plan, &cap, index++, dt, 0, &p), st, fail);
+                segcap = 0;
+            }
+            SF_CHECK_GOTO(push_seg(p, &segcap, t, 0, tensors[t].count, p->count), st, fail);
+            p->count += tensors[t].count;
+        }
+    }
+    return STARFOLD_OK;
+fail:
+    sf_pack_plan_free(plan);
+    return st;
+}

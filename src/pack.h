@@ -44,6 +44,15 @@ typedef struct sf_pack_plan {
 starfold_status_t sf_pack_plan_concat_split(const starfold_tensor_desc_t *tensors, size_t ntensors,
                                             int num_packs, sf_pack_plan_t *plan);
 
+/*
+ * Size-based plan (TensorFlow's group_by_size, per dtype): the tensors of each dtype, in order, are
+ * appended to the current pack, which is closed once it holds more than @bytes_per_pack bytes, so
+ * every pack but the last of a dtype is > bytes_per_pack. Packs hold whole tensors; empty tensors are
+ * skipped. Pack indices count packs across dtypes.
+ */
+starfold_status_t sf_pack_plan_by_size(const starfold_tensor_desc_t *tensors, size_t ntensors, size_t bytes_per_pack,
+                                       sf_pack_plan_t *plan);
+
 void sf_pack_plan_free(sf_pack_plan_t *plan);
 
 #endif /* STARFOLD_SRC_PACK_H */

@@ -299,13 +299,13 @@ static void test_pack_counts(void)
     starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, iota, 0, NULL, 3, t };
     starfold_algo_options_t o;
     starfold_algo_options_init(&o);
-    o.num_packs = 4; /* float32: 13 -> 3,3,3,4; float64: 2 -> 0,0,0,2 */
+    o.num_packs = 4; /* float32: 13 -> 3,3,3,4; float64: 2 -> 0,0,0,2 (one whole tensor: no pack task) */
     starfold_graph_t g = NULL;
     CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "hierarchical-copy", &d, &o, &g), STARFOLD_OK);
     starfold_graph_stats_t s;
     CU_ASSERT_EQUAL(starfold_graph_stats(g, &s), STARFOLD_OK);
-    CU_ASSERT_EQUAL(s.tasks_by_kind[STARFOLD_TASK_PACK], 5 * 2);
-    CU_ASSERT_EQUAL(s.tasks_by_kind[STARFOLD_TASK_UNPACK], 5 * 2);
+    CU_ASSERT_EQUAL(s.tasks_by_kind[STARFOLD_TASK_PACK], 4 * 2);
+    CU_ASSERT_EQUAL(s.tasks_by_kind[STARFOLD_TASK_UNPACK], 4 * 2);
     starfold_graph_destroy(g);
     starfold_topology_destroy(tp);
 }
@@ -323,6 +323,43 @@ static void test_task_count_follows_packs(void)
     CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
     starfold_graph_destroy(g);
     free(t);
+    starfold_topology_destroy(tp);
+}
+
+/* Size-based packs: whole tensors, a pack closed once over bytes_per_pack, per dtype. */
+static void test_bytes_per_pack(void)
+{
+    starfold_topology_t tp = topo("dgx1-v100");
+    starfold_tensor_desc_t t[6] = { { STARFOLD_FLOAT32, 10 }, { STARFOLD_FLOAT32, 10 }, { STARFOLD_FLOAT64, 3 },
+                                    { STARFOLD_FLOAT32, 10 }, { STARFOLD_FLOAT32, 10 }, { STARFOLD_FLOAT32, 0 } };
+    const size_t limits[5] = { 1, 50, 100, 4000, (size_t)1 << 30 };
+    /* float32: 4 x 40 bytes; a pack closes once over the limit (50: after 2 tensors, 100: after 3);
+       float64 is its own pack. */
+    const size_t packs[5] = { 4 + 1, 2 + 1, 2 + 1, 1 + 1, 1 + 1 };
+    for (int i = 0; i < 5; i++) {
+        starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 5, iota, 0, NULL, 6, t };
+        starfold_algo_options_t o;
+        starfold_algo_options_init(&o);
+        o.num_packs = 3; /* ignored when bytes_per_pack > 0 */
+        o.bytes_per_pack = limits[i];
+        starfold_graph_t g = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "hierarchical-copy", &d, &o, &g), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+        CU_ASSERT_EQUAL(interp_verify(g, 0), 0);
+        /* One copy of the total to the second root per pack: the only copy into a temporary. */
+        size_t cross = 0;
+        for (size_t k = 0; k < g->nnodes; k++)
+            cross += g->nodes[k].kind == STARFOLD_TASK_COPY && g->bufs[g->nodes[k].dst[0].buf].kind == SF_BUF_TEMP;
+        if (cross != packs[i]) fprintf(stderr, "bytes_per_pack %zu: %zu packs, want %zu\n", limits[i], cross, packs[i]);
+        CU_ASSERT_EQUAL(cross, packs[i]);
+        /* Packs of one whole tensor need no pack or unpack task. */
+        if (i == 0) {
+            starfold_graph_stats_t s;
+            CU_ASSERT_EQUAL(starfold_graph_stats(g, &s), STARFOLD_OK);
+            CU_ASSERT_EQUAL(s.tasks_by_kind[STARFOLD_TASK_PACK], 0);
+        }
+        starfold_graph_destroy(g);
+    }
     starfold_topology_destroy(tp);
 }
 
@@ -410,6 +447,7 @@ int main(void)
     CU_add_test(s, "concat-and-split pack counts", test_pack_counts);
     CU_add_test(s, "task count follows packs, not tensors", test_task_count_follows_packs);
     CU_add_test(s, "reduce_to_device", test_reduce_to_device);
+    CU_add_test(s, "bytes_per_pack", test_bytes_per_pack);
     CU_add_test(s, "bad input", test_bad_input);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -71,9 +71,15 @@ typedef struct starfold_algo_options {
     int num_packs;
     /** reduce-to-one: the intermediate device (topology number), or -1 for the first destination. */
     int reduce_to_device;
+    /**
+     * Size-based packing (TensorFlow's CommunicationOptions.bytes_per_pack, group_by_size): when > 0,
+     * the tensors of each dtype are grouped in order into packs of whole tensors, a pack being closed
+     * once it holds more than this many bytes; it replaces num_packs. 0 (default) = use num_packs.
+     */
+    size_t bytes_per_pack;
 } starfold_algo_options_t;
 
-/** @brief Fills @p options with the defaults (num_packs = 1, reduce_to_device = -1). */
+/** @brief Fills @p options with the defaults (num_packs = 1, reduce_to_device = -1, bytes_per_pack = 0). */
 STARFOLD_API void starfold_algo_options_init(starfold_algo_options_t *options);
 
 /** @brief Kind of a task in a graph. */
