@@ -3,7 +3,7 @@ AC_DEFUN([SF_WARNINGS], [
   AC_ARG_ENABLE([werror],
     [AS_HELP_STRING([--enable-werror], [treat compiler warnings as errors])],
     [sf_werror=$enableval], [sf_werror=no])
-  SF_CFLAGS="-std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith -Wno-unused-parameter"
+  SF_CFLAGS="-std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith -Wno-unused-parameter -Wno-missing-field-initializers"
   AS_IF([test "x$sf_werror" = xyes], [SF_CFLAGS="$SF_CFLAGS -Werror"])
   AC_SUBST([SF_CFLAGS])
 ])

@@ -141,17 +141,36 @@ static starfold_status_t build_pack(starfold_graph_t g, const sf_pack_plan_t *pl
     if ((st = reduce_group(g, hs, have, hs->group[r0], total, acc, tag)) != STARFOLD_OK) return st;
 
     const int r1 = n > 1 ? pick_partner(g, hs, r0) : -1;
-    sf_span_t bcast1 = total;
+    sf_span_t other = total;
     if (r1 >= 0) {
         size_t b1;
         if ((st = sf_graph_add_temp(g, g->input_devices[r1], pk->dtype, pk->count, tag, &b1)) != STARFOLD_OK) return st;
-        sf_span_t other = sf_whole(g, b1);
+        other = sf_whole(g, b1);
         if ((st = reduce_group(g, hs, have, hs->group[r1], other, acc, tag)) != STARFOLD_OK) return st;
         sf_span_t both[2] = { total, other };
         if ((st = sf_graph_reduce(g, acc, both, 2, total, tag, NULL)) != STARFOLD_OK) return st;
-        if (g->op == STARFOLD_OP_MEAN && (st = sf_graph_scale(g, total, total, (uint32_t)n, tag, NULL)) != STARFOLD_OK)
-            return st;
-        /* The other group's root gets the total back (reusing its partial-sum buffer). */
+    }
+    /* MEAN: divide on r0, in place, or into a float64 buffer for a promoted integer MEAN. */
+    const starfold_dtype_t out_dt = sf_graph_out_dtype(g, pk->dtype);
+    if (g->op == STARFOLD_OP_MEAN && (n > 1 || out_dt != pk->dtype)) {
+        sf_span_t mean = total;
+        if (out_dt != pk->dtype) {
+            size_t mbuf;
+            if ((st = sf_graph_add_temp(g, g->input_devices[r0], out_dt, pk->count, tag, &mbuf)) != STARFOLD_OK)
+                return st;
+            mean = sf_whole(g, mbuf);
+        }
+        if ((st = sf_graph_scale(g, total, mean, (uint32_t)n, tag, NULL)) != STARFOLD_OK) return st;
+        total = mean;
+    }
+    /* The other group's root gets the total back (into its partial-sum buffer when the types agree). */
+    sf_span_t bcast1 = total;
+    if (r1 >= 0) {
+        if (out_dt != pk->dtype) {
+            size_t b2;
+            if ((st = sf_graph_add_temp(g, g->input_devices[r1], out_dt, pk->count, tag, &b2)) != STARFOLD_OK) return st;
+            other = sf_whole(g, b2);
+        }
         if ((st = sf_graph_copy(g, STARFOLD_TASK_COPY, &total, 1, &other, 1, tag, NULL)) != STARFOLD_OK) return st;
         bcast1 = other;
     }

@@ -68,13 +68,15 @@ starfold_status_t sf_build_reduce_to_one(starfold_graph_t g, int reduce_device)
         for (int s = 0; s < n; s++) src[s] = sf_whole(g, sf_graph_input(g, s, t));
         /*
          * The result lands in R's output when R is a destination, else in a temporary on R. MEAN
-         * reduces into a temporary first and divides into the result, so no output is written twice.
+         * reduces into a temporary first and divides into the result, so no output is written twice;
+         * a promoted integer MEAN divides the integer sum into a float64 result (TensorFlow's truediv).
          */
-        const int scale = g->op == STARFOLD_OP_MEAN && n > 1;
+        const starfold_dtype_t dt = g->tensors[t].dtype, out_dt = sf_graph_out_dtype(g, dt);
+        const int scale = g->op == STARFOLD_OP_MEAN && (n > 1 || out_dt != dt);
         size_t res_buf, acc_buf;
         if (home >= 0) res_buf = sf_graph_output(g, home, t);
-        else SF_CHECK_GOTO(sf_graph_add_temp(g, reduce_device, g->tensors[t].dtype, count, (int)t, &res_buf), st, out);
-        if (scale && home >= 0)
+        else SF_CHECK_GOTO(sf_graph_add_temp(g, reduce_device, out_dt, count, (int)t, &res_buf), st, out);
+        if (scale && (home >= 0 || out_dt != dt))
             SF_CHECK_GOTO(sf_graph_add_temp(g, reduce_device, g->tensors[t].dtype, count, (int)t, &acc_buf), st, out);
         else acc_buf = res_buf;
         sf_span_t res = sf_whole(g, res_buf), accs = sf_whole(g, acc_buf);

@@ -69,6 +69,7 @@ starfold_status_t sf_graph_create(starfold_topology_t topology, const char *algo
     g->topology = starfold_topology_retain(topology);
     g->kind = desc->kind;
     g->op = desc->op;
+    g->promote_integer_mean = desc->promote_integer_mean != 0;
     g->num_inputs = desc->num_sources;
     g->num_outputs = desc->num_destinations;
     g->num_tensors = desc->num_tensors;
@@ -93,7 +94,8 @@ starfold_status_t sf_graph_create(starfold_topology_t topology, const char *algo
                           st, fail);
     for (int d = 0; d < g->num_outputs; d++)
         for (size_t t = 0; t < g->num_tensors; t++)
-            SF_CHECK_GOTO(add_buffer(g, SF_BUF_OUTPUT, g->output_devices[d], g->tensors[t].dtype, g->tensors[t].count,
+            SF_CHECK_GOTO(add_buffer(g, SF_BUF_OUTPUT, g->output_devices[d], sf_graph_out_dtype(g, g->tensors[t].dtype),
+                                     g->tensors[t].count,
                                      d, t, &g->output_buf[(size_t)d * g->num_tensors + t]),
                           st, fail);
     *out = g;
@@ -101,6 +103,14 @@ starfold_status_t sf_graph_create(starfold_topology_t topology, const char *algo
 fail:
     graph_free(g);
     return st;
+}
+
+starfold_dtype_t sf_graph_out_dtype(const struct starfold_graph *g, starfold_dtype_t dt)
+{
+    const int integer = dt == STARFOLD_INT32 || dt == STARFOLD_INT64;
+    return g->promote_integer_mean && g->op == STARFOLD_OP_MEAN && g->kind == STARFOLD_COLL_REDUCE && integer
+               ? STARFOLD_FLOAT64
+               : dt;
 }
 
 starfold_status_t sf_graph_add_temp(starfold_graph_t g, int device, starfold_dtype_t dtype, size_t count, int tag,
@@ -178,7 +188,13 @@ static starfold_status_t add_node(starfold_graph_t g, starfold_task_kind_t kind,
     for (size_t i = 0; i < ndst; i++)
         if ((st = check_span(g, dst[i], "destination")) != STARFOLD_OK) return st;
     const int device = g->bufs[dst[0].buf].device;
-    const starfold_dtype_t dtype = g->bufs[dst[0].buf].dtype;
+    const starfold_dtype_t dtype = g->bufs[(nsrc ? src : dst)[0].buf].dtype;
+    /* A SCALE reading integers may write float64 (promoting integer MEAN). */
+    const starfold_dtype_t dst_dtype = kind == STARFOLD_TASK_SCALE ? g->bufs[dst[0].buf].dtype : dtype;
+    if (dst_dtype != dtype &&
+        !(dst_dtype == STARFOLD_FLOAT64 && (dtype == STARFOLD_INT32 || dtype == STARFOLD_INT64)))
+        return sf_error(STARFOLD_ERR_INTERNAL, "%s: a scale converts %s to %s", g->algorithm,
+                        starfold_dtype_name(dtype), starfold_dtype_name(dst_dtype));
     for (size_t i = 0; i < ndst; i++) {
         const sf_buffer_t *b = &g->bufs[dst[i].buf];
         if (b->kind == SF_BUF_INPUT)
@@ -190,7 +206,7 @@ static starfold_status_t add_node(starfold_graph_t g, starfold_task_kind_t kind,
     }
     for (size_t i = 0; i < nsrc + ndst; i++) {
         const sf_span_t *s = i < nsrc ? &src[i] : &dst[i - nsrc];
-        if (g->bufs[s->buf].dtype != dtype)
+        if (g->bufs[s->buf].dtype != (i < nsrc ? dtype : dst_dtype))
             return sf_error(STARFOLD_ERR_INTERNAL, "%s: a %s task mixes %s and %s", g->algorithm,
                             starfold_task_kind_name(kind), starfold_dtype_name(dtype),
                             starfold_dtype_name(g->bufs[s->buf].dtype));
@@ -297,6 +313,11 @@ STARFOLD_API size_t starfold_graph_num_tasks(starfold_graph_t g) { return g ? g-
 STARFOLD_API int starfold_graph_num_inputs(starfold_graph_t g) { return g ? g->num_inputs : 0; }
 STARFOLD_API int starfold_graph_num_outputs(starfold_graph_t g) { return g ? g->num_outputs : 0; }
 STARFOLD_API size_t starfold_graph_num_tensors(starfold_graph_t g) { return g ? g->num_tensors : 0; }
+STARFOLD_API starfold_dtype_t starfold_graph_output_dtype(starfold_graph_t g, size_t t)
+{
+    return g && t < g->num_tensors ? sf_graph_out_dtype(g, g->tensors[t].dtype) : STARFOLD_FLOAT32;
+}
+
 STARFOLD_API starfold_op_t starfold_graph_op(starfold_graph_t g) { return g ? g->op : STARFOLD_OP_SUM; }
 STARFOLD_API const char *starfold_graph_algorithm(starfold_graph_t g) { return g ? g->algorithm : ""; }
 STARFOLD_API starfold_topology_t starfold_graph_topology(starfold_graph_t g) { return g ? g->topology : NULL; }

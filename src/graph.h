@@ -16,8 +16,9 @@
  *                       UNPACK one->many, COPY one->one; the kernel is the same segmented copy.
  *   REDUCE: one dst span; dst[i] = op(src0[i], src1[i], ...) left to right, every span the same count.
  *           dst may be exactly one of the src spans (accumulate in place).
- *   SCALE:  one src, one dst of the same count; dst[i] = src[i] / divisor (integers truncate).
- * All spans of a node have the node's dtype.
+ *   SCALE:  one src, one dst of the same count; dst[i] = src[i] / divisor (integers truncate). A SCALE
+ *           reading integers may write float64 (TensorFlow's promoting integer MEAN): dst = (double)src / d.
+ * The node's dtype is its sources' dtype; every span has it, except that converting SCALE's dst.
  *
  * Dependencies. sf_graph_* builders infer them from the data, like StarPU's sequential consistency:
  * a read depends on earlier overlapping writes, a write on earlier overlapping reads and writes. So
@@ -59,7 +60,7 @@ typedef struct sf_span {
 typedef struct sf_node {
     starfold_task_kind_t kind;
     int device;
-    starfold_dtype_t dtype;
+    starfold_dtype_t dtype;   /* of the sources (and destinations, but for a converting SCALE) */
     starfold_op_t op;         /* REDUCE only */
     uint32_t divisor;         /* SCALE only, >= 1 */
     sf_span_t *src;
@@ -76,6 +77,7 @@ struct starfold_graph {
     char *algorithm;
     starfold_collective_t kind;
     starfold_op_t op;
+    int promote_integer_mean;       /* integer MEAN outputs are float64 */
     int num_inputs;
     int *input_devices;             /* [num_inputs] */
     int num_outputs;
@@ -140,6 +142,9 @@ starfold_status_t sf_graph_scale(starfold_graph_t g, sf_span_t src, sf_span_t ds
 
 /* Orders node @before ahead of node @after (before < after). */
 starfold_status_t sf_graph_add_dep(starfold_graph_t g, size_t before, size_t after);
+
+/* Output dtype of a tensor of dtype @dt in @g: float64 for a promoted integer MEAN. */
+starfold_dtype_t sf_graph_out_dtype(const struct starfold_graph *g, starfold_dtype_t dt);
 
 /* Frees the builder's bookkeeping (access histories) once an algorithm is done. */
 void sf_graph_seal(starfold_graph_t g);

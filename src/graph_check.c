@@ -136,7 +136,10 @@ static starfold_status_t check_span(const struct starfold_graph *g, size_t i, sf
                  buf_text(g, s.buf).s, b->count);
         return invalid_node(g, i, what);
     }
-    if (b->dtype != g->nodes[i].dtype) {
+    const sf_node_t *n = &g->nodes[i];
+    const int converting = n->kind == STARFOLD_TASK_SCALE && !strcmp(role, "destination") &&
+                           b->dtype == STARFOLD_FLOAT64 && (n->dtype == STARFOLD_INT32 || n->dtype == STARFOLD_INT64);
+    if (b->dtype != n->dtype && !converting) {
         snprintf(what, sizeof what, "%s span of %s is %s, the node is %s", role, buf_text(g, s.buf).s,
                  starfold_dtype_name(b->dtype), starfold_dtype_name(g->nodes[i].dtype));
         return invalid_node(g, i, what);

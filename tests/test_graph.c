@@ -75,11 +75,12 @@ static void interp_run(interp_t *in)
             }
         } else if (n->kind == STARFOLD_TASK_SCALE) {
             for (size_t i = 0; i < n->dst[0].count; i++) {
+                const starfold_dtype_t out = g->bufs[n->dst[0].buf].dtype; /* float64 when promoting */
                 double v = load(in->mem[n->src[0].buf], n->dtype, n->src[0].offset + i);
-                if (n->dtype == STARFOLD_INT32 || n->dtype == STARFOLD_INT64) v = trunc(v / n->divisor);
-                else if (n->dtype == STARFOLD_FLOAT32) v = (float)v / (float)n->divisor;
+                if (out == STARFOLD_INT32 || out == STARFOLD_INT64) v = trunc(v / n->divisor);
+                else if (out == STARFOLD_FLOAT32) v = (float)v / (float)n->divisor;
                 else v = v / n->divisor;
-                store(in->mem[n->dst[0].buf], n->dtype, n->dst[0].offset + i, v);
+                store(in->mem[n->dst[0].buf], out, n->dst[0].offset + i, v);
             }
         } else { /* segmented copy: concat(src) -> concat(dst) */
             size_t total = 0;
@@ -102,7 +103,7 @@ static double input_value(int r, size_t t, size_t i, starfold_op_t op)
     return (double)(((int)(r * 7 + t * 3 + i * 5)) % 23 - 11) + (i % 4) * 0.25 * (r % 2 ? 1 : -1);
 }
 
-static double reference(starfold_op_t op, starfold_dtype_t dt, int n, size_t t, size_t i)
+static double reference(starfold_op_t op, starfold_dtype_t dt, int promote, int n, size_t t, size_t i)
 {
     int is_int = dt == STARFOLD_INT32 || dt == STARFOLD_INT64;
     double acc = 0;
@@ -116,7 +117,7 @@ static double reference(starfold_op_t op, starfold_dtype_t dt, int n, size_t t, 
         else if (op == STARFOLD_OP_PROD) acc *= v;
         else acc += v;
     }
-    if (op == STARFOLD_OP_MEAN) acc = is_int ? trunc(acc / n) : acc / n;
+    if (op == STARFOLD_OP_MEAN) acc = is_int && !promote ? trunc(acc / n) : acc / n;
     return acc;
 }
 
@@ -139,8 +140,9 @@ static size_t interp_verify(starfold_graph_t g, int broadcast)
         for (size_t t = 0; t < g->num_tensors; t++) {
             size_t b = sf_graph_output(g, d, t);
             for (size_t i = 0; i < g->bufs[b].count; i++) {
-                double want = broadcast ? input_value(0, t, i, g->op) : reference(g->op, g->bufs[b].dtype,
-                                                                                 g->num_inputs, t, i);
+                double want = broadcast ? input_value(0, t, i, g->op)
+                                        : reference(g->op, g->tensors[t].dtype, g->promote_integer_mean,
+                                                    g->num_inputs, t, i);
                 if (broadcast && (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64))
                     want = (double)(int64_t)want;
                 if (broadcast && g->bufs[b].dtype == STARFOLD_FLOAT32) want = (float)want;
@@ -363,6 +365,32 @@ static void test_bytes_per_pack(void)
     starfold_topology_destroy(tp);
 }
 
+/* TensorFlow's integer MEAN: the integer sum divided in float64, float64 outputs. */
+static void test_promote_integer_mean(void)
+{
+    starfold_topology_t full = topo("dgx1-v100");
+    starfold_tensor_desc_t t[3] = { { STARFOLD_INT32, 37 }, { STARFOLD_FLOAT32, 5 }, { STARFOLD_INT64, 9 } };
+    for (int n = 1; n <= 8; n++)
+        for (int a = 0; a < starfold_algorithm_count(); a++)
+            for (int packs = 0; packs <= 2; packs++) {
+                starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, n, iota, 0, NULL, 3, t, 1 };
+                starfold_algo_options_t o;
+                starfold_algo_options_init(&o);
+                o.num_packs = packs;
+                starfold_graph_t g = NULL;
+                CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(full, starfold_algorithm_name(a), &d, &o, &g), STARFOLD_OK);
+                CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 0), STARFOLD_FLOAT64);
+                CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 1), STARFOLD_FLOAT32);
+                CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 2), STARFOLD_FLOAT64);
+                starfold_status_t st = starfold_graph_check(g);
+                if (st != STARFOLD_OK) fprintf(stderr, "promote n=%d: %s\n", n, starfold_last_error());
+                CU_ASSERT_EQUAL(st, STARFOLD_OK);
+                CU_ASSERT_EQUAL(interp_verify(g, 0), 0);
+                starfold_graph_destroy(g);
+            }
+    starfold_topology_destroy(full);
+}
+
 static void test_bad_input(void)
 {
     starfold_topology_t tp = topo("dgx1-v100");
@@ -448,6 +476,7 @@ int main(void)
     CU_add_test(s, "task count follows packs, not tensors", test_task_count_follows_packs);
     CU_add_test(s, "reduce_to_device", test_reduce_to_device);
     CU_add_test(s, "bytes_per_pack", test_bytes_per_pack);
+    CU_add_test(s, "promoting integer MEAN", test_promote_integer_mean);
     CU_add_test(s, "bad input", test_bad_input);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

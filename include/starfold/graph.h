@@ -60,6 +60,12 @@ typedef struct starfold_collective_desc {
     const int *destinations;           /**< topology devices receiving the result, distinct */
     size_t num_tensors;                /**< tensors per replica, >= 1 */
     const starfold_tensor_desc_t *tensors; /**< their types and sizes */
+    /**
+     * MEAN of integer tensors: 0 (default) keeps the integer type, the sum divided with truncation
+     * towards zero; 1 does what TensorFlow does (true division): the integer sum is converted and
+     * divided in float64, and those tensors' outputs are float64 (see starfold_graph_output_dtype()).
+     */
+    int promote_integer_mean;
 } starfold_collective_desc_t;
 
 /** @brief Algorithm parameters. Initialise with starfold_algo_options_init(). */
@@ -182,6 +188,11 @@ STARFOLD_API int starfold_graph_input_device(starfold_graph_t graph, int slot);
 STARFOLD_API int starfold_graph_output_device(starfold_graph_t graph, int slot);
 /** @brief Description of tensor @p t, or NULL out of range. */
 STARFOLD_API const starfold_tensor_desc_t *starfold_graph_tensor(starfold_graph_t graph, size_t t);
+/**
+ * @brief Element type of the outputs of tensor @p t: the tensor's dtype, or float64 for an integer
+ *        MEAN compiled with promote_integer_mean. STARFOLD_FLOAT32 when out of range.
+ */
+STARFOLD_API starfold_dtype_t starfold_graph_output_dtype(starfold_graph_t graph, size_t t);
 /** @brief The op the graph applies. */
 STARFOLD_API starfold_op_t starfold_graph_op(starfold_graph_t graph);
 /** @brief Name of the algorithm that compiled it. */
