@@ -1,1 +1,778 @@
-/* placeholder: being written */
+/*
+ * starfold_submit(): a graph becomes StarPU tasks; and the request that tracks them.
+ *
+ * One task per node, pinned to the worker of the node's device, its buffers the distinct handles its
+ * spans name. Handles: inputs and outputs are the caller's (sequential consistency kept, so the
+ * caller's own tasks before and after are ordered by StarPU's data dependencies); temporaries are new
+ * vectors with home node -1 and sequential consistency off, so only the graph's edges order them.
+ *
+ * Submission order and the gate. All tasks are created and every dependency declared before anything
+ * is submitted. The tasks without predecessors depend on one more task, the gate (no codelet), which
+ * is submitted last:
+ *
+ *      gate ----> root tasks ----> ... graph edges ... ----> last tasks
+ *      (submitted last: nothing of the graph can start before every task was accepted)
+ *
+ * If StarPU refuses a task, the request is marked cancelled, the refused task and every task not yet
+ * submitted are submitted again as empty tasks (no codelet: always accepted, so every dependency
+ * declared on them is satisfied), the gate goes last, and every kernel - seeing `cancelled` - does
+ * nothing: nothing is written. starfold_submit() then waits for those no-ops and returns
+ * STARFOLD_ERR_RUNTIME. The tasks already accepted keep the caller's data: see keep_caller_data().
+ * Refusals are rare: before declaring anything, each task is checked with
+ * starpu_worker_can_execute_task(), so the one cause StarPU 1.3 reports (-ENODEV: the worker cannot
+ * run the codelet) fails early with nothing queued; the cancellation is the defence for the rest.
+ *
+ * Access modes. For each handle of a task: read and written -> RW; only read -> R; only written -> W
+ * when the task writes the whole vector, or when it is the first task of the graph to write that
+ * handle and no input range of the same handle is read by the graph (then the rest of the vector holds
+ * nothing anyone will read before the graph writes it; StarPU also refuses to read a never-written
+ * temporary, so the first write of a temporary must be W); RW otherwise. The first writer of a
+ * temporary runs before every other task touching it: an extra dependency is added where the graph
+ * has none. For a caller's handle, sequential consistency already orders tasks in submission order.
+ *
+ * Empty work. Spans of zero elements are dropped; a node whose spans are all empty is no task at all,
+ * and its dependencies are passed through to the nodes depending on it, so ordering stays transitive.
+ * Zero-element buffers are therefore never attached to a task, and their handles may be NULL.
+ *
+ * Completion. Each task's callback decrements the request's pending counter (gate included) under
+ * the request's mutex and signals at zero; waits block on the condition variable. Temporaries are
+ * unregistered without coherency by the first wait that sees completion (or by the destroy).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <time.h>
+
+#include "common.h"
+#include "exec.h"
+#include "graph.h"
+
+_Static_assert(SF_KERNEL_TASK_FAILED == (int)STARFOLD_ERR_TASK_FAILED, "kernels.h status mirror");
+_Static_assert((int)SF_K_FLOAT32 == (int)STARFOLD_FLOAT32 && (int)SF_K_FLOAT64 == (int)STARFOLD_FLOAT64 &&
+                   (int)SF_K_INT32 == (int)STARFOLD_INT32 && (int)SF_K_INT64 == (int)STARFOLD_INT64,
+               "kernels.h dtype mirror");
+_Static_assert((int)SF_K_SUM == (int)STARFOLD_OP_SUM && (int)SF_K_MEAN == (int)STARFOLD_OP_MEAN &&
+                   (int)SF_K_MIN == (int)STARFOLD_OP_MIN && (int)SF_K_MAX == (int)STARFOLD_OP_MAX &&
+                   (int)SF_K_PROD == (int)STARFOLD_OP_PROD,
+               "kernels.h op mirror");
+
+static struct starpu_codelet sf_codelet = {
+    .where = STARPU_CPU
+#ifdef STARFOLD_HAVE_OPENCL
+             | STARPU_OPENCL
+#endif
+#ifdef STARFOLD_HAVE_CUDA
+             | STARPU_CUDA
+#endif
+    ,
+    .cpu_funcs = { sf_kernel_cpu },
+#ifdef STARFOLD_HAVE_OPENCL
+    .opencl_funcs = { sf_kernel_opencl },
+#endif
+#ifdef STARFOLD_HAVE_CUDA
+    .cuda_funcs = { sf_kernel_cuda },
+#endif
+    .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "starfold",
+};
+
+#define SF_NONE ((size_t)-1)
+
+/* ------------------------------------------------------------------------------------------------
+ * Requests
+ */
+
+static void task_done(void *arg)
+{
+    struct starfold_request *r = arg;
+    pthread_mutex_lock(&r->lock);
+    if (r->pending > 0 && --r->pending == 0) pthread_cond_broadcast(&r->done);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static struct starfold_request *request_new(starfold_context_t ctx)
+{
+    struct starfold_request *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) {
+        free(r);
+        return NULL;
+    }
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int ok = pthread_cond_init(&r->done, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!ok) {
+        free(r);
+        return NULL;
+    }
+    if (pthread_mutex_init(&r->lock, NULL) != 0) {
+        pthread_cond_destroy(&r->done);
+        free(r);
+        return NULL;
+    }
+    r->context = ctx;
+    return r;
+}
+
+/*
+ * Unregisters the temporaries (no write-back). Only once every task completed; may block briefly
+ * while StarPU finishes releasing them. The first caller does it (two threads may wait on a request).
+ */
+static void request_release_temps(struct starfold_request *r)
+{
+    pthread_mutex_lock(&r->lock);
+    const int mine = !r->temps_released;
+    r->temps_released = 1;
+    pthread_mutex_unlock(&r->lock);
+    if (!mine) return;
+    for (size_t i = 0; i < r->ntemps; i++)
+        if (r->temps[i]) starpu_data_unregister_no_coherency(r->temps[i]);
+}
+
+static void request_free(struct starfold_request *r)
+{
+    request_release_temps(r);
+    for (size_t i = 0; i < r->nargs; i++) free(r->args[i]);
+    free(r->args);
+    free(r->temps);
+    pthread_cond_destroy(&r->done);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static void request_wait_all(struct starfold_request *r)
+{
+    pthread_mutex_lock(&r->lock);
+    while (r->pending > 0) pthread_cond_wait(&r->done, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static starfold_status_t request_result(struct starfold_request *r)
+{
+    return (starfold_status_t)__atomic_load_n(&r->status, __ATOMIC_ACQUIRE);
+}
+
+STARFOLD_API starfold_status_t starfold_request_wait(starfold_request_t request)
+{
+    if (!request) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_wait: NULL request");
+    request_wait_all(request);
+    request_release_temps(request);
+    starfold_status_t st = request_result(request);
+    if (st != STARFOLD_OK) sf_error(st, "a task of the request failed on its device");
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_request_wait_timeout(starfold_request_t request, double seconds)
+{
+    if (!request) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_wait_timeout: NULL request");
+    if (isnan(seconds) || seconds < 0.0)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_wait_timeout: %g seconds", seconds);
+    if (isinf(seconds)) return starfold_request_wait(request);
+
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    double whole = floor(seconds);
+    if (whole > 1e9) whole = 1e9; /* ~30 years: as good as forever, and no time_t overflow */
+    deadline.tv_sec += (time_t)whole;
+    deadline.tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int timed_out = 0;
+    pthread_mutex_lock(&request->lock);
+    while (request->pending > 0 && !timed_out)
+        timed_out = pthread_cond_timedwait(&request->done, &request->lock, &deadline) == ETIMEDOUT;
+    const int finished = request->pending == 0;
+    pthread_mutex_unlock(&request->lock);
+    if (!finished)
+        return sf_error(STARFOLD_ERR_TIMEOUT, "starfold_request_wait_timeout: still running after %g s", seconds);
+    request_release_temps(request);
+    starfold_status_t st = request_result(request);
+    if (st != STARFOLD_OK) sf_error(st, "a task of the request failed on its device");
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_request_test(starfold_request_t request)
+{
+    if (!request) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_test: NULL request");
+    pthread_mutex_lock(&request->lock);
+    const int finished = request->pending == 0;
+    pthread_mutex_unlock(&request->lock);
+    if (!finished) return STARFOLD_ERR_IN_PROGRESS;
+    /* Temporaries stay registered until a wait or the destroy: unregistering may block. */
+    return request_result(request);
+}
+
+STARFOLD_API void starfold_request_destroy(starfold_request_t request)
+{
+    if (!request) return;
+    request_wait_all(request);
+    request_free(request);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Validation
+ */
+
+/* @b: the graph buffer the handle stands for (its element count and dtype). */
+static starfold_status_t check_handle(starpu_data_handle_t h, const sf_buffer_t *b, const char *what, int slot,
+                                      size_t tensor)
+{
+    if (!h) {
+        if (b->count == 0) return STARFOLD_OK; /* nothing to move: no handle needed */
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: %s slot %d tensor %zu: NULL handle", what, slot,
+                        tensor);
+    }
+    if (starpu_data_get_interface_id(h) != STARPU_VECTOR_INTERFACE_ID)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: %s slot %d tensor %zu: not a StarPU vector",
+                        what, slot, tensor);
+    const size_t nx = starpu_vector_get_nx(h), elem = starpu_vector_get_elemsize(h);
+    if (nx != b->count || elem != starfold_dtype_size(b->dtype))
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "starfold_submit: %s slot %d tensor %zu: vector of %zu elements of %zu bytes, the graph wants "
+                        "%zu elements of %zu bytes (%s)",
+                        what, slot, tensor, nx, elem, b->count, starfold_dtype_size(b->dtype),
+                        starfold_dtype_name(b->dtype));
+    return STARFOLD_OK;
+}
+
+/* One external buffer and its handle, for grouping the graph's buffers by handle. */
+typedef struct ext_ref {
+    starpu_data_handle_t handle;
+    size_t buf;
+} ext_ref_t;
+
+static int ext_ref_cmp(const void *pa, const void *pb)
+{
+    const ext_ref_t *a = pa, *b = pb;
+    if (a->handle != b->handle) return (uintptr_t)a->handle < (uintptr_t)b->handle ? -1 : 1;
+    return a->buf < b->buf ? -1 : a->buf > b->buf;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Planning: which nodes become tasks, their dependencies, their handles and access modes.
+ */
+
+typedef struct plan {
+    const struct starfold_graph *g;
+    size_t nres;            /* distinct handles: one per caller handle, one per used temporary */
+    size_t *res;            /* [nbufs] resource of each buffer, SF_NONE if unused */
+    starpu_data_handle_t *res_handle; /* [nres] */
+    size_t *res_temp_buf;   /* [nres] the temporary's buffer, SF_NONE for a caller handle */
+    size_t *first_writer;   /* [nres] first task-node writing the resource, SF_NONE if none */
+    unsigned char *input_read; /* [nres] an INPUT buffer of the resource is read by some task-node */
+    unsigned char *skip;    /* [nnodes] node with no element to move */
+    size_t **deps;          /* [nnodes] effective predecessors (task-nodes only), no duplicates */
+    size_t *ndeps, *cap_deps;
+    size_t *stamp;          /* [max(nnodes, nres)] scratch marks */
+} plan_t;
+
+static void plan_free(plan_t *p)
+{
+    if (p->deps)
+        for (size_t i = 0; i < p->g->nnodes; i++) free(p->deps[i]);
+    free(p->deps);
+    free(p->ndeps);
+    free(p->cap_deps);
+    free(p->res);
+    free(p->res_handle);
+    free(p->res_temp_buf);
+    free(p->first_writer);
+    free(p->input_read);
+    free(p->skip);
+    free(p->stamp);
+}
+
+/* Adds @d to node @i's effective deps unless marked already (stamp[d] == i + 1). */
+static int plan_add_dep(plan_t *p, size_t i, size_t d)
+{
+    if (p->stamp[d] == i + 1) return 0;
+    p->stamp[d] = i + 1;
+    if (SF_GROW(p->deps[i], p->ndeps[i], p->cap_deps[i])) return -1;
+    p->deps[i][p->ndeps[i]++] = d;
+    return 0;
+}
+
+static size_t node_total(const sf_node_t *n)
+{
+    size_t t = 0;
+    for (size_t k = 0; k < n->nsrc; k++) t += n->src[k].count;
+    for (size_t k = 0; k < n->ndst; k++) t += n->dst[k].count;
+    return t;
+}
+
+static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, const starpu_data_handle_t *inputs,
+                                    const starpu_data_handle_t *outputs)
+{
+    const size_t nn = g->nnodes, nb = g->nbufs;
+    const size_t nin = (size_t)g->num_inputs * g->num_tensors, nout = (size_t)g->num_outputs * g->num_tensors;
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    const size_t nstamp = (nn > nb ? nn : nb) + 1;
+    p->res = malloc(sizeof(size_t) * (nb + 1));
+    p->res_handle = calloc(nb + 1, sizeof *p->res_handle);
+    p->res_temp_buf = malloc(sizeof(size_t) * (nb + 1));
+    p->first_writer = malloc(sizeof(size_t) * (nb + 1));
+    p->input_read = calloc(nb + 1, 1);
+    p->skip = calloc(nn + 1, 1);
+    p->deps = calloc(nn + 1, sizeof *p->deps);
+    p->ndeps = calloc(nn + 1, sizeof(size_t));
+    p->cap_deps = calloc(nn + 1, sizeof(size_t));
+    p->stamp = calloc(nstamp, sizeof(size_t));
+    ext_ref_t *refs = malloc(sizeof *refs * (nin + nout + 1));
+    if (!p->res || !p->res_handle || !p->res_temp_buf || !p->first_writer || !p->input_read || !p->skip || !p->deps ||
+        !p->ndeps || !p->cap_deps || !p->stamp || !refs) {
+        free(refs);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory planning %zu tasks", nn);
+    }
+
+    /* Resources: caller handles grouped (an in-place output shares its input's handle), then temporaries. */
+    size_t nrefs = 0;
+    for (size_t i = 0; i < nin; i++)
+        if (inputs[i]) refs[nrefs++] = (ext_ref_t){ inputs[i], g->input_buf[i] };
+    for (size_t i = 0; i < nout; i++)
+        if (outputs[i]) refs[nrefs++] = (ext_ref_t){ outputs[i], g->output_buf[i] };
+    qsort(refs, nrefs, sizeof *refs, ext_ref_cmp);
+    for (size_t b = 0; b < nb; b++) p->res[b] = SF_NONE;
+    for (size_t i = 0; i < nrefs; i++) {
+        if (i == 0 || refs[i].handle != refs[i - 1].handle) {
+            p->res_handle[p->nres] = refs[i].handle;
+            p->res_temp_buf[p->nres] = SF_NONE;
+            p->nres++;
+        }
+        p->res[refs[i].buf] = p->nres - 1;
+    }
+    free(refs);
+    for (size_t b = 0; b < nb; b++)
+        if (g->bufs[b].kind == SF_BUF_TEMP && g->bufs[b].count > 0) {
+            p->res[b] = p->nres;
+            p->res_temp_buf[p->nres] = b;
+            p->nres++;
+        }
+    for (size_t r = 0; r < p->nres; r++) p->first_writer[r] = SF_NONE;
+
+    /*
+     * One pass in node order (deps only name earlier nodes): which nodes are tasks, their dependencies
+     * (through skipped nodes), the first writer of each resource, which caller handles have an input
+     * range read, and the extra dependency on a temporary's first writer. The stamps that keep a node's
+     * dependency list free of duplicates are only valid while that node is being planned.
+     */
+    for (size_t i = 0; i < nn; i++) {
+        const sf_node_t *n = &g->nodes[i];
+        p->skip[i] = node_total(n) == 0;
+        for (size_t k = 0; k < n->ndeps; k++) {
+            const size_t d = n->deps[k];
+            if (d >= i) return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu depends on task %zu", i, d);
+            if (!p->skip[d]) {
+                if (plan_add_dep(p, i, d)) goto oom;
+            } else {
+                for (size_t e = 0; e < p->ndeps[d]; e++)
+                    if (plan_add_dep(p, i, p->deps[d][e])) goto oom;
+            }
+        }
+        if (p->skip[i]) continue;
+        for (size_t k = 0; k < n->nsrc; k++) {
+            const sf_span_t *s = &n->src[k];
+            if (s->count == 0) continue;
+            const size_t r = p->res[s->buf];
+            if (r == SF_NONE)
+                return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu reads an empty buffer", i);
+            if (p->res_temp_buf[r] != SF_NONE) {
+                if (p->first_writer[r] == SF_NONE)
+                    return sf_error(STARFOLD_ERR_GRAPH_INVALID,
+                                    "starfold_submit: task %zu reads temporary buffer %zu before any task writes it", i,
+                                    s->buf);
+                if (plan_add_dep(p, i, p->first_writer[r])) goto oom;
+            }
+            if (g->bufs[s->buf].kind == SF_BUF_INPUT) p->input_read[r] = 1;
+        }
+        for (size_t k = 0; k < n->ndst; k++) {
+            const sf_span_t *s = &n->dst[k];
+            if (s->count == 0) continue;
+            const size_t r = p->res[s->buf];
+            if (r == SF_NONE)
+                return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu writes an empty buffer", i);
+            if (p->first_writer[r] == SF_NONE) p->first_writer[r] = i;
+            else if (p->res_temp_buf[r] != SF_NONE && p->first_writer[r] != i && plan_add_dep(p, i, p->first_writer[r]))
+                goto oom;
+        }
+    }
+    return STARFOLD_OK;
+oom:
+    return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory planning dependencies");
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Tasks
+ */
+
+/* One distinct handle of a task: its resource, and whether the node reads and writes it. */
+typedef struct task_buf {
+    size_t res;
+    int read, written;
+} task_buf_t;
+
+/* Whether the dst spans of node @n on resource @r cover the whole vector of @count elements. */
+static int covers_whole(const plan_t *p, const sf_node_t *n, size_t r, size_t count)
+{
+    /* Few spans per node: repeatedly extend [0, reach) with any span starting inside it. */
+    size_t reach = 0;
+    for (int progress = 1; progress && reach < count;) {
+        progress = 0;
+        for (size_t k = 0; k < n->ndst; k++) {
+            const sf_span_t *s = &n->dst[k];
+            if (s->count == 0 || p->res[s->buf] != r) continue;
+            if (s->offset <= reach && s->offset + s->count > reach) {
+                reach = s->offset + s->count;
+                progress = 1;
+            }
+        }
+    }
+    return reach >= count;
+}
+
+/*
+ * Creates the (not yet submitted) task of node @i: its distinct handles with their modes, and its
+ * kernel arguments (stored in *args_out, owned by the request).
+ */
+static starfold_status_t make_task(const plan_t *p, struct starfold_request *req, size_t i,
+                                   struct starpu_task **task_out, sf_kernel_args_t **args_out)
+{
+    const struct starfold_graph *g = p->g;
+    const sf_node_t *n = &g->nodes[i];
+    const starfold_context_t ctx = req->context;
+    const size_t nspans = n->nsrc + n->ndst;
+
+    sf_kernel_args_t *a = malloc(sizeof *a + sizeof(sf_kspan_t) * nspans);
+    task_buf_t *tb = malloc(sizeof *tb * nspans);
+    if (!a || !tb) {
+        free(a);
+        free(tb);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
+    }
+    memset(a, 0, sizeof *a);
+    a->spans = (sf_kspan_t *)(void *)(a + 1);
+    a->cancelled = &req->cancelled;
+    a->status = &req->status;
+    a->kind = n->kind == STARFOLD_TASK_REDUCE ? SF_KERNEL_REDUCE
+              : n->kind == STARFOLD_TASK_SCALE ? SF_KERNEL_SCALE
+                                               : SF_KERNEL_COPY;
+    a->dtype = (int)n->dtype;
+    a->dst_dtype = (int)g->bufs[n->dst[0].buf].dtype; /* differs only for a converting SCALE */
+    a->op = (int)n->op;
+    a->divisor = n->divisor ? n->divisor : 1;
+    a->elemsize = starfold_dtype_size(n->dtype);
+    a->dst_elemsize = starfold_dtype_size((starfold_dtype_t)a->dst_dtype);
+    a->node = i;
+    a->fail = ctx->test_fail_task >= 0 && (size_t)ctx->test_fail_task == i;
+
+    /* Distinct resources in order of first appearance; spans point at them. */
+    size_t nbuf = 0;
+    for (size_t k = 0; k < nspans; k++) {
+        const int is_src = k < n->nsrc;
+        const sf_span_t *s = is_src ? &n->src[k] : &n->dst[k - n->nsrc];
+        if (s->count == 0) continue;
+        const size_t r = p->res[s->buf];
+        size_t j = 0;
+        while (j < nbuf && tb[j].res != r) j++;
+        if (j == nbuf) tb[nbuf++] = (task_buf_t){ .res = r };
+        if (is_src) tb[j].read = 1, a->nsrc++;
+        else tb[j].written = 1, a->ndst++;
+        a->spans[a->nsrc + a->ndst - 1] = (sf_kspan_t){ (unsigned)j, s->offset, s->count };
+    }
+
+    struct starpu_task *t = starpu_task_create();
+    if (!t) {
+        free(a);
+        free(tb);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
+    }
+    t->destroy = 0; /* until submitted: a task that never gets submitted is destroyed by us */
+    if (nbuf > STARPU_NMAXBUFS) {
+        t->dyn_handles = malloc(sizeof(starpu_data_handle_t) * nbuf);
+        t->dyn_modes = malloc(sizeof(enum starpu_data_access_mode) * nbuf);
+        if (!t->dyn_handles || !t->dyn_modes) {
+            starpu_task_destroy(t); /* frees dyn_handles and dyn_modes */
+            free(a);
+            free(tb);
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
+        }
+    }
+    for (size_t j = 0; j < nbuf; j++) {
+        const size_t r = tb[j].res;
+        enum starpu_data_access_mode mode = STARPU_R;
+        if (tb[j].written) {
+            const size_t count = starpu_vector_get_nx(p->res_handle[r]);
+            const int whole = covers_whole(p, n, r, count);
+            const int first = p->first_writer[r] == i && !p->input_read[r];
+            mode = tb[j].read ? STARPU_RW : (whole || first) ? STARPU_W : STARPU_RW;
+        }
+        if (nbuf > STARPU_NMAXBUFS) {
+            t->dyn_handles[j] = p->res_handle[r];
+            t->dyn_modes[j] = mode;
+        } else {
+            t->handles[j] = p->res_handle[r];
+            t->modes[j] = mode;
+        }
+    }
+    free(tb);
+    t->nbuffers = (int)nbuf;
+    t->cl = &sf_codelet;
+    t->cl_arg = a;
+    t->cl_arg_size = sizeof *a + sizeof(sf_kspan_t) * nspans;
+    t->cl_arg_free = 0;
+    t->callback_func = task_done;
+    t->callback_arg = req;
+    t->execute_on_a_specific_worker = 1;
+    t->workerid = (unsigned)ctx->workers[n->device];
+    t->name = starfold_task_kind_name(n->kind);
+    *task_out = t;
+    *args_out = a;
+    return STARFOLD_OK;
+}
+
+/*
+ * Cancellation, for the @nqueued tasks already accepted: their kernels will do nothing, but a STARPU_W
+ * access still makes the task's replica the valid one without fetching the current value first - on
+ * a device with its own memory, stale content. Those tasks cannot have started (they all wait for the
+ * gate, not yet submitted) and StarPU reads a task's access modes only once its task dependencies are
+ * satisfied, so W becomes RW here for the caller's handles: the current value is fetched and kept.
+ * Implicit dependencies, computed at submission, are the same for W and RW. Handles with home node -1
+ * (the temporaries, or a caller's handle that may never have been written, which RW could not fetch)
+ * keep W.
+ */
+static void keep_caller_data(struct starpu_task **tasks, size_t nqueued)
+{
+    for (size_t k = 0; k < nqueued; k++) {
+        struct starpu_task *t = tasks[k];
+        for (int j = 0; j < t->nbuffers; j++) {
+            enum starpu_data_access_mode *mode = t->dyn_modes ? &t->dyn_modes[j] : &t->modes[j];
+            starpu_data_handle_t h = t->dyn_handles ? t->dyn_handles[j] : t->handles[j];
+            if (*mode == STARPU_W && starpu_data_get_home_node(h) >= 0) *mode = STARPU_RW;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Submission
+ */
+
+STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starfold_graph_t graph,
+                                               const starpu_data_handle_t *inputs,
+                                               const starpu_data_handle_t *outputs, starfold_request_t *request)
+{
+    if (!context || !graph || !request)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: NULL %s",
+                        !context ? "context" : !graph ? "graph" : "request");
+    const struct starfold_graph *g = graph;
+    const size_t T = g->num_tensors;
+    const size_t nin = (size_t)g->num_inputs * T, nout = (size_t)g->num_outputs * T;
+    if ((nin && !inputs) || (nout && !outputs))
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: NULL %s array", !inputs ? "inputs" : "outputs");
+
+    /* Devices first: a graph for a bigger machine is NO_DEVICE whatever its handles. */
+    for (size_t b = 0; b < g->nbufs; b++)
+        if (g->bufs[b].device < 0 || g->bufs[b].device >= context->num_devices)
+            return sf_error(STARFOLD_ERR_NO_DEVICE, "starfold_submit: the graph uses device %d, the context has %d",
+                            g->bufs[b].device, context->num_devices);
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].device < 0 || g->nodes[i].device >= context->num_devices)
+            return sf_error(STARFOLD_ERR_NO_DEVICE, "starfold_submit: task %zu runs on device %d, the context has %d", i,
+                            g->nodes[i].device, context->num_devices);
+
+    /* Handles: vectors of the right shape; an output may only be its own device's input (in-place). */
+    starfold_status_t st = STARFOLD_OK;
+    for (int s = 0; s < g->num_inputs; s++)
+        for (size_t t = 0; t < T; t++)
+            if ((st = check_handle(inputs[(size_t)s * T + t], &g->bufs[sf_graph_input(g, s, t)], "input", s, t)) !=
+                STARFOLD_OK)
+                return st;
+    /* Outputs have the graph's output dtype (float64 for a promoted integer MEAN). */
+    for (int d = 0; d < g->num_outputs; d++)
+        for (size_t t = 0; t < T; t++)
+            if ((st = check_handle(outputs[(size_t)d * T + t], &g->bufs[sf_graph_output(g, d, t)], "output", d, t)) !=
+                STARFOLD_OK)
+                return st;
+    {
+        ext_ref_t *refs = malloc(sizeof *refs * (nin + nout + 1));
+        if (!refs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+        size_t nrefs = 0;
+        for (size_t i = 0; i < nin; i++)
+            if (inputs[i]) refs[nrefs++] = (ext_ref_t){ inputs[i], g->input_buf[i] };
+        for (size_t i = 0; i < nout; i++)
+            if (outputs[i]) refs[nrefs++] = (ext_ref_t){ outputs[i], g->output_buf[i] };
+        qsort(refs, nrefs, sizeof *refs, ext_ref_cmp);
+        for (size_t i = 0; i < nrefs && st == STARFOLD_OK; i++) {
+            size_t j = i;
+            while (j + 1 < nrefs && refs[j + 1].handle == refs[i].handle) j++;
+            /* Group refs[i..j] shares one handle: any number of inputs, or exactly one output and the
+             * input of the same device and tensor. */
+            size_t nouts = 0, out_buf = SF_NONE;
+            for (size_t k = i; k <= j; k++)
+                if (g->bufs[refs[k].buf].kind == SF_BUF_OUTPUT) nouts++, out_buf = refs[k].buf;
+            if (nouts > 1) {
+                st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: one handle given for several outputs");
+            } else if (nouts == 1) {
+                const sf_buffer_t *o = &g->bufs[out_buf];
+                for (size_t k = i; k <= j && st == STARFOLD_OK; k++) {
+                    const sf_buffer_t *b = &g->bufs[refs[k].buf];
+                    if (b->kind == SF_BUF_INPUT && (b->tensor != o->tensor || b->device != o->device))
+                        st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                      "starfold_submit: output slot %d tensor %zu is the handle of input slot %d tensor "
+                                      "%zu; an output may only be its own device's input of the same tensor",
+                                      o->slot, o->tensor, b->slot, b->tensor);
+                    else if (b->kind == SF_BUF_INPUT && b->dtype != o->dtype)
+                        st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                      "starfold_submit: output slot %d tensor %zu is %s, its input %s: it cannot be "
+                                      "computed in place",
+                                      o->slot, o->tensor, starfold_dtype_name(o->dtype), starfold_dtype_name(b->dtype));
+                }
+            }
+            i = j;
+        }
+        free(refs);
+        if (st != STARFOLD_OK) return st;
+    }
+    for (size_t b = 0; b < g->nbufs; b++)
+        if (g->bufs[b].kind == SF_BUF_TEMP && g->bufs[b].count > UINT32_MAX)
+            return sf_error(STARFOLD_ERR_NOT_SUPPORTED, "starfold_submit: temporary of %zu elements (StarPU vectors hold "
+                                                        "at most %u)", g->bufs[b].count, (unsigned)UINT32_MAX);
+
+    /* Plan everything before creating anything in StarPU. */
+    plan_t plan;
+    struct starfold_request *req = NULL;
+    struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
+    size_t *task_node = NULL, *task_of_node = NULL, ntasks = 0, ncreated = 0;
+    SF_CHECK_GOTO(plan_build(&plan, g, inputs, outputs), st, fail_plan);
+
+    req = request_new(context);
+    if (!req) {
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+        goto fail_plan;
+    }
+    for (size_t i = 0; i < g->nnodes; i++) ntasks += !plan.skip[i];
+    tasks = calloc(ntasks + 1, sizeof *tasks);
+    task_node = malloc(sizeof(size_t) * (ntasks + 1));
+    deps = malloc(sizeof *deps * (ntasks + 1));
+    req->args = calloc(ntasks + 1, sizeof *req->args);
+    req->temps = calloc(plan.nres + 1, sizeof *req->temps);
+    task_of_node = malloc(sizeof(size_t) * (g->nnodes + 1));
+    if (!tasks || !task_node || !deps || !req->args || !req->temps || !task_of_node) {
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu tasks", ntasks);
+        goto fail_tasks;
+    }
+    for (size_t i = 0, k = 0; i < g->nnodes; i++) {
+        task_of_node[i] = plan.skip[i] ? SF_NONE : k;
+        if (!plan.skip[i]) task_node[k++] = i;
+    }
+
+    /* Temporaries that some task uses: home node -1, allocated by their first (W) writer. */
+    for (size_t r = 0; r < plan.nres; r++) {
+        const size_t b = plan.res_temp_buf[r];
+        if (b == SF_NONE || plan.first_writer[r] == SF_NONE) continue;
+        starpu_vector_data_register(&plan.res_handle[r], -1, 0, (uint32_t)g->bufs[b].count,
+                                    starfold_dtype_size(g->bufs[b].dtype));
+        starpu_data_set_sequential_consistency_flag(plan.res_handle[r], 0);
+        req->temps[req->ntemps++] = plan.res_handle[r];
+    }
+
+    /* Create every task; check each can run where it is pinned, while nothing is declared yet. */
+    for (size_t k = 0; k < ntasks; k++) {
+        const size_t i = task_node[k];
+        SF_CHECK_GOTO(make_task(&plan, req, i, &tasks[k], &req->args[k]), st, fail_tasks);
+        req->nargs = ++ncreated;
+        if (!starpu_worker_can_execute_task(tasks[k]->workerid, tasks[k], 0)) {
+            st = sf_error(STARFOLD_ERR_RUNTIME, "starfold_submit: worker %u of device %d cannot run a %s task",
+                          tasks[k]->workerid, g->nodes[i].device, starfold_task_kind_name(g->nodes[i].kind));
+            goto fail_tasks;
+        }
+    }
+
+    if (ntasks == 0) goto done; /* nothing to move: the request is complete at once */
+    gate = starpu_task_create();
+    if (!gate) {
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+        goto fail_tasks;
+    }
+    gate->destroy = 0;
+    gate->callback_func = task_done;
+    gate->callback_arg = req;
+    gate->name = "starfold-gate";
+
+    /* From here on every task will be submitted: no more failure exits that leave tasks behind. */
+    req->pending = ntasks + 1;
+    for (size_t k = 0; k < ntasks; k++) {
+        const size_t i = task_node[k];
+        size_t nd = 0;
+        for (size_t e = 0; e < plan.ndeps[i]; e++) deps[nd++] = tasks[task_of_node[plan.deps[i][e]]];
+        if (nd == 0) deps[nd++] = gate;
+        starpu_task_declare_deps_array(tasks[k], (unsigned)nd, deps);
+    }
+
+    size_t refused_at = SF_NONE;
+    int refused_ret = 0, lost = 0;
+    for (size_t k = 0; k < ntasks; k++) {
+        int ret;
+        if (refused_at == SF_NONE) {
+            const int hook = context->test_refuse_task >= 0 && (size_t)context->test_refuse_task == task_node[k];
+            tasks[k]->destroy = 1;
+            ret = hook ? -ENODEV : starpu_task_submit(tasks[k]);
+            if (ret == 0) continue;
+            refused_at = k;
+            refused_ret = ret;
+            __atomic_store_n(&req->cancelled, 1, __ATOMIC_RELEASE);
+            keep_caller_data(tasks, k);
+        }
+        /* Cancelled: the rest go in as empty tasks, so every declared dependency completes. */
+        tasks[k]->cl = NULL;
+        tasks[k]->destroy = 1;
+        ret = starpu_task_submit(tasks[k]);
+        if (ret != 0) lost++;
+    }
+    gate->destroy = 1;
+    if (starpu_task_submit(gate) != 0) lost++;
+
+    if (refused_at != SF_NONE || lost) {
+        if (refused_at != SF_NONE) {
+            const sf_node_t *n = &g->nodes[task_node[refused_at]];
+            st = sf_error(STARFOLD_ERR_RUNTIME,
+                          "starfold_submit: StarPU refused task %zu (%s on device %d, error %d); the graph was "
+                          "cancelled, nothing was written",
+                          task_node[refused_at], starfold_task_kind_name(n->kind), n->device, refused_ret);
+        }
+        if (lost) {
+            /* Unreachable in practice (an empty task is always accepted): tasks may still wait on what
+             * was lost, so the request cannot be freed safely; it is leaked rather than crash. */
+            st = sf_error(STARFOLD_ERR_RUNTIME, "starfold_submit: StarPU refused %d empty tasks; request leaked", lost);
+        } else {
+            request_wait_all(req);
+            request_free(req);
+        }
+        req = NULL;
+        goto out;
+    }
+
+done:
+    *request = req;
+    req = NULL;
+out:
+    free(task_of_node);
+    free(tasks);
+    free(task_node);
+    free(deps);
+    plan_free(&plan);
+    return st;
+
+fail_tasks:
+    /* Nothing was submitted or declared: destroy what was created and give the temporaries back. */
+    for (size_t k = 0; k < ncreated; k++)
+        if (tasks[k]) starpu_task_destroy(tasks[k]);
+    if (gate) starpu_task_destroy(gate);
+fail_plan:
+    if (req) request_free(req);
+    req = NULL;
+    goto out;
+}

@@ -1,3 +1,107 @@
+/*
+ * The kernels of the executor: one StarPU codelet whose CPU, OpenCL and CUDA functions run any node
+ * of a graph. Everything a kernel needs travels in its cl_arg, a sf_kernel_args_t built by
+ * exec_submit.c for one node:
+ *
+ *   kind COPY   (COPY, PACK, UNPACK): concat(src spans) -> concat(dst spans), equal totals;
+ *   kind REDUCE: dst = src0 op src1 op ... (left to right); dst may be one of the sources;
+ *   kind SCALE:  dst = src / divisor (integers truncate toward zero); a converting SCALE reads
+ *                integers and writes float64: dst = (double)src / divisor (TensorFlow's promoting
+ *                integer MEAN). Only there do the destination's dtype and element size differ.
+ *
+ * A span names one of the task's buffers (an index into the buffers[] StarPU passes, so several
+ * spans may share a handle) and an element range in it. Spans of zero elements are never listed.
+ *
+ * The request's flags are shared with the submitting thread: a kernel first reads `cancelled` and,
+ * when set, does nothing (a refused submission turns the whole graph into no-ops); a kernel that fails
+ * records STARFOLD_ERR_TASK_FAILED in `status` (first failure wins). Both are plain ints accessed with
+ * the GCC __atomic builtins, so this header is valid C11 and C++ (nvcc compiles kernels_cuda.cu).
+ *
+ * This header is included by kernels_cuda.cu, which is compiled without config.h.
+ */
 #ifndef STARFOLD_SRC_KERNELS_H
 #define STARFOLD_SRC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
 #endif
+
+/* What a kernel does. */
+enum sf_kernel_kind { SF_KERNEL_COPY = 0, SF_KERNEL_REDUCE = 1, SF_KERNEL_SCALE = 2 };
+
+/* Element types and ops as the kernels see them (the values of starfold_dtype_t / starfold_op_t). */
+enum sf_kernel_dtype { SF_K_FLOAT32 = 0, SF_K_FLOAT64 = 1, SF_K_INT32 = 2, SF_K_INT64 = 3 };
+enum sf_kernel_op { SF_K_SUM = 0, SF_K_MEAN = 1, SF_K_MIN = 2, SF_K_MAX = 3, SF_K_PROD = 4 };
+
+typedef struct sf_kspan {
+    unsigned buf;    /* index into the task's buffers[] */
+    size_t offset;   /* first element */
+    size_t count;    /* elements, > 0 */
+} sf_kspan_t;
+
+typedef struct sf_kernel_args {
+    int *cancelled;       /* request-wide: nonzero = do nothing */
+    int *status;          /* request-wide first failure (a starfold_status_t), 0 = none */
+    int kind;             /* enum sf_kernel_kind */
+    int dtype;            /* enum sf_kernel_dtype of the sources (and of the destinations but for a
+                             converting SCALE) */
+    int dst_dtype;        /* enum sf_kernel_dtype of the destinations */
+    int op;               /* enum sf_kernel_op (REDUCE; MEAN adds) */
+    uint32_t divisor;     /* SCALE, >= 1 */
+    size_t elemsize;      /* bytes per source element */
+    size_t dst_elemsize;  /* bytes per destination element */
+    size_t node;          /* graph node index, for messages */
+    int fail;             /* testing hook: behave as a failing kernel */
+    size_t nsrc, ndst;
+    sf_kspan_t *spans;    /* nsrc sources then ndst destinations (same allocation as the args) */
+} sf_kernel_args_t;
+
+/* STARFOLD_ERR_TASK_FAILED, repeated here because the CUDA file does not include starfold's headers. */
+#define SF_KERNEL_TASK_FAILED 11
+
+static inline int sf_kernel_cancelled(const sf_kernel_args_t *a)
+{
+    return __atomic_load_n(a->cancelled, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Records a kernel failure; the first one is kept. */
+static inline void sf_kernel_fail(const sf_kernel_args_t *a)
+{
+    int expected = 0;
+    __atomic_compare_exchange_n(a->status, &expected, SF_KERNEL_TASK_FAILED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Index k >= 1 of a REDUCE source that is the destination itself (same buffer and offset), or 0 when
+ * none: such a source must not be overwritten before it is read, which a pairwise (dst = a op b)
+ * device kernel would do.
+ */
+static inline size_t sf_kernel_dst_alias(const sf_kernel_args_t *a)
+{
+    const sf_kspan_t *d = &a->spans[a->nsrc];
+    for (size_t k = 1; k < a->nsrc; k++)
+        if (a->spans[k].buf == d->buf && a->spans[k].offset == d->offset) return k;
+    return 0;
+}
+
+/* CPU implementation (kernels_cpu.c). */
+void sf_kernel_cpu(void *buffers[], void *cl_arg);
+
+/* OpenCL implementation and program management (kernels_opencl.c, only with STARFOLD_HAVE_OPENCL). */
+void sf_kernel_opencl(void *buffers[], void *cl_arg);
+/* Builds the OpenCL program for every OpenCL device; 0 or a negative StarPU/OpenCL error. */
+int sf_opencl_program_load(void);
+/* Releases the kernels and the program; no task may be running. */
+void sf_opencl_program_unload(void);
+
+/* CUDA implementation (kernels_cuda.cu, only with STARFOLD_HAVE_CUDA). */
+void sf_kernel_cuda(void *buffers[], void *cl_arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARFOLD_SRC_KERNELS_H */

@@ -1,1 +1,305 @@
-/* placeholder: being written */
+/*
+ * OpenCL kernels, built once from an embedded source string.
+ *
+ * Only two kernels: POCL compiles each kernel for every device (seconds per kernel when cold), so
+ * the dtype and the op are kernel arguments instead of one kernel per combination. Both kernels are
+ * always launched with the same local size (SF_CL_LOCAL) and a grid-stride loop, so each device
+ * compiles one work-group function per kernel, whatever the element count.
+ *
+ *   sf_reduce: dst[i] = a[i] op b[i]   (REDUCE runs it pairwise, left to right: dst = s0 op s1,
+ *                                        dst = dst op s2, ...)
+ *   sf_scale:  dst[i] = src[i] / divisor   (integers to float64 when dst_dtype says so)
+ *
+ * Copies are clEnqueueCopyBuffer between StarPU's cl_mem handles (each with its offset). Every call
+ * ends with clFinish: the task is complete when the function returns (the rig disables StarPU's
+ * asynchronous OpenCL copies, and the codelet is not declared STARPU_OPENCL_ASYNC).
+ *
+ * A REDUCE whose destination is source k >= 1 (accumulating in place into a later source) cannot run
+ * pairwise in place - the first step would overwrite source k before it is read - so it is computed
+ * into a scratch buffer and copied into the destination.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "kernels.h"
+
+#define SF_CL_LOCAL 64
+#define SF_CL_MAX_GROUPS 1024
+
+static const char sf_cl_source[] =
+    "#ifdef cl_khr_fp64\n"
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "#endif\n"
+    "#define SF_BIN(T, x, y, op, ADD, MUL) ((op) == 0 || (op) == 1 ? ADD : (op) == 4 ? MUL : \\\n"
+    "    (op) == 2 ? ((y) < (x) ? (y) : (x)) : ((y) > (x) ? (y) : (x)))\n"
+    "__kernel void sf_reduce(__global uchar *dst, ulong dst_off, __global const uchar *a, ulong a_off,\n"
+    "                        __global const uchar *b, ulong b_off, ulong n, int dtype, int op)\n"
+    "{\n"
+    "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
+    "        if (dtype == 0) {\n"
+    "            float x = ((__global const float *)(a + a_off))[i], y = ((__global const float *)(b + b_off))[i];\n"
+    "            ((__global float *)(dst + dst_off))[i] = SF_BIN(float, x, y, op, x + y, x * y);\n"
+    "        }\n"
+    "#ifdef cl_khr_fp64\n"
+    "        else if (dtype == 1) {\n"
+    "            double x = ((__global const double *)(a + a_off))[i], y = ((__global const double *)(b + b_off))[i];\n"
+    "            ((__global double *)(dst + dst_off))[i] = SF_BIN(double, x, y, op, x + y, x * y);\n"
+    "        }\n"
+    "#endif\n"
+    "        else if (dtype == 2) {\n"
+    "            int x = ((__global const int *)(a + a_off))[i], y = ((__global const int *)(b + b_off))[i];\n"
+    "            ((__global int *)(dst + dst_off))[i] =\n"
+    "                SF_BIN(int, x, y, op, as_int(as_uint(x) + as_uint(y)), as_int(as_uint(x) * as_uint(y)));\n"
+    "        } else if (dtype == 3) {\n"
+    "            long x = ((__global const long *)(a + a_off))[i], y = ((__global const long *)(b + b_off))[i];\n"
+    "            ((__global long *)(dst + dst_off))[i] =\n"
+    "                SF_BIN(long, x, y, op, as_long(as_ulong(x) + as_ulong(y)), as_long(as_ulong(x) * as_ulong(y)));\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "__kernel void sf_scale(__global uchar *dst, ulong dst_off, __global const uchar *src, ulong src_off,\n"
+    "                       ulong n, int dtype, uint divisor, int dst_dtype)\n"
+    "{\n"
+    "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
+    "        if (dtype == 0)\n"
+    "            ((__global float *)(dst + dst_off))[i] = ((__global const float *)(src + src_off))[i] / (float)divisor;\n"
+    "#ifdef cl_khr_fp64\n"
+    "        else if (dtype == 1)\n"
+    "            ((__global double *)(dst + dst_off))[i] = ((__global const double *)(src + src_off))[i] / (double)divisor;\n"
+    "        else if (dst_dtype == 1 && dtype == 2)\n"
+    "            ((__global double *)(dst + dst_off))[i] = (double)((__global const int *)(src + src_off))[i] / (double)divisor;\n"
+    "        else if (dst_dtype == 1 && dtype == 3)\n"
+    "            ((__global double *)(dst + dst_off))[i] = (double)((__global const long *)(src + src_off))[i] / (double)divisor;\n"
+    "#endif\n"
+    "        else if (dtype == 2)\n"
+    "            ((__global int *)(dst + dst_off))[i] = (int)((long)((__global const int *)(src + src_off))[i] / (long)divisor);\n"
+    "        else if (dtype == 3)\n"
+    "            ((__global long *)(dst + dst_off))[i] = ((__global const long *)(src + src_off))[i] / (long)divisor;\n"
+    "    }\n"
+    "}\n";
+
+enum { SF_CL_REDUCE = 0, SF_CL_SCALE = 1, SF_CL_NKERNELS = 2 };
+static const char *const sf_cl_kernel_names[SF_CL_NKERNELS] = { "sf_reduce", "sf_scale" };
+
+/*
+ * The program, and each device's kernel objects. A device's kernels are created on first use by that
+ * device's worker (one thread per OpenCL device, so no two threads touch the same slot) and released
+ * by sf_opencl_program_unload() once no task runs.
+ */
+static struct starpu_opencl_program sf_cl_program;
+static int sf_cl_loaded;
+static cl_kernel sf_cl_kernels[STARPU_MAXOPENCLDEVS][SF_CL_NKERNELS];
+/* Per device: 0 not asked yet, 1 has cl_khr_fp64, -1 has not (float64 tasks then fail, never run silently wrong). */
+static int sf_cl_fp64[STARPU_MAXOPENCLDEVS];
+
+int sf_opencl_program_load(void)
+{
+    if (sf_cl_loaded) return 0;
+    int ret = starpu_opencl_load_opencl_from_string(sf_cl_source, &sf_cl_program, NULL);
+    if (ret) return ret < 0 ? ret : -ret;
+    memset(sf_cl_kernels, 0, sizeof sf_cl_kernels);
+    memset(sf_cl_fp64, 0, sizeof sf_cl_fp64);
+    sf_cl_loaded = 1;
+    return 0;
+}
+
+void sf_opencl_program_unload(void)
+{
+    if (!sf_cl_loaded) return;
+    for (int d = 0; d < STARPU_MAXOPENCLDEVS; d++)
+        for (int k = 0; k < SF_CL_NKERNELS; k++)
+            if (sf_cl_kernels[d][k]) {
+                starpu_opencl_release_kernel(sf_cl_kernels[d][k]);
+                sf_cl_kernels[d][k] = NULL;
+            }
+    starpu_opencl_unload_opencl(&sf_cl_program);
+    sf_cl_loaded = 0;
+}
+
+static cl_kernel get_kernel(int devid, int which)
+{
+    if (devid < 0 || devid >= STARPU_MAXOPENCLDEVS || !sf_cl_loaded) return NULL;
+    if (!sf_cl_kernels[devid][which]) {
+        cl_kernel k;
+        cl_command_queue q;
+        if (starpu_opencl_load_kernel(&k, &q, &sf_cl_program, sf_cl_kernel_names[which], devid) != CL_SUCCESS)
+            return NULL;
+        sf_cl_kernels[devid][which] = k;
+    }
+    return sf_cl_kernels[devid][which];
+}
+
+static int has_fp64(int devid)
+{
+    if (!sf_cl_fp64[devid]) {
+        cl_device_id dev;
+        size_t len = 0;
+        int yes = 0;
+        starpu_opencl_get_device(devid, &dev);
+        if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &len) == CL_SUCCESS && len > 0) {
+            char *ext = malloc(len + 1);
+            if (!ext) return 0; /* asked again next time */
+            if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, len, ext, NULL) == CL_SUCCESS) {
+                ext[len] = '\0';
+                yes = strstr(ext, "cl_khr_fp64") != NULL;
+            }
+            free(ext);
+        }
+        sf_cl_fp64[devid] = yes ? 1 : -1;
+    }
+    return sf_cl_fp64[devid] > 0;
+}
+
+/* A buffer region as OpenCL sees it: the cl_mem and a byte offset. */
+typedef struct cl_region {
+    cl_mem mem;
+    size_t off;
+} cl_region_t;
+
+static cl_region_t region_at(void *buffers[], const sf_kspan_t *s, size_t extra, size_t elemsize)
+{
+    struct starpu_vector_interface *v = buffers[s->buf];
+    cl_region_t r = { (cl_mem)v->dev_handle, v->offset + (s->offset + extra) * elemsize };
+    return r;
+}
+
+/* Element @extra of span @s, in the sources' element size (destinations share it but for a converting SCALE). */
+static cl_region_t region(void *buffers[], const sf_kernel_args_t *a, const sf_kspan_t *s, size_t extra)
+{
+    return region_at(buffers, s, extra, a->elemsize);
+}
+
+static cl_int launch(cl_command_queue q, cl_kernel k, size_t n)
+{
+    size_t groups = (n + SF_CL_LOCAL - 1) / SF_CL_LOCAL;
+    if (groups > SF_CL_MAX_GROUPS) groups = SF_CL_MAX_GROUPS;
+    size_t global = groups * SF_CL_LOCAL, local = SF_CL_LOCAL;
+    return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+}
+
+static cl_int enqueue_reduce(cl_command_queue q, cl_kernel k, cl_region_t dst, cl_region_t x, cl_region_t y, size_t n,
+                             int dtype, int op)
+{
+    cl_ulong dst_off = dst.off, x_off = x.off, y_off = y.off, count = n;
+    cl_int err = 0;
+    err |= clSetKernelArg(k, 0, sizeof(cl_mem), &dst.mem);
+    err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &dst_off);
+    err |= clSetKernelArg(k, 2, sizeof(cl_mem), &x.mem);
+    err |= clSetKernelArg(k, 3, sizeof(cl_ulong), &x_off);
+    err |= clSetKernelArg(k, 4, sizeof(cl_mem), &y.mem);
+    err |= clSetKernelArg(k, 5, sizeof(cl_ulong), &y_off);
+    err |= clSetKernelArg(k, 6, sizeof(cl_ulong), &count);
+    err |= clSetKernelArg(k, 7, sizeof(cl_int), &dtype);
+    err |= clSetKernelArg(k, 8, sizeof(cl_int), &op);
+    if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
+    return launch(q, k, n);
+}
+
+static cl_int copy_region(cl_command_queue q, cl_region_t from, cl_region_t to, size_t bytes)
+{
+    if (from.mem == to.mem && from.off == to.off) return CL_SUCCESS;
+    return clEnqueueCopyBuffer(q, from.mem, to.mem, from.off, to.off, bytes, 0, NULL, NULL);
+}
+
+static cl_int cl_copy(cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
+{
+    const sf_kspan_t *src = a->spans, *dst = a->spans + a->nsrc;
+    size_t si = 0, di = 0, soff = 0, doff = 0;
+    while (si < a->nsrc && di < a->ndst) {
+        size_t n = src[si].count - soff;
+        if (dst[di].count - doff < n) n = dst[di].count - doff;
+        cl_int err = copy_region(q, region(buffers, a, &src[si], soff), region(buffers, a, &dst[di], doff),
+                                 n * a->elemsize);
+        if (err != CL_SUCCESS) return err;
+        soff += n;
+        doff += n;
+        if (soff == src[si].count) si++, soff = 0;
+        if (doff == dst[di].count) di++, doff = 0;
+    }
+    return CL_SUCCESS;
+}
+
+static cl_int cl_reduce(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
+{
+    const size_t n = a->spans[0].count, bytes = n * a->elemsize;
+    cl_region_t dst = region(buffers, a, &a->spans[a->nsrc], 0);
+    if (a->nsrc == 1) return copy_region(q, region(buffers, a, &a->spans[0], 0), dst, bytes);
+    cl_kernel k = get_kernel(devid, SF_CL_REDUCE);
+    if (!k) return CL_INVALID_KERNEL;
+
+    cl_mem scratch = NULL;
+    cl_region_t acc = dst;
+    if (sf_kernel_dst_alias(a)) {
+        cl_context ctx;
+        cl_int err;
+        starpu_opencl_get_context(devid, &ctx);
+        scratch = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+        if (!scratch) return err != CL_SUCCESS ? err : CL_MEM_OBJECT_ALLOCATION_FAILURE;
+        acc.mem = scratch;
+        acc.off = 0;
+    }
+    cl_int err = enqueue_reduce(q, k, acc, region(buffers, a, &a->spans[0], 0), region(buffers, a, &a->spans[1], 0), n,
+                                a->dtype, a->op);
+    for (size_t s = 2; s < a->nsrc && err == CL_SUCCESS; s++)
+        err = enqueue_reduce(q, k, acc, acc, region(buffers, a, &a->spans[s], 0), n, a->dtype, a->op);
+    if (scratch) {
+        if (err == CL_SUCCESS) err = copy_region(q, acc, dst, bytes);
+        /* The scratch buffer must outlive the commands that use it. */
+        cl_int fin = clFinish(q);
+        if (err == CL_SUCCESS) err = fin;
+        clReleaseMemObject(scratch);
+    }
+    return err;
+}
+
+static cl_int cl_scale(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
+{
+    cl_kernel k = get_kernel(devid, SF_CL_SCALE);
+    if (!k) return CL_INVALID_KERNEL;
+    cl_region_t src = region(buffers, a, &a->spans[0], 0), dst = region_at(buffers, &a->spans[1], 0, a->dst_elemsize);
+    cl_ulong src_off = src.off, dst_off = dst.off, count = a->spans[0].count;
+    cl_int dtype = a->dtype, dst_dtype = a->dst_dtype;
+    cl_uint divisor = a->divisor;
+    cl_int err = 0;
+    err |= clSetKernelArg(k, 0, sizeof(cl_mem), &dst.mem);
+    err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &dst_off);
+    err |= clSetKernelArg(k, 2, sizeof(cl_mem), &src.mem);
+    err |= clSetKernelArg(k, 3, sizeof(cl_ulong), &src_off);
+    err |= clSetKernelArg(k, 4, sizeof(cl_ulong), &count);
+    err |= clSetKernelArg(k, 5, sizeof(cl_int), &dtype);
+    err |= clSetKernelArg(k, 6, sizeof(cl_uint), &divisor);
+    err |= clSetKernelArg(k, 7, sizeof(cl_int), &dst_dtype);
+    if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
+    return launch(q, k, a->spans[0].count);
+}
+
+void sf_kernel_opencl(void *buffers[], void *cl_arg)
+{
+    const sf_kernel_args_t *a = cl_arg;
+    if (sf_kernel_cancelled(a)) return;
+    if (a->fail) {
+        sf_kernel_fail(a);
+        return;
+    }
+    const int devid = starpu_worker_get_devid(starpu_worker_get_id());
+    cl_command_queue q;
+    starpu_opencl_get_queue(devid, &q);
+
+    cl_int err;
+    if (a->kind != SF_KERNEL_COPY && (a->dtype == SF_K_FLOAT64 || a->dst_dtype == SF_K_FLOAT64) && !has_fp64(devid)) {
+        sf_kernel_fail(a);
+        return;
+    }
+    switch (a->kind) {
+    case SF_KERNEL_COPY: err = cl_copy(q, buffers, a); break;
+    case SF_KERNEL_REDUCE: err = cl_reduce(devid, q, buffers, a); break;
+    case SF_KERNEL_SCALE: err = cl_scale(devid, q, buffers, a); break;
+    default: err = CL_INVALID_VALUE; break;
+    }
+    cl_int fin = clFinish(q);
+    if (err != CL_SUCCESS || fin != CL_SUCCESS) sf_kernel_fail(a);
+}

@@ -1,1 +1,1085 @@
-int main(void) { return 77; }
+/*
+ * The executor on real StarPU workers. One source, two programs (Makefile.am):
+ *
+ *   test_exec_host      -DSF_TEST_MODE_HOST      CPU-only StarPU (run-test.sh: STARPU_NCPU=2,
+ *                                                STARPU_NOPENCL=0); 8 logical devices on 2 CPU workers,
+ *                                                one memory node. The full matrix: N = 1..8, every
+ *                                                dtype x op, both algorithms and hand-built graphs.
+ *   test_exec_emulated  -DSF_TEST_MODE_EMULATED  the emulated 8-device box (8 POCL OpenCL devices,
+ *                                                one memory node each: every cross-device read is a
+ *                                                real transfer). About 10x slower per task, so a
+ *                                                lighter matrix: N = 8 and 3, each dtype and each op
+ *                                                once. Exits 77 (skipped) when StarPU has no OpenCL
+ *                                                worker.
+ *
+ * Every collective is checked replica by replica against a float64 host reference (tests/util.h).
+ *
+ * Hand-built graphs (the internal builder, independent of the algorithms):
+ *
+ *   hand-reduce (root r):              hand-packed (root r):
+ *     in0 --\                            in_p[t0..tk] --PACK--> pk_p          (every device p)
+ *     in1 ---+--> REDUCE on r --> acc    [pk_0 .. pk_n-1] --REDUCE--> pk_r     (in place into source r)
+ *     ...  -/     (SCALE acc for MEAN)   pk_r --SCALE--> pk_r                  (MEAN)
+ *                  acc --COPY--> out_d   pk_r --COPY--> pk_p                   (p != r)
+ *                                        pk_p --UNPACK--> out_p[t0..tk]
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <starfold.h>
+
+#include "exec.h"
+#include "graph.h"
+#include "util.h"
+
+#if defined(SF_TEST_MODE_EMULATED)
+#define EMULATED 1
+static const int sizes_n[] = { 8, 3 };
+#elif defined(SF_TEST_MODE_HOST)
+#define EMULATED 0
+static const int sizes_n[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+#else
+#error "compile with -DSF_TEST_MODE_HOST or -DSF_TEST_MODE_EMULATED"
+#endif
+#define NUM_N ((int)(sizeof sizes_n / sizeof sizes_n[0]))
+
+static const starfold_dtype_t all_dtypes[STARFOLD_DTYPE_COUNT] = { STARFOLD_FLOAT32, STARFOLD_FLOAT64, STARFOLD_INT32,
+                                                                   STARFOLD_INT64 };
+static const starfold_op_t all_ops[STARFOLD_OP_COUNT] = { STARFOLD_OP_SUM, STARFOLD_OP_MEAN, STARFOLD_OP_MIN,
+                                                          STARFOLD_OP_MAX, STARFOLD_OP_PROD };
+
+/* (dtype, op) combinations a test runs: all 20 on the host; 5 covering each dtype and op once emulated. */
+typedef struct combo {
+    starfold_dtype_t dtype;
+    starfold_op_t op;
+} combo_t;
+static combo_t combos[STARFOLD_DTYPE_COUNT * STARFOLD_OP_COUNT];
+static int num_combos;
+
+static void init_combos(void)
+{
+    num_combos = 0;
+    if (EMULATED) {
+        for (int i = 0; i < STARFOLD_OP_COUNT; i++)
+            combos[num_combos++] = (combo_t){ all_dtypes[i % STARFOLD_DTYPE_COUNT], all_ops[i] };
+        return;
+    }
+    for (int d = 0; d < STARFOLD_DTYPE_COUNT; d++)
+        for (int o = 0; o < STARFOLD_OP_COUNT; o++) combos[num_combos++] = (combo_t){ all_dtypes[d], all_ops[o] };
+}
+
+/* Sizes: empty, one element, 1000, and 1001 (not divisible by 2, 3 or 4 packs). */
+static const size_t test_sizes[] = { 1000, 0, 1, 1001 };
+#define NUM_SIZES 4
+
+static starfold_context_t ctx;      /* the suite's context: 8 devices */
+static starfold_topology_t topo8;   /* its topology */
+static int devices[STARFOLD_MAX_DEVICES];
+
+#define CHECK_OK(call)                                                                                 \
+    do {                                                                                               \
+        starfold_status_t st_ = (call);                                                                \
+        if (st_ != STARFOLD_OK)                                                                        \
+            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, starfold_status_string(st_), \
+                    starfold_last_error());                                                            \
+        CU_ASSERT_EQUAL_FATAL(st_, STARFOLD_OK);                                                       \
+    } while (0)
+
+static starfold_topology_t topo_of(int n)
+{
+    starfold_topology_t t = NULL;
+    if (starfold_topology_subset(topo8, n, &t) != STARFOLD_OK) return NULL;
+    return t;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Hand-built graphs
+ */
+
+/* Copies @desc with the destinations resolved (sf_graph_create wants them explicit). */
+static starfold_status_t hand_create(starfold_topology_t topo, const starfold_collective_desc_t *desc,
+                                     const char *name, starfold_graph_t *g)
+{
+    starfold_collective_desc_t d = *desc;
+    if (d.num_destinations == 0) {
+        d.num_destinations = d.num_sources;
+        d.destinations = d.sources;
+    }
+    return sf_graph_create(topo, name, &d, g);
+}
+
+static starfold_status_t build_hand_reduce(starfold_topology_t topo, const starfold_collective_desc_t *desc, int root,
+                                           starfold_graph_t *out)
+{
+    starfold_graph_t g;
+    starfold_status_t st = hand_create(topo, desc, "hand-reduce", &g);
+    if (st != STARFOLD_OK) return st;
+    sf_span_t src[STARFOLD_MAX_DEVICES];
+    for (size_t t = 0; t < g->num_tensors && st == STARFOLD_OK; t++) {
+        const size_t count = g->tensors[t].count;
+        if (g->kind == STARFOLD_COLL_BROADCAST) {
+            sf_span_t s = sf_whole(g, sf_graph_input(g, 0, t));
+            for (int d = 0; d < g->num_outputs && st == STARFOLD_OK; d++) {
+                sf_span_t o = sf_whole(g, sf_graph_output(g, d, t));
+                st = sf_graph_copy(g, STARFOLD_TASK_COPY, &s, 1, &o, 1, (int)t, NULL);
+            }
+            continue;
+        }
+        size_t acc;
+        if ((st = sf_graph_add_temp(g, root, g->tensors[t].dtype, count, (int)t, &acc)) != STARFOLD_OK) break;
+        for (int s = 0; s < g->num_inputs; s++) src[s] = sf_whole(g, sf_graph_input(g, s, t));
+        sf_span_t a = sf_whole(g, acc);
+        if ((st = sf_graph_reduce(g, g->op, src, (size_t)g->num_inputs, a, (int)t, NULL)) != STARFOLD_OK) break;
+        if (g->op == STARFOLD_OP_MEAN && (st = sf_graph_scale(g, a, a, (uint32_t)g->num_inputs, (int)t, NULL)))
+            break;
+        for (int d = 0; d < g->num_outputs && st == STARFOLD_OK; d++) {
+            sf_span_t o = sf_whole(g, sf_graph_output(g, d, t));
+            st = sf_graph_copy(g, STARFOLD_TASK_COPY, &a, 1, &o, 1, (int)t, NULL);
+        }
+    }
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(g);
+        return st;
+    }
+    sf_graph_seal(g);
+    *out = g;
+    return STARFOLD_OK;
+}
+
+/* All-reduce of tensors of one dtype through one pack per device; @root in 0..n-1. */
+static starfold_status_t build_hand_packed(starfold_topology_t topo, const starfold_collective_desc_t *desc, int root,
+                                           starfold_graph_t *out)
+{
+    starfold_graph_t g;
+    starfold_status_t st = hand_create(topo, desc, "hand-packed", &g);
+    if (st != STARFOLD_OK) return st;
+    const int n = g->num_inputs;
+    const size_t nt = g->num_tensors;
+    size_t total = 0, pk[STARFOLD_MAX_DEVICES];
+    for (size_t t = 0; t < nt; t++) total += g->tensors[t].count;
+    sf_span_t *segs = malloc(sizeof *segs * nt);
+    sf_span_t src[STARFOLD_MAX_DEVICES];
+    if (!segs) st = STARFOLD_ERR_OUT_OF_MEMORY;
+    for (int p = 0; p < n && st == STARFOLD_OK; p++) {
+        if ((st = sf_graph_add_temp(g, g->input_devices[p], g->tensors[0].dtype, total, 0, &pk[p]))) break;
+        for (size_t t = 0; t < nt; t++) segs[t] = sf_whole(g, sf_graph_input(g, p, t));
+        sf_span_t dst = sf_whole(g, pk[p]);
+        st = sf_graph_copy(g, STARFOLD_TASK_PACK, segs, nt, &dst, 1, 0, NULL);
+        src[p] = dst;
+    }
+    sf_span_t r = st == STARFOLD_OK ? sf_whole(g, pk[root]) : sf_span(0, 0, 0);
+    if (st == STARFOLD_OK) st = sf_graph_reduce(g, g->op, src, (size_t)n, r, 0, NULL);
+    if (st == STARFOLD_OK && g->op == STARFOLD_OP_MEAN) st = sf_graph_scale(g, r, r, (uint32_t)n, 0, NULL);
+    for (int p = 0; p < n && st == STARFOLD_OK; p++) {
+        if (p != root) st = sf_graph_copy(g, STARFOLD_TASK_COPY, &r, 1, &src[p], 1, 0, NULL);
+        if (st != STARFOLD_OK) break;
+        for (size_t t = 0; t < nt; t++) segs[t] = sf_whole(g, sf_graph_output(g, p, t));
+        st = sf_graph_copy(g, STARFOLD_TASK_UNPACK, &src[p], 1, segs, nt, 0, NULL);
+    }
+    free(segs);
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(g);
+        return st;
+    }
+    sf_graph_seal(g);
+    *out = g;
+    return STARFOLD_OK;
+}
+
+static int run_hand(int packed, int n, const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op, int root,
+                    int in_place)
+{
+    starfold_topology_t topo = topo_of(n);
+    if (!topo) return -1;
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = op, .num_sources = n,
+                                              .sources = devices, .num_tensors = nt, .tensors = tensors };
+    starfold_graph_t g = NULL;
+    starfold_status_t st = packed ? build_hand_packed(topo, &desc, root, &g) : build_hand_reduce(topo, &desc, root, &g);
+    starfold_topology_destroy(topo);
+    if (st != STARFOLD_OK) {
+        fprintf(stderr, "building the hand graph failed: %s (%s)\n", starfold_status_string(st), starfold_last_error());
+        return -1;
+    }
+    int rc = 0;
+    if ((st = starfold_graph_check(g)) != STARFOLD_OK) {
+        fprintf(stderr, "hand graph invalid: %s\n", starfold_last_error());
+        rc = -1;
+    }
+    char label[160];
+    snprintf(label, sizeof label, "%s N=%d %s %s root %d%s", packed ? "hand-packed" : "hand-reduce", n,
+             starfold_dtype_name(tensors[0].dtype), starfold_op_name(op), root, in_place ? " in place" : "");
+    if (rc == 0) rc = sf_tu_run_graph(ctx, g, in_place, label);
+    starfold_graph_destroy(g);
+    return rc;
+}
+
+static void fill_tensors(starfold_tensor_desc_t *t, starfold_dtype_t dtype)
+{
+    for (int i = 0; i < NUM_SIZES; i++) t[i] = (starfold_tensor_desc_t){ dtype, test_sizes[i] };
+}
+
+/*
+ * Every replica of an all-reduce on N devices, every dtype x op, tensors of 1000, 0, 1 and 1001
+ * elements, through hand-built graphs: reduce into a temporary on the last device; and one pack per
+ * device reduced in place into the middle device's pack (source k >= 1 is the destination).
+ */
+static void test_hand_graphs(void)
+{
+    starfold_tensor_desc_t t[NUM_SIZES];
+    for (int ni = 0; ni < NUM_N; ni++)
+        for (int c = 0; c < num_combos; c++) {
+            const int n = sizes_n[ni];
+            fill_tensors(t, combos[c].dtype);
+            /* Emulated: one of the two shapes per (N, combination), alternating, to keep the time down. */
+            if (!EMULATED || (ni + c) % 2 == 0) CU_ASSERT_EQUAL(run_hand(0, n, t, NUM_SIZES, combos[c].op, n - 1, 0), 0);
+            if (!EMULATED || (ni + c) % 2 == 1) CU_ASSERT_EQUAL(run_hand(1, n, t, NUM_SIZES, combos[c].op, n / 2, 0), 0);
+        }
+}
+
+/* Zero-size everywhere: every node is empty, the request completes with no task. */
+static void test_all_empty(void)
+{
+    const starfold_tensor_desc_t t[2] = { { STARFOLD_FLOAT32, 0 }, { STARFOLD_INT64, 0 } };
+    CU_ASSERT_EQUAL(run_hand(0, 3, t, 2, STARFOLD_OP_SUM, 0, 0), 0);
+    CU_ASSERT_EQUAL(run_hand(1, 3, t, 1, STARFOLD_OP_MEAN, 1, 0), 0);
+}
+
+/* Packs with more than STARPU_NMAXBUFS (8) handles per task: StarPU's dyn_handles path. */
+static void test_many_handles(void)
+{
+    starfold_tensor_desc_t t[12];
+    for (int i = 0; i < 12; i++) t[i] = (starfold_tensor_desc_t){ STARFOLD_FLOAT64, (size_t)(i * 37 % 11) };
+    CU_ASSERT_EQUAL(run_hand(1, EMULATED ? 3 : 4, t, 12, STARFOLD_OP_SUM, 1, 0), 0);
+    CU_ASSERT_EQUAL(run_hand(0, 8, t, 12, STARFOLD_OP_MAX, 3, 0), 0); /* REDUCE of 8 inputs + 1 temp = 9 */
+}
+
+/* In place: each device's output handle is its input handle. */
+static void test_hand_in_place(void)
+{
+    starfold_tensor_desc_t t[NUM_SIZES];
+    fill_tensors(t, STARFOLD_INT32);
+    CU_ASSERT_EQUAL(run_hand(0, 3, t, NUM_SIZES, STARFOLD_OP_SUM, 2, 1), 0);
+    CU_ASSERT_EQUAL(run_hand(1, 8, t, NUM_SIZES, STARFOLD_OP_PROD, 5, 1), 0);
+    fill_tensors(t, STARFOLD_FLOAT32);
+    CU_ASSERT_EQUAL(run_hand(1, 3, t, NUM_SIZES, STARFOLD_OP_MEAN, 1, 1), 0);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Compiled graphs
+ */
+
+
+static const char *const algorithms[2] = { "reduce-to-one", "hierarchical-copy" };
+
+static int run_compiled_ex(const char *algo, starfold_collective_t kind, starfold_op_t op, int n, const int *dests,
+                           int ndests, const starfold_tensor_desc_t *tensors, size_t nt, int num_packs, int in_place,
+                           int promote)
+{
+    starfold_topology_t topo = topo_of(n);
+    if (!topo) return -1;
+    const starfold_collective_desc_t desc = { .kind = kind, .op = op,
+                                              .num_sources = kind == STARFOLD_COLL_BROADCAST ? 1 : n,
+                                              .sources = devices, .num_destinations = ndests, .destinations = dests,
+                                              .num_tensors = nt, .tensors = tensors, .promote_integer_mean = promote };
+    starfold_algo_options_t opt;
+    starfold_algo_options_init(&opt);
+    opt.num_packs = num_packs;
+    int rc = sf_tu_run_collective(ctx, topo, algo, &desc, &opt, in_place);
+    starfold_topology_destroy(topo);
+    return rc;
+}
+
+static int run_compiled(const char *algo, starfold_collective_t kind, starfold_op_t op, int n, const int *dests,
+                        int ndests, const starfold_tensor_desc_t *tensors, size_t nt, int num_packs, int in_place)
+{
+    return run_compiled_ex(algo, kind, op, n, dests, ndests, tensors, nt, num_packs, in_place, 0);
+}
+
+/* All-reduce with both algorithms: N devices x (dtype, op), tensors of 1000, 0, 1, 1001 elements. */
+static void test_compiled_all_reduce(void)
+{
+    starfold_tensor_desc_t t[NUM_SIZES];
+    for (int a = 0; a < 2; a++)
+        for (int ni = 0; ni < NUM_N; ni++)
+            for (int c = 0; c < num_combos; c++) {
+                fill_tensors(t, combos[c].dtype);
+                CU_ASSERT_EQUAL(run_compiled(algorithms[a], STARFOLD_COLL_REDUCE, combos[c].op, sizes_n[ni], NULL, 0, t,
+                                             NUM_SIZES, 1, 0),
+                                0);
+            }
+}
+
+/* hierarchical-copy packing: no packing, and pack counts that do not divide the sizes; mixed dtypes. */
+static void test_compiled_packs(void)
+{
+    const starfold_tensor_desc_t mixed[6] = { { STARFOLD_FLOAT32, 1001 }, { STARFOLD_INT64, 7 },
+                                              { STARFOLD_FLOAT32, 0 },    { STARFOLD_FLOAT64, 1 },
+                                              { STARFOLD_INT32, 1000 },   { STARFOLD_FLOAT32, 13 } };
+    const int packs[] = { 0, 2, 3 };
+    for (int ni = 0; ni < NUM_N; ni++)
+        for (int p = 0; p < 3; p++) {
+            if (EMULATED && p == 1) continue;
+            const starfold_op_t op = all_ops[(ni + p) % STARFOLD_OP_COUNT];
+            CU_ASSERT_EQUAL(run_compiled("hierarchical-copy", STARFOLD_COLL_REDUCE, op, sizes_n[ni], NULL, 0, mixed, 6,
+                                         packs[p], 0),
+                            0);
+        }
+}
+
+/* Reduce to one destination (hierarchical-copy falls back to reduce-to-one) and broadcast. */
+static void test_compiled_reduce_broadcast(void)
+{
+    starfold_tensor_desc_t t[NUM_SIZES];
+    for (int ni = 0; ni < NUM_N; ni++) {
+        const int n = sizes_n[ni];
+        const int one[1] = { n - 1 }, mid[1] = { n / 2 };
+        for (int c = 0; c < num_combos; c += EMULATED ? 2 : 3) {
+            fill_tensors(t, combos[c].dtype);
+            CU_ASSERT_EQUAL(run_compiled("reduce-to-one", STARFOLD_COLL_REDUCE, combos[c].op, n, one, 1, t, NUM_SIZES,
+                                         1, 0),
+                            0);
+            CU_ASSERT_EQUAL(run_compiled("hierarchical-copy", STARFOLD_COLL_REDUCE, combos[c].op, n, mid, 1, t,
+                                         NUM_SIZES, 1, 0),
+                            0);
+        }
+        for (int a = 0; a < 2; a++) {
+            fill_tensors(t, all_dtypes[(ni + a) % STARFOLD_DTYPE_COUNT]);
+            /* From device 0 to every device (including itself) */
+            CU_ASSERT_EQUAL(run_compiled(algorithms[a], STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, n, devices, n, t,
+                                         NUM_SIZES, 1, 0),
+                            0);
+        }
+    }
+}
+
+/* In place through both algorithms: each output handle is the same device's input handle. */
+static void test_compiled_in_place(void)
+{
+    starfold_tensor_desc_t t[NUM_SIZES];
+    for (int ni = 0; ni < NUM_N; ni++)
+        for (int a = 0; a < 2; a++) {
+            const combo_t c = combos[(ni * 2 + a) % num_combos];
+            fill_tensors(t, c.dtype);
+            CU_ASSERT_EQUAL(run_compiled(algorithms[a], STARFOLD_COLL_REDUCE, c.op, sizes_n[ni], NULL, 0, t, NUM_SIZES,
+                                         a ? 3 : 1, 1),
+                            0);
+        }
+    /* Broadcast in place on the source; reduce-to-one in place on a root that is not replica 0. */
+    fill_tensors(t, STARFOLD_FLOAT64);
+    CU_ASSERT_EQUAL(run_compiled("reduce-to-one", STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 3, devices, 3, t, NUM_SIZES,
+                                 1, 1),
+                    0);
+    const int dst2[3] = { 2, 0, 1 };
+    CU_ASSERT_EQUAL(run_compiled("reduce-to-one", STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 3, dst2, 3, t, NUM_SIZES, 1, 1),
+                    0);
+}
+
+/*
+ * TensorFlow's promoting integer MEAN: int32/int64 tensors in, float64 outputs (the integer sum
+ * divided as float64 by a converting SCALE), with both algorithms; float tensors in the same list
+ * keep their dtype.
+ */
+static void test_compiled_promoted_mean(void)
+{
+    const starfold_tensor_desc_t t[5] = { { STARFOLD_INT32, 1001 }, { STARFOLD_INT64, 1000 }, { STARFOLD_INT32, 0 },
+                                          { STARFOLD_FLOAT32, 13 }, { STARFOLD_INT64, 1 } };
+    for (int ni = 0; ni < NUM_N; ni++)
+        for (int a = 0; a < 2; a++) {
+            if (EMULATED && a != ni) continue;
+            CU_ASSERT_EQUAL(run_compiled_ex(algorithms[a], STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, sizes_n[ni], NULL,
+                                            0, t, 5, 2, 0, 1),
+                            0);
+        }
+    /* to one destination */
+    const int one[1] = { 1 };
+    CU_ASSERT_EQUAL(run_compiled_ex("reduce-to-one", STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, 3, one, 1, t, 5, 1, 0, 1),
+                    0);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Caller tasks: a writer of an input before starfold_submit(), a reader of an output after it.
+ */
+
+typedef struct caller_arg {
+    void *host;        /* written from (writer) or read into (reader) */
+    size_t bytes;
+    int block;         /* writer: wait until `release` is set */
+    int delay_ms;      /* writer: sleep first */
+} caller_arg_t;
+
+static int release;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+static void writer_wait(const caller_arg_t *a)
+{
+    if (a->delay_ms) sleep_ms(a->delay_ms);
+    for (int waited = 0; a->block && !__atomic_load_n(&release, __ATOMIC_ACQUIRE) && waited < 20000; waited++)
+        sleep_ms(1);
+}
+
+static void writer_cpu(void *buffers[], void *cl_arg)
+{
+    const caller_arg_t *a = cl_arg;
+    writer_wait(a);
+    memcpy((void *)((struct starpu_vector_interface *)buffers[0])->ptr, a->host, a->bytes);
+}
+
+static void reader_cpu(void *buffers[], void *cl_arg)
+{
+    const caller_arg_t *a = cl_arg;
+    memcpy(a->host, (void *)((struct starpu_vector_interface *)buffers[0])->ptr, a->bytes);
+}
+
+#ifdef STARFOLD_HAVE_OPENCL
+static void writer_opencl(void *buffers[], void *cl_arg)
+{
+    const caller_arg_t *a = cl_arg;
+    writer_wait(a);
+    struct starpu_vector_interface *v = buffers[0];
+    cl_command_queue q;
+    starpu_opencl_get_queue(starpu_worker_get_devid(starpu_worker_get_id()), &q);
+    cl_int err = clEnqueueWriteBuffer(q, (cl_mem)v->dev_handle, CL_TRUE, v->offset, a->bytes, a->host, 0, NULL, NULL);
+    if (err != CL_SUCCESS) fprintf(stderr, "writer_opencl: error %d\n", err);
+}
+
+static void reader_opencl(void *buffers[], void *cl_arg)
+{
+    const caller_arg_t *a = cl_arg;
+    struct starpu_vector_interface *v = buffers[0];
+    cl_command_queue q;
+    starpu_opencl_get_queue(starpu_worker_get_devid(starpu_worker_get_id()), &q);
+    cl_int err = clEnqueueReadBuffer(q, (cl_mem)v->dev_handle, CL_TRUE, v->offset, a->bytes, a->host, 0, NULL, NULL);
+    if (err != CL_SUCCESS) fprintf(stderr, "reader_opencl: error %d\n", err);
+}
+#endif
+
+static struct starpu_codelet writer_cl = {
+    .cpu_funcs = { writer_cpu },
+#ifdef STARFOLD_HAVE_OPENCL
+    .opencl_funcs = { writer_opencl },
+#endif
+    .nbuffers = 1,
+    .modes = { STARPU_W },
+    .name = "test-writer",
+};
+
+static struct starpu_codelet reader_cl = {
+    .cpu_funcs = { reader_cpu },
+#ifdef STARFOLD_HAVE_OPENCL
+    .opencl_funcs = { reader_opencl },
+#endif
+    .nbuffers = 1,
+    .modes = { STARPU_R },
+    .name = "test-reader",
+};
+
+static struct starpu_task *caller_task(struct starpu_codelet *cl, starpu_data_handle_t h, caller_arg_t *arg, int device)
+{
+    struct starpu_task *t = starpu_task_create();
+    t->cl = cl;
+    t->handles[0] = h;
+    t->cl_arg = arg;
+    t->execute_on_a_specific_worker = 1;
+    t->workerid = (unsigned)starfold_context_device_worker(ctx, device);
+    return t;
+}
+
+/* N inputs (float32, 1000 elements, op SUM) filled for replica s, N sentinel outputs: a fixture. */
+typedef struct fixture {
+    int n;
+    size_t count;
+    starfold_graph_t graph;
+    starpu_data_handle_t in[STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];
+    float *host[STARFOLD_MAX_DEVICES];
+} fixture_t;
+
+static void fixture_init(fixture_t *f, int n, size_t count)
+{
+    memset(f, 0, sizeof *f);
+    f->n = n;
+    f->count = count;
+    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
+    starfold_topology_t topo = topo_of(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
+                                              .sources = devices, .num_tensors = 1, .tensors = &t };
+    CHECK_OK(build_hand_reduce(topo, &desc, n - 1, &f->graph));
+    starfold_topology_destroy(topo);
+    float *sentinel = sf_tu_alloc(STARFOLD_FLOAT32, count);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sentinel);
+    sf_tu_fill_sentinel(sentinel, STARFOLD_FLOAT32, count);
+    for (int s = 0; s < n; s++) {
+        f->host[s] = sf_tu_alloc(STARFOLD_FLOAT32, count);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f->host[s]);
+        sf_tu_fill(f->host[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &f->in[s]));
+        CHECK_OK(starfold_vector_write(f->in[s], f->host[s], count * sizeof(float)));
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &f->out[s]));
+        CHECK_OK(starfold_vector_write(f->out[s], sentinel, count * sizeof(float)));
+    }
+    free(sentinel);
+}
+
+/* Checks output @d (read back with starfold_vector_read unless @got is given) against the reference. */
+static int fixture_check(const fixture_t *f, int d, const float *got)
+{
+    double *expect = malloc(sizeof(double) * f->count);
+    float *buf = sf_tu_alloc(STARFOLD_FLOAT32, f->count);
+    int rc = -1;
+    if (expect && buf) {
+        sf_tu_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)f->host, f->n, f->count, expect);
+        if (!got && starfold_vector_read(f->out[d], buf, f->count * sizeof(float)) == STARFOLD_OK) got = buf;
+        char why[160] = "";
+        rc = got ? sf_tu_compare(got, STARFOLD_FLOAT32, expect, f->count, why, sizeof why) : -1;
+        if (rc) fprintf(stderr, "output %d: %s\n", d, why);
+    }
+    free(expect);
+    free(buf);
+    return rc;
+}
+
+/* Whether output @d still holds the sentinel everywhere. */
+static int fixture_untouched(const fixture_t *f, int d)
+{
+    float *buf = sf_tu_alloc(STARFOLD_FLOAT32, f->count);
+    int ok = buf && starfold_vector_read(f->out[d], buf, f->count * sizeof(float)) == STARFOLD_OK;
+    for (size_t i = 0; ok && i < f->count; i++) ok = buf[i] == (float)SF_TU_SENTINEL;
+    free(buf);
+    return ok;
+}
+
+static void fixture_free(fixture_t *f)
+{
+    for (int s = 0; s < f->n; s++) {
+        starfold_vector_destroy(ctx, f->in[s]);
+        starfold_vector_destroy(ctx, f->out[s]);
+        free(f->host[s]);
+    }
+    starfold_graph_destroy(f->graph);
+}
+
+/*
+ * Overlap: the caller submits a (slow) task writing input 0, then the reduction, then a task reading
+ * output 1, and only then waits: StarPU's data dependencies put the three in order.
+ */
+static void test_caller_overlap(void)
+{
+    fixture_t f;
+    fixture_init(&f, 4, 1000);
+    /* The writer replaces replica 0's data: the reduction must see the new values. */
+    float *fresh = sf_tu_alloc(STARFOLD_FLOAT32, f.count), *seen = sf_tu_alloc(STARFOLD_FLOAT32, f.count);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fresh);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(seen);
+    sf_tu_fill(fresh, STARFOLD_FLOAT32, f.count, STARFOLD_OP_SUM, 42, 0);
+    caller_arg_t wa = { fresh, f.count * sizeof(float), 0, 50 }, ra = { seen, f.count * sizeof(float), 0, 0 };
+
+    struct starpu_task *w = caller_task(&writer_cl, f.in[0], &wa, 0);
+    CU_ASSERT_EQUAL_FATAL(starpu_task_submit(w), 0);
+    starfold_request_t req;
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
+    struct starpu_task *r = caller_task(&reader_cl, f.out[1], &ra, 1);
+    r->detach = 0;
+    CU_ASSERT_EQUAL_FATAL(starpu_task_submit(r), 0);
+    CU_ASSERT_EQUAL(starpu_task_wait(r), 0); /* destroys r */
+    CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+    starfold_request_destroy(req);
+
+    memcpy(f.host[0], fresh, f.count * sizeof(float));
+    CU_ASSERT_EQUAL(fixture_check(&f, 1, seen), 0); /* what the reader saw */
+    for (int d = 0; d < f.n; d++) CU_ASSERT_EQUAL(fixture_check(&f, d, NULL), 0);
+    free(fresh);
+    free(seen);
+    fixture_free(&f);
+}
+
+/* Two submissions of one graph on the same handles, in flight together: StarPU orders them. */
+static void test_back_to_back(void)
+{
+    fixture_t f;
+    fixture_init(&f, 3, 1000);
+    starfold_request_t r1, r2;
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &r1));
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &r2));
+    CU_ASSERT_EQUAL(starfold_request_wait(r2), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_request_wait(r1), STARFOLD_OK);
+    starfold_request_destroy(r1);
+    starfold_request_destroy(r2);
+    for (int d = 0; d < f.n; d++) CU_ASSERT_EQUAL(fixture_check(&f, d, NULL), 0);
+    fixture_free(&f);
+}
+
+/* Tensors of zero elements need no handle: NULL is accepted for them (and only for them). */
+static void test_null_handles_for_empty(void)
+{
+    const starfold_tensor_desc_t t[2] = { { STARFOLD_INT32, 0 }, { STARFOLD_INT32, 5 } };
+    starfold_topology_t topo = topo_of(2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_MAX, .num_sources = 2,
+                                              .sources = devices, .num_tensors = 2, .tensors = t };
+    starfold_graph_t g;
+    CHECK_OK(starfold_graph_compile(topo, "reduce-to-one", &desc, NULL, &g));
+    starfold_topology_destroy(topo);
+    starpu_data_handle_t in[4] = { NULL }, out[4] = { NULL };
+    int32_t host[2][5], got[5];
+    for (int s = 0; s < 2; s++) {
+        sf_tu_fill(host[s], STARFOLD_INT32, 5, STARFOLD_OP_MAX, s, 1);
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_INT32, 5, &in[s * 2 + 1]));
+        CHECK_OK(starfold_vector_write(in[s * 2 + 1], host[s], sizeof host[s]));
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_INT32, 5, &out[s * 2 + 1]));
+    }
+    starfold_request_t req;
+    CHECK_OK(starfold_submit(ctx, g, in, out, &req));
+    CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+    starfold_request_destroy(req);
+    for (int d = 0; d < 2; d++) {
+        CHECK_OK(starfold_vector_read(out[d * 2 + 1], got, sizeof got));
+        for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(got[i], host[0][i] > host[1][i] ? host[0][i] : host[1][i]);
+    }
+    /* ...but not for a tensor with elements */
+    starpu_data_handle_t keep = in[3];
+    in[3] = NULL;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, g, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    in[3] = keep;
+    for (int k = 0; k < 4; k++) {
+        starfold_vector_destroy(ctx, in[k]);
+        starfold_vector_destroy(ctx, out[k]);
+    }
+    starfold_graph_destroy(g);
+}
+
+/* Promoted integer MEAN: an int64 input handle cannot also be its float64 output, though both are 8 bytes. */
+static void test_promoted_not_in_place(void)
+{
+    const starfold_tensor_desc_t t = { STARFOLD_INT64, 10 };
+    starfold_topology_t topo = topo_of(2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_MEAN, .num_sources = 2,
+                                              .sources = devices, .num_tensors = 1, .tensors = &t,
+                                              .promote_integer_mean = 1 };
+    starfold_graph_t g;
+    CHECK_OK(starfold_graph_compile(topo, "reduce-to-one", &desc, NULL, &g));
+    starfold_topology_destroy(topo);
+    CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 0), STARFOLD_FLOAT64);
+    starpu_data_handle_t in[2], out[2];
+    for (int s = 0; s < 2; s++) {
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_INT64, 10, &in[s]));
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT64, 10, &out[s]));
+    }
+    starfold_request_t req;
+    starpu_data_handle_t alias[2] = { in[0], out[1] };
+    CU_ASSERT_EQUAL(starfold_submit(ctx, g, in, alias, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    for (int s = 0; s < 2; s++) {
+        starfold_vector_destroy(ctx, in[s]);
+        starfold_vector_destroy(ctx, out[s]);
+    }
+    starfold_graph_destroy(g);
+}
+
+/* request_test / wait_timeout while a caller task holds the graph back, then after it completes. */
+static void test_request_progress(void)
+{
+    fixture_t f;
+    fixture_init(&f, 3, 1000);
+    caller_arg_t wa = { f.host[0], f.count * sizeof(float), 1, 0 };
+    __atomic_store_n(&release, 0, __ATOMIC_RELEASE);
+    struct starpu_task *w = caller_task(&writer_cl, f.in[0], &wa, 0);
+    CU_ASSERT_EQUAL_FATAL(starpu_task_submit(w), 0);
+    starfold_request_t req;
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
+
+    CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_ERR_IN_PROGRESS);
+    const double t0 = sf_tu_now();
+    CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, 0.05), STARFOLD_ERR_TIMEOUT);
+    CU_ASSERT(sf_tu_now() - t0 >= 0.045);
+    CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, 0.0), STARFOLD_ERR_TIMEOUT);
+    CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, -1.0), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_ERR_IN_PROGRESS);
+
+    __atomic_store_n(&release, 1, __ATOMIC_RELEASE);
+    CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, 60.0), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK); /* waiting again is fine */
+    starfold_request_destroy(req);
+    for (int d = 0; d < f.n; d++) CU_ASSERT_EQUAL(fixture_check(&f, d, NULL), 0);
+
+    /* Polling with test() alone until done, then destroy without a wait. */
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
+    starfold_status_t st;
+    while ((st = starfold_request_test(req)) == STARFOLD_ERR_IN_PROGRESS) sleep_ms(1);
+    CU_ASSERT_EQUAL(st, STARFOLD_OK);
+    starfold_request_destroy(req);
+    /* destroy of a running request waits for it */
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
+    starfold_request_destroy(req);
+    starfold_request_destroy(NULL);
+    CU_ASSERT_EQUAL(starfold_request_wait(NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_request_test(NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_request_wait_timeout(NULL, 1.0), STARFOLD_ERR_INVALID_ARGUMENT);
+    fixture_free(&f);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Failures
+ */
+
+static void test_submit_errors(void)
+{
+    fixture_t f;
+    fixture_init(&f, 3, 1000);
+    starfold_request_t req = NULL;
+    CU_ASSERT_EQUAL(starfold_submit(NULL, f.graph, f.in, f.out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_submit(ctx, NULL, f.in, f.out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, NULL, f.out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, f.in, NULL, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, f.in, f.out, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+
+    starpu_data_handle_t in[3], out[3];
+    memcpy(in, f.in, sizeof in);
+    memcpy(out, f.out, sizeof out);
+    /* NULL handle for a non-empty tensor */
+    in[1] = NULL;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    in[1] = f.in[1];
+    out[2] = NULL;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    out[2] = f.out[2];
+    /* wrong element count, wrong element size, not a vector */
+    starpu_data_handle_t shorter, wider, var;
+    CHECK_OK(starfold_vector_create(ctx, 1, STARFOLD_FLOAT32, f.count - 1, &shorter));
+    CHECK_OK(starfold_vector_create(ctx, 1, STARFOLD_FLOAT64, f.count, &wider));
+    static float scalar;
+    starpu_variable_data_register(&var, STARPU_MAIN_RAM, (uintptr_t)&scalar, sizeof scalar);
+    in[1] = shorter;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    in[1] = wider;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    in[1] = var;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    in[1] = f.in[1];
+    out[0] = wider;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    /* an output aliasing another device's input, two outputs sharing a handle */
+    out[0] = f.in[1];
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    out[0] = f.out[1];
+    CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    out[0] = f.out[0];
+    CU_ASSERT_PTR_NULL(req); /* never set on failure */
+    starfold_vector_destroy(ctx, shorter);
+    starfold_vector_destroy(ctx, wider);
+    starpu_data_unregister(var);
+    for (int d = 0; d < f.n; d++) CU_ASSERT(fixture_untouched(&f, d));
+
+    /* A graph for more devices than the context has. */
+    starfold_context_options_t o;
+    starfold_context_options_init(&o);
+    o.mode = starfold_context_mode(ctx);
+    o.num_devices = 2;
+    starfold_context_t small;
+    CHECK_OK(starfold_context_create(&o, &small));
+    CU_ASSERT_EQUAL(starfold_context_num_devices(small), 2);
+    CU_ASSERT_EQUAL(starfold_submit(small, f.graph, f.in, f.out, &req), STARFOLD_ERR_NO_DEVICE);
+    starfold_context_destroy(small);
+    fixture_free(&f);
+}
+
+/*
+ * StarPU refusing a task halfway through the submission (simulated with the context's testing hook):
+ * the tasks already queued turn into no-ops, nothing is written, starfold_submit() says RUNTIME.
+ */
+static void test_refused_submission(void)
+{
+    fixture_t f;
+    fixture_init(&f, 4, 1000); /* tasks: 0 reduce, 1..4 copies */
+    starfold_request_t req = NULL;
+    for (long k = 0; k < 5; k += 2) {
+        ctx->test_refuse_task = k;
+        CU_ASSERT_EQUAL(starfold_submit(ctx, f.graph, f.in, f.out, &req), STARFOLD_ERR_RUNTIME);
+        CU_ASSERT_PTR_NULL(req);
+        for (int d = 0; d < f.n; d++) CU_ASSERT(fixture_untouched(&f, d));
+    }
+    ctx->test_refuse_task = -1;
+    /* The context still works. */
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
+    CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+    starfold_request_destroy(req);
+    for (int d = 0; d < f.n; d++) CU_ASSERT_EQUAL(fixture_check(&f, d, NULL), 0);
+    fixture_free(&f);
+}
+
+/* A kernel that fails (testing hook): the request reports TASK_FAILED. */
+static void test_kernel_failure(void)
+{
+    fixture_t f;
+    fixture_init(&f, 3, 100);
+    starfold_request_t req;
+    ctx->test_fail_task = 0;
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
+    ctx->test_fail_task = -1;
+    CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_ERR_TASK_FAILED);
+    CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_ERR_TASK_FAILED);
+    starfold_request_destroy(req);
+    fixture_free(&f);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Context and vectors
+ */
+
+static void test_context(void)
+{
+    const int n = starfold_context_num_devices(ctx);
+    CU_ASSERT_EQUAL(n, 8);
+    CU_ASSERT_EQUAL(starfold_context_mode(ctx), EMULATED ? STARFOLD_DEVICES_OPENCL : STARFOLD_DEVICES_CPU);
+    for (int d = 0; d < n; d++) {
+        const int w = starfold_context_device_worker(ctx, d);
+        CU_ASSERT(w >= 0);
+        CU_ASSERT_EQUAL(starfold_context_device_node(ctx, d), (int)starpu_worker_get_memory_node((unsigned)w));
+        CU_ASSERT_EQUAL(starpu_worker_get_type(w), EMULATED ? STARPU_OPENCL_WORKER : STARPU_CPU_WORKER);
+    }
+    if (EMULATED) /* one memory node per device */
+        for (int d = 1; d < n; d++) CU_ASSERT_NOT_EQUAL(starfold_context_device_node(ctx, d), starfold_context_device_node(ctx, 0));
+    CU_ASSERT_EQUAL(starfold_context_device_worker(ctx, -1), -1);
+    CU_ASSERT_EQUAL(starfold_context_device_worker(ctx, n), -1);
+    CU_ASSERT_EQUAL(starfold_context_device_node(ctx, n), -1);
+    CU_ASSERT_EQUAL(starfold_context_num_devices(NULL), 0);
+
+    /* Topology: all pairs linked, host links within one memory node. */
+    CU_ASSERT_EQUAL(starfold_topology_num_devices(topo8), n);
+    CU_ASSERT_EQUAL(starfold_topology_num_links(topo8), n * (n - 1) / 2);
+    CU_ASSERT_EQUAL(starfold_topology_validate(topo8), STARFOLD_OK);
+    starfold_link_t l;
+    CHECK_OK(starfold_topology_link(topo8, 0, &l));
+    CU_ASSERT(l.bandwidth_GBps > 0.0);
+    CU_ASSERT(l.latency_us >= 0.0);
+    if (!EMULATED) CU_ASSERT_EQUAL(l.kind, STARFOLD_LINK_HOST);
+    CU_ASSERT_EQUAL(starfold_context_topology(NULL, &topo8), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_context_topology(ctx, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+
+    /* Defaults: one device per worker of the kind. */
+    starfold_context_t c2;
+    starfold_context_options_t o;
+    CHECK_OK(starfold_context_create(NULL, &c2));
+    CU_ASSERT_EQUAL(starfold_context_mode(c2), EMULATED ? STARFOLD_DEVICES_OPENCL : STARFOLD_DEVICES_CPU);
+    CU_ASSERT_EQUAL(starfold_context_num_devices(c2),
+                    starpu_worker_get_count_by_type(EMULATED ? STARPU_OPENCL_WORKER : STARPU_CPU_WORKER));
+    starfold_context_destroy(c2);
+    CU_ASSERT(starpu_is_initialized());
+
+    starfold_context_options_init(&o);
+    CU_ASSERT_EQUAL(o.mode, STARFOLD_DEVICES_AUTO);
+    CU_ASSERT_EQUAL(o.num_devices, 0);
+    o.num_devices = -1;
+    CU_ASSERT_EQUAL(starfold_context_create(&o, &c2), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_context_create(NULL, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    o.num_devices = 0;
+    o.mode = STARFOLD_DEVICES_CUDA;
+    CU_ASSERT_EQUAL(starfold_context_create(&o, &c2), STARFOLD_ERR_NO_DEVICE);
+    if (EMULATED) {
+        o.mode = STARFOLD_DEVICES_OPENCL;
+        o.num_devices = 9;
+        CU_ASSERT_EQUAL(starfold_context_create(&o, &c2), STARFOLD_ERR_NO_DEVICE);
+        o.mode = STARFOLD_DEVICES_CPU;
+        o.num_devices = 0;
+        CU_ASSERT_EQUAL(starfold_context_create(&o, &c2), STARFOLD_ERR_NO_DEVICE);
+    } else {
+        o.mode = STARFOLD_DEVICES_OPENCL;
+        CU_ASSERT_EQUAL(starfold_context_create(&o, &c2), STARFOLD_ERR_NO_DEVICE);
+        /* CPU devices share workers round-robin: any count. */
+        o.mode = STARFOLD_DEVICES_CPU;
+        o.num_devices = 64;
+        CHECK_OK(starfold_context_create(&o, &c2));
+        CU_ASSERT_EQUAL(starfold_context_num_devices(c2), 64);
+        CU_ASSERT_EQUAL(starfold_context_device_worker(c2, 63), starfold_context_device_worker(c2, 63 % 2));
+        starfold_context_destroy(c2);
+    }
+    starfold_context_destroy(NULL);
+}
+
+static void test_vectors(void)
+{
+    const size_t count = 1001;
+    for (int di = 0; di < STARFOLD_DTYPE_COUNT; di++) {
+        const starfold_dtype_t dt = all_dtypes[di];
+        const size_t es = starfold_dtype_size(dt);
+        void *a = sf_tu_alloc(dt, count), *b = sf_tu_alloc(dt, count);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        const int dev = (di * 3) % starfold_context_num_devices(ctx);
+        starpu_data_handle_t h;
+        CHECK_OK(starfold_vector_create(ctx, dev, dt, count, &h));
+        CU_ASSERT_EQUAL(starpu_vector_get_nx(h), count);
+        CU_ASSERT_EQUAL(starpu_vector_get_elemsize(h), es);
+        CU_ASSERT_EQUAL(starpu_data_get_home_node(h), starfold_context_device_node(ctx, dev));
+        sf_tu_fill(a, dt, count, STARFOLD_OP_SUM, di, 1);
+        CHECK_OK(starfold_vector_write(h, a, count * es));
+        memset(b, 0, count * es);
+        CHECK_OK(starfold_vector_read(h, b, count * es));
+        CU_ASSERT_EQUAL(memcmp(a, b, count * es), 0);
+        /* a partial write keeps the rest; a partial read reads the beginning */
+        sf_tu_fill_sentinel(b, dt, 10);
+        CHECK_OK(starfold_vector_write(h, b, 10 * es));
+        CHECK_OK(starfold_vector_read(h, b, count * es));
+        CU_ASSERT_EQUAL(sf_tu_get(b, dt, 9), SF_TU_SENTINEL);
+        CU_ASSERT_EQUAL(memcmp((char *)a + 10 * es, (char *)b + 10 * es, (count - 10) * es), 0);
+        CHECK_OK(starfold_vector_read(h, b, 5 * es));
+        /* errors */
+        CU_ASSERT_EQUAL(starfold_vector_write(h, a, count * es + 1), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(starfold_vector_read(h, b, count * es + 1), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(starfold_vector_write(h, NULL, 4), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(starfold_vector_read(h, NULL, 4), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(starfold_vector_write(NULL, a, 4), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(starfold_vector_read(NULL, b, 4), STARFOLD_ERR_INVALID_ARGUMENT);
+        CHECK_OK(starfold_vector_write(h, NULL, 0));
+        starfold_vector_destroy(ctx, h);
+        free(a);
+        free(b);
+    }
+    /* zero elements */
+    starpu_data_handle_t z;
+    CHECK_OK(starfold_vector_create(ctx, 1, STARFOLD_INT64, 0, &z));
+    CU_ASSERT_EQUAL(starpu_vector_get_nx(z), 0);
+    CHECK_OK(starfold_vector_write(z, NULL, 0));
+    CHECK_OK(starfold_vector_read(z, NULL, 0));
+    int64_t x = 0;
+    CU_ASSERT_EQUAL(starfold_vector_read(z, &x, sizeof x), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_vector_destroy(ctx, z);
+    /* argument errors */
+    starpu_data_handle_t h;
+    CU_ASSERT_EQUAL(starfold_vector_create(NULL, 0, STARFOLD_FLOAT32, 4, &h), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_vector_create(ctx, 0, STARFOLD_FLOAT32, 4, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_vector_create(ctx, 0, (starfold_dtype_t)42, 4, &h), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_vector_create(ctx, 8, STARFOLD_FLOAT32, 4, &h), STARFOLD_ERR_NO_DEVICE);
+    CU_ASSERT_EQUAL(starfold_vector_create(ctx, -1, STARFOLD_FLOAT32, 4, &h), STARFOLD_ERR_NO_DEVICE);
+    starfold_vector_destroy(ctx, NULL);
+}
+
+/*
+ * StarPU's life cycle (its own suite, run after the main context is gone): starfold starts StarPU for
+ * its first context and stops it with its last; an application's own StarPU is left running.
+ */
+static void test_lifecycle(void)
+{
+    CU_ASSERT_FALSE(starpu_is_initialized());
+    starfold_context_t a, b;
+    CHECK_OK(starfold_context_create(NULL, &a));
+    CU_ASSERT_TRUE(starpu_is_initialized());
+    CHECK_OK(starfold_context_create(NULL, &b));
+    starfold_context_destroy(a);
+    CU_ASSERT_TRUE(starpu_is_initialized());
+    starfold_context_destroy(b);
+    CU_ASSERT_FALSE(starpu_is_initialized());
+    if (EMULATED) return; /* another StarPU start costs seconds with 8 OpenCL devices */
+
+    CU_ASSERT_EQUAL_FATAL(starpu_init(NULL), 0);
+    CHECK_OK(starfold_context_create(NULL, &a));
+    starfold_context_destroy(a);
+    CU_ASSERT_TRUE(starpu_is_initialized());
+    starpu_shutdown();
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+static int suite_init(void)
+{
+    starfold_context_options_t o;
+    starfold_context_options_init(&o);
+    o.mode = EMULATED ? STARFOLD_DEVICES_OPENCL : STARFOLD_DEVICES_CPU;
+    o.num_devices = 8;
+    if (starfold_context_create(&o, &ctx) != STARFOLD_OK) return -1;
+    if (starfold_context_topology(ctx, &topo8) != STARFOLD_OK) return -1;
+    for (int i = 0; i < STARFOLD_MAX_DEVICES; i++) devices[i] = i;
+    init_combos();
+    return 0;
+}
+
+static int suite_cleanup(void)
+{
+    starfold_topology_destroy(topo8);
+    starfold_context_destroy(ctx);
+    ctx = NULL;
+    return 0;
+}
+
+typedef struct named_test {
+    const char *name;
+    CU_TestFunc fn;
+} named_test_t;
+
+/* Usage: test_exec_* [SUBSTRING]: only the tests whose name contains SUBSTRING (debugging aid). */
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    if (EMULATED) {
+        /* The emulated box needs OpenCL workers: skip (77) where StarPU has none. */
+        starfold_context_options_t o;
+        starfold_context_options_init(&o);
+        o.mode = STARFOLD_DEVICES_OPENCL;
+        starfold_context_t probe;
+        starfold_status_t st = starfold_context_create(&o, &probe);
+        if (st != STARFOLD_OK) {
+            fprintf(stderr, "test_exec_emulated: skipped, no OpenCL worker: %s (%s)\n", starfold_status_string(st),
+                    starfold_last_error());
+            return 77;
+        }
+        /* Kept open until the suite's context exists, so StarPU is started once. */
+        if (suite_init() != 0) {
+            fprintf(stderr, "test_exec_emulated: cannot create the 8-device context: %s\n", starfold_last_error());
+            starfold_context_destroy(probe);
+            return 1;
+        }
+        starfold_context_destroy(probe);
+    } else if (suite_init() != 0) {
+        fprintf(stderr, "test_exec_host: cannot create the context: %s\n", starfold_last_error());
+        return 1;
+    }
+
+    static const named_test_t tests[] = {
+        { "context", test_context },
+        { "vectors", test_vectors },
+        { "hand-built graphs, N x dtype x op", test_hand_graphs },
+        { "all tensors empty", test_all_empty },
+        { "more than 8 handles per task", test_many_handles },
+        { "hand-built graphs in place", test_hand_in_place },
+        { "compiled all-reduce, both algorithms", test_compiled_all_reduce },
+        { "compiled hierarchical packing", test_compiled_packs },
+        { "compiled reduce to one and broadcast", test_compiled_reduce_broadcast },
+        { "compiled in place", test_compiled_in_place },
+        { "compiled promoted integer mean", test_compiled_promoted_mean },
+        { "caller tasks overlap", test_caller_overlap },
+        { "request test and wait_timeout", test_request_progress },
+        { "two submissions in flight", test_back_to_back },
+        { "NULL handles for empty tensors", test_null_handles_for_empty },
+        { "promoted mean is not in place", test_promoted_not_in_place },
+        { "submit errors", test_submit_errors },
+        { "refused submission", test_refused_submission },
+        { "kernel failure", test_kernel_failure },
+    };
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite(EMULATED ? "exec (emulated 8-device OpenCL box)" : "exec (CPU-only)", NULL, suite_cleanup);
+    CU_pSuite life = CU_add_suite("StarPU life cycle", NULL, NULL);
+    if (!s || !life) return 1;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
+    if (!CU_add_test(life, "init and shutdown", test_lifecycle)) return 1;
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    const double t0 = sf_tu_now();
+    CU_basic_run_tests();
+    printf("elapsed: %.2f s\n", sf_tu_now() - t0);
+    const unsigned failed = CU_get_number_of_failures();
+    const unsigned suite_failures = CU_get_number_of_suites_failed();
+    CU_cleanup_registry();
+    return failed || suite_failures ? 1 : 0;
+}
