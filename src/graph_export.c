@@ -235,6 +235,9 @@ static starfold_status_t set_graph_label(exporter_t *x)
              g->num_tensors, plural(g->num_tensors), starfold_topology_name(g->topology), g->nnodes, moved);
     sf_agset(x->ag, "labelloc", "t");
     sf_agset(x->ag, "rankdir", "TB");
+    /* Graphviz's classic ranking fails ("trouble in init_rank") and then crashes on some graphs whose
+     * edges cross many clusters; the newer global ranking lays them all out. */
+    sf_agset(x->ag, "newrank", "true");
     sf_agset(x->ag, "fontname", "Helvetica");
     return STARFOLD_OK;
 }

@@ -8,7 +8,7 @@ prog="$1"; shift
 top="${SF_TOP_BUILDDIR:-$(pwd)}"
 name=$(basename "$prog")
 case "$name" in
-  *emulated*)
+  *emulated*|*demo*)
     export POCL_DEVICES="pthread pthread pthread pthread pthread pthread pthread pthread"
     export STARPU_OPENCL_ON_CPUS=1 STARPU_NOPENCL=8 STARPU_NCPU=0
     export STARPU_DISABLE_ASYNCHRONOUS_OPENCL_COPY=1
