@@ -9,6 +9,9 @@
  *
  * Usage: allreduce_demo [--out DIR] [--op sum|mean|min|max|prod] [--packs K]
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* setenv, clock_gettime; StarPU's headers need POSIX declarations too */
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
