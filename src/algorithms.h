@@ -17,6 +17,7 @@ typedef struct sf_algorithm {
 
 extern const sf_algorithm_t sf_algo_reduce_to_one;
 extern const sf_algorithm_t sf_algo_hierarchical_copy;
+extern const sf_algorithm_t sf_algo_ring;
 
 /* Registry lookup by name; NULL when unknown. */
 const sf_algorithm_t *sf_algorithm_find(const char *name);

@@ -18,6 +18,7 @@
 static const sf_algorithm_t *const registry[] = {
     &sf_algo_reduce_to_one,
     &sf_algo_hierarchical_copy,
+    &sf_algo_ring,
 };
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))
 

@@ -275,7 +275,9 @@ static void test_hand_in_place(void)
  */
 
 
-static const char *const algorithms[2] = { "reduce-to-one", "hierarchical-copy" };
+/* Every registered algorithm runs on StarPU. */
+#define NUM_ALGORITHMS starfold_algorithm_count()
+#define algorithms_at(a) starfold_algorithm_name(a)
 
 static int run_compiled_ex(const char *algo, starfold_collective_t kind, starfold_op_t op, int n, const int *dests,
                            int ndests, const starfold_tensor_desc_t *tensors, size_t nt, int num_packs, int in_place,
@@ -305,11 +307,11 @@ static int run_compiled(const char *algo, starfold_collective_t kind, starfold_o
 static void test_compiled_all_reduce(void)
 {
     starfold_tensor_desc_t t[NUM_SIZES];
-    for (int a = 0; a < 2; a++)
+    for (int a = 0; a < NUM_ALGORITHMS; a++)
         for (int ni = 0; ni < NUM_N; ni++)
             for (int c = 0; c < num_combos; c++) {
                 fill_tensors(t, combos[c].dtype);
-                CU_ASSERT_EQUAL(run_compiled(algorithms[a], STARFOLD_COLL_REDUCE, combos[c].op, sizes_n[ni], NULL, 0, t,
+                CU_ASSERT_EQUAL(run_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, combos[c].op, sizes_n[ni], NULL, 0, t,
                                              NUM_SIZES, 1, 0),
                                 0);
             }
@@ -348,10 +350,10 @@ static void test_compiled_reduce_broadcast(void)
                                          NUM_SIZES, 1, 0),
                             0);
         }
-        for (int a = 0; a < 2; a++) {
+        for (int a = 0; a < NUM_ALGORITHMS; a++) {
             fill_tensors(t, all_dtypes[(ni + a) % STARFOLD_DTYPE_COUNT]);
             /* From device 0 to every device (including itself) */
-            CU_ASSERT_EQUAL(run_compiled(algorithms[a], STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, n, devices, n, t,
+            CU_ASSERT_EQUAL(run_compiled(algorithms_at(a), STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, n, devices, n, t,
                                          NUM_SIZES, 1, 0),
                             0);
         }
@@ -363,10 +365,10 @@ static void test_compiled_in_place(void)
 {
     starfold_tensor_desc_t t[NUM_SIZES];
     for (int ni = 0; ni < NUM_N; ni++)
-        for (int a = 0; a < 2; a++) {
+        for (int a = 0; a < NUM_ALGORITHMS; a++) {
             const combo_t c = combos[(ni * 2 + a) % num_combos];
             fill_tensors(t, c.dtype);
-            CU_ASSERT_EQUAL(run_compiled(algorithms[a], STARFOLD_COLL_REDUCE, c.op, sizes_n[ni], NULL, 0, t, NUM_SIZES,
+            CU_ASSERT_EQUAL(run_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, c.op, sizes_n[ni], NULL, 0, t, NUM_SIZES,
                                          a ? 3 : 1, 1),
                             0);
         }
@@ -390,9 +392,9 @@ static void test_compiled_promoted_mean(void)
     const starfold_tensor_desc_t t[5] = { { STARFOLD_INT32, 1001 }, { STARFOLD_INT64, 1000 }, { STARFOLD_INT32, 0 },
                                           { STARFOLD_FLOAT32, 13 }, { STARFOLD_INT64, 1 } };
     for (int ni = 0; ni < NUM_N; ni++)
-        for (int a = 0; a < 2; a++) {
+        for (int a = 0; a < NUM_ALGORITHMS; a++) {
             if (EMULATED && a != ni) continue;
-            CU_ASSERT_EQUAL(run_compiled_ex(algorithms[a], STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, sizes_n[ni], NULL,
+            CU_ASSERT_EQUAL(run_compiled_ex(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, sizes_n[ni], NULL,
                                             0, t, 5, 2, 0, 1),
                             0);
         }

@@ -1,0 +1,65 @@
+/**
+ * @file starfold/model.h
+ * @brief A cost model of compiled graphs: predicted time, algorithm and bus bandwidth, bottleneck link.
+ *
+ * The model replays a graph on its topology with no runtime and no GPU:
+ *  - a task starts when its dependencies are done; its reads of other devices' buffers are transfers,
+ *    each taking the link's latency (alpha) and then flowing over the fastest direct link (or the best
+ *    two-link path) at the link's bandwidth, shared equally by the transfers active on the same
+ *    directed link at the same moment (beta, with contention);
+ *  - then its kernel runs on the device's worker, one kernel at a time per device: StarPU's per-task
+ *    overhead plus the bytes the kernel reads and writes at the device's memory bandwidth.
+ * Speeds are reported as nccl-tests does: algbw = S / t with S the bytes of one replica's tensors;
+ * busbw = algbw x 2(n-1)/n for an all-reduce, x 1 for a reduce or a broadcast.
+ */
+#ifndef STARFOLD_MODEL_H
+#define STARFOLD_MODEL_H
+
+#include <stdint.h>
+#include <starfold/common.h>
+#include <starfold/topology.h>
+#include <starfold/graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Machine parameters the links do not carry. Initialise with starfold_cost_params_init(). */
+typedef struct starfold_cost_params {
+    double task_overhead_us;   /**< runtime cost of one task on its worker (default 5 us) */
+    double gpu_memory_GBps;    /**< kernel memory bandwidth on GPU devices (default 800, a V100's HBM2 in practice) */
+    double cpu_memory_GBps;    /**< kernel memory bandwidth on CPU devices (default 10) */
+} starfold_cost_params_t;
+
+/** @brief Fills @p params with the defaults. */
+STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *params);
+
+/** @brief What starfold_graph_simulate() predicts. */
+typedef struct starfold_prediction {
+    double time_us;                 /**< from the first task's start to the last task's end */
+    uint64_t bytes;                 /**< S: bytes of one replica's tensors */
+    double algbw_GBps;              /**< S / time */
+    double busbw_GBps;              /**< algbw scaled as nccl-tests does */
+    int bottleneck_from;            /**< busiest directed link: source device, -1 when nothing moves */
+    int bottleneck_to;              /**< busiest directed link: destination device */
+    starfold_link_kind_t bottleneck_kind; /**< its kind */
+    double bottleneck_busy_us;      /**< how long it carried data */
+    double bottleneck_GBps;         /**< its bandwidth per direction */
+    uint64_t bottleneck_bytes;      /**< bytes it carried */
+} starfold_prediction_t;
+
+/**
+ * @brief Predicts the run time of @p graph on its topology.
+ * @param [in]  graph a compiled graph
+ * @param [in]  params NULL for the defaults
+ * @param [out] prediction the result
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or non-positive parameters.
+ */
+STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, const starfold_cost_params_t *params,
+                                                       starfold_prediction_t *prediction);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARFOLD_MODEL_H */

@@ -1,0 +1,310 @@
+/*
+ * ring: chunked ring all-reduce (reduce-scatter, then all-gather) over several rings at once.
+ *
+ * Rings come from the topology: Hamiltonian cycles of the replicas' devices, found one after the
+ * other, each maximising its bottleneck bandwidth on what the previous ones left of every link. Each
+ * cycle is used in both directions (links are full duplex), so a cycle of bottleneck b gives two
+ * logical rings of weight b, and every pack is split among the logical rings in proportion to their
+ * weights. On a DGX-1 V100 that is the ring of doubled links 0-3-2-1-5-6-7-4 (50 GB/s) and the ring of
+ * single links 0-1-3-7-5-4-6-2 (25 GB/s): 2 x 50 + 2 x 25 = 150 GB/s out of every GPU, its line rate.
+ * On a DGX-1 P100 the cube-mesh splits into two rings of 20 GB/s: 80 GB/s, its line rate.
+ *
+ * One logical ring over ring positions 0..N-1, its share cut into N chunks; chunk j:
+ *
+ *   reduce-scatter: j -> j+1 -> ... -> j+N-1        (each hop: reduce(received, own) on the receiver)
+ *   all-gather:     j+N-1 -> j -> ... -> j+N-2      (the owner writes its result, each hop copies on)
+ *
+ *      step 1          step 2                       step N-1       owner = j+N-1 (mod N)
+ *   [j] ---> [j+1] reduce ---> [j+2] reduce ... ---> [j-1] reduce -> scale (MEAN) -> out[j-1]
+ *                                                        out[j-1] ---> out[j] ---> ... ---> out[j-2]
+ *
+ * Pipelining: a ring's share is moved in rounds, each an independent chunked ring over a slice, so the
+ * additions of one round overlap the transfers of the next (chunk_bytes). Packing as hierarchical copy:
+ * concat-and-split per dtype into num_packs packs (default 1), or bytes_per_pack; a pack that is one
+ * whole tensor is reduced in place of it, others through pack/unpack temporaries.
+ *
+ * Every chunk's partial sums live in their own temporaries, so a transfer moves exactly one chunk.
+ * Accumulation order: chunk j is summed in ring order starting at position j; every replica receives
+ * the same bits (the all-gather copies one result). Not an all-reduce (destinations other than the
+ * sources) -> reduce-to-one, broadcast -> the simple broadcast, as TensorFlow's all-reduce ops do.
+ */
+#include "config.h"
+
+#include <math.h>
+
+#include "algorithms.h"
+#include "common.h"
+#include "pack.h"
+
+#define RING_MAX_CYCLES 4
+#define RING_SEARCH_MAX 12      /* exhaustive cycle search up to this many devices, the identity ring beyond */
+#define RING_AUTO_CHUNK ((size_t)4 << 20)
+#define RING_AUTO_MAX_ROUNDS 8
+
+typedef struct ring {
+    int order[STARFOLD_MAX_DEVICES]; /* replica positions in ring order */
+    double weight;                   /* bottleneck bandwidth, GB/s */
+} ring_t;
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Pattern maths: cycles maximising their bottleneck on residual bandwidth (no graph, no runtime).   */
+
+typedef struct search {
+    int n;
+    double res[RING_SEARCH_MAX][RING_SEARCH_MAX];
+    int path[RING_SEARCH_MAX], used[RING_SEARCH_MAX];
+    int best[RING_SEARCH_MAX];
+    double best_b;
+} search_t;
+
+static void dfs(search_t *s, int depth, double bottleneck)
+{
+    if (bottleneck <= s->best_b) return; /* cannot beat the best cycle found */
+    const int last = s->path[depth - 1];
+    if (depth == s->n) {
+        double b = fmin(bottleneck, s->res[last][s->path[0]]);
+        if (b > s->best_b) {
+            s->best_b = b;
+            memcpy(s->best, s->path, sizeof(int) * (size_t)s->n);
+        }
+        return;
+    }
+    for (int v = 1; v < s->n; v++) {
+        if (s->used[v] || s->res[last][v] <= 0) continue;
+        s->used[v] = 1;
+        s->path[depth] = v;
+        dfs(s, depth + 1, fmin(bottleneck, s->res[last][v]));
+        s->used[v] = 0;
+    }
+}
+
+/*
+ * Up to @max cycles, each the Hamiltonian cycle with the best bottleneck on the bandwidth the previous
+ * ones left; stops at a cycle under half the first one's bottleneck (it would only add hops).
+ */
+static int find_rings(starfold_topology_t t, int n, const int *devices, int max, ring_t *rings)
+{
+    if (n > RING_SEARCH_MAX) { /* identity ring: the replicas' order */
+        for (int i = 0; i < n; i++) rings[0].order[i] = i;
+        double w = INFINITY;
+        for (int i = 0; i < n; i++) w = fmin(w, starfold_topology_bandwidth(t, devices[i], devices[(i + 1) % n]));
+        rings[0].weight = w > 0 && isfinite(w) ? w : 1.0;
+        return 1;
+    }
+    search_t s;
+    memset(&s, 0, sizeof s);
+    s.n = n;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) s.res[a][b] = a == b ? 0 : starfold_topology_bandwidth(t, devices[a], devices[b]);
+    int count = 0;
+    for (; count < max; count++) {
+        s.best_b = 0;
+        memset(s.used, 0, sizeof s.used);
+        s.path[0] = 0;
+        s.used[0] = 1;
+        dfs(&s, 1, INFINITY);
+        if (s.best_b <= 0 || (count > 0 && s.best_b < 0.5 * rings[0].weight)) break;
+        memcpy(rings[count].order, s.best, sizeof(int) * (size_t)n);
+        rings[count].weight = s.best_b;
+        for (int i = 0; i < n; i++) { /* both directions use b of the link's per-direction bandwidth */
+            int a = s.best[i], b = s.best[(i + 1) % n];
+            s.res[a][b] -= s.best_b;
+            s.res[b][a] -= s.best_b;
+        }
+    }
+    if (count == 0) { /* no cycle over direct links: the replicas' order, through whatever paths exist */
+        for (int i = 0; i < n; i++) rings[0].order[i] = i;
+        rings[0].weight = 1.0;
+        count = 1;
+    }
+    return count;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Graph building                                                                                    */
+
+typedef struct ring_build {
+    starfold_graph_t g;
+    int n;
+    int *out_slot;        /* [n] output slot of replica position p */
+    sf_span_t *have;      /* [n] where replica p's pack data is (input tensor or pack temporary) */
+    sf_span_t *dest;      /* [n] where replica p's result goes (output tensor or result temporary) */
+    starfold_op_t acc;
+} ring_build_t;
+
+/* One chunked ring over elements [lo, lo + count) of the pack, ring @order, @tag for labels. */
+static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold_dtype_t dt, size_t lo, size_t count,
+                                    int tag)
+{
+    starfold_status_t st;
+    starfold_graph_t g = rb->g;
+    const int n = rb->n;
+    for (int j = 0; j < n; j++) {
+        const size_t c0 = lo + count * (size_t)j / (size_t)n, c1 = lo + count * (size_t)(j + 1) / (size_t)n;
+        if (c1 == c0) continue;
+        const size_t len = c1 - c0;
+        /* reduce-scatter: hop s lands on ring position j+s */
+        sf_span_t partial = sf_span(rb->have[order[j]].buf, rb->have[order[j]].offset + c0, len);
+        int at = j;
+        for (int s = 1; s < n; s++) {
+            at = (j + s) % n;
+            const int p = order[at];
+            size_t tbuf;
+            if ((st = sf_graph_add_temp(g, g->input_devices[p], dt, len, tag, &tbuf)) != STARFOLD_OK) return st;
+            sf_span_t srcs[2] = { partial, sf_span(rb->have[p].buf, rb->have[p].offset + c0, len) };
+            sf_span_t t = sf_whole(g, tbuf);
+            if ((st = sf_graph_reduce(g, rb->acc, srcs, 2, t, tag, NULL)) != STARFOLD_OK) return st;
+            partial = t;
+        }
+        /* the owner writes its own result: scaled for MEAN, copied otherwise */
+        const int owner = order[at];
+        sf_span_t mine = sf_span(rb->dest[owner].buf, rb->dest[owner].offset + c0, len);
+        if (g->op == STARFOLD_OP_MEAN)
+            st = sf_graph_scale(g, partial, mine, (uint32_t)n, tag, NULL);
+        else
+            st = sf_graph_copy(g, STARFOLD_TASK_COPY, &partial, 1, &mine, 1, tag, NULL);
+        if (st != STARFOLD_OK) return st;
+        /* all-gather: each next position copies from the previous one's result */
+        sf_span_t from = mine;
+        for (int s = 1; s < n; s++) {
+            const int p = order[(at + s) % n];
+            sf_span_t to = sf_span(rb->dest[p].buf, rb->dest[p].offset + c0, len);
+            if ((st = sf_graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &to, 1, tag, NULL)) != STARFOLD_OK) return st;
+            from = to;
+        }
+    }
+    return STARFOLD_OK;
+}
+
+static int pack_is_tensor(const struct starfold_graph *g, const sf_pack_plan_t *plan, const sf_pack_t *pk)
+{
+    return plan->direct ||
+           (pk->nsegs == 1 && pk->segs[0].offset == 0 && pk->segs[0].count == g->tensors[pk->segs[0].tensor].count);
+}
+
+/* Segments of a pack as spans of slot @slot's input (out = 0) or output (out = 1) tensors. */
+static sf_span_t *pack_spans(const struct starfold_graph *g, const sf_pack_t *pk, int slot, int out)
+{
+    sf_span_t *s = malloc(sizeof *s * pk->nsegs);
+    if (!s) return NULL;
+    for (size_t i = 0; i < pk->nsegs; i++)
+        s[i] = sf_span(out ? sf_graph_output(g, slot, pk->segs[i].tensor) : sf_graph_input(g, slot, pk->segs[i].tensor),
+                       pk->segs[i].offset, pk->segs[i].count);
+    return s;
+}
+
+static starfold_status_t build_pack(ring_build_t *rb, const sf_pack_plan_t *plan, const sf_pack_t *pk, const ring_t *rings,
+                                    int nlogical, const starfold_algo_options_t *options)
+{
+    starfold_status_t st = STARFOLD_OK;
+    starfold_graph_t g = rb->g;
+    const int n = rb->n, tag = (int)pk->index;
+    const int direct = pack_is_tensor(g, plan, pk);
+    const starfold_dtype_t out_dt = sf_graph_out_dtype(g, pk->dtype);
+
+    /* Where each replica's data is read from and its result written to. */
+    for (int p = 0; p < n; p++) {
+        if (direct) {
+            rb->have[p] = sf_whole(g, sf_graph_input(g, p, pk->segs[0].tensor));
+            rb->dest[p] = sf_whole(g, sf_graph_output(g, rb->out_slot[p], pk->segs[0].tensor));
+            continue;
+        }
+        size_t hb, db;
+        if ((st = sf_graph_add_temp(g, g->input_devices[p], pk->dtype, pk->count, tag, &hb)) != STARFOLD_OK) return st;
+        if ((st = sf_graph_add_temp(g, g->input_devices[p], out_dt, pk->count, tag, &db)) != STARFOLD_OK) return st;
+        rb->have[p] = sf_whole(g, hb);
+        rb->dest[p] = sf_whole(g, db);
+        sf_span_t *segs = pack_spans(g, pk, p, 0);
+        if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
+        st = sf_graph_copy(g, STARFOLD_TASK_PACK, segs, pk->nsegs, &rb->have[p], 1, tag, NULL);
+        free(segs);
+        if (st != STARFOLD_OK) return st;
+    }
+
+    if (n == 1) { /* nothing to exchange: the result is the input (divided by 1 for MEAN) */
+        if (g->op == STARFOLD_OP_MEAN) st = sf_graph_scale(g, rb->have[0], rb->dest[0], 1, tag, NULL);
+        else st = sf_graph_copy(g, STARFOLD_TASK_COPY, &rb->have[0], 1, &rb->dest[0], 1, tag, NULL);
+        if (st != STARFOLD_OK) return st;
+    } else {
+        /* Shares of the logical rings in proportion to their weights, then rounds of bounded chunks. */
+        double total_w = 0;
+        for (int r = 0; r < nlogical; r++) total_w += rings[r / 2].weight;
+        const size_t es = starfold_dtype_size(pk->dtype);
+        const size_t chunk = options->chunk_bytes ? options->chunk_bytes : RING_AUTO_CHUNK;
+        size_t lo = 0;
+        double acc_w = 0;
+        for (int r = 0; r < nlogical; r++) {
+            acc_w += rings[r / 2].weight;
+            const size_t hi = r == nlogical - 1 ? pk->count : (size_t)llround((double)pk->count * acc_w / total_w);
+            const size_t share = hi - lo;
+            size_t rounds = (share * es + (size_t)n * chunk - 1) / ((size_t)n * chunk);
+            if (rounds < 1) rounds = 1;
+            if (!options->chunk_bytes && rounds > RING_AUTO_MAX_ROUNDS) rounds = RING_AUTO_MAX_ROUNDS;
+            /* odd logical rings run the cycle backwards */
+            int order[STARFOLD_MAX_DEVICES];
+            for (int i = 0; i < n; i++) order[i] = r % 2 ? rings[r / 2].order[(n - i) % n] : rings[r / 2].order[i];
+            for (size_t k = 0; k < rounds; k++) {
+                const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
+                if (b > a && (st = ring_round(rb, order, pk->dtype, a, b - a, tag)) != STARFOLD_OK) return st;
+            }
+            lo = hi;
+        }
+    }
+
+    if (!direct)
+        for (int p = 0; p < n; p++) {
+            sf_span_t *segs = pack_spans(g, pk, rb->out_slot[p], 1);
+            if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
+            st = sf_graph_copy(g, STARFOLD_TASK_UNPACK, &rb->dest[p], 1, segs, pk->nsegs, tag, NULL);
+            free(segs);
+            if (st != STARFOLD_OK) return st;
+        }
+    return STARFOLD_OK;
+}
+
+static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
+{
+    starfold_status_t st = STARFOLD_OK;
+    if (options->num_packs < 0)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "ring requires num_packs >= 0, but %d is specified", options->num_packs);
+    if (options->num_rings < 0 || options->num_rings > RING_MAX_CYCLES)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "ring: num_rings must be 0 (automatic) to %d, got %d",
+                        RING_MAX_CYCLES, options->num_rings);
+    if (g->kind == STARFOLD_COLL_BROADCAST) return sf_build_simple_broadcast(g);
+
+    const int n = g->num_inputs;
+    ring_build_t rb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(sf_span_t)),
+                        calloc((size_t)n, sizeof(sf_span_t)), g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
+    ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
+    sf_pack_plan_t plan = { 0 };
+    if (!rb.out_slot || !rb.have || !rb.dest || !rings) {
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
+        goto out;
+    }
+    int all_reduce = g->num_outputs == n;
+    for (int p = 0; p < n && all_reduce; p++) all_reduce = (rb.out_slot[p] = sf_graph_output_slot_on(g, g->input_devices[p])) >= 0;
+    if (!all_reduce) {
+        st = sf_build_reduce_to_one(g, g->output_devices[0]);
+        goto out;
+    }
+    const int ncycles = n > 1 ? find_rings(g->topology, n, g->input_devices, options->num_rings ? options->num_rings : 2, rings) : 1;
+    if (options->bytes_per_pack > 0)
+        SF_CHECK_GOTO(sf_pack_plan_by_size(g->tensors, g->num_tensors, options->bytes_per_pack, &plan), st, out);
+    else
+        SF_CHECK_GOTO(sf_pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, &plan), st, out);
+    for (size_t i = 0; i < plan.npacks; i++)
+        SF_CHECK_GOTO(build_pack(&rb, &plan, &plan.packs[i], rings, 2 * ncycles, options), st, out);
+out:
+    sf_pack_plan_free(&plan);
+    free(rb.out_slot);
+    free(rb.have);
+    free(rb.dest);
+    free(rings);
+    return st;
+}
+
+const sf_algorithm_t sf_algo_ring = {
+    .name = "ring",
+    .description = "chunked ring all-reduce over the topology's edge-disjoint rings, both directions, pipelined",
+    .build = build,
+};

@@ -1,0 +1,392 @@
+/*
+ * The cost model: a discrete-event replay of a graph on its topology (see starfold/model.h).
+ *
+ * Each task goes through
+ *
+ *   waiting --(deps done)--> transferring --(all flows done)--> queued --(worker free)--> computing --> done
+ *
+ * Transfers are fluid flows. A flow starts after its path's latency and then drains at
+ *   rate = min over its links of (link bandwidth / flows active on that directed link),
+ * recomputed at every event (equal sharing; links are full duplex, so a->b and b->a are separate).
+ * A device's worker runs one kernel at a time; among the tasks waiting for it, the one with the longest
+ * chain of tasks still after it goes first (its upward rank, as HEFT schedules; the executor gives
+ * StarPU the same priorities), ties in the order they became ready. A kernel takes the per-task
+ * overhead plus (bytes read + bytes written) / memory bandwidth. Local reads are free
+ * of transfers. Units: time in us, bandwidth in bytes/us (1 GB/s = 1e3 B/us).
+ *
+ * Cost: O(events x active flows); a few thousand tasks simulate in milliseconds.
+ */
+#include "config.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "common.h"
+#include "graph.h"
+#include <starfold/model.h>
+
+STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *p)
+{
+    if (!p) return;
+    p->task_overhead_us = 5.0;
+    p->gpu_memory_GBps = 800.0;
+    p->cpu_memory_GBps = 10.0;
+}
+
+/* A directed hop of a transfer path. */
+typedef struct hop {
+    int from, to;
+    double bw;      /* bytes/us */
+    double latency; /* us */
+} hop_t;
+
+typedef struct flow {
+    size_t node;
+    double remaining; /* bytes */
+    int nhops;
+    int link[2];      /* indices into the directed-link table */
+} flow_t;
+
+typedef struct timer {
+    double at;
+    int kind;         /* 0: a flow starts, 1: a kernel ends */
+    size_t index;     /* flow index or node */
+} timer_t_;
+
+typedef struct sim {
+    const struct starfold_graph *g;
+    starfold_cost_params_t p;
+    int ndev;
+    /* directed links: dense ndev x ndev table of (bw, active flows, busy time, bytes) for direct links */
+    double *bw, *busy, *bytes;
+    int *active;
+    /* tasks */
+    size_t *pending_deps, *pending_flows;
+    size_t **succ, *nsucc;
+    double *ready_at, end;
+    /* device workers: tasks ready to compute, picked by rank */
+    size_t **queue, *qhead, *qlen;
+    size_t *rank;      /* tasks on the longest chain after each task, itself included */
+    int *busy_worker;
+    /* flows and timers */
+    flow_t *flows;
+    size_t nflows, cap_flows;
+    size_t *live;      /* indices of active flows */
+    size_t nlive, cap_live;
+    timer_t_ *heap;
+    size_t nheap, cap_heap;
+} sim_t;
+
+static int dl(const sim_t *s, int a, int b) { return a * s->ndev + b; }
+
+static starfold_status_t heap_push(sim_t *s, double at, int kind, size_t index)
+{
+    if (SF_GROW(s->heap, s->nheap, s->cap_heap)) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
+    size_t i = s->nheap++;
+    s->heap[i] = (timer_t_){ at, kind, index };
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (s->heap[parent].at <= s->heap[i].at) break;
+        timer_t_ t = s->heap[parent];
+        s->heap[parent] = s->heap[i];
+        s->heap[i] = t;
+        i = parent;
+    }
+    return STARFOLD_OK;
+}
+
+static timer_t_ heap_pop(sim_t *s)
+{
+    timer_t_ top = s->heap[0];
+    s->heap[0] = s->heap[--s->nheap];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < s->nheap && s->heap[l].at < s->heap[m].at) m = l;
+        if (r < s->nheap && s->heap[r].at < s->heap[m].at) m = r;
+        if (m == i) break;
+        timer_t_ t = s->heap[m];
+        s->heap[m] = s->heap[i];
+        s->heap[i] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* The path a transfer a -> b takes: the direct link, else the two-hop path with the best bottleneck. */
+static int path(const sim_t *s, int a, int b, int *links, double *latency)
+{
+    starfold_topology_t t = s->g->topology;
+    starfold_link_t l;
+    if (starfold_topology_best_link(t, a, b, &l) == STARFOLD_OK) {
+        links[0] = dl(s, a, b);
+        *latency = l.latency_us;
+        return 1;
+    }
+    int best = -1;
+    double best_bw = 0;
+    for (int c = 0; c < s->ndev; c++) {
+        double bw = fmin(s->bw[dl(s, a, c)], s->bw[dl(s, c, b)]);
+        if (c != a && c != b && bw > best_bw) {
+            best_bw = bw;
+            best = c;
+        }
+    }
+    if (best < 0) return 0;
+    starfold_link_t l1, l2;
+    starfold_topology_best_link(t, a, best, &l1);
+    starfold_topology_best_link(t, best, b, &l2);
+    links[0] = dl(s, a, best);
+    links[1] = dl(s, best, b);
+    *latency = l1.latency_us + l2.latency_us;
+    return 2;
+}
+
+static double node_kernel_us(const sim_t *s, const sf_node_t *n)
+{
+    uint64_t touched = 0;
+    for (size_t i = 0; i < n->nsrc; i++) touched += sf_span_bytes(s->g, n->src[i]);
+    for (size_t i = 0; i < n->ndst; i++) touched += sf_span_bytes(s->g, n->dst[i]);
+    const double mem = starfold_topology_device_kind(s->g->topology, n->device) == STARFOLD_DEVICE_CPU
+                           ? s->p.cpu_memory_GBps
+                           : s->p.gpu_memory_GBps;
+    return s->p.task_overhead_us + (double)touched / (mem * 1e3);
+}
+
+/* Hands a task whose transfers are done to its device's worker. */
+static starfold_status_t enqueue_compute(sim_t *s, size_t node, double now)
+{
+    const int d = s->g->nodes[node].device;
+    if (!s->busy_worker[d]) {
+        s->busy_worker[d] = 1;
+        return heap_push(s, now + node_kernel_us(s, &s->g->nodes[node]), 1, node);
+    }
+    s->queue[d][s->qlen[d]++] = node;
+    return STARFOLD_OK;
+}
+
+/* A task's dependencies are done: start its transfers (or go straight to its kernel). */
+static starfold_status_t start_task(sim_t *s, size_t node, double now)
+{
+    const sf_node_t *n = &s->g->nodes[node];
+    s->ready_at[node] = now;
+    for (size_t i = 0; i < n->nsrc; i++) {
+        const int from = s->g->bufs[n->src[i].buf].device;
+        const uint64_t bytes = sf_span_bytes(s->g, n->src[i]);
+        if (from == n->device || bytes == 0) continue;
+        int links[2];
+        double latency = 0;
+        int nh = path(s, from, n->device, links, &latency);
+        if (nh == 0)
+            return sf_error(STARFOLD_ERR_TOPOLOGY, "simulate: no path from device %d to device %d", from, n->device);
+        if (SF_GROW(s->flows, s->nflows, s->cap_flows)) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
+        s->flows[s->nflows] = (flow_t){ node, (double)bytes, nh, { links[0], nh > 1 ? links[1] : -1 } };
+        starfold_status_t st = heap_push(s, now + latency, 0, s->nflows++);
+        if (st != STARFOLD_OK) return st;
+        s->pending_flows[node]++;
+    }
+    return s->pending_flows[node] ? STARFOLD_OK : enqueue_compute(s, node, now);
+}
+
+static double flow_rate(const sim_t *s, const flow_t *f)
+{
+    double r = DBL_MAX;
+    for (int h = 0; h < f->nhops; h++) r = fmin(r, s->bw[f->link[h]] / s->active[f->link[h]]);
+    return r;
+}
+
+static starfold_status_t run(sim_t *s)
+{
+    starfold_status_t st;
+    const struct starfold_graph *g = s->g;
+    double now = 0;
+    size_t done = 0;
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (s->pending_deps[i] == 0 && (st = start_task(s, i, 0)) != STARFOLD_OK) return st;
+    while (done < g->nnodes) {
+        /* Next event: the earliest timer or the earliest flow to drain at current rates. */
+        double next = s->nheap ? s->heap[0].at : DBL_MAX;
+        for (size_t k = 0; k < s->nlive; k++) {
+            const flow_t *f = &s->flows[s->live[k]];
+            next = fmin(next, now + f->remaining / flow_rate(s, f));
+        }
+        if (next == DBL_MAX) return sf_error(STARFOLD_ERR_INTERNAL, "simulate: %zu tasks never became ready", g->nnodes - done);
+        const double dt = next - now;
+        /* Drain the live flows; account link busy time and bytes. */
+        for (size_t k = 0; k < s->nlive; k++) {
+            flow_t *f = &s->flows[s->live[k]];
+            double moved = fmin(f->remaining, flow_rate(s, f) * dt);
+            f->remaining -= moved;
+            for (int h = 0; h < f->nhops; h++) s->bytes[f->link[h]] += moved;
+        }
+        for (int l = 0; l < s->ndev * s->ndev; l++)
+            if (s->active[l]) s->busy[l] += dt;
+        now = next;
+        /* Finished flows. */
+        for (size_t k = 0; k < s->nlive;) {
+            flow_t *f = &s->flows[s->live[k]];
+            if (f->remaining > 1e-6 * (1 + f->remaining)) {
+                k++;
+                continue;
+            }
+            for (int h = 0; h < f->nhops; h++) s->active[f->link[h]]--;
+            s->live[k] = s->live[--s->nlive];
+            if (--s->pending_flows[f->node] == 0 && (st = enqueue_compute(s, f->node, now)) != STARFOLD_OK) return st;
+        }
+        /* Timers due now. */
+        while (s->nheap && s->heap[0].at <= now) {
+            timer_t_ t = heap_pop(s);
+            if (t.kind == 0) { /* a flow starts flowing */
+                if (SF_GROW(s->live, s->nlive, s->cap_live)) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
+                s->live[s->nlive++] = t.index;
+                for (int h = 0; h < s->flows[t.index].nhops; h++) s->active[s->flows[t.index].link[h]]++;
+                continue;
+            }
+            /* a kernel ended: the task is done, its worker takes the next one, successors may start */
+            const size_t node = t.index;
+            const int d = g->nodes[node].device;
+            done++;
+            s->end = fmax(s->end, now);
+            if (s->qlen[d]) {
+                size_t pick = 0; /* highest rank, earliest ready among equals */
+                for (size_t q = 1; q < s->qlen[d]; q++)
+                    if (s->rank[s->queue[d][q]] > s->rank[s->queue[d][pick]]) pick = q;
+                size_t nx = s->queue[d][pick];
+                memmove(&s->queue[d][pick], &s->queue[d][pick + 1], (s->qlen[d] - pick - 1) * sizeof(size_t));
+                s->qlen[d]--;
+                if ((st = heap_push(s, now + node_kernel_us(s, &g->nodes[nx]), 1, nx)) != STARFOLD_OK) return st;
+            } else {
+                s->busy_worker[d] = 0;
+            }
+            for (size_t k = 0; k < s->nsucc[node]; k++) {
+                size_t m = s->succ[node][k];
+                if (--s->pending_deps[m] == 0 && (st = start_task(s, m, now)) != STARFOLD_OK) return st;
+            }
+        }
+    }
+    return STARFOLD_OK;
+}
+
+static void sim_free(sim_t *s)
+{
+    if (s->succ)
+        for (size_t i = 0; i < s->g->nnodes; i++) free(s->succ[i]);
+    if (s->queue)
+        for (int d = 0; d < s->ndev; d++) free(s->queue[d]);
+    free(s->bw), free(s->busy), free(s->bytes), free(s->active);
+    free(s->pending_deps), free(s->pending_flows), free(s->succ), free(s->nsucc), free(s->ready_at);
+    free(s->queue), free(s->qhead), free(s->qlen), free(s->busy_worker), free(s->rank);
+    free(s->flows), free(s->live), free(s->heap);
+}
+
+static starfold_status_t sim_init(sim_t *s)
+{
+    const struct starfold_graph *g = s->g;
+    const size_t n = g->nnodes, nd = (size_t)s->ndev, nl = nd * nd;
+    s->bw = calloc(nl, sizeof(double));
+    s->busy = calloc(nl, sizeof(double));
+    s->bytes = calloc(nl, sizeof(double));
+    s->active = calloc(nl, sizeof(int));
+    s->pending_deps = calloc(n + 1, sizeof(size_t));
+    s->pending_flows = calloc(n + 1, sizeof(size_t));
+    s->succ = calloc(n + 1, sizeof(size_t *));
+    s->nsucc = calloc(n + 1, sizeof(size_t));
+    s->ready_at = calloc(n + 1, sizeof(double));
+    s->queue = calloc(nd, sizeof(size_t *));
+    s->qhead = calloc(nd, sizeof(size_t));
+    s->qlen = calloc(nd, sizeof(size_t));
+    s->busy_worker = calloc(nd, sizeof(int));
+    s->rank = calloc(n + 1, sizeof(size_t));
+    if (!s->rank || !s->bw || !s->busy || !s->bytes || !s->active || !s->pending_deps || !s->pending_flows || !s->succ ||
+        !s->nsucc || !s->ready_at || !s->queue || !s->qhead || !s->qlen || !s->busy_worker)
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
+    for (size_t d = 0; d < nd; d++)
+        if (!(s->queue[d] = malloc((n + 1) * sizeof(size_t))))
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
+    for (int a = 0; a < s->ndev; a++)
+        for (int b = 0; b < s->ndev; b++)
+            if (a != b) s->bw[dl(s, a, b)] = starfold_topology_bandwidth(g->topology, a, b) * 1e3;
+    /* successors from the deps; each task counts its distinct dependencies */
+    for (size_t i = 0; i < n; i++) {
+        s->pending_deps[i] = g->nodes[i].ndeps;
+        for (size_t k = 0; k < g->nodes[i].ndeps; k++) s->nsucc[g->nodes[i].deps[k]]++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s->nsucc[i] && !(s->succ[i] = malloc(s->nsucc[i] * sizeof(size_t))))
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
+        s->nsucc[i] = 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < g->nodes[i].ndeps; k++) {
+            size_t d = g->nodes[i].deps[k];
+            s->succ[d][s->nsucc[d]++] = i;
+        }
+    for (size_t i = n; i-- > 0;) { /* successors come later in node order */
+        size_t r = 0;
+        for (size_t k = 0; k < s->nsucc[i]; k++)
+            if (s->rank[s->succ[i][k]] > r) r = s->rank[s->succ[i][k]];
+        s->rank[i] = r + 1;
+    }
+    return STARFOLD_OK;
+}
+
+/* nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce and broadcast 1. */
+static double bus_factor(const struct starfold_graph *g)
+{
+    if (g->kind == STARFOLD_COLL_BROADCAST || g->num_outputs != g->num_inputs) return 1.0;
+    for (int i = 0; i < g->num_inputs; i++) {
+        int found = 0;
+        for (int o = 0; o < g->num_outputs; o++) found |= g->output_devices[o] == g->input_devices[i];
+        if (!found) return 1.0;
+    }
+    const int n = g->num_inputs;
+    return n > 1 ? 2.0 * (n - 1) / n : 1.0;
+}
+
+STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, const starfold_cost_params_t *params,
+                                                       starfold_prediction_t *prediction)
+{
+    if (!graph || !prediction) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_graph_simulate: NULL argument");
+    sim_t s = { 0 };
+    s.g = graph;
+    if (params) s.p = *params;
+    else starfold_cost_params_init(&s.p);
+    if (!(s.p.task_overhead_us >= 0) || !(s.p.gpu_memory_GBps > 0) || !(s.p.cpu_memory_GBps > 0))
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "cost parameters must be finite with overhead >= 0 and bandwidths > 0 (got %g us, %g, %g GB/s)",
+                        s.p.task_overhead_us, s.p.gpu_memory_GBps, s.p.cpu_memory_GBps);
+    s.ndev = starfold_topology_num_devices(graph->topology);
+    starfold_status_t st = sim_init(&s);
+    if (st == STARFOLD_OK) st = run(&s);
+    if (st == STARFOLD_OK) {
+        starfold_prediction_t r = { 0 };
+        r.time_us = s.end;
+        for (size_t t = 0; t < graph->num_tensors; t++)
+            r.bytes += (uint64_t)graph->tensors[t].count * starfold_dtype_size(graph->tensors[t].dtype);
+        r.algbw_GBps = s.end > 0 ? (double)r.bytes / s.end / 1e3 : 0;
+        r.busbw_GBps = r.algbw_GBps * bus_factor(graph);
+        r.bottleneck_from = r.bottleneck_to = -1;
+        double worst = 0;
+        for (int a = 0; a < s.ndev; a++)
+            for (int b = 0; b < s.ndev; b++) {
+                const int l = dl(&s, a, b);
+                if (s.bytes[l] <= 0 || s.bw[l] <= 0) continue;
+                const double load = s.bytes[l] / s.bw[l]; /* time the link needs at full speed */
+                if (load > worst) {
+                    worst = load;
+                    r.bottleneck_from = a;
+                    r.bottleneck_to = b;
+                    r.bottleneck_busy_us = s.busy[l];
+                    r.bottleneck_GBps = s.bw[l] / 1e3;
+                    r.bottleneck_bytes = (uint64_t)llround(s.bytes[l]);
+                }
+            }
+        if (r.bottleneck_from >= 0) {
+            starfold_link_t l;
+            if (starfold_topology_best_link(graph->topology, r.bottleneck_from, r.bottleneck_to, &l) == STARFOLD_OK)
+                r.bottleneck_kind = l.kind;
+        }
+        *prediction = r;
+    }
+    sim_free(&s);
+    return st;
+}

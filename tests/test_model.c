@@ -1,0 +1,173 @@
+/*
+ * The cost model against answers worked out by hand, then its verdicts on whole algorithms.
+ *
+ *   one transfer:   alpha + bytes / bandwidth, then overhead + kernel bytes / memory bandwidth
+ *   two transfers on one directed link share it; on opposite directions they do not
+ *   a task waits for its dependencies; a device runs one kernel at a time
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+
+#include <starfold.h>
+#include "graph.h"
+
+#define NEAR(a, b) (fabs((a) - (b)) <= 1e-6 * (1 + fabs(b)))
+
+/* Two devices joined by a 10 GB/s link with 2 us latency. */
+static starfold_topology_t pair_topology(void)
+{
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_create("pair", 2, &t), STARFOLD_OK);
+    starfold_link_t l = { 0, 1, STARFOLD_LINK_PCIE, 1, 10.0, 2.0 };
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_add_link(t, &l), STARFOLD_OK);
+    return t;
+}
+
+static starfold_cost_params_t params(void)
+{
+    starfold_cost_params_t p;
+    starfold_cost_params_init(&p);
+    p.task_overhead_us = 1.0;
+    p.gpu_memory_GBps = 100.0;
+    return p;
+}
+
+/* A broadcast 0 -> 1 of 1 MB: one copy on device 1 reading device 0. */
+static void test_one_transfer(void)
+{
+    starfold_topology_t t = pair_topology();
+    const int src[1] = { 0 }, dst[1] = { 1 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, 250000 }; /* 1e6 bytes */
+    starfold_collective_desc_t d = { STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 1, src, 1, dst, 1, &td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "reduce-to-one", &d, NULL, &g), STARFOLD_OK);
+    starfold_cost_params_t p = params();
+    starfold_prediction_t r;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &r), STARFOLD_OK);
+    /* 2 us + 1e6 B / 1e4 B/us = 102 us, then 1 us + 2e6 B / 1e5 B/us = 21 us */
+    CU_ASSERT(NEAR(r.time_us, 123.0));
+    CU_ASSERT_EQUAL(r.bytes, 1000000);
+    CU_ASSERT(NEAR(r.algbw_GBps, 1e6 / 123.0 / 1e3));
+    CU_ASSERT(NEAR(r.busbw_GBps, r.algbw_GBps)); /* broadcast: factor 1 */
+    CU_ASSERT_EQUAL(r.bottleneck_from, 0);
+    CU_ASSERT_EQUAL(r.bottleneck_to, 1);
+    CU_ASSERT_EQUAL(r.bottleneck_kind, STARFOLD_LINK_PCIE);
+    CU_ASSERT(NEAR(r.bottleneck_busy_us, 100.0));
+    CU_ASSERT_EQUAL(r.bottleneck_bytes, 1000000);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
+/* Two tensors broadcast 0 -> 1 at once share the link: both transfers end at 2 + 2e6/1e4 = 202 us. */
+static void test_shared_link(void)
+{
+    starfold_topology_t t = pair_topology();
+    const int src[1] = { 0 }, dst[1] = { 1 };
+    starfold_tensor_desc_t td[2] = { { STARFOLD_FLOAT32, 250000 }, { STARFOLD_FLOAT32, 250000 } };
+    starfold_collective_desc_t d = { STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 1, src, 1, dst, 2, td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "reduce-to-one", &d, NULL, &g), STARFOLD_OK);
+    starfold_cost_params_t p = params();
+    starfold_prediction_t r;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &r), STARFOLD_OK);
+    /* transfers end together at 202 us; device 1 then runs the two 21 us kernels one after the other */
+    CU_ASSERT(NEAR(r.time_us, 202.0 + 21.0 + 21.0));
+    CU_ASSERT(NEAR(r.bottleneck_busy_us, 200.0));
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
+/* An all-reduce of 2 replicas, reduce-to-one on device 0: reduce (one transfer in), copy back out. */
+static void test_dependency_chain(void)
+{
+    starfold_topology_t t = pair_topology();
+    const int src[2] = { 0, 1 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT64, 125000 }; /* 1e6 bytes */
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, src, 0, NULL, 1, &td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "reduce-to-one", &d, NULL, &g), STARFOLD_OK);
+    starfold_cost_params_t p = params();
+    starfold_prediction_t r;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &r), STARFOLD_OK);
+    /* reduce on 0: 102 us in + 1 + 3e6/1e5 = 31 us; copy on 1: 102 us in + 21 us */
+    CU_ASSERT(NEAR(r.time_us, 102.0 + 31.0 + 102.0 + 21.0));
+    CU_ASSERT(NEAR(r.busbw_GBps, r.algbw_GBps * 1.0)); /* all-reduce of 2: 2(n-1)/n = 1 */
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
+static double busbw(const char *topo, const char *algo, size_t bytes, int n)
+{
+    starfold_topology_t full = NULL, t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin(topo, &full), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(full, n, &t), STARFOLD_OK);
+    int dev[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, bytes / 4 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, n, dev, 0, NULL, 1, &td };
+    starfold_graph_t g = NULL;
+    starfold_prediction_t r = { 0 };
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, algo, &d, NULL, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, NULL, &r), STARFOLD_OK);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+    starfold_topology_destroy(full);
+    return r.busbw_GBps;
+}
+
+/*
+ * Verdicts that follow from the topology, not from tuning: TensorFlow's hierarchical copy is bound by
+ * its root links, far under the line rate; the ring over the DGX-1's rings uses every NVLink and
+ * cannot beat the line rate (150 GB/s on a V100, 80 on a P100).
+ */
+static void test_algorithm_verdicts(void)
+{
+    const size_t big = (size_t)256 << 20;
+    double hc = busbw("dgx1-v100", "hierarchical-copy", big, 8), ring = busbw("dgx1-v100", "ring", big, 8);
+    printf("\n    dgx1-v100 256 MiB: hierarchical-copy %.1f GB/s, ring %.1f GB/s busbw\n", hc, ring);
+    CU_ASSERT(hc < 25.0);
+    CU_ASSERT(ring > 4 * hc);
+    CU_ASSERT(ring <= 150.0);
+    double p_ring = busbw("dgx1-p100", "ring", big, 8);
+    printf("    dgx1-p100 256 MiB: ring %.1f GB/s busbw\n", p_ring);
+    CU_ASSERT(p_ring <= 80.0 && p_ring > 60.0);
+}
+
+static void test_bad_input(void)
+{
+    starfold_prediction_t r;
+    starfold_cost_params_t p = params();
+    CU_ASSERT_EQUAL(starfold_graph_simulate(NULL, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_topology_t t = pair_topology();
+    const int src[2] = { 0, 1 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, 10 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, src, 0, NULL, 1, &td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "ring", &d, NULL, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, &p, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    p.gpu_memory_GBps = 0;
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    p = params();
+    p.task_overhead_us = NAN;
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("model", NULL, NULL);
+    CU_add_test(s, "one transfer: alpha + beta + kernel", test_one_transfer);
+    CU_add_test(s, "transfers share a directed link", test_shared_link);
+    CU_add_test(s, "dependencies chain", test_dependency_chain);
+    CU_add_test(s, "algorithm verdicts on the DGX-1", test_algorithm_verdicts);
+    CU_add_test(s, "bad input", test_bad_input);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
