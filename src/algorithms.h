@@ -18,6 +18,7 @@ typedef struct sf_algorithm {
 extern const sf_algorithm_t sf_algo_reduce_to_one;
 extern const sf_algorithm_t sf_algo_hierarchical_copy;
 extern const sf_algorithm_t sf_algo_ring;
+extern const sf_algorithm_t sf_algo_halving_doubling;
 
 /* Registry lookup by name; NULL when unknown. */
 const sf_algorithm_t *sf_algorithm_find(const char *name);

@@ -11,14 +11,24 @@
 #include "algorithms.h"
 #include "common.h"
 #include "graph.h"
+#include <starfold/model.h>
 
 #include <stdio.h>
+
+/* "auto" builds nothing itself: starfold_graph_compile() compiles the others and keeps the fastest. */
+static const sf_algorithm_t sf_algo_auto = {
+    .name = "auto",
+    .description = "the algorithm the cost model predicts fastest for this collective on this topology",
+    .build = NULL,
+};
 
 /* The registry: one entry per algorithm file, in the order `starfold` lists them. */
 static const sf_algorithm_t *const registry[] = {
     &sf_algo_reduce_to_one,
     &sf_algo_hierarchical_copy,
     &sf_algo_ring,
+    &sf_algo_halving_doubling,
+    &sf_algo_auto,
 };
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))
 
@@ -99,6 +109,50 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
     return STARFOLD_OK;
 }
 
+/*
+ * "auto": every other algorithm is compiled with the caller's options and replayed by the cost model;
+ * the fastest graph is returned, named "auto:<algorithm>". Ties go to the earlier registry entry.
+ */
+static starfold_status_t compile_auto(starfold_topology_t topology, const starfold_collective_desc_t *desc,
+                                      const starfold_algo_options_t *options, starfold_graph_t *graph)
+{
+    starfold_graph_t best = NULL;
+    double best_time = 0;
+    starfold_status_t st = STARFOLD_OK;
+    for (int i = 0; i < REGISTRY_SIZE; i++) {
+        if (!registry[i]->build) continue;
+        starfold_graph_t g = NULL;
+        starfold_prediction_t p;
+        if ((st = starfold_graph_compile(topology, registry[i]->name, desc, options, &g)) != STARFOLD_OK) break;
+        if ((st = starfold_graph_simulate(g, NULL, &p)) != STARFOLD_OK) {
+            starfold_graph_destroy(g);
+            break;
+        }
+        if (!best || p.time_us < best_time) {
+            starfold_graph_destroy(best);
+            best = g;
+            best_time = p.time_us;
+        } else {
+            starfold_graph_destroy(g);
+        }
+    }
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(best);
+        return st;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "auto:%s", best->algorithm);
+    char *copy = sf_strdup(name);
+    if (!copy) {
+        starfold_graph_destroy(best);
+        return STARFOLD_ERR_OUT_OF_MEMORY;
+    }
+    free(best->algorithm);
+    best->algorithm = copy;
+    *graph = best;
+    return STARFOLD_OK;
+}
+
 STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topology, const char *algorithm,
                                                       const starfold_collective_desc_t *desc,
                                                       const starfold_algo_options_t *options,
@@ -130,6 +184,8 @@ STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topolo
         d.num_destinations = d.num_sources;
         d.destinations = d.sources;
     }
+
+    if (!algo->build) return compile_auto(topology, desc, options, graph);
 
     starfold_graph_t g = NULL;
     if ((st = sf_graph_create(topology, algo->name, &d, &g)) != STARFOLD_OK) return st;

@@ -122,9 +122,13 @@ STARFOLD_API const char *starfold_algorithm_description(int index);
  * @brief Compiles a collective with a named algorithm.
  *
  * Algorithms: "reduce-to-one" (TensorFlow's ReductionToOneDevice: every tensor reduced on one device
- * in replica order, then copied to each destination) and "hierarchical-copy" (TensorFlow's
+ * in replica order, then copied to each destination), "hierarchical-copy" (TensorFlow's
  * HierarchicalCopyAllReduce: two groups from starfold_topology_bisect(), roots rotated per pack,
- * concat-and-split packing per dtype; an all-reduce only).
+ * concat-and-split packing per dtype), "ring" (chunked ring over the topology's edge-disjoint rings,
+ * both directions, pipelined), "halving-doubling" (recursive halving and doubling, any replica
+ * count), and "auto" (every other one compiled and replayed by the cost model, the fastest kept; its
+ * graph is named "auto:<algorithm>"). The all-reduce algorithms fall back to reduce-to-one on the first
+ * destination when the destinations are not the sources, and broadcast is a copy to every destination.
  *
  * @param [in]  topology devices and links; the graph keeps a reference
  * @param [in]  algorithm a registered name
