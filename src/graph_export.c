@@ -563,6 +563,9 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
     if (rc != 0 || rc2 != 0) st = sf_error(STARFOLD_ERR_IO, "%s: write failed", path);
 out:
     agclose(x.ag);
+    /* After a layout, cgraph 2.42 closes the graph without calling the ID discipline's close: free
+     * what the map still holds (NULL when ids_close ran). */
+    free(ids.names);
     sf_cgraph_unlock();
     free(x.task);
     free(x.bufnode);

@@ -1,0 +1,204 @@
+/*
+ * The starfold command: shared declarations of its files.
+ *
+ *     main.c       dispatch: `starfold [--help | --version] COMMAND [OPTIONS]`
+ *     options.c    one option table for every command, parsing and checking of values, messages
+ *     cmd_topo.c   starfold topo      devices and links of a topology, drawn with -o
+ *     cmd_graph.c  starfold graph     compile, check and export a reduction graph
+ *     cmd_run.c    starfold run       execute a reduction and verify it; the machine and replica
+ *                                     helpers that bench and demo share
+ *     cmd_bench.c  starfold bench     sweep in the style of nccl-tests' all_reduce_perf, with baselines
+ *     cmd_demo.c   starfold demo      what `./quickstart demo` runs
+ *
+ * Only the public API (<starfold.h>) is used. Exit statuses: 0 success, 1 failure (a library error,
+ * wrong results), 2 bad arguments (a one-line reason on stderr).
+ */
+#ifndef STARFOLD_CLI_H
+#define STARFOLD_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <starfold.h>
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+/* cli_parse() result when --help was given and printed: the command exits 0 at once. */
+#define CLI_HELP_DONE (-1)
+
+/* Every option of every command; a command accepts a subset (a mask of CLI_OPT() bits). */
+typedef enum cli_opt_id {
+    OPT_TOPOLOGY = 0,
+    OPT_ALGORITHM,
+    OPT_OP,
+    OPT_DTYPE,
+    OPT_TENSORS,
+    OPT_DEVICES,
+    OPT_NUM_PACKS,
+    OPT_BYTES_PER_PACK,
+    OPT_OUTPUT,
+    OPT_JSON,
+    OPT_CSV,
+    OPT_MINBYTES,
+    OPT_MAXBYTES,
+    OPT_STEPFACTOR,
+    OPT_STEPBYTES,
+    OPT_ITERS,
+    OPT_WARMUP,
+    OPT_CHECK,
+    OPT_PLOT,
+    OPT_EMULATED,
+    OPT_OUT_DIR,
+    OPT_BASELINES,
+    OPT_COUNT
+} cli_opt_id_t;
+#define CLI_OPT(id) (1u << (id))
+
+/* A command: its name, the options it accepts, its --help text and its entry point. */
+typedef struct cli_command {
+    const char *name;
+    const char *summary;   /* one line, for `starfold --help` */
+    uint32_t accepted;     /* CLI_OPT() bits */
+    int allow_all;         /* "--algorithm all", "--op all", "--dtype all" */
+    const char *usage;     /* the full --help text */
+    int (*main)(const struct cli_command *cmd, int argc, char **argv);
+} cli_command_t;
+
+extern const cli_command_t cli_cmd_topo, cli_cmd_graph, cli_cmd_run, cli_cmd_bench, cli_cmd_demo;
+
+/* Parsed options; a field is meaningful when its bit is in `given`, else it holds the default. */
+typedef struct cli_opts {
+    uint32_t given;             /* CLI_OPT() bits of the options present */
+    const char *topology;       /* --topology: NULL = the command's default */
+    const char *algorithm;      /* --algorithm: "hierarchical-copy" by default; "all" (bench) */
+    starfold_op_t op;           /* --op, default sum */
+    int all_ops;                /* --op all (bench) */
+    starfold_dtype_t dtype;     /* -d/--dtype, default float32 */
+    int all_dtypes;             /* --dtype all (bench) */
+    const char *tensors;        /* --tensors SPEC */
+    int devices;                /* -g/--devices N, 0 = all of the topology or machine */
+    int num_packs;              /* --num-packs, default 1 (the library's default) */
+    uint64_t bytes_per_pack;    /* --bytes-per-pack */
+    const char *output;         /* -o/--output FILE */
+    int json, csv;              /* --json, --csv */
+    uint64_t min_bytes;         /* -b */
+    uint64_t max_bytes;         /* -e */
+    uint64_t step_bytes;        /* -i */
+    unsigned step_factor;       /* -f, 0 = use step_bytes */
+    int iters;                  /* -n */
+    int warmup;                 /* -w */
+    int check;                  /* -c 0|1 */
+    const char *plot;           /* --plot FILE.svg */
+    int emulated;               /* --emulated */
+    const char *out_dir;        /* --out DIR */
+    int baselines;              /* --baselines 0|1 */
+} cli_opts_t;
+
+/*
+ * Parses argv[1..argc) (argv[0] is the command name) into @o, filled with defaults first.
+ * Returns CLI_OK, CLI_HELP_DONE (usage printed on stdout) or CLI_USAGE (reason printed on stderr).
+ */
+int cli_parse(const cli_command_t *cmd, int argc, char **argv, cli_opts_t *o);
+
+/* Prints "starfold CMD: <reason>" on one line of stderr; returns CLI_USAGE. */
+int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints "starfold CMD: <what>: <status> (<detail>)" on stderr; returns CLI_FAIL. */
+int cli_fail(const cli_command_t *cmd, starfold_status_t st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Same message, CLI_USAGE: for library refusals caused by an argument (unknown topology, bad spec). */
+int cli_bad_value(const cli_command_t *cmd, starfold_status_t st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Opens --topology (or @default_spec when not given; NULL = none) and keeps its first --devices
+ * devices. *topology is NULL when neither was given. Errors are bad arguments (exit 2).
+ */
+int cli_open_topology(const cli_command_t *cmd, const cli_opts_t *o, const char *default_spec,
+                      starfold_topology_t *topology);
+
+/* Parses --tensors (or @default_spec) for @dtype. Errors are bad arguments (exit 2). */
+int cli_parse_tensors(const cli_command_t *cmd, const char *spec, starfold_dtype_t dtype,
+                      starfold_tensor_desc_t **tensors, size_t *count);
+
+/* Whether @algorithm packs tensors (accepts --num-packs / --bytes-per-pack). */
+int cli_algorithm_packs(const char *algorithm);
+
+/* Validates the packing options for @algorithm (exit 2 when it cannot use them) and fills @opt. */
+int cli_algo_options(const cli_command_t *cmd, const cli_opts_t *o, const char *algorithm,
+                     starfold_algo_options_t *opt);
+
+/* Checks an output file name's extension against .dot/.svg/.png ("-" = DOT on stdout). */
+int cli_check_output(const cli_command_t *cmd, const char *option, const char *path);
+
+/* "4.00 MiB", "1000 B": human-readable bytes into @buf. */
+const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes);
+
+/* Writes @s as a JSON string (quotes and escapes included). */
+void cli_json_string(FILE *f, const char *s);
+
+/* Monotonic seconds. */
+double cli_now(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Machines and replicas (cmd_run.c), shared by run, bench and demo.
+ */
+
+/* The devices a command runs on: a StarPU context and the topology its graphs are compiled for. */
+typedef struct cli_machine {
+    starfold_context_t ctx;
+    starfold_topology_t topo;  /* device i of the topology is logical device i of the context */
+    int num_devices;
+    int emulated;              /* the emulated 8-device box was set up */
+    char description[160];     /* "8 OpenCL devices (the emulated box), topology 'emulated'" */
+} cli_machine_t;
+
+/*
+ * Chooses the devices from the options (--topology, --devices, --emulated) and the environment, sets
+ * StarPU's environment when it uses the emulated box or the host's CPU workers (saying so on @info),
+ * starts StarPU through a context and settles the topology. Returns CLI_OK, CLI_USAGE or CLI_FAIL
+ * (message printed).
+ */
+int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, cli_machine_t *m);
+void cli_machine_close(cli_machine_t *m);
+
+/* One input and one output vector per replica and tensor, on the replica's device. */
+typedef struct cli_replicas {
+    starfold_context_t ctx;
+    int n;                                 /* replicas = devices 0..n-1 */
+    size_t nt;                             /* tensors per replica */
+    const starfold_tensor_desc_t *tensors; /* borrowed */
+    starfold_op_t op;                      /* the values suit this op (no overflow, exact results) */
+    starpu_data_handle_t *in, *out;        /* [n * nt], replica-major (starfold_submit's layout) */
+} cli_replicas_t;
+
+/*
+ * The deterministic value of element @i of tensor @t on replica @r, chosen so every reduction of up
+ * to STARFOLD_MAX_DEVICES replicas is exact and in range: quarter-integers in [-50, 50] (floats) or
+ * integers in [-100, 100]; for PROD +-1 with a rare +-2 (and +-0.5 for floats).
+ */
+double cli_value(starfold_op_t op, starfold_dtype_t dtype, int r, size_t t, size_t i);
+/* Stores @v into element @i of a host array of @dtype. */
+void cli_store(void *data, starfold_dtype_t dtype, size_t i, double v);
+/* Loads element @i of a host array of @dtype. */
+double cli_load(const void *data, starfold_dtype_t dtype, size_t i);
+/* Whether @got is right for the float64 reference @want (integers exact, floats relative 1e-5 / 1e-12). */
+int cli_close_enough(starfold_dtype_t dtype, double got, double want);
+/* The float64 reference of element @i of tensor @t over @n replicas (MEAN truncates for integers). */
+double cli_reference(starfold_op_t op, starfold_dtype_t dtype, int n, size_t t, size_t i);
+
+/* Allocates the vectors and fills the inputs. Returns a status (message in starfold_last_error()). */
+starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
+                                      starfold_op_t op, cli_replicas_t *rep);
+/* Fills every output with a sentinel no reduction produces (so a missed write is seen). */
+starfold_status_t cli_replicas_clear(cli_replicas_t *rep);
+/* Counts wrong elements over every output; @checked gets the number compared. */
+starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint64_t *checked);
+void cli_replicas_destroy(cli_replicas_t *rep);
+
+/* mkdir -p: 0, or -1 with errno set. */
+int cli_make_dirs(const char *path);
+
+/* Sum of the tensors' bytes and elements. */
+uint64_t cli_tensors_bytes(const starfold_tensor_desc_t *tensors, size_t nt);
+uint64_t cli_tensors_elements(const starfold_tensor_desc_t *tensors, size_t nt);
+
+#endif /* STARFOLD_CLI_H */

@@ -1,0 +1,569 @@
+/*
+ * starfold run: execute one all-reduce on the devices present, verify every element of every replica
+ * against a float64 host reference, print the time. Also the helpers run, bench and demo share: the
+ * choice of devices (cli_machine_*) and the replicas with their deterministic data (cli_replicas_*).
+ *
+ * Which devices (cli_machine_open):
+ *
+ *     --topology host ............................ CPU mode: logical devices on StarPU's CPU workers
+ *     --emulated ................................. the emulated 8-device box (forced)
+ *     StarPU configured by the user (STARPU_NCPU, STARPU_NOPENCL, STARPU_NCUDA, STARPU_OPENCL_ON_CPUS)
+ *                                                  whatever StarPU gives (CUDA, else OpenCL, else CPU)
+ *     else, an accelerator found by hwloc ........ whatever StarPU gives
+ *     else ....................................... the emulated box, said on the info stream
+ *
+ * StarPU reads its environment when it starts, that is in the first starfold_context_create(): every
+ * variable is set before that call.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------------------------------
+ * Machines
+ */
+
+static int starpu_configured(void)
+{
+    static const char *const vars[] = { "STARPU_NCPU", "STARPU_NCPUS", "STARPU_NOPENCL", "STARPU_NCUDA",
+                                        "STARPU_OPENCL_ON_CPUS" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return 1;
+    return 0;
+}
+
+/*
+ * Whether hwloc sees an accelerator. Asked in a child process: hwloc's OpenCL discovery initialises
+ * the OpenCL platforms (POCL reads POCL_DEVICES once, then), and that must happen in this process only
+ * after the emulated box's variables are set.
+ */
+static int accelerator_present(void)
+{
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        starfold_topology_t t = NULL;
+        int found = 0;
+        if (starfold_topology_detect(&t) == STARFOLD_OK)
+            for (int d = 0; d < starfold_topology_num_devices(t); d++)
+                if (starfold_topology_device_kind(t, d) == STARFOLD_DEVICE_GPU) found = 1;
+        _exit(found ? 0 : 1);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int cli_make_dirs(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* $STARFOLD_CACHE_DIR, else $XDG_CACHE_HOME/starfold, else ~/.cache/starfold, else /tmp/starfold-UID. */
+static void cache_dir(char *buf, size_t len, const char *sub)
+{
+    const char *e;
+    if ((e = getenv("STARFOLD_CACHE_DIR")) && *e) snprintf(buf, len, "%s/%s", e, sub);
+    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(buf, len, "%s/starfold/%s", e, sub);
+    else if ((e = getenv("HOME")) && *e) snprintf(buf, len, "%s/.cache/starfold/%s", e, sub);
+    else snprintf(buf, len, "/tmp/starfold-%u/%s", (unsigned)getuid(), sub);
+}
+
+/*
+ * The emulated box (see ../shared/reference/starpu-test-rig.md): 8 POCL devices on the CPU, each an
+ * OpenCL worker with its own memory node. STARPU_HOME is always a folder of its own, as StarPU's bus
+ * calibration records the device count; a POCL kernel cache the user chose is kept.
+ */
+static int setup_emulated(const cli_command_t *cmd, FILE *info, const char *why)
+{
+    char home[4096], pocl[4096];
+    cache_dir(home, sizeof home, "starpu-emulated");
+    if (getenv("POCL_CACHE_DIR") && *getenv("POCL_CACHE_DIR")) snprintf(pocl, sizeof pocl, "%s", getenv("POCL_CACHE_DIR"));
+    else cache_dir(pocl, sizeof pocl, "pocl-cache");
+    if (cli_make_dirs(home) != 0 || cli_make_dirs(pocl) != 0)
+        return cli_usage_error(cmd, "cannot create the cache folders %s and %s (set STARFOLD_CACHE_DIR)", home, pocl);
+    setenv("POCL_DEVICES", "pthread pthread pthread pthread pthread pthread pthread pthread", 1);
+    setenv("STARPU_OPENCL_ON_CPUS", "1", 1);
+    setenv("STARPU_NOPENCL", "8", 1);
+    setenv("STARPU_NCPU", "0", 1);
+    setenv("STARPU_NCUDA", "0", 1);
+    setenv("STARPU_DISABLE_ASYNCHRONOUS_OPENCL_COPY", "1", 1);
+    setenv("STARPU_SCHED", "eager", 0);
+    setenv("STARPU_SILENT", "1", 0);
+    setenv("STARPU_HOME", home, 1);
+    setenv("POCL_CACHE_DIR", pocl, 1);
+    fprintf(info,
+            "Using the emulated 8-device box (%s): 8 OpenCL devices on the CPU (POCL), each with its own memory\n"
+            "node, so every transfer is a real copy; its timings measure CPU contention, not interconnect speed.\n"
+            "  set: POCL_DEVICES=\"pthread x8\" STARPU_OPENCL_ON_CPUS=1 STARPU_NOPENCL=8 STARPU_NCPU=0 STARPU_NCUDA=0\n"
+            "       STARPU_DISABLE_ASYNCHRONOUS_OPENCL_COPY=1 STARPU_SCHED=%s STARPU_HOME=%s\n"
+            "       POCL_CACHE_DIR=%s\n",
+            why, getenv("STARPU_SCHED"), home, pocl);
+    return CLI_OK;
+}
+
+/* CPU mode for --topology host: no OpenCL or CUDA initialisation unless the user configured StarPU. */
+static void setup_host(FILE *info)
+{
+    if (starpu_configured()) {
+        fprintf(info, "Using StarPU's CPU workers (topology host), as StarPU's environment configures them\n");
+        return;
+    }
+    char home[4096];
+    cache_dir(home, sizeof home, "starpu-host");
+    setenv("STARPU_NOPENCL", "0", 1);
+    setenv("STARPU_NCUDA", "0", 1);
+    setenv("STARPU_SCHED", "eager", 0);
+    setenv("STARPU_SILENT", "1", 0);
+    if (!getenv("STARPU_HOME") && cli_make_dirs(home) == 0) setenv("STARPU_HOME", home, 1);
+    fprintf(info, "Using StarPU's CPU workers (topology host): set STARPU_NOPENCL=0 STARPU_NCUDA=0 STARPU_SCHED=%s\n",
+            getenv("STARPU_SCHED"));
+}
+
+static const char *mode_name(starfold_device_mode_t mode)
+{
+    return mode == STARFOLD_DEVICES_OPENCL ? "OpenCL" : mode == STARFOLD_DEVICES_CUDA ? "CUDA" : "CPU-worker";
+}
+
+int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, cli_machine_t *m)
+{
+    memset(m, 0, sizeof *m);
+    int r = CLI_OK;
+    const int host = o->topology && strcmp(o->topology, "host") == 0;
+    if (host && o->emulated)
+        return cli_usage_error(cmd, "--emulated and --topology host are exclusive (host runs on the CPU workers)");
+    /* The environment first: opening "detect" below already initialises OpenCL. */
+    if (o->emulated) r = setup_emulated(cmd, info, "--emulated");
+    else if (host) setup_host(info);
+    else if (!starpu_configured() && !accelerator_present())
+        r = setup_emulated(cmd, info, "no accelerator found and StarPU not configured");
+    if (r != CLI_OK) return r;
+    starfold_topology_t topo = NULL;
+    if ((r = cli_open_topology(cmd, o, NULL, &topo)) != CLI_OK) return r;
+    m->emulated = o->emulated || getenv("STARPU_OPENCL_ON_CPUS") != NULL;
+
+    starfold_context_options_t copt;
+    starfold_context_options_init(&copt);
+    copt.mode = host ? STARFOLD_DEVICES_CPU : STARFOLD_DEVICES_AUTO;
+    copt.num_devices = topo ? starfold_topology_num_devices(topo) : o->devices;
+    fflush(info);
+    starfold_status_t st = starfold_context_create(&copt, &m->ctx);
+    if (st != STARFOLD_OK) {
+        starfold_topology_destroy(topo);
+        if (st == STARFOLD_ERR_NO_DEVICE && copt.num_devices > 0)
+            return cli_fail(cmd, st, "StarPU cannot give %d devices (pass -g/--devices with fewer)", copt.num_devices);
+        return cli_fail(cmd, st, "cannot start StarPU");
+    }
+    m->num_devices = starfold_context_num_devices(m->ctx);
+    if (m->num_devices > STARFOLD_MAX_DEVICES) {
+        /* More workers than a topology may have devices: keep the first ones. */
+        starfold_context_destroy(m->ctx);
+        m->ctx = NULL;
+        copt.num_devices = STARFOLD_MAX_DEVICES;
+        fprintf(info, "StarPU has %d workers; using the first %d as devices\n", m->num_devices, STARFOLD_MAX_DEVICES);
+        if ((st = starfold_context_create(&copt, &m->ctx)) != STARFOLD_OK) {
+            starfold_topology_destroy(topo);
+            return cli_fail(cmd, st, "cannot start StarPU");
+        }
+        m->num_devices = starfold_context_num_devices(m->ctx);
+    }
+    const starfold_device_mode_t mode = starfold_context_mode(m->ctx);
+    if (mode != STARFOLD_DEVICES_OPENCL) m->emulated = 0;
+
+    if (!topo) {
+        /* The emulated box's own table, else the workers as StarPU measured them. */
+        starfold_topology_t full = NULL;
+        if (m->emulated && m->num_devices <= 8) st = starfold_topology_builtin("emulated", &full);
+        else st = starfold_context_topology(m->ctx, &full);
+        if (st == STARFOLD_OK && starfold_topology_num_devices(full) > m->num_devices) {
+            st = starfold_topology_subset(full, m->num_devices, &topo);
+            starfold_topology_destroy(full);
+        } else if (st == STARFOLD_OK) {
+            topo = full;
+        }
+        if (st != STARFOLD_OK) {
+            starfold_context_destroy(m->ctx);
+            m->ctx = NULL;
+            return cli_fail(cmd, st, "cannot build the devices' topology");
+        }
+    }
+    m->topo = topo;
+    snprintf(m->description, sizeof m->description, "%d %s device%s%s, topology '%s'", m->num_devices, mode_name(mode),
+             m->num_devices == 1 ? "" : "s", m->emulated ? " (the emulated box)" : "", starfold_topology_name(topo));
+    return CLI_OK;
+}
+
+void cli_machine_close(cli_machine_t *m)
+{
+    starfold_topology_destroy(m->topo);
+    starfold_context_destroy(m->ctx);
+    memset(m, 0, sizeof *m);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Data and reference
+ */
+
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 31;
+    h *= 0x7fb5d329728ea185ULL;
+    h ^= h >> 27;
+    h *= 0x81dadef4bc2dd44dULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static int is_integer(starfold_dtype_t dtype)
+{
+    return dtype == STARFOLD_INT32 || dtype == STARFOLD_INT64;
+}
+
+double cli_value(starfold_op_t op, starfold_dtype_t dtype, int r, size_t t, size_t i)
+{
+    const uint64_t h = mix((uint64_t)r * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)t + 0x632be59bd9b4e019ULL) ^ (uint64_t)i);
+    if (op == STARFOLD_OP_PROD) {
+        /* At most ceil(n / 8) replicas get a 2 (or 0.5) for any element: products stay within 2^8. */
+        const size_t phase = ((size_t)r + t + i) % 8;
+        const double mag = phase == 0 ? 2.0 : (phase == 4 && !is_integer(dtype)) ? 0.5 : 1.0;
+        return (h & 1) ? -mag : mag;
+    }
+    if (is_integer(dtype)) return (double)((int)(h % 201) - 100);
+    return (double)((int)(h % 401) - 200) * 0.25;
+}
+
+void cli_store(void *data, starfold_dtype_t dtype, size_t i, double v)
+{
+    switch (dtype) {
+    case STARFOLD_FLOAT32: ((float *)data)[i] = (float)v; break;
+    case STARFOLD_FLOAT64: ((double *)data)[i] = v; break;
+    case STARFOLD_INT32: ((int32_t *)data)[i] = (int32_t)v; break;
+    default: ((int64_t *)data)[i] = (int64_t)v; break;
+    }
+}
+
+double cli_load(const void *data, starfold_dtype_t dtype, size_t i)
+{
+    switch (dtype) {
+    case STARFOLD_FLOAT32: return ((const float *)data)[i];
+    case STARFOLD_FLOAT64: return ((const double *)data)[i];
+    case STARFOLD_INT32: return ((const int32_t *)data)[i];
+    default: return (double)((const int64_t *)data)[i];
+    }
+}
+
+int cli_close_enough(starfold_dtype_t dtype, double got, double want)
+{
+    if (is_integer(dtype)) return got == want;
+    const double tol = dtype == STARFOLD_FLOAT32 ? 1e-5 : 1e-12;
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want)); /* a NaN is never close */
+}
+
+double cli_reference(starfold_op_t op, starfold_dtype_t dtype, int n, size_t t, size_t i)
+{
+    double acc = cli_value(op, dtype, 0, t, i);
+    for (int r = 1; r < n; r++) {
+        const double v = cli_value(op, dtype, r, t, i);
+        switch (op) {
+        case STARFOLD_OP_MIN: acc = fmin(acc, v); break;
+        case STARFOLD_OP_MAX: acc = fmax(acc, v); break;
+        case STARFOLD_OP_PROD: acc *= v; break;
+        default: acc += v; break;
+        }
+    }
+    if (op == STARFOLD_OP_MEAN) acc = is_integer(dtype) ? trunc(acc / n) : acc / n;
+    return acc;
+}
+
+uint64_t cli_tensors_bytes(const starfold_tensor_desc_t *tensors, size_t nt)
+{
+    uint64_t b = 0;
+    for (size_t t = 0; t < nt; t++) b += (uint64_t)tensors[t].count * starfold_dtype_size(tensors[t].dtype);
+    return b;
+}
+
+uint64_t cli_tensors_elements(const starfold_tensor_desc_t *tensors, size_t nt)
+{
+    uint64_t e = 0;
+    for (size_t t = 0; t < nt; t++) e += tensors[t].count;
+    return e;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Replicas
+ */
+
+#define CLI_SENTINEL (-7777.0) /* outside every reduction's range, see cli_value() */
+
+/* A host buffer for the largest tensor (at least one byte). */
+static void *host_buffer(const cli_replicas_t *rep)
+{
+    size_t most = 1;
+    for (size_t t = 0; t < rep->nt; t++) {
+        const size_t b = rep->tensors[t].count * starfold_dtype_size(rep->tensors[t].dtype);
+        if (b > most) most = b;
+    }
+    return malloc(most);
+}
+
+void cli_replicas_destroy(cli_replicas_t *rep)
+{
+    const size_t total = (size_t)rep->n * rep->nt;
+    for (size_t k = 0; k < total; k++) {
+        if (rep->in && rep->in[k]) starfold_vector_destroy(rep->ctx, rep->in[k]);
+        if (rep->out && rep->out[k]) starfold_vector_destroy(rep->ctx, rep->out[k]);
+    }
+    free(rep->in);
+    free(rep->out);
+    memset(rep, 0, sizeof *rep);
+}
+
+starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
+                                      starfold_op_t op, cli_replicas_t *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    rep->ctx = ctx;
+    rep->n = n;
+    rep->nt = nt;
+    rep->tensors = tensors;
+    rep->op = op;
+    rep->in = calloc((size_t)n * nt, sizeof *rep->in);
+    rep->out = calloc((size_t)n * nt, sizeof *rep->out);
+    void *host = host_buffer(rep);
+    starfold_status_t st = STARFOLD_ERR_OUT_OF_MEMORY;
+    if (!rep->in || !rep->out || !host) goto fail;
+    for (int r = 0; r < n; r++)
+        for (size_t t = 0; t < nt; t++) {
+            const size_t k = (size_t)r * nt + t, count = tensors[t].count;
+            const starfold_dtype_t dt = tensors[t].dtype;
+            if ((st = starfold_vector_create(ctx, r, dt, count, &rep->in[k])) != STARFOLD_OK) goto fail;
+            if ((st = starfold_vector_create(ctx, r, dt, count, &rep->out[k])) != STARFOLD_OK) goto fail;
+            for (size_t i = 0; i < count; i++) cli_store(host, dt, i, cli_value(op, dt, r, t, i));
+            if ((st = starfold_vector_write(rep->in[k], host, count * starfold_dtype_size(dt))) != STARFOLD_OK) goto fail;
+        }
+    free(host);
+    return STARFOLD_OK;
+fail:
+    free(host);
+    cli_replicas_destroy(rep);
+    return st;
+}
+
+starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
+{
+    void *host = host_buffer(rep);
+    if (!host) return STARFOLD_ERR_OUT_OF_MEMORY;
+    starfold_status_t st = STARFOLD_OK;
+    for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
+        const starfold_dtype_t dt = rep->tensors[t].dtype;
+        for (size_t i = 0; i < rep->tensors[t].count; i++) cli_store(host, dt, i, CLI_SENTINEL);
+        for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
+            st = starfold_vector_write(rep->out[(size_t)r * rep->nt + t], host,
+                                       rep->tensors[t].count * starfold_dtype_size(dt));
+    }
+    free(host);
+    return st;
+}
+
+starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint64_t *checked)
+{
+    uint64_t bad = 0, seen = 0;
+    void *host = host_buffer(rep);
+    size_t most = 1;
+    for (size_t t = 0; t < rep->nt; t++)
+        if (rep->tensors[t].count > most) most = rep->tensors[t].count;
+    double *ref = malloc(most * sizeof *ref);
+    starfold_status_t st = STARFOLD_OK;
+    if (!host || !ref) st = STARFOLD_ERR_OUT_OF_MEMORY;
+    for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
+        const starfold_dtype_t dt = rep->tensors[t].dtype;
+        const size_t count = rep->tensors[t].count;
+        /* The reference once per tensor, then every replica against it. */
+        for (size_t i = 0; i < count; i++) ref[i] = cli_reference(rep->op, dt, rep->n, t, i);
+        for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
+            st = starfold_vector_read(rep->out[(size_t)r * rep->nt + t], host, count * starfold_dtype_size(dt));
+            for (size_t i = 0; i < count && st == STARFOLD_OK; i++)
+                if (!cli_close_enough(dt, cli_load(host, dt, i), ref[i])) bad++;
+            seen += count;
+        }
+    }
+    free(host);
+    free(ref);
+    if (st == STARFOLD_OK) {
+        *wrong = bad;
+        *checked = seen;
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * starfold run
+ */
+
+static int run_main(const cli_command_t *cmd, int argc, char **argv)
+{
+    cli_opts_t o;
+    int r = cli_parse(cmd, argc, argv, &o);
+    if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
+    if (!(o.given & CLI_OPT(OPT_ITERS))) o.iters = 1;
+    if ((o.given & CLI_OPT(OPT_TENSORS)) && (o.given & CLI_OPT(OPT_MINBYTES)))
+        return cli_usage_error(cmd, "--tensors and -b are exclusive (-b SIZE is one tensor of SIZE bytes)");
+    starfold_algo_options_t aopt;
+    if ((r = cli_algo_options(cmd, &o, o.algorithm, &aopt)) != CLI_OK) return r;
+
+    starfold_tensor_desc_t *tensors = NULL;
+    size_t nt = 0;
+    char spec[64];
+    if (o.given & CLI_OPT(OPT_MINBYTES)) {
+        const size_t es = starfold_dtype_size(o.dtype);
+        if (o.min_bytes % es != 0)
+            return cli_usage_error(cmd, "-b %llu: not a multiple of the %s element size (%zu bytes)",
+                                   (unsigned long long)o.min_bytes, starfold_dtype_name(o.dtype), es);
+        snprintf(spec, sizeof spec, "%llu", (unsigned long long)o.min_bytes);
+    } else {
+        snprintf(spec, sizeof spec, "%s", "1MiB");
+    }
+    const char *spec_text = o.tensors ? o.tensors : spec;
+    if ((r = cli_parse_tensors(cmd, spec_text, o.dtype, &tensors, &nt)) != CLI_OK) return r;
+
+    cli_machine_t m;
+    cli_replicas_t rep;
+    memset(&rep, 0, sizeof rep);
+    starfold_graph_t g = NULL;
+    if ((r = cli_machine_open(cmd, &o, stdout, &m)) != CLI_OK) {
+        starfold_tensors_free(tensors);
+        return r;
+    }
+    printf("Devices: %s\n", m.description);
+
+    const int n = starfold_topology_num_devices(m.topo);
+    int devices[STARFOLD_MAX_DEVICES];
+    for (int d = 0; d < n; d++) devices[d] = d;
+    const starfold_collective_desc_t desc = {
+        .kind = STARFOLD_COLL_REDUCE, .op = o.op, .num_sources = n, .sources = devices,
+        .num_tensors = nt, .tensors = tensors,
+    };
+    starfold_status_t st = starfold_graph_compile(m.topo, o.algorithm, &desc, &aopt, &g);
+    if (st != STARFOLD_OK) {
+        r = st == STARFOLD_ERR_INVALID_ARGUMENT || st == STARFOLD_ERR_NOT_SUPPORTED
+                ? cli_bad_value(cmd, st, "cannot compile %s", o.algorithm)
+                : cli_fail(cmd, st, "cannot compile %s", o.algorithm);
+        goto out;
+    }
+    starfold_graph_stats_t stats;
+    if ((st = starfold_graph_check(g)) != STARFOLD_OK || (st = starfold_graph_stats(g, &stats)) != STARFOLD_OK) {
+        r = cli_fail(cmd, st, "the compiled graph fails the invariant checker");
+        goto out;
+    }
+    const uint64_t bytes = cli_tensors_bytes(tensors, nt);
+    char b1[32], b2[32];
+    printf("All-reduce (%s) of %zu %s tensor%s (%s), %s per replica, %d replica%s, %s\n", starfold_op_name(o.op), nt,
+           starfold_dtype_name(o.dtype), nt == 1 ? "" : "s", spec_text, cli_format_bytes(b1, sizeof b1, bytes), n,
+           n == 1 ? "" : "s", o.algorithm);
+    printf("Graph: %zu tasks, %s moved between devices, critical path %zu tasks\n", stats.num_tasks,
+           cli_format_bytes(b2, sizeof b2, stats.bytes_moved), stats.critical_path_tasks);
+    fflush(stdout);
+
+    if ((st = cli_replicas_create(m.ctx, n, tensors, nt, o.op, &rep)) != STARFOLD_OK) {
+        r = cli_fail(cmd, st, "cannot create the replicas");
+        goto out;
+    }
+    double total = 0.0, best = INFINITY;
+    uint64_t wrong = 0, checked = 0;
+    for (int it = 0; it < o.iters; it++) {
+        if ((st = cli_replicas_clear(&rep)) != STARFOLD_OK) {
+            r = cli_fail(cmd, st, "cannot clear the outputs");
+            goto out;
+        }
+        starfold_request_t req = NULL;
+        const double t0 = cli_now();
+        st = starfold_submit(m.ctx, g, rep.in, rep.out, &req);
+        if (st == STARFOLD_OK) st = starfold_request_wait(req);
+        const double dt = cli_now() - t0;
+        starfold_request_destroy(req);
+        if (st != STARFOLD_OK) {
+            r = cli_fail(cmd, st, "iteration %d failed", it + 1);
+            goto out;
+        }
+        total += dt;
+        if (dt < best) best = dt;
+        uint64_t w = 0, c = 0;
+        if ((st = cli_replicas_verify(&rep, &w, &c)) != STARFOLD_OK) {
+            r = cli_fail(cmd, st, "cannot read the outputs back");
+            goto out;
+        }
+        wrong += w;
+        checked += c;
+    }
+    const double mean = total / o.iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
+    printf("Time: %.3f ms per all-reduce (mean of %d, best %.3f ms), algbw %.3f GB/s, busbw %.3f GB/s%s\n", mean * 1e3,
+           o.iters, best * 1e3, algbw, n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0,
+           m.emulated ? " (emulated devices: CPU contention, not interconnect speed)" : "");
+    printf("Verified: %llu of %llu elements right on %s %d replica%s%s\n", (unsigned long long)(checked - wrong),
+           (unsigned long long)checked, n == 1 ? "its" : "all", n, n == 1 ? "" : "s",
+           o.iters > 1 ? " over every iteration" : "");
+    if (wrong) {
+        fflush(stdout);
+        fprintf(stderr, "starfold run: %llu wrong elements\n", (unsigned long long)wrong);
+        r = CLI_FAIL;
+    } else {
+        r = CLI_OK;
+    }
+out:
+    cli_replicas_destroy(&rep);
+    starfold_graph_destroy(g);
+    cli_machine_close(&m);
+    starfold_tensors_free(tensors);
+    return r;
+}
+
+const cli_command_t cli_cmd_run = {
+    .name = "run",
+    .summary = "run an all-reduce on the devices present, verify every replica, print the time",
+    .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
+                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) |
+                CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_EMULATED),
+    .usage =
+        "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
+        "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [--emulated]\n"
+        "\n"
+        "Runs an all-reduce on StarPU's devices, checks every element of every replica against a float64\n"
+        "host reference and prints the time. Exits 0 only when every element is right.\n"
+        "\n"
+        "Devices: CUDA workers, else OpenCL, else CPU workers, as StarPU finds them. When StarPU is not\n"
+        "configured (no STARPU_NCPU, STARPU_NOPENCL, STARPU_NCUDA, STARPU_OPENCL_ON_CPUS) and the machine has\n"
+        "no accelerator, the emulated 8-device box is used and said so: 8 OpenCL devices on the CPU (POCL),\n"
+        "each with its own memory node; StarPU's calibration and POCL's kernels are cached under\n"
+        "$STARFOLD_CACHE_DIR (default ~/.cache/starfold).\n"
+        "\n"
+        "  --topology T      compile for this topology (see starfold topo) and run on its device count;\n"
+        "                    'host' runs on StarPU's CPU workers (one memory node). Default: the emulated\n"
+        "                    box's table on the emulated box, else the workers as StarPU measured them\n"
+        "  --emulated        force the emulated 8-device box\n"
+        "  -g, --devices N   use the first N devices\n"
+        "  --algorithm A     hierarchical-copy (default), reduce-to-one, ... (listed below)\n"
+        "  --op OP           sum (default), mean (or avg), min, max, prod\n"
+        "  -d, --dtype D     float32 (default), float64, int32, int64\n"
+        "  --tensors SPEC    the tensors of each replica (see starfold graph --help), default 1MiB\n"
+        "  -b SIZE           one tensor of SIZE bytes (K, M, G suffixes: binary multiples)\n"
+        "  --num-packs K, --bytes-per-pack B   hierarchical-copy's packing (see starfold graph --help)\n"
+        "  -n, --iters I     run I times (outputs cleared and verified each time), default 1\n"
+        "  -h, --help        this text\n",
+    .main = run_main,
+};

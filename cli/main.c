@@ -1,0 +1,79 @@
+/*
+ * starfold: inspect topologies, compile and draw reduction graphs, run and benchmark reductions.
+ *
+ *     starfold [--help | --version]
+ *     starfold help [COMMAND]
+ *     starfold COMMAND [OPTIONS]        COMMAND: topo, graph, run, bench, demo
+ *
+ * Exit statuses: 0 success, 1 failure, 2 bad arguments.
+ */
+#include "cli.h"
+
+#include <string.h>
+
+static const cli_command_t *const commands[] = { &cli_cmd_topo, &cli_cmd_graph, &cli_cmd_run, &cli_cmd_bench,
+                                                 &cli_cmd_demo };
+#define NUM_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: starfold COMMAND [OPTIONS]\n"
+               "       starfold --help | --version | help COMMAND\n"
+               "\n"
+               "Cross-device reductions (tf.distribute semantics) compiled into StarPU task graphs.\n"
+               "\n"
+               "Commands:\n");
+    for (size_t i = 0; i < NUM_COMMANDS; i++) fprintf(f, "  %-7s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f, "\n"
+               "Run 'starfold COMMAND --help' for a command's options, 'man starfold' for the whole manual.\n"
+               "Exit status: 0 success, 1 failure (an error, wrong results), 2 bad arguments.\n");
+}
+
+static const cli_command_t *find_command(const char *name)
+{
+    for (size_t i = 0; i < NUM_COMMANDS; i++)
+        if (strcmp(commands[i]->name, name) == 0) return commands[i];
+    return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+    fflush(stdout);
+    fprintf(stderr, "starfold: unknown command '%.64s' (commands: topo, graph, run, bench, demo; see starfold --help)\n",
+            name);
+    return CLI_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "starfold: missing command (topo, graph, run, bench, demo; see starfold --help)\n");
+        return CLI_USAGE;
+    }
+    const char *first = argv[1];
+    if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
+        printf("starfold %s\n", starfold_version());
+        return CLI_OK;
+    }
+    if (strcmp(first, "help") == 0) {
+        if (argc == 2) {
+            usage(stdout);
+            return CLI_OK;
+        }
+        const cli_command_t *c = find_command(argv[2]);
+        if (!c) return unknown_command(argv[2]);
+        fputs(c->usage, stdout);
+        return CLI_OK;
+    }
+    if (first[0] == '-') {
+        fprintf(stderr, "starfold: unknown option '%.64s' before the command (see starfold --help)\n", first);
+        return CLI_USAGE;
+    }
+    const cli_command_t *c = find_command(first);
+    if (!c) return unknown_command(first);
+    return c->main(c, argc - 1, argv + 1);
+}

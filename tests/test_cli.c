@@ -1,0 +1,1226 @@
+/*
+ * The starfold command, run as a user runs it: the built binary (SF_BUILDDIR/starfold) is spawned
+ * through /bin/sh with its stdout and stderr captured, and what it prints is checked - tables, JSON
+ * (parsed by a small parser below and compared with the library's own numbers), CSV, the files it
+ * writes, exit statuses (0 success, 1 failure, 2 bad arguments with exactly one line on stderr).
+ * Plus the library's tensor-list parser (starfold_tensors_parse, starfold_size_parse): models,
+ * grammar, every error, and a small fuzz loop.
+ *
+ * StarPU runs CPU-only here (tests/run-test.sh: 2 CPU workers); one `run --emulated` exercises the
+ * emulated 8-device box on 3 devices.
+ *
+ * The all-reduce whose numbers are asserted exactly (TensorFlow's hierarchical copy, num_packs = 1,
+ * one tensor of S bytes, DGX-1 V100, groups {0,1,2,3} and {4,5,6,7}, roots 0 and 4):
+ *
+ *     gather  1,2,3 -> 0     5,6,7 -> 4        6 transfers, 2 reduce tasks
+ *     cross   4 -> 0                            1 transfer,  1 reduce task (the final sum on 0)
+ *     back    0 -> 4                            1 transfer
+ *     scatter 0 -> 1,2,3     4 -> 5,6,7        6 transfers
+ *                                               = 14 S bytes moved, 3 reduce tasks, no pack/unpack
+ */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <starfold.h>
+
+extern char **environ;
+
+/* ------------------------------------------------------------------------------------------------
+ * Running the command
+ */
+
+typedef struct cli_result {
+    int status;  /* exit status, or -1 when it did not exit normally */
+    char *out;   /* stdout, NUL-terminated */
+    char *err;   /* stderr */
+} cli_result_t;
+
+static const char *out_dir(void)
+{
+    const char *d = getenv("SF_TEST_OUT");
+    return d && *d ? d : SF_BUILDDIR "/tests/out";
+}
+
+/* A path under the test output folder; each of the 4 slots is reused every fourth call. */
+static const char *out_path(const char *file)
+{
+    static char paths[4][1024];
+    static int slot;
+    char *p = paths[slot++ % 4];
+    snprintf(p, sizeof paths[0], "%s/%s", out_dir(), file);
+    return p;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *b = realloc(buf, cap * 2);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+static void result_free(cli_result_t *r)
+{
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof *r);
+}
+
+/* Runs `[ENV] starfold ARGS` through /bin/sh; @env is a prefix of VAR=value words or NULL. */
+static void run_env(cli_result_t *r, const char *env, const char *fmt, ...)
+{
+    char args[2048], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char outp[1024], errp[1024];
+    snprintf(outp, sizeof outp, "%s/cli-stdout.txt", out_dir());
+    snprintf(errp, sizeof errp, "%s/cli-stderr.txt", out_dir());
+    snprintf(cmd, sizeof cmd, "%s exec '%s/starfold' %s >'%s' 2>'%s'", env ? env : "", SF_BUILDDIR, args, outp, errp);
+    memset(r, 0, sizeof *r);
+    r->status = -1;
+    char *argv[] = { "sh", "-c", cmd, NULL };
+    pid_t pid;
+    fflush(NULL);
+    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0) {
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st)) r->status = WEXITSTATUS(st);
+    }
+    r->out = slurp(outp, NULL);
+    r->err = slurp(errp, NULL);
+    if (!r->out) r->out = calloc(1, 1);
+    if (!r->err) r->err = calloc(1, 1);
+}
+
+#define run(r, ...) run_env((r), NULL, __VA_ARGS__)
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* A bad-argument run: status 2, nothing on stdout, exactly one line on stderr "starfold CMD: ...". */
+static void expect_usage_error(const char *cmd, const char *args, const char *mention)
+{
+    cli_result_t r;
+    run(&r, "%s %s", cmd, args);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "starfold %s: ", cmd);
+    const int ok = r.status == 2 && r.out[0] == '\0' && count_lines(r.err) == 1 &&
+                   strncmp(r.err, prefix, strlen(prefix)) == 0 && (!mention || strstr(r.err, mention));
+    if (!ok)
+        fprintf(stderr, "\n  starfold %s %s: status %d, stdout '%.80s', stderr '%s' (wanted 2 and '%s')\n", cmd, args,
+                r.status, r.out, r.err, mention ? mention : "");
+    CU_ASSERT(ok);
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * A small JSON reader: enough for the command's output (objects, arrays, numbers, strings, null).
+ */
+
+typedef enum { J_NULL, J_NUM, J_STR, J_ARR, J_OBJ, J_BOOL } jtype_t;
+typedef struct jval {
+    jtype_t type;
+    double num;
+    char *str;
+    size_t n;             /* items of an array or object */
+    struct jval *items;   /* [n] */
+    char **keys;          /* [n] for objects */
+} jval_t;
+
+typedef struct { const char *p; int bad; } jcur_t;
+
+static void jskip(jcur_t *c)
+{
+    while (*c->p && isspace((unsigned char)*c->p)) c->p++;
+}
+
+static void jfree(jval_t *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        jfree(&v->items[i]);
+        if (v->keys) free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->str);
+    memset(v, 0, sizeof *v);
+}
+
+static char *jstring(jcur_t *c)
+{
+    if (*c->p != '"') {
+        c->bad = 1;
+        return NULL;
+    }
+    c->p++;
+    size_t cap = 16, n = 0;
+    char *s = malloc(cap);
+    while (s && *c->p && *c->p != '"') {
+        char ch = *c->p++;
+        if (ch == '\\') {
+            ch = *c->p++;
+            if (ch == 'u') { /* the command escapes only control characters */
+                ch = (char)strtol((char[]){ c->p[0], c->p[1], c->p[2], c->p[3], 0 }, NULL, 16);
+                c->p += 4;
+            } else if (ch == 'n') ch = '\n';
+        }
+        if (n + 2 > cap) {
+            char *t = realloc(s, cap *= 2);
+            if (!t) {
+                free(s);
+                s = NULL;
+                break;
+            }
+            s = t;
+        }
+        s[n++] = ch;
+    }
+    if (!s || *c->p != '"') {
+        free(s);
+        c->bad = 1;
+        return NULL;
+    }
+    c->p++;
+    s[n] = '\0';
+    return s;
+}
+
+static void jparse(jcur_t *c, jval_t *v)
+{
+    memset(v, 0, sizeof *v);
+    jskip(c);
+    if (*c->p == '{' || *c->p == '[') {
+        const int obj = *c->p == '{';
+        const char close = obj ? '}' : ']';
+        v->type = obj ? J_OBJ : J_ARR;
+        c->p++;
+        jskip(c);
+        if (*c->p == close) {
+            c->p++;
+            return;
+        }
+        for (;;) {
+            v->items = realloc(v->items, (v->n + 1) * sizeof *v->items);
+            if (obj) v->keys = realloc(v->keys, (v->n + 1) * sizeof *v->keys);
+            if (!v->items || (obj && !v->keys)) {
+                c->bad = 1;
+                return;
+            }
+            if (obj) {
+                jskip(c);
+                v->keys[v->n] = jstring(c);
+                jskip(c);
+                if (c->bad || *c->p != ':') {
+                    c->bad = 1;
+                    free(v->keys[v->n]);
+                    return;
+                }
+                c->p++;
+            }
+            jparse(c, &v->items[v->n]);
+            v->n++;
+            if (c->bad) return;
+            jskip(c);
+            if (*c->p == ',') {
+                c->p++;
+                continue;
+            }
+            if (*c->p == close) {
+                c->p++;
+                return;
+            }
+            c->bad = 1;
+            return;
+        }
+    } else if (*c->p == '"') {
+        v->type = J_STR;
+        v->str = jstring(c);
+    } else if (strncmp(c->p, "null", 4) == 0) {
+        v->type = J_NULL;
+        c->p += 4;
+    } else if (strncmp(c->p, "true", 4) == 0 || strncmp(c->p, "false", 5) == 0) {
+        v->type = J_BOOL;
+        v->num = c->p[0] == 't';
+        c->p += c->p[0] == 't' ? 4 : 5;
+    } else {
+        char *end = NULL;
+        v->type = J_NUM;
+        v->num = strtod(c->p, &end);
+        if (end == c->p) c->bad = 1;
+        c->p = end;
+    }
+}
+
+/* Parses one JSON value that must be all of @text but blanks; 0 or -1. */
+static int jparse_text(const char *text, jval_t *v)
+{
+    jcur_t c = { text, 0 };
+    jparse(&c, v);
+    jskip(&c);
+    if (c.bad || *c.p) {
+        jfree(v);
+        return -1;
+    }
+    return 0;
+}
+
+static const jval_t *jget(const jval_t *obj, const char *key)
+{
+    if (!obj || obj->type != J_OBJ) return NULL;
+    for (size_t i = 0; i < obj->n; i++)
+        if (obj->keys[i] && strcmp(obj->keys[i], key) == 0) return &obj->items[i];
+    return NULL;
+}
+
+static double jnum(const jval_t *obj, const char *key)
+{
+    const jval_t *v = jget(obj, key);
+    return v && v->type == J_NUM ? v->num : NAN;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Top level and --help
+ */
+
+static void test_top_level(void)
+{
+    cli_result_t r;
+    run(&r, "");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_EQUAL(count_lines(r.err), 1);
+    result_free(&r);
+
+    run(&r, "--help");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Usage: starfold COMMAND"));
+    static const char *const cmds[] = { "topo", "graph", "run", "bench", "demo" };
+    for (size_t i = 0; i < 5; i++) {
+        char line[32];
+        snprintf(line, sizeof line, "  %s ", cmds[i]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.out, line));
+    }
+    CU_ASSERT_STRING_EQUAL(r.err, "");
+    result_free(&r);
+
+    run(&r, "--version");
+    CU_ASSERT_EQUAL(r.status, 0);
+    char want[64];
+    snprintf(want, sizeof want, "starfold %s\n", starfold_version());
+    CU_ASSERT_STRING_EQUAL(r.out, want);
+    result_free(&r);
+
+    run(&r, "help bench");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Usage: starfold bench"));
+    result_free(&r);
+
+    run(&r, "frobnicate");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_EQUAL(count_lines(r.err), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "unknown command 'frobnicate'"));
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    result_free(&r);
+
+    run(&r, "--frob");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_EQUAL(count_lines(r.err), 1);
+    result_free(&r);
+}
+
+static void test_help_everywhere(void)
+{
+    static const char *const cmds[] = { "topo", "graph", "run", "bench", "demo" };
+    for (size_t i = 0; i < 5; i++) {
+        for (int form = 0; form < 3; form++) {
+            cli_result_t r;
+            /* --help wins wherever it stands, even after other options. */
+            run(&r, "%s %s", cmds[i], form == 0 ? "--help" : form == 1 ? "-h" : "--op sum --help");
+            char want[64];
+            snprintf(want, sizeof want, "Usage: starfold %s", cmds[i]);
+            CU_ASSERT_EQUAL(r.status, 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(r.out, want));
+            CU_ASSERT_STRING_EQUAL(r.err, "");
+            result_free(&r);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Bad arguments: exit 2, one line
+ */
+
+static void test_bad_arguments(void)
+{
+    static const struct {
+        const char *cmd, *args, *mention;
+    } cases[] = {
+        { "topo", "--bogus", "unknown option '--bogus'" },
+        { "topo", "--topology", "needs a value" },
+        { "topo", "--topology no-such-machine", "no-such-machine" },
+        { "topo", "--topology /nonexistent/file.dot", "file.dot" },
+        { "topo", "-o picture.pdf", ".pdf" },
+        { "topo", "--algorithm hierarchical-copy", "does not apply to topo" },
+        { "topo", "stray", "unexpected argument 'stray'" },
+        { "topo", "--devices 0", "--devices" },
+        { "topo", "--devices 65", "--devices" },
+        { "topo", "--devices 9", "has 8 devices" },
+        { "topo", "--json=1", "takes no value" },
+        { "graph", "--num-packs -1", "--num-packs" },
+        { "graph", "--num-packs two", "--num-packs" },
+        { "graph", "--algorithm no-such-algorithm", "unknown algorithm 'no-such-algorithm'" },
+        { "graph", "--algorithm all", "unknown algorithm 'all'" },
+        { "graph", "--op average", "unknown operation" },
+        { "graph", "--dtype float16", "unknown type" },
+        { "graph", "--tensors 4x3", "not a multiple of the float32 element size" },
+        { "graph", "--tensors 1MB", "ambiguous unit" },
+        { "graph", "--tensors 1M,,2M", "item 2" },
+        { "graph", "--tensors 0x4K", ">= 1" },
+        { "graph", "--tensors resnet", "unknown model" },
+        { "graph", "--tensors ''", "empty" },
+        { "graph", "--tensors 2000000x4", "more than" },
+        { "graph", "--dtype float64 --tensors 12", "float64" },
+        { "graph", "--num-packs 2 --bytes-per-pack 1M", "exclusive" },
+        { "graph", "--bytes-per-pack 0", "> 0" },
+        { "graph", "--bytes-per-pack 1.5M", "--bytes-per-pack" },
+        { "graph", "--algorithm reduce-to-one --num-packs 2", "reduce-to-one" },
+        { "graph", "--algorithm reduce-to-one --bytes-per-pack 1M", "reduce-to-one" },
+        { "graph", "-o x.jpg", ".jpg" },
+        { "graph", "-o - --json", "choose one" },
+        { "graph", "--csv", "does not apply to graph" },
+        { "run", "--tensors 1M -b 4K", "exclusive" },
+        { "run", "-b 6", "multiple" },
+        { "run", "-n 0", "iteration count" },
+        { "run", "--emulated --topology host", "exclusive" },
+        { "run", "--topology dgx1-v100 -g 9", "has 8 devices" },
+        { "run", "--json", "does not apply to run" },
+        { "bench", "-o sum", "--op" },
+        { "bench", "-b 8M -e 1M", "larger than" },
+        { "bench", "-b 1X", "unknown unit" },
+        { "bench", "-f 1", "-f" },
+        { "bench", "-c 2", "0 or 1" },
+        { "bench", "-w -1", "-w" },
+        { "bench", "--json --csv", "exclusive" },
+        { "bench", "--plot busbw.png", ".svg" },
+        { "bench", "--tensors 4K -b 1K", "excludes the size sweep" },
+        { "bench", "--op all --dtype half", "unknown type" },
+        { "bench", "-b 1 -e 1G -i 1", "more than" },
+        { "bench", "--baselines 2", "0 or 1" },
+        { "bench", "-t 2", "unknown option '-t'" },
+        { "demo", "--out", "needs a value" },
+        { "demo", "--out /proc/starfold-cannot-exist", "cannot create" },
+        { "demo", "--algorithm reduce-to-one", "does not apply to demo" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_usage_error(cases[i].cmd, cases[i].args, cases[i].mention);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * topo
+ */
+
+static void test_topo_table(void)
+{
+    cli_result_t r;
+    run(&r, "topo");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Topology 'dgx1-v100': 8 devices, 28 links"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "latency_us"));
+    /* 0-3 is a doubled NVLink pair: 2 lanes, 50 GB/s; 0-5 crosses the sockets. */
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin("dgx1-v100", &t), STARFOLD_OK);
+    char line[256];
+    snprintf(line, sizeof line, "%s  %s  nvlink", starfold_topology_device_name(t, 0), starfold_topology_device_name(t, 3));
+    const char *at = strstr(r.out, line);
+    CU_ASSERT_PTR_NOT_NULL(at);
+    if (at) {
+        int lanes = 0;
+        double gbps = 0, lat = 0;
+        CU_ASSERT_EQUAL(sscanf(at + strlen(line), "%d %lf %lf", &lanes, &gbps, &lat), 3);
+        CU_ASSERT_EQUAL(lanes, 2);
+        CU_ASSERT_DOUBLE_EQUAL(gbps, 50.0, 1e-9);
+    }
+    snprintf(line, sizeof line, "%s  %s  inter-socket", starfold_topology_device_name(t, 0),
+             starfold_topology_device_name(t, 5));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, line));
+    starfold_topology_destroy(t);
+    result_free(&r);
+
+    run(&r, "topo --topology pcie4 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t v;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    const jval_t *devs = jget(&v, "devices"), *links = jget(&v, "links");
+    CU_ASSERT(devs && devs->type == J_ARR && devs->n == 4);
+    CU_ASSERT(links && links->type == J_ARR && links->n > 0);
+    if (links && links->n > 0) {
+        CU_ASSERT_PTR_NOT_NULL(jget(&links->items[0], "kind"));
+        CU_ASSERT(jnum(&links->items[0], "bandwidth_GBps") > 0);
+        CU_ASSERT(jnum(&links->items[0], "lanes") >= 1);
+    }
+    jfree(&v);
+    result_free(&r);
+
+    /* --devices keeps the first N devices. */
+    run(&r, "topo --topology dgx1-p100 -g 4 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    devs = jget(&v, "devices");
+    CU_ASSERT(devs && devs->n == 4);
+    links = jget(&v, "links");
+    CU_ASSERT(links && links->n == 6); /* a 4-clique */
+    jfree(&v);
+    result_free(&r);
+}
+
+static int file_starts_with(const char *path, const char *prefix, size_t len)
+{
+    size_t n = 0;
+    char *s = slurp(path, &n);
+    const int ok = s && n >= len && memcmp(s, prefix, len) == 0;
+    free(s);
+    return ok;
+}
+
+static int file_contains(const char *path, const char *needle)
+{
+    char *s = slurp(path, NULL);
+    const int ok = s && strstr(s, needle) != NULL;
+    free(s);
+    return ok;
+}
+
+static void test_topo_output(void)
+{
+    const char *dot = out_path("cli-topo.dot"), *svg = out_path("cli-topo.svg"), *png = out_path("cli-topo.png");
+    remove(dot);
+    remove(svg);
+    remove(png);
+    cli_result_t r;
+    run(&r, "topo --topology dgx1-v100 -o '%s'", dot);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Written: "));
+    result_free(&r);
+    run(&r, "topo --topology dgx1-v100 -o '%s'", svg);
+    CU_ASSERT_EQUAL(r.status, 0);
+    result_free(&r);
+    run(&r, "topo --topology dgx1-v100 --output='%s'", png);
+    CU_ASSERT_EQUAL(r.status, 0);
+    result_free(&r);
+    CU_ASSERT(file_contains(svg, "<svg"));
+    CU_ASSERT(file_starts_with(png, "\x89PNG", 4));
+
+    /* The DOT file reads back as the same machine, through the library and through --topology FILE. */
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_load(dot, &t), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_num_devices(t), 8);
+    CU_ASSERT_EQUAL(starfold_topology_num_links(t), 28);
+    CU_ASSERT_DOUBLE_EQUAL(starfold_topology_bandwidth(t, 0, 3), 50.0, 1e-9);
+    starfold_topology_destroy(t);
+    run(&r, "topo --topology '%s'", dot);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "8 devices, 28 links"));
+    result_free(&r);
+
+    /* -o - : DOT on stdout, the table on stderr. */
+    run(&r, "topo --topology host -o -");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "graph"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "Topology 'host'"));
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * graph
+ */
+
+/* Compiles what `graph` compiles, through the library, for comparison. */
+static starfold_graph_t library_graph(const char *topology, int devices, const char *algorithm, starfold_op_t op,
+                                      starfold_dtype_t dtype, const char *spec, int num_packs)
+{
+    starfold_topology_t full = NULL, t = NULL;
+    starfold_tensor_desc_t *tensors = NULL;
+    size_t nt = 0;
+    starfold_graph_t g = NULL;
+    if (starfold_topology_open(topology, &full) != STARFOLD_OK) return NULL;
+    if (devices > 0) {
+        starfold_topology_subset(full, devices, &t);
+        starfold_topology_destroy(full);
+    } else {
+        t = full;
+    }
+    if (t && starfold_tensors_parse(spec, dtype, &tensors, &nt) == STARFOLD_OK) {
+        const int n = starfold_topology_num_devices(t);
+        int dev[STARFOLD_MAX_DEVICES];
+        for (int d = 0; d < n; d++) dev[d] = d;
+        const starfold_collective_desc_t desc = {
+            .kind = STARFOLD_COLL_REDUCE, .op = op, .num_sources = n, .sources = dev, .num_tensors = nt, .tensors = tensors,
+        };
+        starfold_algo_options_t opt;
+        starfold_algo_options_init(&opt);
+        opt.num_packs = num_packs;
+        if (starfold_graph_compile(t, algorithm, &desc, &opt, &g) != STARFOLD_OK) g = NULL;
+    }
+    starfold_tensors_free(tensors);
+    starfold_topology_destroy(t);
+    return g;
+}
+
+/* The command's JSON must equal the library's statistics and link bytes, key for key. */
+static void check_graph_json(const jval_t *v, starfold_graph_t g)
+{
+    CU_ASSERT_FATAL(v->type == J_OBJ);
+    /* Exactly the four documented keys, in order. */
+    static const char *const keys[] = { "tasks", "bytes_moved", "links", "critical_path" };
+    CU_ASSERT_EQUAL(v->n, 4);
+    for (size_t i = 0; i < 4 && i < v->n; i++) CU_ASSERT_STRING_EQUAL(v->keys[i], keys[i]);
+    starfold_graph_stats_t s;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_stats(g, &s), STARFOLD_OK);
+    const jval_t *tasks = jget(v, "tasks");
+    CU_ASSERT_FATAL(tasks && tasks->type == J_OBJ);
+    CU_ASSERT_EQUAL(tasks->n, STARFOLD_TASK_KIND_COUNT);
+    for (int k = 0; k < STARFOLD_TASK_KIND_COUNT; k++)
+        CU_ASSERT_EQUAL(jnum(tasks, starfold_task_kind_name((starfold_task_kind_t)k)), (double)s.tasks_by_kind[k]);
+    CU_ASSERT_EQUAL(jnum(v, "bytes_moved"), (double)s.bytes_moved);
+    const jval_t *cp = jget(v, "critical_path");
+    CU_ASSERT_EQUAL(jnum(cp, "tasks"), (double)s.critical_path_tasks);
+    CU_ASSERT_EQUAL(jnum(cp, "bytes"), (double)s.critical_path_bytes);
+    starfold_link_bytes_t *pairs = NULL;
+    size_t np = 0;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_link_bytes(g, &pairs, &np), STARFOLD_OK);
+    const jval_t *links = jget(v, "links");
+    CU_ASSERT_FATAL(links && links->type == J_ARR);
+    CU_ASSERT_EQUAL(links->n, np);
+    double sum = 0;
+    for (size_t i = 0; i < np && i < links->n; i++) {
+        CU_ASSERT_EQUAL(jnum(&links->items[i], "from"), pairs[i].from);
+        CU_ASSERT_EQUAL(jnum(&links->items[i], "to"), pairs[i].to);
+        CU_ASSERT_EQUAL(jnum(&links->items[i], "bytes"), (double)pairs[i].bytes);
+        sum += jnum(&links->items[i], "bytes");
+    }
+    CU_ASSERT_EQUAL(sum, (double)s.bytes_moved);
+    free(pairs);
+}
+
+static void test_graph_json_dgx1(void)
+{
+    /* The picture at the top of this file: one tensor of S = 1 MiB, num_packs = 1. */
+    const double S = 1048576.0;
+    cli_result_t r;
+    run(&r, "graph --topology dgx1-v100 --algorithm hierarchical-copy --op sum --dtype float32 --tensors 1MiB "
+            "--num-packs 1 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_STRING_EQUAL(r.err, "");
+    jval_t v;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    const jval_t *tasks = jget(&v, "tasks");
+    CU_ASSERT_EQUAL(jnum(tasks, "reduce"), 3);
+    CU_ASSERT_EQUAL(jnum(tasks, "scale"), 0);
+    CU_ASSERT_EQUAL(jnum(tasks, "pack"), 0); /* one tensor: no concat-and-split copies */
+    CU_ASSERT_EQUAL(jnum(tasks, "unpack"), 0);
+    CU_ASSERT_EQUAL(jnum(&v, "bytes_moved"), 14 * S);
+    const jval_t *links = jget(&v, "links");
+    CU_ASSERT_FATAL(links && links->n == 14);
+    /* Only the roots' links carry traffic: 0 <-> 1,2,3,4 and 4 <-> 5,6,7, S each way. */
+    for (size_t i = 0; i < links->n; i++) {
+        const int from = (int)jnum(&links->items[i], "from"), to = (int)jnum(&links->items[i], "to");
+        const int root = from == 0 || to == 0 ? 0 : 4, other = from == root ? to : from;
+        CU_ASSERT(from == root || to == root);
+        CU_ASSERT(root == 0 ? (other >= 1 && other <= 4) : (other >= 5 && other <= 7));
+        CU_ASSERT_EQUAL(jnum(&links->items[i], "bytes"), S);
+    }
+    starfold_graph_t g = library_graph("dgx1-v100", 0, "hierarchical-copy", STARFOLD_OP_SUM, STARFOLD_FLOAT32, "1MiB", 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    check_graph_json(&v, g);
+    starfold_graph_destroy(g);
+    jfree(&v);
+    result_free(&r);
+}
+
+static void test_graph_json_cases(void)
+{
+    static const struct {
+        const char *topology;
+        int devices;
+        const char *algorithm, *op, *dtype, *spec;
+        int packs;
+    } cases[] = {
+        { "dgx1-v100", 0, "hierarchical-copy", "mean", "float32", "4x1MiB,10x4KiB,1000", 2 },
+        { "dgx1-p100", 5, "hierarchical-copy", "max", "int64", "3x4K,8", 0 },
+        { "dgx1-v100", 0, "reduce-to-one", "prod", "float64", "2x64KiB", 1 },
+        { "pcie4", 0, "hierarchical-copy", "sum", "int32", "resnet50", 1 },
+        { "host", 3, "reduce-to-one", "min", "float32", "0,4", 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_result_t r;
+        char packs[32] = "", devices[32] = "";
+        if (strcmp(cases[i].algorithm, "hierarchical-copy") == 0) snprintf(packs, sizeof packs, "--num-packs %d", cases[i].packs);
+        if (cases[i].devices) snprintf(devices, sizeof devices, "-g %d", cases[i].devices);
+        run(&r, "graph --topology %s %s --algorithm %s --op %s -d %s --tensors %s %s --json", cases[i].topology, devices,
+            cases[i].algorithm, cases[i].op, cases[i].dtype, cases[i].spec, packs);
+        CU_ASSERT_EQUAL(r.status, 0);
+        jval_t v;
+        if (jparse_text(r.out, &v) != 0) {
+            fprintf(stderr, "\n  case %zu: not JSON: '%s' '%s'\n", i, r.out, r.err);
+            CU_FAIL("graph --json output is not JSON");
+            result_free(&r);
+            continue;
+        }
+        starfold_op_t op;
+        starfold_dtype_t dt;
+        CU_ASSERT_EQUAL(starfold_op_from_string(cases[i].op, &op), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_dtype_from_string(cases[i].dtype, &dt), STARFOLD_OK);
+        starfold_graph_t g = library_graph(cases[i].topology, cases[i].devices, cases[i].algorithm, op, dt, cases[i].spec, cases[i].packs);
+        CU_ASSERT_PTR_NOT_NULL(g);
+        if (g) check_graph_json(&v, g);
+        starfold_graph_destroy(g);
+        jfree(&v);
+        result_free(&r);
+    }
+}
+
+static void test_graph_summary_and_files(void)
+{
+    cli_result_t r;
+    run(&r, "graph --tensors 4x1MiB --num-packs 2");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Graph: hierarchical-copy, all-reduce (sum) of 4 float32 tensors"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Tasks: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Bytes moved between devices: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "time at line rate"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Critical path: "));
+    result_free(&r);
+
+    const char *dot = out_path("cli-graph.dot"), *svg = out_path("cli-graph.svg"), *png = out_path("cli-graph.png");
+    remove(dot);
+    remove(svg);
+    remove(png);
+    run(&r, "graph --tensors 2x4K -o '%s'", dot);
+    CU_ASSERT_EQUAL(r.status, 0);
+    result_free(&r);
+    run(&r, "graph --tensors 2x4K -o '%s'", svg);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Written: "));
+    result_free(&r);
+    run(&r, "graph --tensors 2x4K -o '%s' --json", png);
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t v;
+    CU_ASSERT_EQUAL(jparse_text(r.out, &v), 0); /* -o with --json: stdout stays pure JSON */
+    jfree(&v);
+    result_free(&r);
+    CU_ASSERT(file_starts_with(dot, "digraph", 7));
+    CU_ASSERT(file_contains(svg, "<svg"));
+    CU_ASSERT(file_starts_with(png, "\x89PNG", 4));
+
+    /* -o - : DOT on stdout, the summary on stderr; the same bytes as the library writes. */
+    run(&r, "graph --tensors 2x4K -o -");
+    CU_ASSERT_EQUAL(r.status, 0);
+    char *want = slurp(dot, NULL);
+    CU_ASSERT(want && strcmp(r.out, want) == 0);
+    free(want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "Tasks: "));
+    result_free(&r);
+
+    /* Size-based packing now exists in the library: the flag is accepted and changes the graph. */
+    run(&r, "graph --tensors resnet50 --bytes-per-pack 4M --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL(jparse_text(r.out, &v), 0);
+    const double packs_by_size = jnum(jget(&v, "tasks"), "pack");
+    jfree(&v);
+    result_free(&r);
+    run(&r, "graph --tensors resnet50 --num-packs 1 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL(jparse_text(r.out, &v), 0);
+    CU_ASSERT(jnum(jget(&v, "tasks"), "pack") != packs_by_size);
+    jfree(&v);
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * run and demo (CPU-only StarPU from run-test.sh; one emulated-box run)
+ */
+
+/* "Verified: A of B elements": A == B > 0. */
+static int verified_all(const char *out)
+{
+    const char *v = strstr(out, "Verified: ");
+    unsigned long long a = 0, b = 0;
+    return v && sscanf(v, "Verified: %llu of %llu", &a, &b) == 2 && a == b && b > 0;
+}
+
+static void test_run(void)
+{
+    static const char *const cases[] = {
+        "run",
+        "run -g 4 --tensors 3x1000,12 --op mean -d int32 -n 2",
+        "run --topology host -g 3 -b 4K --op prod -d float64",
+        "run --topology dgx1-v100 --algorithm reduce-to-one -b 64K --op max",
+        "run --topology dgx1-v100 -g 5 --tensors 4x4K,100 --bytes-per-pack 8K --op mean",
+        "run --topology pcie4 --tensors 0,8,1M --num-packs 0 -d int64",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_result_t r;
+        run(&r, "%s", cases[i]);
+        const int ok = r.status == 0 && verified_all(r.out) && strstr(r.out, "Time: ") != NULL;
+        if (!ok) fprintf(stderr, "\n  %s: status %d\n%s%s\n", cases[i], r.status, r.out, r.err);
+        CU_ASSERT(ok);
+        result_free(&r);
+    }
+    cli_result_t r;
+    run(&r, "run --topology host -g 2 -b 4K");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "CPU workers"));
+    result_free(&r);
+}
+
+static void test_run_emulated(void)
+{
+    /* The emulated box on 3 of its 8 devices; the POCL kernel cache is the one the other tests warm. */
+    char env[2048];
+    snprintf(env, sizeof env, "STARFOLD_CACHE_DIR='%s/cli-cache' POCL_CACHE_DIR='%s/tests/.pocl-cache'", out_dir(),
+             SF_BUILDDIR);
+    cli_result_t r;
+    run_env(&r, env, "run --emulated -g 3 -b 64K --op sum");
+    const int ok = r.status == 0 && verified_all(r.out) && strstr(r.out, "emulated 8-device box") &&
+                   strstr(r.out, "3 OpenCL devices");
+    if (!ok) fprintf(stderr, "\n  run --emulated: status %d\n%s%s\n", r.status, r.out, r.err);
+    CU_ASSERT(ok);
+    result_free(&r);
+}
+
+static void test_demo(void)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/cli-demo", out_dir());
+    char dot[1100], svg[1100];
+    snprintf(dot, sizeof dot, "%s/allreduce.dot", dir);
+    snprintf(svg, sizeof svg, "%s/allreduce.svg", dir);
+    remove(dot);
+    remove(svg);
+    cli_result_t r;
+    run(&r, "demo --out '%s' -g 4", dir);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT(verified_all(r.out));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, dot));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, svg));
+    CU_ASSERT(file_starts_with(dot, "digraph", 7));
+    CU_ASSERT(file_contains(svg, "<svg"));
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * bench
+ */
+
+typedef struct bench_row {
+    char algorithm[64], type[16], op[16], wrong[16];
+    unsigned long long bytes, count;
+    double time_us, algbw, busbw;
+} bench_row_t;
+
+/* Parses the table rows (lines not starting with '#'); returns the count. */
+static int bench_rows(const char *out, bench_row_t *rows, int max)
+{
+    int n = 0;
+    for (const char *line = out; *line && n < max;) {
+        const char *end = strchr(line, '\n');
+        if (line[0] != '#' && line[0] != '\n') {
+            bench_row_t *b = &rows[n];
+            if (sscanf(line, "%63s %llu %llu %15s %15s %lf %lf %lf %15s", b->algorithm, &b->bytes, &b->count, b->type,
+                       b->op, &b->time_us, &b->algbw, &b->busbw, b->wrong) == 9)
+                n++;
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+    return n;
+}
+
+static void test_bench_table(void)
+{
+    cli_result_t r;
+    run(&r, "bench -g 4 -b 1K -e 4K -f 2 -n 2 -w 1");
+    CU_ASSERT_EQUAL(r.status, 0);
+    bench_row_t rows[64];
+    const int n = bench_rows(r.out, rows, 64);
+    /* 3 sizes x (hierarchical-copy, host-loop, starpu-redux). */
+    CU_ASSERT_EQUAL(n, 9);
+    static const char *const order[] = { "hierarchical-copy", "host-loop", "starpu-redux" };
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_STRING_EQUAL(rows[i].algorithm, order[i % 3]);
+        CU_ASSERT_EQUAL(rows[i].bytes, 1024ull << (i / 3));
+        CU_ASSERT_EQUAL(rows[i].count, rows[i].bytes / 4);
+        CU_ASSERT_STRING_EQUAL(rows[i].type, "float32");
+        CU_ASSERT_STRING_EQUAL(rows[i].op, "sum");
+        CU_ASSERT_STRING_EQUAL(rows[i].wrong, "0");
+        CU_ASSERT(rows[i].time_us > 0);
+        /* busbw = algbw * 2(n-1)/n, n = 4, within the printed precision. */
+        CU_ASSERT(fabs(rows[i].busbw - rows[i].algbw * 1.5) <= 0.002 + 1e-3 * rows[i].busbw);
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# Out of bounds values : 0 OK"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# Avg bus bandwidth"));
+    result_free(&r);
+
+    /* Every algorithm, every op, a batch, unchecked. */
+    run(&r, "bench -g 3 --algorithm all --op all --tensors 2x1K,12 -n 1 -w 0 -c 0 --baselines 0");
+    CU_ASSERT_EQUAL(r.status, 0);
+    const int m = bench_rows(r.out, rows, 64);
+    /* Under --algorithm all, an algorithm that cannot do a case says so in a comment instead of a row. */
+    int skipped = 0;
+    for (const char *p = r.out; (p = strstr(p, " skipped: ")) != NULL; p++) skipped++;
+    CU_ASSERT_EQUAL(m + skipped, starfold_algorithm_count() * STARFOLD_OP_COUNT);
+    CU_ASSERT(m >= 2 * STARFOLD_OP_COUNT); /* reduce-to-one and hierarchical-copy do every op */
+    for (int i = 0; i < m; i++) {
+        CU_ASSERT_EQUAL(rows[i].bytes, 2 * 1024 + 12);
+        CU_ASSERT_STRING_EQUAL(rows[i].wrong, "N/A");
+    }
+    result_free(&r);
+}
+
+static void test_bench_json_csv(void)
+{
+    static const char *const keys[] = { "algorithm", "op", "dtype", "bytes", "time_us", "algbw_GBps", "busbw_GBps", "wrong" };
+    cli_result_t r;
+    run(&r, "bench -g 2 -b 256 -e 1K -f 4 -n 2 -w 0 --json -d all");
+    CU_ASSERT_EQUAL(r.status, 0);
+    int rows = 0;
+    for (const char *line = r.out; *line;) {
+        const char *end = strchr(line, '\n');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(end - line), line);
+        jval_t v;
+        CU_ASSERT_EQUAL_FATAL(jparse_text(buf, &v), 0);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) CU_ASSERT_PTR_NOT_NULL(jget(&v, keys[k]));
+        CU_ASSERT_EQUAL(jnum(&v, "wrong"), 0);
+        CU_ASSERT(jnum(&v, "busbw_GBps") >= 0 && fabs(jnum(&v, "busbw_GBps") - jnum(&v, "algbw_GBps")) < 1e-5);
+        const jval_t *dt = jget(&v, "dtype");
+        CU_ASSERT(dt && dt->type == J_STR);
+        if (dt && dt->str) {
+            starfold_dtype_t d;
+            CU_ASSERT_EQUAL(starfold_dtype_from_string(dt->str, &d), STARFOLD_OK);
+            CU_ASSERT_EQUAL(fmod(jnum(&v, "bytes"), (double)starfold_dtype_size(d)), 0.0);
+        }
+        jfree(&v);
+        rows++;
+        line = end + 1;
+    }
+    CU_ASSERT_EQUAL(rows, 4 * 2 * 3); /* dtypes x sizes (256, 1K) x (algorithm + 2 baselines) */
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "# Out of bounds values : 0 OK")); /* notes go to stderr */
+    result_free(&r);
+
+    run(&r, "bench -g 2 -b 1K -n 1 -w 0 --csv");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT(strncmp(r.out, "algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong\n", 75) == 0);
+    CU_ASSERT_EQUAL(count_lines(r.out), 4);
+    const char *row = strchr(r.out, '\n');
+    if (row) {
+        char alg[64];
+        unsigned long long bytes = 0, count = 0;
+        int devices = 0, wrong = -1;
+        double t, a, b;
+        CU_ASSERT_EQUAL(sscanf(row + 1, "%63[^,],sum,float32,%llu,%llu,%d,%lf,%lf,%lf,%d", alg, &bytes, &count, &devices,
+                               &t, &a, &b, &wrong), 8);
+        CU_ASSERT_STRING_EQUAL(alg, "hierarchical-copy");
+        CU_ASSERT_EQUAL(bytes, 1024);
+        CU_ASSERT_EQUAL(count, 256);
+        CU_ASSERT_EQUAL(devices, 2);
+        CU_ASSERT_EQUAL(wrong, 0);
+    }
+    result_free(&r);
+}
+
+static int gnuplot_installed(void)
+{
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+static void test_bench_plot(void)
+{
+    const char *svg = out_path("cli-bench.svg");
+    remove(svg);
+    cli_result_t r;
+    run(&r, "bench -g 2 -b 1K -e 4K -n 1 -w 0 --plot '%s'", svg);
+    CU_ASSERT_EQUAL(r.status, 0); /* with or without gnuplot: the rows are the result */
+    bench_row_t rows[16];
+    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 16), 9);
+    if (gnuplot_installed()) {
+        CU_ASSERT(file_contains(svg, "<svg"));
+        CU_ASSERT(file_contains(svg, "starpu-redux"));
+    } else {
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "gnuplot is not installed"));
+    }
+    result_free(&r);
+
+    /* No gnuplot on PATH: a clear message, not a failure. */
+    run_env(&r, "PATH=/nonexistent", "bench -g 2 -b 1K -n 1 -w 0 --plot '%s'", svg);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "gnuplot is not installed"));
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The tensor-list parser (library)
+ */
+
+static uint64_t total_elements(const starfold_tensor_desc_t *t, size_t n)
+{
+    uint64_t e = 0;
+    for (size_t i = 0; i < n; i++) e += t[i].count;
+    return e;
+}
+
+static void test_spec_models(void)
+{
+    starfold_tensor_desc_t *t = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse("resnet50", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL(n, 161);
+    CU_ASSERT_EQUAL(total_elements(t, n), 25557032ull);
+    CU_ASSERT_EQUAL(t[0].count, 7 * 7 * 3 * 64); /* conv1 */
+    CU_ASSERT_EQUAL(t[n - 2].count, 2048 * 1000); /* fc */
+    CU_ASSERT_EQUAL(t[n - 1].count, 1000);
+    for (size_t i = 0; i < n; i++) CU_ASSERT_EQUAL(t[i].dtype, STARFOLD_FLOAT32);
+    starfold_tensors_free(t);
+
+    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse(" ResNet50 ", STARFOLD_FLOAT64, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL(total_elements(t, n), 25557032ull);
+    CU_ASSERT_EQUAL(t[0].dtype, STARFOLD_FLOAT64);
+    starfold_tensors_free(t);
+
+    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse("bert-base", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL(n, 199);
+    CU_ASSERT_EQUAL(total_elements(t, n), 109482240ull);
+    CU_ASSERT_EQUAL(t[0].count, 30522 * 768);
+    starfold_tensors_free(t);
+
+    const char *const *names = starfold_tensors_model_names();
+    CU_ASSERT_STRING_EQUAL(names[0], "resnet50");
+    CU_ASSERT_STRING_EQUAL(names[1], "bert-base");
+    CU_ASSERT_PTR_NULL(names[2]);
+}
+
+static void test_spec_lists(void)
+{
+    starfold_tensor_desc_t *t = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse("4x1MiB,10x4KiB,1000", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL(n, 15);
+    for (size_t i = 0; i < 4; i++) CU_ASSERT_EQUAL(t[i].count, 262144);
+    for (size_t i = 4; i < 14; i++) CU_ASSERT_EQUAL(t[i].count, 1024);
+    CU_ASSERT_EQUAL(t[14].count, 250);
+    starfold_tensors_free(t);
+
+    /* Suffixes in any case, blanks around items, 0 bytes, X for x. */
+    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse(" 2X1k , 1m,1G, 0 ,8B,3x16kib ", STARFOLD_INT64, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL(n, 9);
+    const size_t want[9] = { 128, 128, 131072, 134217728, 0, 1, 2048, 2048, 2048 };
+    for (size_t i = 0; i < 9 && i < n; i++) CU_ASSERT_EQUAL(t[i].count, want[i]);
+    starfold_tensors_free(t);
+
+    uint64_t b = 0;
+    CU_ASSERT_EQUAL(starfold_size_parse("1K", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(b, 1024);
+    CU_ASSERT_EQUAL(starfold_size_parse("3MiB", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(b, 3ull << 20);
+    CU_ASSERT_EQUAL(starfold_size_parse("2g", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(b, 2ull << 30);
+    CU_ASSERT_EQUAL(starfold_size_parse("1TiB", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(b, 1ull << 40);
+    CU_ASSERT_EQUAL(starfold_size_parse("  77 ", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(b, 77);
+    CU_ASSERT_EQUAL(starfold_size_parse("18446744073709551615", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(b, UINT64_MAX);
+}
+
+static void test_spec_errors(void)
+{
+    static const struct {
+        const char *spec;
+        const char *mention;
+    } bad[] = {
+        { "", "empty" },
+        { "   ", "empty" },
+        { ",", "item 1" },
+        { "1M,", "item 2" },
+        { "1M,,1M", "item 2" },
+        { "x4", "unknown model" },
+        { "4x", "item 1" },
+        { "0x4", ">= 1" },
+        { "1.5M", "unknown unit" },
+        { "-1", "starts with a digit" },
+        { "+4", "starts with a digit" },
+        { "1MB", "ambiguous" },
+        { "1kb", "ambiguous" },
+        { "4 x 1K", "unknown unit" },
+        { "3", "not a multiple" },
+        { "2x6,4", "item 1" },
+        { "1000,10x2", "item 2" },
+        { "99999999999999999999", "too large" },
+        { "18446744073709551615K", "too large" },
+        { "99999999999999999999x4", "count too large" },
+        { "1048577x4", "more than" },
+        { "1048576x4,4", "more than" },
+        { "1048576x16E", "unknown unit" },
+        { "3x9223372036854775804", "overflow" },
+        { "2x9223372036854775804,8", "overflow" },
+        { "resnet50,4", "item 1" },
+        { "bert", "unknown model" },
+        { "1M\n", NULL }, /* a trailing newline is a blank: valid */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        starfold_tensor_desc_t sentinel_t = { STARFOLD_INT32, 12345 };
+        starfold_tensor_desc_t *t = &sentinel_t;
+        size_t n = 777;
+        starfold_status_t st = starfold_tensors_parse(bad[i].spec, STARFOLD_FLOAT32, &t, &n);
+        if (!bad[i].mention) {
+            CU_ASSERT_EQUAL(st, STARFOLD_OK);
+            if (st == STARFOLD_OK) starfold_tensors_free(t);
+            continue;
+        }
+        const int ok = st == STARFOLD_ERR_PARSE && t == &sentinel_t && n == 777 && strstr(starfold_last_error(), bad[i].mention);
+        if (!ok) fprintf(stderr, "\n  spec '%s': status %d, '%s'\n", bad[i].spec, (int)st, starfold_last_error());
+        CU_ASSERT(ok);
+    }
+    starfold_tensor_desc_t *t = NULL;
+    size_t n = 0;
+    uint64_t b = 5;
+    CU_ASSERT_EQUAL(starfold_tensors_parse(NULL, STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_tensors_parse("1K", STARFOLD_FLOAT32, NULL, &n), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_tensors_parse("1K", (starfold_dtype_t)99, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_size_parse(NULL, &b), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_size_parse("1KB", &b), STARFOLD_ERR_PARSE);
+    CU_ASSERT_EQUAL(starfold_size_parse("", &b), STARFOLD_ERR_PARSE);
+    CU_ASSERT_EQUAL(starfold_size_parse("18446744073709551616", &b), STARFOLD_ERR_PARSE);
+    CU_ASSERT_EQUAL(b, 5);
+    starfold_tensors_free(NULL);
+}
+
+/* Random texts over the grammar's alphabet: a valid result is consistent, a failure leaves the outputs. */
+static void test_spec_fuzz(void)
+{
+    static const char alphabet[] = "0123456789012345678901234567890123456789xX,,,KMGTiBkmb -.";
+    uint64_t state = 0x2545F4914F6CDD1DULL;
+    char text[48];
+    int valid = 0;
+    for (int iter = 0; iter < 30000; iter++) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        const size_t len = (size_t)(state % (sizeof text - 1));
+        for (size_t k = 0; k < len; k++) {
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            text[k] = alphabet[state % (sizeof alphabet - 1)];
+        }
+        text[len] = '\0';
+        starfold_tensor_desc_t sentinel_t, *t = &sentinel_t;
+        size_t n = 0;
+        const starfold_dtype_t dt = (starfold_dtype_t)(iter % STARFOLD_DTYPE_COUNT);
+        const starfold_status_t st = starfold_tensors_parse(text, dt, &t, &n);
+        if (st == STARFOLD_OK) {
+            valid++;
+            CU_ASSERT(n >= 1 && n <= STARFOLD_TENSORS_MAX);
+            uint64_t bytes = 0;
+            for (size_t i = 0; i < n; i++) {
+                CU_ASSERT_EQUAL(t[i].dtype, dt);
+                bytes += t[i].count * starfold_dtype_size(dt);
+            }
+            CU_ASSERT(bytes / starfold_dtype_size(dt) == total_elements(t, n));
+            starfold_tensors_free(t);
+        } else {
+            CU_ASSERT(st == STARFOLD_ERR_PARSE);
+            CU_ASSERT(t == &sentinel_t && n == 0);
+            CU_ASSERT(starfold_last_error()[0] != '\0');
+        }
+    }
+    CU_ASSERT(valid > 100); /* the alphabet does produce valid lists */
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+int main(void)
+{
+    static const struct {
+        const char *suite, *name;
+        void (*fn)(void);
+    } tests[] = {
+        { "spec", "models: resnet50, bert-base", test_spec_models },
+        { "spec", "lists and sizes", test_spec_lists },
+        { "spec", "errors leave outputs untouched", test_spec_errors },
+        { "spec", "fuzz", test_spec_fuzz },
+        { "command", "top level, --version, unknown command", test_top_level },
+        { "command", "--help for every command", test_help_everywhere },
+        { "command", "bad arguments: exit 2, one line", test_bad_arguments },
+        { "topo", "tables and JSON", test_topo_table },
+        { "topo", "-o dot, svg, png, -", test_topo_output },
+        { "graph", "JSON of the DGX-1 hierarchical copy", test_graph_json_dgx1 },
+        { "graph", "JSON equals the library, several cases", test_graph_json_cases },
+        { "graph", "summary and exported files", test_graph_summary_and_files },
+        { "run", "CPU workers: every op and dtype verified", test_run },
+        { "run", "the emulated box", test_run_emulated },
+        { "demo", "writes and prints the graph files", test_demo },
+        { "bench", "table rows and baselines", test_bench_table },
+        { "bench", "--json and --csv", test_bench_json_csv },
+        { "bench", "--plot", test_bench_plot },
+    };
+    struct stat sb;
+    if (stat(SF_BUILDDIR "/starfold", &sb) != 0) {
+        fprintf(stderr, "test_cli: %s/starfold is not built\n", SF_BUILDDIR);
+        return 1;
+    }
+    mkdir(out_dir(), 0755);
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite suite = NULL;
+    const char *current = "";
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (strcmp(current, tests[i].suite) != 0) {
+            current = tests[i].suite;
+            suite = CU_add_suite(current, NULL, NULL);
+        }
+        if (!suite || !CU_add_test(suite, tests[i].name, tests[i].fn)) {
+            CU_cleanup_registry();
+            return 1;
+        }
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
