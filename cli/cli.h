@@ -5,6 +5,7 @@
  *     options.c    one option table for every command, parsing and checking of values, messages
  *     cmd_topo.c   starfold topo      devices and links of a topology, drawn with -o
  *     cmd_graph.c  starfold graph     compile, check and export a reduction graph
+ *     cmd_simulate.c starfold simulate the cost model's prediction for such a graph
  *     cmd_run.c    starfold run       execute a reduction and verify it; the machine and replica
  *                                     helpers that bench and demo share
  *     cmd_bench.c  starfold bench     sweep in the style of nccl-tests' all_reduce_perf, with baselines
@@ -63,7 +64,7 @@ typedef struct cli_command {
     int (*main)(const struct cli_command *cmd, int argc, char **argv);
 } cli_command_t;
 
-extern const cli_command_t cli_cmd_topo, cli_cmd_graph, cli_cmd_run, cli_cmd_bench, cli_cmd_demo;
+extern const cli_command_t cli_cmd_topo, cli_cmd_graph, cli_cmd_simulate, cli_cmd_run, cli_cmd_bench, cli_cmd_demo;
 
 /* Parsed options; a field is meaningful when its bit is in `given`, else it holds the default. */
 typedef struct cli_opts {

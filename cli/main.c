@@ -3,7 +3,7 @@
  *
  *     starfold [--help | --version]
  *     starfold help [COMMAND]
- *     starfold COMMAND [OPTIONS]        COMMAND: topo, graph, run, bench, demo
+ *     starfold COMMAND [OPTIONS]        COMMAND: topo, graph, simulate, run, bench, demo
  *
  * Exit statuses: 0 success, 1 failure, 2 bad arguments.
  */
@@ -11,8 +11,8 @@
 
 #include <string.h>
 
-static const cli_command_t *const commands[] = { &cli_cmd_topo, &cli_cmd_graph, &cli_cmd_run, &cli_cmd_bench,
-                                                 &cli_cmd_demo };
+static const cli_command_t *const commands[] = { &cli_cmd_topo, &cli_cmd_graph, &cli_cmd_simulate, &cli_cmd_run,
+                                                 &cli_cmd_bench, &cli_cmd_demo };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *f)
@@ -23,7 +23,7 @@ static void usage(FILE *f)
                "Cross-device reductions (tf.distribute semantics) compiled into StarPU task graphs.\n"
                "\n"
                "Commands:\n");
-    for (size_t i = 0; i < NUM_COMMANDS; i++) fprintf(f, "  %-7s %s\n", commands[i]->name, commands[i]->summary);
+    for (size_t i = 0; i < NUM_COMMANDS; i++) fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(f, "\n"
                "Run 'starfold COMMAND --help' for a command's options, 'man starfold' for the whole manual.\n"
                "Exit status: 0 success, 1 failure (an error, wrong results), 2 bad arguments.\n");
@@ -39,7 +39,7 @@ static const cli_command_t *find_command(const char *name)
 static int unknown_command(const char *name)
 {
     fflush(stdout);
-    fprintf(stderr, "starfold: unknown command '%.64s' (commands: topo, graph, run, bench, demo; see starfold --help)\n",
+    fprintf(stderr, "starfold: unknown command '%.64s' (commands: topo, graph, simulate, run, bench, demo; see starfold --help)\n",
             name);
     return CLI_USAGE;
 }
@@ -47,7 +47,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "starfold: missing command (topo, graph, run, bench, demo; see starfold --help)\n");
+        fprintf(stderr, "starfold: missing command (topo, graph, simulate, run, bench, demo; see starfold --help)\n");
         return CLI_USAGE;
     }
     const char *first = argv[1];

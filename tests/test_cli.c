@@ -333,7 +333,7 @@ static void test_top_level(void)
     run(&r, "--help");
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Usage: starfold COMMAND"));
-    static const char *const cmds[] = { "topo", "graph", "run", "bench", "demo" };
+    static const char *const cmds[] = { "topo", "graph", "simulate", "run", "bench", "demo" };
     for (size_t i = 0; i < 5; i++) {
         char line[32];
         snprintf(line, sizeof line, "  %s ", cmds[i]);
@@ -369,7 +369,7 @@ static void test_top_level(void)
 
 static void test_help_everywhere(void)
 {
-    static const char *const cmds[] = { "topo", "graph", "run", "bench", "demo" };
+    static const char *const cmds[] = { "topo", "graph", "simulate", "run", "bench", "demo" };
     for (size_t i = 0; i < 5; i++) {
         for (int form = 0; form < 3; form++) {
             cli_result_t r;
@@ -673,6 +673,37 @@ static void test_graph_json_dgx1(void)
     check_graph_json(&v, g);
     starfold_graph_destroy(g);
     jfree(&v);
+    result_free(&r);
+}
+
+/* simulate: the model's JSON per algorithm, equal to the library's prediction; a table for "all". */
+static void test_simulate(void)
+{
+    cli_result_t r;
+    run(&r, "simulate --topology dgx1-p100 --algorithm ring --tensors 64MiB --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t v;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    starfold_graph_t g = library_graph("dgx1-p100", 0, "ring", STARFOLD_OP_SUM, STARFOLD_FLOAT32, "64MiB", 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    starfold_prediction_t p;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, NULL, &p), STARFOLD_OK);
+    CU_ASSERT(fabs(jnum(&v, "time_us") - p.time_us) < 1e-3 * p.time_us);
+    CU_ASSERT(fabs(jnum(&v, "busbw_GBps") - p.busbw_GBps) < 1e-3 * p.busbw_GBps);
+    CU_ASSERT(fabs(jnum(&v, "algbw_GBps") * 1.75 - jnum(&v, "busbw_GBps")) < 1e-2);
+    const jval_t *b = jget(&v, "bottleneck");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(jnum(b, "from"), p.bottleneck_from);
+    CU_ASSERT_EQUAL(jnum(b, "to"), p.bottleneck_to);
+    starfold_graph_destroy(g);
+    jfree(&v);
+    result_free(&r);
+    run(&r, "simulate --algorithm all --tensors 256MiB");
+    CU_ASSERT_EQUAL(r.status, 0);
+    for (int a = 0; a < starfold_algorithm_count(); a++) CU_ASSERT_PTR_NOT_NULL(strstr(r.out, starfold_algorithm_name(a)));
+    result_free(&r);
+    run(&r, "simulate --algorithm no-such");
+    CU_ASSERT_EQUAL(r.status, 2);
     result_free(&r);
 }
 
@@ -1192,6 +1223,7 @@ int main(void)
         { "graph", "JSON of the DGX-1 hierarchical copy", test_graph_json_dgx1 },
         { "graph", "JSON equals the library, several cases", test_graph_json_cases },
         { "graph", "summary and exported files", test_graph_summary_and_files },
+        { "simulate", "JSON equals the library's model; all algorithms", test_simulate },
         { "run", "CPU workers: every op and dtype verified", test_run },
         { "run", "the emulated box", test_run_emulated },
         { "demo", "writes and prints the graph files", test_demo },

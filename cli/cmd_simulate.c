@@ -1,0 +1,121 @@
+/*
+ * starfold simulate: the cost model's prediction for a graph `starfold graph` would compile (same
+ * options): time, algbw, busbw and the bottleneck link. --algorithm all compares every algorithm,
+ * one row each. Needs no device.
+ */
+#include "cli.h"
+
+#include <string.h>
+
+static void print_json(const char *algorithm, const starfold_prediction_t *p, starfold_topology_t topo)
+{
+    printf("{\"algorithm\": ");
+    cli_json_string(stdout, algorithm);
+    printf(", \"bytes\": %llu, \"time_us\": %.3f, \"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, \"bottleneck\": ",
+           (unsigned long long)p->bytes, p->time_us, p->algbw_GBps, p->busbw_GBps);
+    if (p->bottleneck_from < 0) {
+        printf("null}\n");
+        return;
+    }
+    printf("{\"from\": %d, \"to\": %d, \"from_name\": ", p->bottleneck_from, p->bottleneck_to);
+    cli_json_string(stdout, starfold_topology_device_name(topo, p->bottleneck_from));
+    printf(", \"to_name\": ");
+    cli_json_string(stdout, starfold_topology_device_name(topo, p->bottleneck_to));
+    printf(", \"kind\": \"%s\", \"GBps\": %.3f, \"bytes\": %llu, \"busy_us\": %.3f}}\n",
+           starfold_link_kind_name(p->bottleneck_kind), p->bottleneck_GBps, (unsigned long long)p->bottleneck_bytes,
+           p->bottleneck_busy_us);
+}
+
+static void print_row(const char *algorithm, const starfold_prediction_t *p, starfold_topology_t topo, size_t ntasks)
+{
+    char link[96] = "-";
+    if (p->bottleneck_from >= 0)
+        snprintf(link, sizeof link, "%s->%s %s %.0f GB/s, busy %.1f%%",
+                 starfold_topology_device_name(topo, p->bottleneck_from), starfold_topology_device_name(topo, p->bottleneck_to),
+                 starfold_link_kind_name(p->bottleneck_kind), p->bottleneck_GBps,
+                 p->time_us > 0 ? 100.0 * p->bottleneck_busy_us / p->time_us : 0.0);
+    printf("%-26s %8zu %12.1f %10.2f %10.2f  %s\n", algorithm, ntasks, p->time_us, p->algbw_GBps, p->busbw_GBps, link);
+}
+
+static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
+{
+    cli_opts_t o;
+    int r = cli_parse(cmd, argc, argv, &o);
+    if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
+    const int all = strcmp(o.algorithm, "all") == 0;
+    const char *spec = o.tensors ? o.tensors : "1MiB";
+    starfold_tensor_desc_t *tensors = NULL;
+    size_t nt = 0;
+    if ((r = cli_parse_tensors(cmd, spec, o.dtype, &tensors, &nt)) != CLI_OK) return r;
+    starfold_topology_t topo = NULL;
+    if ((r = cli_open_topology(cmd, &o, "dgx1-v100", &topo)) != CLI_OK) {
+        starfold_tensors_free(tensors);
+        return r;
+    }
+    const int n = starfold_topology_num_devices(topo);
+    int devices[STARFOLD_MAX_DEVICES];
+    for (int d = 0; d < n; d++) devices[d] = d;
+    const starfold_collective_desc_t desc = {
+        .kind = STARFOLD_COLL_REDUCE, .op = o.op, .num_sources = n, .sources = devices,
+        .num_tensors = nt, .tensors = tensors,
+    };
+    if (!o.json) {
+        char b[32];
+        printf("Model: all-reduce (%s) of %s (%s), %d devices of '%s'; busbw = algbw x 2(n-1)/n\n",
+               starfold_op_name(o.op), spec, cli_format_bytes(b, sizeof b, cli_tensors_bytes(tensors, nt)), n,
+               starfold_topology_name(topo));
+        printf("%-26s %8s %12s %10s %10s  %s\n", "algorithm", "tasks", "time (us)", "algbw GB/s", "busbw GB/s",
+               "bottleneck link");
+    }
+    r = CLI_OK;
+    for (int a = 0; a < starfold_algorithm_count() && r == CLI_OK; a++) {
+        const char *name = all ? starfold_algorithm_name(a) : o.algorithm;
+        starfold_algo_options_t aopt;
+        if (all && (o.given & (CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_BYTES_PER_PACK))) && !cli_algorithm_packs(name)) continue;
+        if ((r = cli_algo_options(cmd, &o, name, &aopt)) != CLI_OK) break;
+        starfold_graph_t g = NULL;
+        starfold_prediction_t p;
+        starfold_status_t st = starfold_graph_compile(topo, name, &desc, &aopt, &g);
+        if (st == STARFOLD_OK) st = starfold_graph_simulate(g, NULL, &p);
+        if (st != STARFOLD_OK) {
+            r = st == STARFOLD_ERR_INVALID_ARGUMENT || st == STARFOLD_ERR_NOT_SUPPORTED
+                    ? cli_bad_value(cmd, st, "cannot compile %s", name)
+                    : cli_fail(cmd, st, "cannot model %s", name);
+        } else if (o.json) {
+            print_json(starfold_graph_algorithm(g), &p, topo);
+        } else {
+            print_row(starfold_graph_algorithm(g), &p, topo, starfold_graph_num_tasks(g));
+        }
+        fflush(stdout);
+        starfold_graph_destroy(g);
+        if (!all) break;
+    }
+    starfold_topology_destroy(topo);
+    starfold_tensors_free(tensors);
+    return r;
+}
+
+const cli_command_t cli_cmd_simulate = {
+    .name = "simulate",
+    .summary = "predict an all-reduce's time, algbw, busbw and bottleneck link with the cost model",
+    .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
+                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_BYTES_PER_PACK) |
+                CLI_OPT(OPT_JSON),
+    .allow_all = 1,
+    .usage =
+        "Usage: starfold simulate [--topology T] [--algorithm A|all] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
+        "                         [--num-packs K | --bytes-per-pack B] [-g|--devices N] [--json]\n"
+        "\n"
+        "Compiles the all-reduce `starfold graph` would (same options) and replays it in the cost model:\n"
+        "transfers share each directed link (alpha + bytes / bandwidth), kernels run one at a time per\n"
+        "device (StarPU's per-task overhead + bytes / memory bandwidth). Prints the predicted time, algbw,\n"
+        "busbw (nccl-tests' definitions) and the link that carries the most load. Needs no device.\n"
+        "\n"
+        "  --algorithm A|all   one algorithm (default hierarchical-copy), or all of them, one row each\n"
+        "  --json              one object per algorithm: {\"algorithm\", \"bytes\", \"time_us\", \"algbw_GBps\",\n"
+        "                      \"busbw_GBps\", \"bottleneck\": {\"from\", \"to\", \"from_name\", \"to_name\", \"kind\",\n"
+        "                      \"GBps\", \"bytes\", \"busy_us\"} or null}\n"
+        "  other options       as for starfold graph (see starfold graph --help)\n"
+        "  -h, --help          this text\n",
+    .main = simulate_main,
+};
