@@ -13,7 +13,9 @@
  *  - starfold/topology.h devices and links (built-in DGX-1 tables, DOT files, hwloc);
  *  - starfold/graph.h    compiling a collective into a graph, checking and exporting it
  *                        (needs no StarPU worker and no GPU);
- *  - starfold/exec.h     running graphs on StarPU.
+ *  - starfold/model.h    the cost model: predicted time, algbw, busbw and bottleneck of a graph;
+ *  - starfold/exec.h     running graphs on StarPU;
+ *  - starfold/distribute.h  tf.distribute in C: values, cross-device ops, strategies, replica context.
  *
  * Error rule, stated once: every function that can fail returns a ::starfold_status_t;
  * ::STARFOLD_OK (0) is success. On failure nothing the caller owns is changed, output
@@ -26,6 +28,8 @@
 #include <starfold/common.h>
 #include <starfold/topology.h>
 #include <starfold/graph.h>
+#include <starfold/model.h>
 #include <starfold/exec.h>
+#include <starfold/distribute.h>
 
 #endif /* STARFOLD_H */

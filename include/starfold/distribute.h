@@ -1,0 +1,1041 @@
+/**
+ * @file starfold/distribute.h
+ * @brief tf.distribute in C: distributed values, cross-device ops, strategies and the replica context.
+ *
+ * This layer gives a TensorFlow user every tf.distribute concept of the cross-device reduction API
+ * under a predictable C name (the README's section "TensorFlow names in starfold" is the full map):
+ *
+ *  - **Values** (::starfold_value_t): TensorFlow's PerReplica and Mirrored values. A value has one
+ *    component per device, each a StarPU vector handle on that device, all of the same dtype and
+ *    element count. It either wraps handles the application registered itself (no copy; the
+ *    application keeps ownership) or owns handles starfold allocated.
+ *  - **Destinations** (::starfold_destination_t): one device, a value (its devices, in its order) or
+ *    the host. As in TensorFlow, a list of devices is not a destination.
+ *  - **Cross-device ops** (::starfold_cross_device_ops_t): ReductionToOneDevice,
+ *    HierarchicalCopyAllReduce and every algorithm of the registry, each with reduce, batch_reduce and
+ *    broadcast, following TensorFlow's dispatch (one-value shortcut, device-set matching, fallback to
+ *    reduce-to-one-device).
+ *  - **Communication options** (::starfold_communication_options_t): bytes_per_pack, timeout_seconds,
+ *    implementation, with TensorFlow's merge rule.
+ *  - **Strategies** (::starfold_strategy_t): MirroredStrategy, OneDeviceStrategy,
+ *    CentralStorageStrategy; starfold_strategy_run() calls one replica function per device
+ *    concurrently, each with a replica context (::starfold_replica_context_t) offering all_reduce and
+ *    merge_call; the cross-replica methods reduce_to, batch_reduce_to, update, broadcast_to and
+ *    Strategy.reduce.
+ *
+ * **Reduce ops.** TensorFlow's tf.distribute.ReduceOp is ::starfold_op_t (SUM and MEAN, plus MIN,
+ * MAX and PROD, which TensorFlow's NCCL kernels have but tf.distribute never exposed). Strings are
+ * parsed case-insensitively by starfold_op_from_string() ("sum", "MEAN", "Mean").
+ *
+ * **Integer MEAN.** By default an integer MEAN keeps the integer type and truncates towards zero
+ * (the integer-preserving mode). TensorFlow promotes int32/int64 MEAN to float64 (true division);
+ * set ::starfold_communication_options_t::promote_integer_mean to get exactly that: the results of an
+ * integer MEAN are then float64 values.
+ *
+ * **Asynchrony.** Every reduction, broadcast and update is submitted to StarPU and returns at once
+ * with its result values; StarPU orders the application's later tasks on those handles after the
+ * reduction through its data dependencies. starfold_value_read() and starfold_value_wait() wait.
+ * A value keeps the submissions that write it: destroy every value before the context.
+ *
+ * **Errors.** The rule of starfold.h holds: every fallible call returns a ::starfold_status_t,
+ * changes nothing on failure (no result is created, no input is written, nothing is submitted) and
+ * leaves a sentence in starfold_last_error(). TensorFlow's ValueError messages are kept where
+ * TensorFlow has one ("destinations can not be empty", "HierarchicalCopy requires num_packs >= 0,
+ * but -1 is specified", "Some replicas made a different number of replica_context().merge_call()
+ * calls.").
+ *
+ * **Devices.** A device is a logical device of the ::starfold_context_t (0 .. num_devices-1), which
+ * is also its number in the topology the reductions are planned on. ::STARFOLD_DEVICE_HOST stands
+ * for host memory (TensorFlow's "/device:CPU:0").
+ */
+#ifndef STARFOLD_DISTRIBUTE_H
+#define STARFOLD_DISTRIBUTE_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include <starfold/common.h>
+#include <starfold/topology.h>
+#include <starfold/graph.h>
+#include <starfold/exec.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* =================================================================================================
+ * Values
+ * ================================================================================================= */
+
+/**
+ * @brief Opaque distributed value: TensorFlow's PerReplica or Mirrored (tf.distribute.DistributedValues).
+ *
+ * Reference-counted: starfold_value_retain() adds a reference, starfold_value_destroy() drops one.
+ * A value may be used from several threads at once (the replica threads of a run); its component
+ * handles are StarPU data and obey StarPU's sequential consistency.
+ */
+typedef struct starfold_value *starfold_value_t;
+
+/** @brief What the components of a value hold. */
+typedef enum starfold_value_kind {
+    /** TensorFlow's PerReplica: one tensor per replica, each replica's own content. */
+    STARFOLD_VALUE_PER_REPLICA = 0,
+    /** TensorFlow's Mirrored: the same content on every device (results of reductions and broadcasts). */
+    STARFOLD_VALUE_MIRRORED
+} starfold_value_kind_t;
+
+/**
+ * @brief The host, as a device number: TensorFlow's "/device:CPU:0".
+ *
+ * A component on the host is a StarPU vector whose home is main memory. A value with a host
+ * component has exactly one component. Reductions and copies never run "on the host": a reduction
+ * whose destination is the host runs on a device (the ops' reduce_to_device, else the value's first
+ * device) and writes the host vector from there; a host component used as a source is read by the
+ * device that reads it first (StarPU moves the data).
+ */
+#define STARFOLD_DEVICE_HOST (-1)
+
+/** @brief Component index meaning "every component" for starfold_value_write(). */
+#define STARFOLD_ALL_COMPONENTS (-1)
+
+/**
+ * @brief Name of a value kind.
+ * @param [in] kind the kind
+ * @return "per-replica" or "mirrored"; "unknown" otherwise (never NULL)
+ */
+STARFOLD_API const char *starfold_value_kind_name(starfold_value_kind_t kind);
+
+/**
+ * @brief Creates a value whose component handles starfold allocates and owns.
+ *
+ * Component i is a StarPU vector of @p count elements of @p dtype allocated on device @p devices[i]
+ * (on the host for ::STARFOLD_DEVICE_HOST), filled with @p init (count elements, copied to every
+ * component; TensorFlow's `tf.Variable(init)` under a strategy) or with zeros when @p init is NULL.
+ * The handles are unregistered and freed when the last reference is dropped.
+ *
+ * @param [in]  context the context the devices belong to; must outlive the value
+ * @param [in]  kind per-replica or mirrored
+ * @param [in]  num_components 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [in]  devices distinct devices of @p context, or a single ::STARFOLD_DEVICE_HOST (copied)
+ * @param [in]  dtype element type
+ * @param [in]  count elements per component (0 is allowed)
+ * @param [in]  init NULL or @p count elements of @p dtype
+ * @param [out] value the new value, owned by the caller (starfold_value_destroy())
+ * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT for a NULL pointer, a bad kind, dtype or
+ *         component count, duplicated devices or a host component among others;
+ *         ::STARFOLD_ERR_NO_DEVICE for a device the context lacks; ::STARFOLD_ERR_OUT_OF_MEMORY.
+ */
+STARFOLD_API starfold_status_t starfold_value_create(starfold_context_t context, starfold_value_kind_t kind,
+                                                     int num_components, const int *devices, starfold_dtype_t dtype,
+                                                     size_t count, const void *init, starfold_value_t *value);
+
+/**
+ * @brief Wraps StarPU vector handles the application registered itself, without copying anything.
+ *
+ * This is how an existing StarPU program hands its data to starfold. Each handle must be a StarPU
+ * vector whose element size is that of @p dtype; all must have the same element count, which
+ * becomes the value's count. The device of a component says where reductions should read it from
+ * (the StarPU worker of that device runs the tasks reading it); StarPU moves the data if it lives
+ * elsewhere.
+ *
+ * Ownership: the handles stay the application's. starfold never unregisters them; they must stay
+ * registered until the last reference to the value is dropped and every reduction reading them has
+ * completed (unregistering a handle waits for StarPU's tasks, so unregistering after
+ * starfold_value_destroy() is always safe).
+ *
+ * @param [in]  context the context the devices belong to
+ * @param [in]  kind per-replica or mirrored
+ * @param [in]  num_components 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [in]  devices distinct devices of @p context, or a single ::STARFOLD_DEVICE_HOST (copied)
+ * @param [in]  handles @p num_components StarPU vector handles (copied; the handles are borrowed)
+ * @param [in]  dtype element type of every handle
+ * @param [out] value the new value, owned by the caller
+ * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT for a NULL handle, a handle that is not a
+ *         vector, an element size that is not @p dtype's, counts that differ, duplicated devices;
+ *         ::STARFOLD_ERR_NO_DEVICE for a device the context lacks.
+ */
+STARFOLD_API starfold_status_t starfold_value_wrap(starfold_context_t context, starfold_value_kind_t kind,
+                                                   int num_components, const int *devices,
+                                                   const starpu_data_handle_t *handles, starfold_dtype_t dtype,
+                                                   starfold_value_t *value);
+
+/**
+ * @brief Groups one-component values into one distributed value: TensorFlow's regroup.
+ *
+ * When every element of @p values is the same object, that object is returned with a new reference
+ * (TensorFlow collapses identical objects the same way). Otherwise the result has component i =
+ * the only component of @p values[i], without copying: it keeps a reference to each of them.
+ * This is how a merge function turns the per-replica arguments of merge_call into a PerReplica.
+ *
+ * @param [in]  kind kind of the grouped value
+ * @param [in]  num_values 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [in]  values one-component values of one context, one dtype and one count, on distinct devices
+ * @param [out] value the grouped value, owned by the caller
+ * @return ::STARFOLD_OK or ::STARFOLD_ERR_INVALID_ARGUMENT naming the offending element.
+ */
+STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind, int num_values,
+                                                      const starfold_value_t *values, starfold_value_t *value);
+
+/**
+ * @brief Adds a reference to @p value (each reference is dropped by one starfold_value_destroy()).
+ * @param [in] value the value, or NULL
+ * @return @p value
+ */
+STARFOLD_API starfold_value_t starfold_value_retain(starfold_value_t value);
+
+/**
+ * @brief Drops a reference. The last one releases the records of the reductions writing the value
+ *        (waiting for them), then unregisters and frees the handles starfold allocated (wrapped
+ *        handles are left alone; unregistering waits for the StarPU tasks still using them).
+ * @param [in] value the value, or NULL (no-op)
+ */
+STARFOLD_API void starfold_value_destroy(starfold_value_t value);
+
+/**
+ * @brief What the components hold.
+ * @param [in] value the value
+ * @return per-replica or mirrored (per-replica for NULL)
+ */
+STARFOLD_API starfold_value_kind_t starfold_value_kind(starfold_value_t value);
+/**
+ * @brief Number of components.
+ * @param [in] value the value
+ * @return 1 .. ::STARFOLD_MAX_DEVICES; 0 for NULL
+ */
+STARFOLD_API int starfold_value_num_components(starfold_value_t value);
+/**
+ * @brief Device of a component.
+ * @param [in] value the value
+ * @param [in] component 0 .. n-1
+ * @return the device, ::STARFOLD_DEVICE_HOST for the host; -2 when out of range
+ */
+STARFOLD_API int starfold_value_device(starfold_value_t value, int component);
+/**
+ * @brief StarPU vector handle of a component: TensorFlow's experimental_local_results()[component].
+ * @param [in] value the value
+ * @param [in] component 0 .. n-1
+ * @return the handle, borrowed (valid while the value lives); NULL when out of range
+ */
+STARFOLD_API starpu_data_handle_t starfold_value_handle(starfold_value_t value, int component);
+/**
+ * @brief Element type of every component.
+ * @param [in] value the value
+ * @return the dtype (float32 for NULL)
+ */
+STARFOLD_API starfold_dtype_t starfold_value_dtype(starfold_value_t value);
+/**
+ * @brief Elements per component.
+ * @param [in] value the value
+ * @return the count; 0 for NULL
+ */
+STARFOLD_API size_t starfold_value_count(starfold_value_t value);
+/**
+ * @brief The context the value belongs to.
+ * @param [in] value the value
+ * @return the context (borrowed); NULL for NULL
+ */
+STARFOLD_API starfold_context_t starfold_value_context(starfold_value_t value);
+
+/**
+ * @brief Copies host data into one component, or into every one.
+ *
+ * Waits for the tasks using the component(s), as starfold_vector_write() does.
+ * @param [in] value the value
+ * @param [in] component 0 .. n-1, or ::STARFOLD_ALL_COMPONENTS
+ * @param [in] src @p bytes of host data
+ * @param [in] bytes at most count * dtype size; a shorter write replaces the first bytes, keeps the rest
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a bad component, a NULL @p src or more bytes than the
+ *         component holds; ::STARFOLD_ERR_RUNTIME when StarPU fails.
+ */
+STARFOLD_API starfold_status_t starfold_value_write(starfold_value_t value, int component, const void *src,
+                                                    size_t bytes);
+
+/**
+ * @brief Copies one component's current content into host memory.
+ *
+ * First waits for the reductions writing the value (so their failures are reported), then for the
+ * StarPU tasks writing the handle.
+ * @param [in]  value the value
+ * @param [in]  component 0 .. n-1
+ * @param [out] dst @p bytes of host memory
+ * @param [in]  bytes at most count * dtype size (a shorter read gives the first bytes)
+ * @return as starfold_value_write(), or the failure of a reduction writing the value
+ *         (::STARFOLD_ERR_TASK_FAILED).
+ */
+STARFOLD_API starfold_status_t starfold_value_read(starfold_value_t value, int component, void *dst, size_t bytes);
+
+/**
+ * @brief Waits until every starfold submission writing @p value has completed.
+ * @param [in] value the value
+ * @return ::STARFOLD_OK or the first failure of those submissions (::STARFOLD_ERR_TASK_FAILED).
+ */
+STARFOLD_API starfold_status_t starfold_value_wait(starfold_value_t value);
+
+/**
+ * @brief As starfold_value_wait(), for at most @p seconds.
+ * @param [in] value the value
+ * @param [in] seconds >= 0 (infinity waits without limit)
+ * @return ::STARFOLD_ERR_TIMEOUT when the submissions are still running (they keep running).
+ */
+STARFOLD_API starfold_status_t starfold_value_wait_timeout(starfold_value_t value, double seconds);
+
+/* =================================================================================================
+ * Destinations
+ * ================================================================================================= */
+
+/** @brief What a destination names. */
+typedef enum starfold_destination_kind {
+    /** Nothing: TensorFlow's empty destinations; rejected with "destinations can not be empty". */
+    STARFOLD_DESTINATION_NONE = 0,
+    /** One device (TensorFlow's device string): the result has one component there. */
+    STARFOLD_DESTINATION_DEVICE,
+    /**
+     * The devices of a value, in its order (TensorFlow's DistributedValues or variable destination).
+     * The value itself is not written: the result is a new value over the same devices. To all-reduce,
+     * pass the value as its own destination.
+     */
+    STARFOLD_DESTINATION_VALUE,
+    /** Host memory (TensorFlow's "/device:CPU:0"): the result is one host component. */
+    STARFOLD_DESTINATION_HOST
+} starfold_destination_kind_t;
+
+/**
+ * @brief Where a reduction or broadcast delivers its result. Build one with
+ *        starfold_destination_device(), starfold_destination_value() or starfold_destination_host();
+ *        a zero-initialised destination is the empty one.
+ */
+typedef struct starfold_destination {
+    starfold_destination_kind_t kind; /**< which of the fields below is meant */
+    int device;                       /**< ::STARFOLD_DESTINATION_DEVICE: the device */
+    starfold_value_t value;           /**< ::STARFOLD_DESTINATION_VALUE: the value (borrowed) */
+} starfold_destination_t;
+
+/**
+ * @brief The destination "device @p device".
+ * @param [in] device a device of the context (::STARFOLD_DEVICE_HOST means the host)
+ * @return the destination
+ */
+static inline starfold_destination_t starfold_destination_device(int device)
+{
+    starfold_destination_t d = { STARFOLD_DESTINATION_DEVICE, device, NULL };
+    return d;
+}
+
+/**
+ * @brief The destination "the devices of @p value, in its order".
+ * @param [in] value the value (borrowed by the destination; it must live during the call using it)
+ * @return the destination
+ */
+static inline starfold_destination_t starfold_destination_value(starfold_value_t value)
+{
+    starfold_destination_t d = { STARFOLD_DESTINATION_VALUE, 0, value };
+    return d;
+}
+
+/**
+ * @brief The destination "host memory".
+ * @return the destination
+ */
+static inline starfold_destination_t starfold_destination_host(void)
+{
+    starfold_destination_t d = { STARFOLD_DESTINATION_HOST, STARFOLD_DEVICE_HOST, NULL };
+    return d;
+}
+
+/* =================================================================================================
+ * Communication options (tf.distribute.experimental.CommunicationOptions)
+ * ================================================================================================= */
+
+/** @brief TensorFlow's CommunicationImplementation, mapped to starfold algorithms. */
+typedef enum starfold_communication_implementation {
+    /** "AUTO": the strategy's own choice (its cross-device ops). */
+    STARFOLD_COMMUNICATION_AUTO = 0,
+    /** "RING": the registered "ring" algorithm; "hierarchical-copy" in a build without one. */
+    STARFOLD_COMMUNICATION_RING,
+    /** "NCCL": "hierarchical-copy" (starfold has no NCCL; its graphs run on any StarPU worker). */
+    STARFOLD_COMMUNICATION_NCCL
+} starfold_communication_implementation_t;
+
+/**
+ * @brief Options of a collective: TensorFlow's CommunicationOptions (and the deprecated CollectiveHints).
+ *
+ * Initialise with starfold_communication_options_init() (or build one, validated, with
+ * starfold_communication_options_create()). Every field's zero is its default.
+ */
+typedef struct starfold_communication_options {
+    /**
+     * Size-based packing: tensors are grouped in order into packs of whole tensors, a pack being
+     * closed once it holds more than this many bytes (TensorFlow's group_by_size); >= 0; 0 = automatic
+     * (the algorithm's own packing: num_packs). Maps to ::starfold_algo_options_t::bytes_per_pack.
+     */
+    int64_t bytes_per_pack;
+    /**
+     * Seconds a replica waits for the other replicas to join a collective (all_reduce, merge_call)
+     * before the collective fails with ::STARFOLD_ERR_TIMEOUT; >= 0; 0 = no limit. No thread is
+     * created for it.
+     */
+    double timeout_seconds;
+    /** Which algorithm a strategy with default cross-device ops uses (see the enum). */
+    starfold_communication_implementation_t implementation;
+    /**
+     * starfold's addition: 0 (default) keeps an integer MEAN integer (truncating division);
+     * 1 does TensorFlow's promotion: integer MEAN results are float64.
+     */
+    int promote_integer_mean;
+} starfold_communication_options_t;
+
+/**
+ * @brief Fills @p options with the defaults (all zero: automatic packing, no timeout, AUTO, no promotion).
+ * @param [out] options the options to initialise (NULL is a no-op)
+ */
+STARFOLD_API void starfold_communication_options_init(starfold_communication_options_t *options);
+
+/**
+ * @brief TensorFlow's `CommunicationOptions(bytes_per_pack, timeout_seconds, implementation)`, validated.
+ * @param [in]  bytes_per_pack >= 0
+ * @param [in]  timeout_seconds >= 0 (0 = none)
+ * @param [in]  implementation "AUTO", "RING" or "NCCL" in any case; NULL = AUTO
+ * @param [out] options the options (promote_integer_mean = 0)
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT: "Argument `bytes_per_pack` must be >=0, Received -1", a
+ *         negative or NaN timeout; ::STARFOLD_ERR_NOT_FOUND for another implementation name.
+ */
+STARFOLD_API starfold_status_t starfold_communication_options_create(int64_t bytes_per_pack, double timeout_seconds,
+                                                                     const char *implementation,
+                                                                     starfold_communication_options_t *options);
+
+/**
+ * @brief Checks every field of @p options.
+ * @param [in] options the options; NULL is valid (the defaults)
+ * @return ::STARFOLD_OK or ::STARFOLD_ERR_INVALID_ARGUMENT naming the first bad field
+ */
+STARFOLD_API starfold_status_t starfold_communication_options_validate(const starfold_communication_options_t *options);
+
+/**
+ * @brief TensorFlow's `Options.merge(other)`: a copy of @p self where every non-default field of
+ *        @p other wins (bytes_per_pack != 0, timeout_seconds != 0, implementation != AUTO,
+ *        promote_integer_mean != 0).
+ * @param [in]  self the base (NULL = defaults)
+ * @param [in]  other the overrides (NULL = none)
+ * @param [out] merged the result (may be @p self or @p other)
+ * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT when an input is invalid (nothing written)
+ */
+STARFOLD_API starfold_status_t starfold_communication_options_merge(const starfold_communication_options_t *self,
+                                                                    const starfold_communication_options_t *other,
+                                                                    starfold_communication_options_t *merged);
+
+/**
+ * @brief Name of an implementation.
+ * @param [in] impl the implementation
+ * @return "AUTO", "RING", "NCCL"; "unknown" otherwise (never NULL)
+ */
+STARFOLD_API const char *starfold_communication_implementation_name(starfold_communication_implementation_t impl);
+
+/**
+ * @brief Parses an implementation name, upper-casing it as TensorFlow does ("ring" = "RING").
+ * @param [in]  name the name
+ * @param [out] impl the implementation; untouched on error
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL, ::STARFOLD_ERR_NOT_FOUND for another name.
+ */
+STARFOLD_API starfold_status_t starfold_communication_implementation_from_string(
+    const char *name, starfold_communication_implementation_t *impl);
+
+/* =================================================================================================
+ * Cross-device ops (tf.distribute.CrossDeviceOps)
+ * ================================================================================================= */
+
+/**
+ * @brief Opaque cross-device ops object: how values are reduced across devices. Immutable once
+ *        created, so any thread may use it; reference-counted (strategies keep a reference).
+ */
+typedef struct starfold_cross_device_ops *starfold_cross_device_ops_t;
+
+/**
+ * @brief Cross-device ops for any registered algorithm (starfold_algorithm_count(), starfold_algorithm_name()).
+ *
+ * "reduce-to-one" behaves as TensorFlow's ReductionToOneDevice; every other algorithm as TensorFlow's
+ * AllReduceCrossDeviceOps: an all-reduce when the value's devices are the destination's devices,
+ * else the fallback to reduce-to-one.
+ *
+ * @param [in]  algorithm a registered name
+ * @param [in]  options algorithm options (copied; NULL = starfold_algo_options_init() defaults)
+ * @param [in]  topology the topology to plan on (a reference is kept); NULL = the strategy's
+ *              topology when used by a strategy, else the context's (starfold_context_topology())
+ * @param [out] ops the new object, owned by the caller (starfold_cross_device_ops_destroy())
+ * @return ::STARFOLD_ERR_NOT_FOUND for an unknown algorithm, ::STARFOLD_ERR_INVALID_ARGUMENT for a
+ *         bad option (num_packs < 0, reduce_to_device < -1).
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_create(const char *algorithm,
+                                                                const starfold_algo_options_t *options,
+                                                                starfold_topology_t topology,
+                                                                starfold_cross_device_ops_t *ops);
+
+/**
+ * @brief TensorFlow's `tf.distribute.ReductionToOneDevice(reduce_to_device)`.
+ * @param [in]  reduce_to_device the intermediate device, or -1 for the first device of the destinations
+ * @param [out] ops the new object, owned by the caller (starfold_cross_device_ops_destroy())
+ * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT for a device below -1
+ */
+STARFOLD_API starfold_status_t starfold_reduction_to_one_device_create(int reduce_to_device,
+                                                                       starfold_cross_device_ops_t *ops);
+
+/**
+ * @brief TensorFlow's `tf.distribute.HierarchicalCopyAllReduce(num_packs)`.
+ * @param [in]  num_packs >= 0; 0 = no packing (TensorFlow's default is 1)
+ * @param [out] ops the new object, owned by the caller (starfold_cross_device_ops_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT with "HierarchicalCopy requires num_packs >= 0, but -1 is
+ *         specified" for a negative @p num_packs.
+ */
+STARFOLD_API starfold_status_t starfold_hierarchical_copy_all_reduce_create(int num_packs,
+                                                                            starfold_cross_device_ops_t *ops);
+
+/**
+ * @brief Adds a reference (each reference is dropped by one starfold_cross_device_ops_destroy()).
+ * @param [in] ops the object, or NULL
+ * @return @p ops
+ */
+STARFOLD_API starfold_cross_device_ops_t starfold_cross_device_ops_retain(starfold_cross_device_ops_t ops);
+
+/**
+ * @brief Drops a reference; frees on the last.
+ * @param [in] ops the object, or NULL (no-op)
+ */
+STARFOLD_API void starfold_cross_device_ops_destroy(starfold_cross_device_ops_t ops);
+
+/**
+ * @brief The algorithm the ops run.
+ * @param [in] ops the object
+ * @return its registry name ("reduce-to-one", "hierarchical-copy", ...), static; "" for NULL
+ */
+STARFOLD_API const char *starfold_cross_device_ops_algorithm(starfold_cross_device_ops_t ops);
+
+/**
+ * @brief The algorithm options the ops were created with.
+ * @param [in]  ops the object
+ * @param [out] options a copy of them
+ * @return ::STARFOLD_OK or ::STARFOLD_ERR_INVALID_ARGUMENT for NULL
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_options(starfold_cross_device_ops_t ops,
+                                                                 starfold_algo_options_t *options);
+
+/**
+ * @brief TensorFlow's `CrossDeviceOps.reduce(reduce_op, per_replica_value, destinations, options)`.
+ *
+ * Dispatch, as TensorFlow's:
+ *  1. **one-value shortcut**: a one-component value whose device is the destination's (as a set) is
+ *     copied (TensorFlow's identity), no reduction;
+ *  2. **all-reduce**: an all-reduce algorithm, the value's devices equal to the destination's devices
+ *     as a set (order does not matter) and a destination that is not the host: the algorithm, result
+ *     components in the destination's order;
+ *  3. **fallback**: otherwise ReductionToOneDevice: every component reduced on the ops'
+ *     reduce_to_device (or the first destination device; for the host, the value's first device),
+ *     then copied to the destinations.
+ *
+ * MEAN divides by the number of components of the value (which an all-reduce's destinations equal).
+ * Options: bytes_per_pack (when > 0) replaces the algorithm's packing and promote_integer_mean selects
+ * TensorFlow's float64 integer MEAN; the implementation field is ignored (the ops are the choice).
+ *
+ * @param [in]  ops the cross-device ops
+ * @param [in]  op the reduce operation
+ * @param [in]  value the value to reduce (not written)
+ * @param [in]  destinations where the result goes (not written)
+ * @param [in]  options NULL = defaults
+ * @param [out] result a new mirrored value over the destination's devices (one component for a
+ *              device or the host), owned by the caller; its content is ready once starfold_value_wait()
+ *              returns or through StarPU's dependencies
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT ("destinations can not be empty", an empty value, values of
+ *         different contexts, a device outside the topology), ::STARFOLD_ERR_NOT_SUPPORTED (an op for a
+ *         dtype), ::STARFOLD_ERR_OUT_OF_MEMORY, ::STARFOLD_ERR_RUNTIME (StarPU refused the tasks).
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_reduce(starfold_cross_device_ops_t ops, starfold_op_t op,
+                                                                starfold_value_t value,
+                                                                const starfold_destination_t *destinations,
+                                                                const starfold_communication_options_t *options,
+                                                                starfold_value_t *result);
+
+/** @brief One (value, destinations) pair of a batch reduce. */
+typedef struct starfold_value_destination_pair {
+    starfold_value_t value;               /**< the value to reduce */
+    starfold_destination_t destinations;  /**< where its result goes */
+} starfold_value_destination_pair_t;
+
+/**
+ * @brief TensorFlow's `CrossDeviceOps.batch_reduce(reduce_op, value_destination_pairs, options)`.
+ *
+ * Each pair is dispatched as starfold_cross_device_ops_reduce() would. The pairs that take the same
+ * path over the same devices are compiled into **one graph** and submitted once: when every pair's
+ * value devices equal its destination's devices and the first value's devices (TensorFlow's
+ * _all_devices_match) the whole batch is one all-reduce graph whose tensors are all the pairs'
+ * tensors, packed by the algorithm. Values may list the same devices in different orders.
+ *
+ * @param [in]  ops the cross-device ops
+ * @param [in]  op the reduce operation
+ * @param [in]  num_pairs >= 1
+ * @param [in]  pairs the pairs (not written)
+ * @param [in]  options NULL = defaults
+ * @param [out] results @p num_pairs new values, one per pair **in input order**, owned by the caller;
+ *              untouched on failure
+ * @return as starfold_cross_device_ops_reduce(); "batch_reduce needs at least one (value,
+ *         destinations) pair" for an empty batch.
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_batch_reduce(
+    starfold_cross_device_ops_t ops, starfold_op_t op, size_t num_pairs, const starfold_value_destination_pair_t *pairs,
+    const starfold_communication_options_t *options, starfold_value_t *results);
+
+/**
+ * @brief TensorFlow's `CrossDeviceOps.broadcast(tensor, destinations)`: a copy of the tensor on every
+ *        destination device (TensorFlow's simple_broadcast, always mirrored).
+ * @param [in]  ops the cross-device ops (their topology, if any, plans the copies)
+ * @param [in]  value a one-component value, or a mirrored value (its first component is the source)
+ * @param [in]  destinations where the copies go
+ * @param [out] result a new mirrored value over the destination's devices, owned by the caller
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a per-replica value of several components or bad destinations.
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_broadcast(starfold_cross_device_ops_t ops,
+                                                                   starfold_value_t value,
+                                                                   const starfold_destination_t *destinations,
+                                                                   starfold_value_t *result);
+
+/* =================================================================================================
+ * Strategies (tf.distribute.Strategy, StrategyExtended)
+ * ================================================================================================= */
+
+/** @brief Opaque strategy: which devices the replicas run on and how their values are reduced. */
+typedef struct starfold_strategy *starfold_strategy_t;
+
+/** @brief Opaque replica context: what a replica function may do (tf.distribute.ReplicaContext). */
+typedef struct starfold_replica_context *starfold_replica_context_t;
+
+/** @brief The strategy classes. */
+typedef enum starfold_strategy_kind {
+    STARFOLD_STRATEGY_MIRRORED = 0,   /**< tf.distribute.MirroredStrategy */
+    STARFOLD_STRATEGY_ONE_DEVICE,     /**< tf.distribute.OneDeviceStrategy */
+    STARFOLD_STRATEGY_CENTRAL_STORAGE /**< tf.distribute.experimental.CentralStorageStrategy */
+} starfold_strategy_kind_t;
+
+/**
+ * @brief Name of a strategy class.
+ * @param [in] kind the class
+ * @return "MirroredStrategy", "OneDeviceStrategy", "CentralStorageStrategy"; "unknown" otherwise
+ */
+STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t kind);
+
+/**
+ * @brief TensorFlow's `tf.distribute.MirroredStrategy(devices, cross_device_ops)`.
+ *
+ * Replica i runs on @p devices[i]; variables (starfold_strategy_create_variable()) are mirrored over
+ * the same devices. Without @p cross_device_ops the choice looks at the topology: on a DGX-1-like
+ * topology (8 or more GPUs whose first 8 have the DGX-1 hybrid cube-mesh NVLink pattern, TensorFlow
+ * 1.x's _has_dgx1_like_links) HierarchicalCopyAllReduce(num_packs = number of devices), otherwise
+ * ReductionToOneDevice(). Those default ops also follow the implementation field of the
+ * communication options: RING selects "ring" (or "hierarchical-copy" without a registered ring),
+ * NCCL selects "hierarchical-copy".
+ *
+ * @param [in]  context the StarPU context; must outlive the strategy
+ * @param [in]  topology the topology reductions are planned on (a reference is kept); NULL = the
+ *              context's (starfold_context_topology())
+ * @param [in]  num_devices number of replicas; 0 with NULL @p devices = every device of the context
+ * @param [in]  devices distinct devices (copied)
+ * @param [in]  cross_device_ops NULL for the default choice; else a reference is kept
+ * @param [out] strategy the new strategy, owned by the caller (starfold_strategy_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT ("No duplicates allowed in `devices` argument", a device
+ *         outside the context or the topology).
+ */
+STARFOLD_API starfold_status_t starfold_mirrored_strategy_create(starfold_context_t context,
+                                                                 starfold_topology_t topology, int num_devices,
+                                                                 const int *devices,
+                                                                 starfold_cross_device_ops_t cross_device_ops,
+                                                                 starfold_strategy_t *strategy);
+
+/**
+ * @brief TensorFlow's `tf.distribute.OneDeviceStrategy(device)`: one replica on @p device.
+ *
+ * Its reductions have one component: reduce_to and batch_reduce_to give the value itself (a copy on
+ * the destination), as TensorFlow returns the value unchanged.
+ * @param [in]  context the StarPU context; must outlive the strategy
+ * @param [in]  topology the topology (a reference is kept); NULL = the context's
+ * @param [in]  device the replica's device
+ * @param [out] strategy the new strategy, owned by the caller (starfold_strategy_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a device outside the context or the topology.
+ */
+STARFOLD_API starfold_status_t starfold_one_device_strategy_create(starfold_context_t context,
+                                                                   starfold_topology_t topology, int device,
+                                                                   starfold_strategy_t *strategy);
+
+/** @brief For starfold_central_storage_strategy_create(): TensorFlow's default parameter device. */
+#define STARFOLD_PARAMETER_DEVICE_DEFAULT (-2)
+
+/**
+ * @brief TensorFlow's `tf.distribute.experimental.CentralStorageStrategy(compute_devices, parameter_device)`.
+ *
+ * Replicas run on the compute devices; variables live in one place, the parameter device (a device
+ * or ::STARFOLD_DEVICE_HOST). Reductions use ReductionToOneDevice(reduce_to_device = the parameter
+ * device; for the host, the first device of the destinations), as TensorFlow's
+ * ReductionToOneDevice("/device:CPU:0").
+ *
+ * @param [in]  context the StarPU context; must outlive the strategy
+ * @param [in]  topology the topology (a reference is kept); NULL = the context's
+ * @param [in]  num_compute_devices 0 with NULL @p compute_devices = every device of the context
+ * @param [in]  compute_devices the replicas' distinct devices (copied)
+ * @param [in]  parameter_device a device, ::STARFOLD_DEVICE_HOST, or ::STARFOLD_PARAMETER_DEVICE_DEFAULT
+ *              (TensorFlow's default: the only compute device when there is one, else the host)
+ * @param [out] strategy the new strategy, owned by the caller (starfold_strategy_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for duplicated devices or a device outside the context or the topology.
+ */
+STARFOLD_API starfold_status_t starfold_central_storage_strategy_create(starfold_context_t context,
+                                                                        starfold_topology_t topology,
+                                                                        int num_compute_devices,
+                                                                        const int *compute_devices,
+                                                                        int parameter_device,
+                                                                        starfold_strategy_t *strategy);
+
+/**
+ * @brief Frees a strategy (no run may be in progress). Values created with it stay valid.
+ * @param [in] strategy the strategy, or NULL (no-op)
+ */
+STARFOLD_API void starfold_strategy_destroy(starfold_strategy_t strategy);
+
+/**
+ * @brief Which strategy class.
+ * @param [in] strategy the strategy
+ * @return the class (Mirrored for NULL)
+ */
+STARFOLD_API starfold_strategy_kind_t starfold_strategy_kind(starfold_strategy_t strategy);
+/**
+ * @brief TensorFlow's `num_replicas_in_sync`.
+ * @param [in] strategy the strategy
+ * @return the number of replicas; 0 for NULL
+ */
+STARFOLD_API int starfold_strategy_num_replicas_in_sync(starfold_strategy_t strategy);
+/**
+ * @brief TensorFlow's `extended.worker_devices[replica]`.
+ * @param [in] strategy the strategy
+ * @param [in] replica 0 .. num_replicas_in_sync-1
+ * @return the device of that replica; -2 out of range
+ */
+STARFOLD_API int starfold_strategy_worker_device(starfold_strategy_t strategy, int replica);
+/**
+ * @brief The context the strategy runs on.
+ * @param [in] strategy the strategy
+ * @return the context (borrowed); NULL for NULL
+ */
+STARFOLD_API starfold_context_t starfold_strategy_context(starfold_strategy_t strategy);
+/**
+ * @brief The topology reductions are planned on.
+ * @param [in] strategy the strategy
+ * @return the topology (borrowed); NULL for NULL
+ */
+STARFOLD_API starfold_topology_t starfold_strategy_topology(starfold_strategy_t strategy);
+/**
+ * @brief The cross-device ops in use: the caller's or the default choice (TensorFlow's
+ *        `extended._cross_device_ops`).
+ * @param [in] strategy the strategy
+ * @return the ops (borrowed; retain them to keep them beyond the strategy); NULL for NULL
+ */
+STARFOLD_API starfold_cross_device_ops_t starfold_strategy_cross_device_ops(starfold_strategy_t strategy);
+
+/**
+ * @brief Sets the strategy's default communication options; every call's own options are merged over
+ *        them (starfold_communication_options_merge()). merge_call, which takes no options, uses these.
+ * @param [in] strategy the strategy
+ * @param [in] options the options (copied); NULL restores the defaults
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for invalid options. Not to be called during a run.
+ */
+STARFOLD_API starfold_status_t starfold_strategy_set_communication_options(
+    starfold_strategy_t strategy, const starfold_communication_options_t *options);
+
+/**
+ * @brief A variable created in the strategy's scope (TensorFlow's `tf.Variable(init)` under
+ *        `strategy.scope()`): mirrored over the replica devices (MirroredStrategy), one component on
+ *        the parameter device (CentralStorageStrategy) or on the device (OneDeviceStrategy).
+ * @param [in]  strategy the strategy
+ * @param [in]  dtype element type
+ * @param [in]  count elements
+ * @param [in]  init NULL (zeros) or @p count elements of @p dtype, copied to every component
+ * @param [out] variable a new mirrored value, owned by the caller
+ * @return as starfold_value_create()
+ */
+STARFOLD_API starfold_status_t starfold_strategy_create_variable(starfold_strategy_t strategy, starfold_dtype_t dtype,
+                                                                 size_t count, const void *init,
+                                                                 starfold_value_t *variable);
+
+/**
+ * @brief A replica function: what starfold_strategy_run() calls once per replica.
+ * @param [in] context this replica's context (valid during the call, in this thread)
+ * @param [in] arg the argument given to starfold_strategy_run(), shared by every replica
+ * @return ::STARFOLD_OK, or an error that starfold_strategy_run() reports
+ */
+typedef starfold_status_t (*starfold_replica_fn_t)(starfold_replica_context_t context, void *arg);
+
+/**
+ * @brief TensorFlow's `strategy.run(fn, args)`: calls @p fn once per replica, **concurrently**, one
+ *        thread per replica, and returns when every replica has returned.
+ *
+ * Unlike TensorFlow (whose replica threads run one at a time, so a blocking collective issued
+ * directly from a replica deadlocks), all replicas run at once; collectives are rendezvous of all
+ * replicas. Each replica must make the same sequence of all_reduce and merge_call calls. A replica
+ * that returns while the others wait in a collective (or that skips one) makes them fail at once
+ * with "Some replicas made a different number of replica_context().merge_call() calls." - never a
+ * deadlock. A replica waiting longer than the options' timeout_seconds for the others fails with
+ * ::STARFOLD_ERR_TIMEOUT, and so does every replica of that collective; after either failure every
+ * later collective of the run fails at once.
+ *
+ * @param [in] strategy the strategy
+ * @param [in] fn the replica function
+ * @param [in] arg passed to every replica (index per-replica data with the replica id)
+ * @return ::STARFOLD_OK when every replica returned ::STARFOLD_OK; else the error of the lowest
+ *         replica whose failure is not a consequence of another replica's (starfold_last_error()
+ *         names the replica); ::STARFOLD_ERR_INVALID_ARGUMENT when called from a replica or merge
+ *         function; ::STARFOLD_ERR_RUNTIME when the threads cannot be started (nothing ran).
+ */
+STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg);
+
+/**
+ * @brief TensorFlow's `strategy.extended.reduce_to(reduce_op, value, destinations, options)`.
+ *
+ * Cross-replica context only (not in a replica function; in a merge function it is fine).
+ * MirroredStrategy: a mirrored value reduced with MEAN, MIN or MAX is copied (its components are
+ * equal; TensorFlow returns it unchanged), anything else goes through the cross-device ops.
+ * CentralStorageStrategy: ReductionToOneDevice on the parameter device. OneDeviceStrategy: a copy on
+ * the destination. A SUM of a mirrored value sums its components (TensorFlow asserts instead).
+ *
+ * @param [in]  strategy the strategy
+ * @param [in]  op the reduce operation
+ * @param [in]  value the value to reduce (not written)
+ * @param [in]  destinations where the result goes (not written)
+ * @param [in]  options merged over the strategy's (NULL = the strategy's)
+ * @param [out] result a new mirrored value over the destination's devices, owned by the caller
+ * @return as starfold_cross_device_ops_reduce(); ::STARFOLD_ERR_INVALID_ARGUMENT with "Method requires
+ *         being in cross-replica context, use get_replica_context().merge_call()" in a replica function.
+ */
+STARFOLD_API starfold_status_t starfold_strategy_reduce_to(starfold_strategy_t strategy, starfold_op_t op,
+                                                           starfold_value_t value,
+                                                           const starfold_destination_t *destinations,
+                                                           const starfold_communication_options_t *options,
+                                                           starfold_value_t *result);
+
+/**
+ * @brief TensorFlow's `strategy.extended.batch_reduce_to(reduce_op, value_destination_pairs, options)`:
+ *        the cross-device ops' batch_reduce (one graph per group of pairs over the same devices).
+ *        Cross-replica context only.
+ * @param [in]  strategy the strategy
+ * @param [in]  op the reduce operation
+ * @param [in]  num_pairs >= 1
+ * @param [in]  pairs the pairs (not written)
+ * @param [in]  options merged over the strategy's (NULL = the strategy's)
+ * @param [out] results @p num_pairs new values, one per pair in input order, owned by the caller
+ * @return as starfold_cross_device_ops_batch_reduce(), or the cross-replica context error
+ */
+STARFOLD_API starfold_status_t starfold_strategy_batch_reduce_to(starfold_strategy_t strategy, starfold_op_t op,
+                                                                 size_t num_pairs,
+                                                                 const starfold_value_destination_pair_t *pairs,
+                                                                 const starfold_communication_options_t *options,
+                                                                 starfold_value_t *results);
+
+/**
+ * @brief TensorFlow's `strategy.extended.broadcast_to(tensor, destinations)`: a copy of a
+ *        one-component (or mirrored) value on the destination's devices. Empty destinations mean the
+ *        strategy's replica devices, as in TensorFlow. Cross-replica context only.
+ * @param [in]  strategy the strategy
+ * @param [in]  value a one-component or mirrored value (not written)
+ * @param [in]  destinations where the copies go; a zero-initialised destination = the replica devices
+ * @param [out] result a new mirrored value, owned by the caller
+ * @return as starfold_cross_device_ops_broadcast(), or the cross-replica context error
+ */
+STARFOLD_API starfold_status_t starfold_strategy_broadcast_to(starfold_strategy_t strategy, starfold_value_t value,
+                                                              const starfold_destination_t *destinations,
+                                                              starfold_value_t *result);
+
+/** @brief What an update function receives for one component of the updated variable. */
+typedef struct starfold_update_call {
+    starfold_strategy_t strategy;      /**< the strategy */
+    starfold_value_t variable;         /**< the updated value */
+    int component;                     /**< index of the component being updated (TensorFlow's update_%d) */
+    int device;                        /**< its device (::STARFOLD_DEVICE_HOST for the host) */
+    starpu_data_handle_t target;       /**< its handle: what the function updates */
+    size_t num_args;                   /**< number of arguments */
+    /**
+     * The arguments selected for this component (TensorFlow's select_replica): the argument's
+     * component on the same device, else its only component, else its component of the same index.
+     */
+    const starpu_data_handle_t *args;
+    const starfold_value_t *arg_values; /**< the argument values themselves */
+} starfold_update_call_t;
+
+/**
+ * @brief An update function: updates `call->target` from `call->args`, typically by submitting a
+ *        StarPU task pinned to the component's device (starfold_context_device_worker()), or with
+ *        starfold_update_assign().
+ * @param [in] call this component's target and selected arguments (valid during the call)
+ * @param [in] user_data what starfold_strategy_update() was given
+ * @return ::STARFOLD_OK, or an error that stops the update and is returned by starfold_strategy_update()
+ */
+typedef starfold_status_t (*starfold_update_fn_t)(const starfold_update_call_t *call, void *user_data);
+
+/**
+ * @brief TensorFlow's `strategy.extended.update(var, fn, args)`: calls @p fn once per component of
+ *        @p variable, in order, in the calling thread (cross-replica context only).
+ *
+ * CentralStorageStrategy rejects per-replica arguments of several components and mirrored
+ * arguments of several components, as TensorFlow does.
+ *
+ * @param [in] strategy the strategy
+ * @param [in] variable the value to update (its components are passed to @p fn; the value itself is
+ *             not replaced)
+ * @param [in] fn the update function
+ * @param [in] num_args number of arguments
+ * @param [in] args the arguments (values), each with one component, or one per component of @p variable
+ * @param [in] user_data passed to @p fn
+ * @return ::STARFOLD_OK, the first error of @p fn (the later components are not updated), or
+ *         ::STARFOLD_ERR_INVALID_ARGUMENT for arguments that cannot be matched to the components.
+ */
+STARFOLD_API starfold_status_t starfold_strategy_update(starfold_strategy_t strategy, starfold_value_t variable,
+                                                        starfold_update_fn_t fn, size_t num_args,
+                                                        const starfold_value_t *args, void *user_data);
+
+/**
+ * @brief `var.assign(value)` in an update function: copies argument @p arg into the target component
+ *        (asynchronously, through StarPU; the variable waits for it in starfold_value_wait()).
+ * @param [in] call the call the update function received
+ * @param [in] arg index of the argument to copy
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT when @p arg is out of range or its dtype or count differ.
+ */
+STARFOLD_API starfold_status_t starfold_update_assign(const starfold_update_call_t *call, size_t arg);
+
+/** @brief starfold_strategy_reduce() without an axis: across replicas only. */
+#define STARFOLD_AXIS_NONE INT_MIN
+
+/**
+ * @brief TensorFlow's `strategy.reduce(reduce_op, value, axis)`: the value reduced to the host.
+ *
+ * Without an axis (::STARFOLD_AXIS_NONE) the value is reduced across replicas only (the result has
+ * the value's element count). With axis 0 (or -1; values are 1-D tensors) the elements are reduced
+ * too, giving one element: SUM over every element of every replica; MEAN divides that sum by the
+ * global element count (components x count), as TensorFlow divides by the summed dimension sizes;
+ * MIN, MAX and PROD over everything. The element reduction runs on the host once the cross-replica
+ * reduction is done (the operations commute), so a call with an axis waits for it.
+ *
+ * @param [in]  strategy the strategy
+ * @param [in]  op the reduce operation (promote_integer_mean from the strategy's options applies)
+ * @param [in]  value the value (not written)
+ * @param [in]  axis ::STARFOLD_AXIS_NONE, 0 or -1
+ * @param [out] result a new one-component host value, owned by the caller
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for another axis ("axis 1 is out of bounds for a 1-D
+ *         tensor"), an integer MEAN over zero elements, or in a replica function.
+ */
+STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t strategy, starfold_op_t op,
+                                                        starfold_value_t value, int axis, starfold_value_t *result);
+
+/* =================================================================================================
+ * Replica context (tf.distribute.ReplicaContext)
+ * ================================================================================================= */
+
+/**
+ * @brief TensorFlow's `tf.distribute.get_replica_context()`.
+ * @return the replica context of the calling thread while it runs a replica function (borrowed);
+ *         NULL in the cross-replica context (outside a run, or inside a merge function)
+ */
+STARFOLD_API starfold_replica_context_t starfold_get_replica_context(void);
+
+/**
+ * @brief TensorFlow's `replica_id_in_sync_group`.
+ * @param [in] context the replica context
+ * @return 0 .. num_replicas_in_sync-1; -1 for NULL
+ */
+STARFOLD_API int starfold_replica_context_replica_id_in_sync_group(starfold_replica_context_t context);
+/**
+ * @brief TensorFlow's `num_replicas_in_sync`.
+ * @param [in] context the replica context
+ * @return the number of replicas; 0 for NULL
+ */
+STARFOLD_API int starfold_replica_context_num_replicas_in_sync(starfold_replica_context_t context);
+/**
+ * @brief TensorFlow's `devices`: the one device this replica runs on.
+ * @param [in] context the replica context
+ * @return the device; -2 for NULL
+ */
+STARFOLD_API int starfold_replica_context_device(starfold_replica_context_t context);
+/**
+ * @brief TensorFlow's `strategy`.
+ * @param [in] context the replica context
+ * @return the strategy running this replica (borrowed); NULL for NULL
+ */
+STARFOLD_API starfold_strategy_t starfold_replica_context_strategy(starfold_replica_context_t context);
+
+/**
+ * @brief This replica's handle of a distributed value (TensorFlow's select_replica): its component
+ *        on this replica's device, else its only component, else its component of this replica's index.
+ * @param [in]  context the replica context
+ * @param [in]  value the value
+ * @param [out] handle borrowed, valid while the value lives
+ * @return ::STARFOLD_OK or ::STARFOLD_ERR_INVALID_ARGUMENT when no component fits
+ */
+STARFOLD_API starfold_status_t starfold_replica_context_select(starfold_replica_context_t context,
+                                                               starfold_value_t value, starpu_data_handle_t *handle);
+
+/**
+ * @brief TensorFlow's `ReplicaContext.all_reduce(reduce_op, value, options)` for a list of values:
+ *        every replica passes its own list, all are reduced in **one batched collective** (one graph
+ *        for the whole list), and every replica gets the reduced values.
+ *
+ * A rendezvous of all replicas: each must call it (in the same order relative to its other
+ * collectives) with as many values, of the same dtypes and counts, and the same op. The last replica
+ * to arrive compiles and submits the graph (the strategy's batch_reduce_to with each value as its own
+ * destination) and returns without waiting for the graph to run. Each value must have a component on
+ * this replica's device (a one-component value there, or a mirrored variable: its component on this
+ * device is used, so all_reduce of a mirrored variable sums every replica's copy).
+ *
+ * @param [in]  context this replica's context (the calling thread's own)
+ * @param [in]  op the reduce operation (the same on every replica)
+ * @param [in]  num_values >= 1
+ * @param [in]  values this replica's values (not written)
+ * @param [in]  options merged over the strategy's; its timeout_seconds bounds the wait for the others
+ * @param [out] results @p num_values new one-component values on this replica's device, owned by the
+ *              caller; untouched on failure
+ * @return ::STARFOLD_ERR_TIMEOUT (not every replica joined in time; nothing was submitted, so no
+ *         input changed), ::STARFOLD_ERR_INVALID_ARGUMENT (replicas that disagree, a replica that
+ *         returned instead of joining, a call outside this replica's function), or the reduction's error.
+ */
+STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_replica_context_t context,
+                                                                   starfold_op_t op, size_t num_values,
+                                                                   const starfold_value_t *values,
+                                                                   const starfold_communication_options_t *options,
+                                                                   starfold_value_t *results);
+
+/**
+ * @brief A merge function: runs once, in the cross-replica context, with every replica's argument.
+ * @param [in]  strategy the strategy (TensorFlow's first argument of merge_fn)
+ * @param [in]  num_replicas number of replicas
+ * @param [in]  args args[r] = the argument replica r passed to merge_call (TensorFlow's PerReplica
+ *              arguments; starfold_value_regroup() turns values into one)
+ * @param [out] results results[r] = what replica r's merge_call returns (all NULL on entry; set the
+ *              same pointer everywhere for a shared result)
+ * @return ::STARFOLD_OK or an error that every replica's merge_call returns
+ */
+typedef starfold_status_t (*starfold_merge_fn_t)(starfold_strategy_t strategy, int num_replicas, void *const *args,
+                                                 void **results);
+
+/**
+ * @brief TensorFlow's `ReplicaContext.merge_call(merge_fn, args)`: every replica pauses here; when all
+ *        have arrived, @p merge_fn runs once (with replica 0's function, as TensorFlow uses thread 0's)
+ *        in the cross-replica context, in the thread of the last replica to arrive; then each replica
+ *        continues with its result.
+ *
+ * The wait for the other replicas is bounded by the strategy's timeout_seconds
+ * (starfold_strategy_set_communication_options()).
+ *
+ * @param [in]  context this replica's context (the calling thread's own)
+ * @param [in]  fn the merge function
+ * @param [in]  arg this replica's argument
+ * @param [out] result this replica's result (may be NULL if not wanted)
+ * @return @p fn's status, ::STARFOLD_ERR_TIMEOUT, or ::STARFOLD_ERR_INVALID_ARGUMENT ("Some replicas
+ *         made a different number of replica_context().merge_call() calls.", a call from the
+ *         cross-replica context).
+ */
+STARFOLD_API starfold_status_t starfold_replica_context_merge_call(starfold_replica_context_t context,
+                                                                   starfold_merge_fn_t fn, void *arg, void **result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STARFOLD_DISTRIBUTE_H */

@@ -1,0 +1,915 @@
+/*
+ * The tf.distribute layer without strategies: reduce ops, communication options, values, and the
+ * cross-device ops (reduce, batch_reduce, broadcast) with every dispatch path of TensorFlow's
+ * CrossDeviceOps (tf-distribute-semantics.md sections 1-4).
+ *
+ * Runs on CPU-only StarPU (tests/run-test.sh: STARPU_NCPU=2): one context of 8 logical devices on
+ * the CPU workers, reductions planned on the built-in "host" topology (subsets of it) or on the
+ * context's own topology. The private trace of the layer (src/distribute.h) tells which path a
+ * reduction took and how many graphs a batch became:
+ *
+ *     value devices vs destination          ops                 path
+ *     {1} vs {1}                            any                 shortcut (a copy)
+ *     {0,1,2,3} vs {3,2,1,0}                hierarchical-copy   all-reduce (order-insensitive match)
+ *     {0,1,2,3} vs {2} or {0,1} or host     hierarchical-copy   fallback: reduce-to-one
+ *     {0,1,2,3} vs anything                 reduce-to-one       reduce-to-one
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starfold.h>
+
+#include "distribute.h"
+#include "util.h"
+
+#define NDEV 8
+
+static starfold_context_t ctx;
+static starfold_topology_t host4; /* "host" subset of 4 devices */
+
+static int suite_init(void)
+{
+    starfold_context_options_t o;
+    starfold_context_options_init(&o);
+    o.mode = STARFOLD_DEVICES_CPU;
+    o.num_devices = NDEV;
+    if (starfold_context_create(&o, &ctx) != STARFOLD_OK) return -1;
+    starfold_topology_t host = NULL;
+    if (starfold_topology_builtin("host", &host) != STARFOLD_OK) return -1;
+    starfold_status_t st = starfold_topology_subset(host, 4, &host4);
+    starfold_topology_destroy(host);
+    return st == STARFOLD_OK ? 0 : -1;
+}
+
+static int suite_cleanup(void)
+{
+    starfold_topology_destroy(host4);
+    starfold_context_destroy(ctx);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Helpers: float32 values whose component c, element i holds base + 10 * c + i (exact in float32).
+ */
+
+static starfold_value_t make_f32(starfold_value_kind_t kind, int n, const int *devices, size_t count, float base)
+{
+    starfold_value_t v = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, kind, n, devices, STARFOLD_FLOAT32, count, NULL, &v), STARFOLD_OK);
+    float *buf = malloc(sizeof(float) * (count ? count : 1));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+    for (int c = 0; c < n; c++) {
+        for (size_t i = 0; i < count; i++) buf[i] = base + 10.0f * (float)c + (float)(i % 100);
+        CU_ASSERT_EQUAL(starfold_value_write(v, c, buf, count * sizeof(float)), STARFOLD_OK);
+    }
+    free(buf);
+    return v;
+}
+
+/* Expected element i of op over the n components of make_f32(.., base). */
+static double expect_f32(starfold_op_t op, int n, size_t i, float base)
+{
+    double acc = 0;
+    for (int c = 0; c < n; c++) {
+        const double x = base + 10.0 * c + (double)(i % 100);
+        if (c == 0) acc = x;
+        else if (op == STARFOLD_OP_SUM || op == STARFOLD_OP_MEAN) acc += x;
+        else if (op == STARFOLD_OP_MIN) acc = x < acc ? x : acc;
+        else if (op == STARFOLD_OP_MAX) acc = x > acc ? x : acc;
+        else acc *= x;
+    }
+    return op == STARFOLD_OP_MEAN ? acc / n : acc;
+}
+
+/* Every component of @v holds expect_f32(op, n, i, base) for every i. */
+static int check_f32(starfold_value_t v, starfold_op_t op, int n, float base)
+{
+    const size_t count = starfold_value_count(v);
+    float *buf = malloc(sizeof(float) * (count ? count : 1));
+    int bad = 0;
+    for (int c = 0; c < starfold_value_num_components(v) && buf; c++) {
+        if (starfold_value_read(v, c, buf, count * sizeof(float)) != STARFOLD_OK) {
+            bad++;
+            continue;
+        }
+        for (size_t i = 0; i < count; i++) {
+            const double e = expect_f32(op, n, i, base);
+            if (fabs(buf[i] - e) > 1e-5 * fmax(1.0, fabs(e))) {
+                if (bad++ < 3)
+                    fprintf(stderr, "component %d element %zu: got %g expected %g (%s)\n", c, i, buf[i], e,
+                            starfold_op_name(op));
+            }
+        }
+    }
+    free(buf);
+    return bad == 0;
+}
+
+static float read_scalar_f32(starfold_value_t v, int c)
+{
+    float x = NAN;
+    CU_ASSERT_EQUAL(starfold_value_read(v, c, &x, sizeof x), STARFOLD_OK);
+    return x;
+}
+
+static sf_trace_entry_t last_trace(void)
+{
+    sf_trace_entry_t e;
+    memset(&e, 0, sizeof e);
+    e.path = SF_PATH_COUNT;
+    const size_t n = sf_trace_count();
+    if (n > 0) sf_trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
+    return e;
+}
+
+static const int dev0123[4] = { 0, 1, 2, 3 };
+
+/* ------------------------------------------------------------------------------------------------
+ * Reduce ops and options
+ */
+
+static void test_reduce_op_strings(void)
+{
+    static const struct {
+        const char *s;
+        starfold_op_t op;
+    } ok[] = { { "sum", STARFOLD_OP_SUM },   { "SUM", STARFOLD_OP_SUM },   { "Sum", STARFOLD_OP_SUM },
+               { "mean", STARFOLD_OP_MEAN }, { "MEAN", STARFOLD_OP_MEAN }, { "Mean", STARFOLD_OP_MEAN },
+               { "min", STARFOLD_OP_MIN },   { "MAX", STARFOLD_OP_MAX },   { "prod", STARFOLD_OP_PROD } };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        starfold_op_t op = (starfold_op_t)-1;
+        CU_ASSERT_EQUAL(starfold_op_from_string(ok[i].s, &op), STARFOLD_OK);
+        CU_ASSERT_EQUAL(op, ok[i].op);
+    }
+    starfold_op_t op = STARFOLD_OP_MAX;
+    CU_ASSERT_EQUAL(starfold_op_from_string("average", &op), STARFOLD_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(op, STARFOLD_OP_MAX); /* untouched */
+    CU_ASSERT_EQUAL(starfold_op_from_string(NULL, &op), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(starfold_op_name(STARFOLD_OP_MEAN), "mean");
+}
+
+static void test_options(void)
+{
+    starfold_communication_options_t o;
+    memset(&o, 0x5a, sizeof o);
+    starfold_communication_options_init(&o);
+    CU_ASSERT_EQUAL(o.bytes_per_pack, 0);
+    CU_ASSERT_EQUAL(o.timeout_seconds, 0.0);
+    CU_ASSERT_EQUAL(o.implementation, STARFOLD_COMMUNICATION_AUTO);
+    CU_ASSERT_EQUAL(o.promote_integer_mean, 0);
+
+    /* TensorFlow's CommunicationOptions(bytes_per_pack=1024, timeout_seconds=5, implementation="ring"). */
+    CU_ASSERT_EQUAL(starfold_communication_options_create(1024, 5.0, "ring", &o), STARFOLD_OK);
+    CU_ASSERT_EQUAL(o.bytes_per_pack, 1024);
+    CU_ASSERT_EQUAL(o.timeout_seconds, 5.0);
+    CU_ASSERT_EQUAL(o.implementation, STARFOLD_COMMUNICATION_RING);
+    starfold_communication_options_t keep = o;
+    CU_ASSERT_EQUAL(starfold_communication_options_create(-1, 0, NULL, &o), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(starfold_last_error(), "Argument `bytes_per_pack` must be >=0, Received -1");
+    CU_ASSERT_EQUAL(starfold_communication_options_create(0, -1.0, NULL, &o), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_communication_options_create(0, NAN, NULL, &o), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_communication_options_create(0, 0, "mpi", &o), STARFOLD_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(memcmp(&o, &keep, sizeof o), 0); /* nothing changed on failure */
+
+    starfold_communication_implementation_t impl;
+    CU_ASSERT_EQUAL(starfold_communication_implementation_from_string("nccl", &impl), STARFOLD_OK);
+    CU_ASSERT_EQUAL(impl, STARFOLD_COMMUNICATION_NCCL);
+    CU_ASSERT_EQUAL(starfold_communication_implementation_from_string("Auto", &impl), STARFOLD_OK);
+    CU_ASSERT_EQUAL(impl, STARFOLD_COMMUNICATION_AUTO);
+    CU_ASSERT_STRING_EQUAL(starfold_communication_implementation_name(STARFOLD_COMMUNICATION_RING), "RING");
+
+    /* Merge: other's non-default fields win. */
+    starfold_communication_options_t a, b, m;
+    CU_ASSERT_EQUAL(starfold_communication_options_create(1024, 5.0, "NCCL", &a), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_communication_options_create(0, 0, "RING", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_communication_options_merge(&a, &b, &m), STARFOLD_OK);
+    CU_ASSERT_EQUAL(m.bytes_per_pack, 1024);
+    CU_ASSERT_EQUAL(m.timeout_seconds, 5.0);
+    CU_ASSERT_EQUAL(m.implementation, STARFOLD_COMMUNICATION_RING);
+    CU_ASSERT_EQUAL(starfold_communication_options_create(2048, 10.0, NULL, &b), STARFOLD_OK);
+    b.promote_integer_mean = 1;
+    CU_ASSERT_EQUAL(starfold_communication_options_merge(&a, &b, &m), STARFOLD_OK);
+    CU_ASSERT_EQUAL(m.bytes_per_pack, 2048);
+    CU_ASSERT_EQUAL(m.timeout_seconds, 10.0);
+    CU_ASSERT_EQUAL(m.implementation, STARFOLD_COMMUNICATION_NCCL); /* AUTO in b: a's stays */
+    CU_ASSERT_EQUAL(m.promote_integer_mean, 1);
+    /* NULLs are the defaults; merging in place works. */
+    CU_ASSERT_EQUAL(starfold_communication_options_merge(NULL, &a, &m), STARFOLD_OK);
+    CU_ASSERT_EQUAL(memcmp(&m, &a, sizeof m), 0);
+    CU_ASSERT_EQUAL(starfold_communication_options_merge(&a, NULL, &a), STARFOLD_OK);
+    CU_ASSERT_EQUAL(a.bytes_per_pack, 1024);
+    b.bytes_per_pack = -5;
+    keep = m;
+    CU_ASSERT_EQUAL(starfold_communication_options_merge(&a, &b, &m), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(memcmp(&m, &keep, sizeof m), 0);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Values
+ */
+
+static void test_values(void)
+{
+    const int d3[3] = { 0, 1, 2 };
+    starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 3, d3, 5, 1.0f);
+    CU_ASSERT_EQUAL(starfold_value_kind(v), STARFOLD_VALUE_PER_REPLICA);
+    CU_ASSERT_EQUAL(starfold_value_num_components(v), 3);
+    CU_ASSERT_EQUAL(starfold_value_device(v, 2), 2);
+    CU_ASSERT_EQUAL(starfold_value_device(v, 3), -2);
+    CU_ASSERT_EQUAL(starfold_value_dtype(v), STARFOLD_FLOAT32);
+    CU_ASSERT_EQUAL(starfold_value_count(v), 5);
+    CU_ASSERT_PTR_EQUAL(starfold_value_context(v), ctx);
+    CU_ASSERT_PTR_NOT_NULL(starfold_value_handle(v, 0));
+    CU_ASSERT_PTR_NULL(starfold_value_handle(v, 3));
+    float buf[5];
+    CU_ASSERT_EQUAL(starfold_value_read(v, 1, buf, sizeof buf), STARFOLD_OK);
+    CU_ASSERT_EQUAL(buf[0], 11.0f);
+    CU_ASSERT_EQUAL(buf[4], 15.0f);
+    CU_ASSERT_EQUAL(starfold_value_read(v, 1, buf, sizeof buf + 4), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_read(v, 2, buf, sizeof(float)), STARFOLD_OK); /* the first element */
+    CU_ASSERT_EQUAL(buf[0], 21.0f);
+    CU_ASSERT_EQUAL(starfold_value_read(v, 3, buf, sizeof buf), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_read(v, STARFOLD_ALL_COMPONENTS, buf, sizeof buf), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_wait(v), STARFOLD_OK);
+    CU_ASSERT_PTR_EQUAL(starfold_value_retain(v), v);
+    starfold_value_destroy(v); /* one reference left */
+    CU_ASSERT_EQUAL(starfold_value_count(v), 5);
+    starfold_value_destroy(v);
+
+    /* init copied to every component; zeros without init; a mirrored value; write to all. */
+    const double init[2] = { 3.5, -1.25 };
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, 3, d3, STARFOLD_FLOAT64, 2, init, &v), STARFOLD_OK);
+    double dbuf[2];
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_EQUAL(starfold_value_read(v, c, dbuf, sizeof dbuf), STARFOLD_OK);
+        CU_ASSERT_EQUAL(dbuf[0], 3.5);
+        CU_ASSERT_EQUAL(dbuf[1], -1.25);
+    }
+    const double other[2] = { 7, 8 };
+    CU_ASSERT_EQUAL(starfold_value_write(v, STARFOLD_ALL_COMPONENTS, other, sizeof other), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_read(v, 2, dbuf, sizeof dbuf), STARFOLD_OK);
+    CU_ASSERT_EQUAL(dbuf[1], 8.0);
+    starfold_value_destroy(v);
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, d3, STARFOLD_INT64, 2, NULL, &v), STARFOLD_OK);
+    int64_t ibuf[2] = { 9, 9 };
+    CU_ASSERT_EQUAL(starfold_value_read(v, 1, ibuf, sizeof ibuf), STARFOLD_OK);
+    CU_ASSERT_EQUAL(ibuf[0], 0);
+    CU_ASSERT_EQUAL(ibuf[1], 0);
+    starfold_value_destroy(v);
+
+    /* A host value. */
+    const int host = STARFOLD_DEVICE_HOST;
+    const float one = 1.0f;
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, 1, &host, STARFOLD_FLOAT32, 1, &one, &v), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(v, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(starpu_data_get_home_node(starfold_value_handle(v, 0)), STARPU_MAIN_RAM);
+    CU_ASSERT_EQUAL(read_scalar_f32(v, 0), 1.0f);
+    starfold_value_destroy(v);
+
+    /* Errors: nothing created. */
+    starfold_value_t none = NULL;
+    const int dup[2] = { 1, 1 }, hostmix[2] = { 0, STARFOLD_DEVICE_HOST }, far[1] = { NDEV };
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, dup, STARFOLD_FLOAT32, 4, NULL, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "appears twice"));
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, hostmix, STARFOLD_FLOAT32, 4, NULL, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, far, STARFOLD_FLOAT32, 4, NULL, &none),
+                    STARFOLD_ERR_NO_DEVICE);
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 0, d3, STARFOLD_FLOAT32, 4, NULL, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, d3, (starfold_dtype_t)9, 4, NULL, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, (starfold_value_kind_t)7, 1, d3, STARFOLD_FLOAT32, 4, NULL, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_create(NULL, STARFOLD_VALUE_PER_REPLICA, 1, d3, STARFOLD_FLOAT32, 4, NULL, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(none);
+    starfold_value_destroy(NULL);
+}
+
+static void test_wrap(void)
+{
+    /* The application's own handles: wrapped without copy, never unregistered by starfold. */
+    starpu_data_handle_t h[3], h64, hshort;
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, c, STARFOLD_FLOAT32, 4, &h[c]), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, 2, STARFOLD_FLOAT64, 4, &h64), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, 2, STARFOLD_FLOAT32, 3, &hshort), STARFOLD_OK);
+    const int d3[3] = { 0, 1, 2 };
+    starfold_value_t v = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_wrap(ctx, STARFOLD_VALUE_PER_REPLICA, 3, d3, h, STARFOLD_FLOAT32, &v), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_count(v), 4);
+    CU_ASSERT_PTR_EQUAL(starfold_value_handle(v, 1), h[1]);
+    const float x[4] = { 1, 2, 3, 4 };
+    CU_ASSERT_EQUAL(starfold_vector_write(h[1], x, sizeof x), STARFOLD_OK); /* written through the handle... */
+    float y[4] = { 0 };
+    CU_ASSERT_EQUAL(starfold_value_read(v, 1, y, sizeof y), STARFOLD_OK); /* ...seen through the value */
+    CU_ASSERT_EQUAL(memcmp(x, y, sizeof x), 0);
+    starfold_value_destroy(v);
+    memset(y, 0, sizeof y);
+    CU_ASSERT_EQUAL(starfold_vector_read(h[1], y, sizeof y), STARFOLD_OK); /* still registered */
+    CU_ASSERT_EQUAL(memcmp(x, y, sizeof x), 0);
+
+    starfold_value_t none = NULL;
+    starpu_data_handle_t bad[3] = { h[0], h[1], h64 };
+    CU_ASSERT_EQUAL(starfold_value_wrap(ctx, STARFOLD_VALUE_PER_REPLICA, 3, d3, bad, STARFOLD_FLOAT32, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "bytes"));
+    bad[2] = hshort;
+    CU_ASSERT_EQUAL(starfold_value_wrap(ctx, STARFOLD_VALUE_PER_REPLICA, 3, d3, bad, STARFOLD_FLOAT32, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "same count"));
+    bad[2] = NULL;
+    CU_ASSERT_EQUAL(starfold_value_wrap(ctx, STARFOLD_VALUE_PER_REPLICA, 3, d3, bad, STARFOLD_FLOAT32, &none),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(none);
+    for (int c = 0; c < 3; c++) starfold_vector_destroy(ctx, h[c]);
+    starfold_vector_destroy(ctx, h64);
+    starfold_vector_destroy(ctx, hshort);
+}
+
+static void test_regroup(void)
+{
+    const int d[3] = { 0, 1, 2 };
+    starfold_value_t parts[3];
+    for (int i = 0; i < 3; i++) parts[i] = make_f32(STARFOLD_VALUE_PER_REPLICA, 1, &d[i], 2, (float)(100 * i));
+    starfold_value_t same[3] = { parts[1], parts[1], parts[1] }, g = NULL;
+    CU_ASSERT_EQUAL(starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, 3, same, &g), STARFOLD_OK);
+    CU_ASSERT_PTR_EQUAL(g, parts[1]); /* identical objects collapse, as TensorFlow's regroup */
+    starfold_value_destroy(g);
+    CU_ASSERT_EQUAL(starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, 3, parts, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_num_components(g), 3);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(starfold_value_device(g, i), i);
+        CU_ASSERT_PTR_EQUAL(starfold_value_handle(g, i), starfold_value_handle(parts[i], 0)); /* no copy */
+    }
+    /* The group keeps its parts alive. */
+    for (int i = 0; i < 3; i++) starfold_value_destroy(parts[i]);
+    CU_ASSERT_EQUAL(read_scalar_f32(g, 2), 200.0f);
+    starfold_value_t none = NULL;
+    starfold_value_t a = make_f32(STARFOLD_VALUE_PER_REPLICA, 1, &d[0], 2, 0), b = make_f32(STARFOLD_VALUE_PER_REPLICA, 1, &d[0], 2, 0);
+    starfold_value_t clash[2] = { a, b }, multi[2] = { g, a };
+    CU_ASSERT_EQUAL(starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, 2, clash, &none), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, 2, multi, &none), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(none);
+    starfold_value_destroy(a);
+    starfold_value_destroy(b);
+    starfold_value_destroy(g);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Cross-device ops objects
+ */
+
+static void test_ops_objects(void)
+{
+    for (int i = 0; i < starfold_algorithm_count(); i++) {
+        starfold_cross_device_ops_t ops = NULL;
+        CU_ASSERT_EQUAL(starfold_cross_device_ops_create(starfold_algorithm_name(i), NULL, NULL, &ops), STARFOLD_OK);
+        CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), starfold_algorithm_name(i));
+        starfold_cross_device_ops_destroy(ops);
+    }
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_create("nccl", NULL, NULL, &ops), STARFOLD_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(starfold_hierarchical_copy_all_reduce_create(-1, &ops), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(starfold_last_error(), "HierarchicalCopy requires num_packs >= 0, but -1 is specified");
+    CU_ASSERT_EQUAL(starfold_reduction_to_one_device_create(-2, &ops), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(ops);
+
+    CU_ASSERT_EQUAL(starfold_hierarchical_copy_all_reduce_create(0, &ops), STARFOLD_OK);
+    starfold_algo_options_t ao;
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_options(ops, &ao), STARFOLD_OK);
+    CU_ASSERT_EQUAL(ao.num_packs, 0);
+    CU_ASSERT_PTR_EQUAL(starfold_cross_device_ops_retain(ops), ops);
+    starfold_cross_device_ops_destroy(ops);
+    starfold_cross_device_ops_destroy(ops);
+    CU_ASSERT_EQUAL(starfold_reduction_to_one_device_create(3, &ops), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_options(ops, &ao), STARFOLD_OK);
+    CU_ASSERT_EQUAL(ao.reduce_to_device, 3);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "reduce-to-one");
+    starfold_cross_device_ops_destroy(ops);
+    /* reduce_to_device beyond the topology it plans on. */
+    starfold_algo_options_init(&ao);
+    ao.reduce_to_device = 4;
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_create("reduce-to-one", &ao, host4, &ops), STARFOLD_ERR_INVALID_ARGUMENT);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * reduce
+ */
+
+/* All-reduce of a 4-component value with every op, through every algorithm. */
+static void test_all_reduce_every_op(void)
+{
+    for (int a = 0; a < starfold_algorithm_count(); a++) {
+        starfold_cross_device_ops_t ops = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create(starfold_algorithm_name(a), NULL, host4, &ops), STARFOLD_OK);
+        const int all_reduce = strcmp(starfold_algorithm_name(a), "reduce-to-one") != 0;
+        for (int o = 0; o < STARFOLD_OP_COUNT; o++) {
+            const starfold_op_t op = (starfold_op_t)o;
+            /* PROD stays exact (and in float32's 24 bits) with 7 elements of base 0.5. */
+            const size_t count = op == STARFOLD_OP_PROD ? 7 : 1001;
+            const float base = op == STARFOLD_OP_PROD ? 0.5f : -20.0f;
+            starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, count, base), r = NULL;
+            const starfold_destination_t dst = starfold_destination_value(v);
+            sf_trace_reset();
+            CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(ops, op, v, &dst, NULL, &r), STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_value_kind(r), STARFOLD_VALUE_MIRRORED);
+            CU_ASSERT_EQUAL(starfold_value_num_components(r), 4);
+            for (int c = 0; c < 4; c++) CU_ASSERT_EQUAL(starfold_value_device(r, c), c);
+            CU_ASSERT_NOT_EQUAL(starfold_value_handle(r, 0), starfold_value_handle(v, 0));
+            CU_ASSERT_TRUE(check_f32(r, op, 4, base));
+            float first;
+            CU_ASSERT_EQUAL(starfold_value_read(v, 3, &first, sizeof first), STARFOLD_OK);
+            CU_ASSERT_EQUAL(first, base + 30.0f); /* input unchanged */
+            CU_ASSERT_EQUAL(sf_trace_count(), 1);
+            CU_ASSERT_EQUAL(last_trace().path, all_reduce ? SF_PATH_ALL_REDUCE : SF_PATH_REDUCE);
+            starfold_value_destroy(r);
+            starfold_value_destroy(v);
+        }
+        starfold_cross_device_ops_destroy(ops);
+    }
+}
+
+static void test_destinations(void)
+{
+    starfold_cross_device_ops_t hc = NULL, r2o = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(1, &hc), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_reduction_to_one_device_create(3, &r2o), STARFOLD_OK);
+    starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 33, 1.0f), r = NULL;
+
+    /* Empty destinations, as TensorFlow's check_destinations. */
+    starfold_destination_t empty;
+    memset(&empty, 0, sizeof empty);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &empty, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destinations can not be empty"));
+    const starfold_destination_t nullv = starfold_destination_value(NULL);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &nullv, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destinations can not be empty"));
+    starfold_destination_t weird = { (starfold_destination_kind_t)42, 0, NULL };
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &weird, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    const starfold_destination_t far = starfold_destination_device(NDEV);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &far, NULL, &r), STARFOLD_ERR_NO_DEVICE);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, NULL, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(r);
+
+    /* Same devices in another order: still an all-reduce; components in the destination's order. */
+    const int rev[4] = { 3, 2, 1, 0 };
+    starfold_value_t w = make_f32(STARFOLD_VALUE_MIRRORED, 4, rev, 33, 0.0f);
+    starfold_destination_t d = starfold_destination_value(w);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_ALL_REDUCE);
+    CU_ASSERT_STRING_EQUAL(last_trace().algorithm, "hierarchical-copy");
+    for (int c = 0; c < 4; c++) CU_ASSERT_EQUAL(starfold_value_device(r, c), rev[c]);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
+    starfold_value_destroy(r);
+
+    /* One device that is a source: the fallback (reduce-to-one on that device). */
+    d = starfold_destination_device(2);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_FALLBACK);
+    CU_ASSERT_EQUAL(last_trace().reduce_device, 2);
+    CU_ASSERT_EQUAL(starfold_value_num_components(r), 1);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), 2);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
+    starfold_value_destroy(r);
+
+    /* A subset of the devices: fallback, reduced on the first destination device. */
+    const int d56[2] = { 5, 1 };
+    starfold_value_t sub = make_f32(STARFOLD_VALUE_MIRRORED, 2, d56, 33, 0.0f);
+    d = starfold_destination_value(sub);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MAX, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_FALLBACK);
+    CU_ASSERT_EQUAL(last_trace().reduce_device, 5);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), 5);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 1), 1);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_MAX, 4, 1.0f));
+    starfold_value_destroy(r);
+    starfold_value_destroy(sub);
+
+    /* The host: fallback on the value's first device, result one host component. */
+    d = starfold_destination_host();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_FALLBACK);
+    CU_ASSERT_EQUAL(last_trace().reduce_device, 0);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(starpu_data_get_home_node(starfold_value_handle(r, 0)), STARPU_MAIN_RAM);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
+    /* A host value as a destination is the host too. */
+    starfold_value_t onhost = r;
+    d = starfold_destination_value(onhost);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MIN, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_MIN, 4, 1.0f));
+    starfold_value_destroy(r);
+    starfold_value_destroy(onhost);
+
+    /* ReductionToOneDevice(reduce_to_device=3): always reduced on 3, whatever the destination. */
+    d = starfold_destination_device(1);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(r2o, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_REDUCE);
+    CU_ASSERT_EQUAL(last_trace().reduce_device, 3);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), 1);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
+    starfold_value_destroy(r);
+    d = starfold_destination_value(v); /* an all-reduce request: ReductionToOneDevice still reduces on 3 */
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(r2o, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_REDUCE);
+    CU_ASSERT_EQUAL(last_trace().reduce_device, 3);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
+    starfold_value_destroy(r);
+
+    starfold_value_destroy(w);
+    starfold_value_destroy(v);
+    starfold_cross_device_ops_destroy(hc);
+    starfold_cross_device_ops_destroy(r2o);
+}
+
+static void test_one_value_shortcut(void)
+{
+    starfold_cross_device_ops_t hc = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(1, &hc), STARFOLD_OK);
+    const int one = 1;
+    starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 1, &one, 10, 4.0f), r = NULL;
+    for (int o = 0; o < STARFOLD_OP_COUNT; o++) {
+        starfold_destination_t d = starfold_destination_device(1);
+        sf_trace_reset();
+        CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, (starfold_op_t)o, v, &d, NULL, &r), STARFOLD_OK);
+        CU_ASSERT_EQUAL(last_trace().path, SF_PATH_SHORTCUT);
+        CU_ASSERT_EQUAL(starfold_value_device(r, 0), 1);
+        CU_ASSERT_PTR_NOT_EQUAL(starfold_value_handle(r, 0), starfold_value_handle(v, 0)); /* a copy, not an alias */
+        CU_ASSERT_TRUE(check_f32(r, (starfold_op_t)o, 1, 4.0f));
+        starfold_value_destroy(r);
+    }
+    /* The value itself as destination: also the shortcut. */
+    starfold_destination_t d = starfold_destination_value(v);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MEAN, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_SHORTCUT);
+    starfold_value_destroy(r);
+    /* Another device: not the shortcut (a reduce of one component then a copy). */
+    d = starfold_destination_device(2);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_FALLBACK);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), 2);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 1, 4.0f));
+    starfold_value_destroy(r);
+    /* Host to host. */
+    const int host = STARFOLD_DEVICE_HOST;
+    const float x = 2.5f;
+    starfold_value_t hv = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, 1, &host, STARFOLD_FLOAT32, 1, &x, &hv),
+                          STARFOLD_OK);
+    d = starfold_destination_host();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, hv, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_SHORTCUT);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(read_scalar_f32(r, 0), 2.5f);
+    starfold_value_destroy(r);
+    /* Host to devices. */
+    d = starfold_destination_device(3);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, hv, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), 3);
+    CU_ASSERT_EQUAL(read_scalar_f32(r, 0), 2.5f);
+    starfold_value_destroy(r);
+    starfold_value_destroy(hv);
+    starfold_value_destroy(v);
+    starfold_cross_device_ops_destroy(hc);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * batch_reduce
+ */
+
+static void test_batch_reduce(void)
+{
+    starfold_cross_device_ops_t hc = NULL, r2o = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("hierarchical-copy", NULL, host4, &hc), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_reduction_to_one_device_create(-1, &r2o), STARFOLD_OK);
+    const int shuffled[4] = { 3, 1, 0, 2 };
+    starfold_value_t a = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 100, 0.0f);
+    starfold_value_t b = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, shuffled, 7, 1000.0f);
+    starfold_value_t c = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 1, -500.0f);
+    /* A float64 value in the same batch: mixed dtypes in one graph. */
+    starfold_value_t e = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 4, dev0123, STARFOLD_FLOAT64, 3, NULL, &e),
+                          STARFOLD_OK);
+    for (int k = 0; k < 4; k++) {
+        const double x[3] = { k, 2.0 * k, 0.25 };
+        CU_ASSERT_EQUAL(starfold_value_write(e, k, x, sizeof x), STARFOLD_OK);
+    }
+
+    /* All matching (b lists the devices in another order): ONE graph with every tensor. */
+    starfold_value_destination_pair_t pairs[4] = {
+        { a, starfold_destination_value(a) },
+        { b, starfold_destination_value(b) },
+        { e, starfold_destination_value(e) },
+        { c, starfold_destination_value(c) },
+    };
+    starfold_value_t res[4] = { NULL };
+    sf_trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_SUM, 4, pairs, NULL, res), STARFOLD_OK);
+    CU_ASSERT_EQUAL(sf_trace_count(), 1);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_ALL_REDUCE);
+    CU_ASSERT_EQUAL(last_trace().num_tensors, 4);
+    /* One result per pair, in input order, each over its pair's destination devices in their order. */
+    CU_ASSERT_TRUE(check_f32(res[0], STARFOLD_OP_SUM, 4, 0.0f));
+    CU_ASSERT_EQUAL(starfold_value_count(res[1]), 7);
+    for (int k = 0; k < 4; k++) CU_ASSERT_EQUAL(starfold_value_device(res[1], k), shuffled[k]);
+    CU_ASSERT_TRUE(check_f32(res[1], STARFOLD_OP_SUM, 4, 1000.0f));
+    CU_ASSERT_EQUAL(starfold_value_dtype(res[2]), STARFOLD_FLOAT64);
+    double de[3];
+    CU_ASSERT_EQUAL(starfold_value_read(res[2], 3, de, sizeof de), STARFOLD_OK);
+    CU_ASSERT_EQUAL(de[0], 6.0);
+    CU_ASSERT_EQUAL(de[1], 12.0);
+    CU_ASSERT_EQUAL(de[2], 1.0);
+    CU_ASSERT_TRUE(check_f32(res[3], STARFOLD_OP_SUM, 4, -500.0f));
+    for (int i = 0; i < 4; i++) starfold_value_destroy(res[i]);
+
+    /* One pair mismatching: the matching pairs still share one all-reduce graph, the other falls back. */
+    pairs[1].destinations = starfold_destination_device(2);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_MEAN, 4, pairs, NULL, res), STARFOLD_OK);
+    CU_ASSERT_EQUAL(sf_trace_count(), 2);
+    sf_trace_entry_t t0, t1;
+    sf_trace_get(0, &t0);
+    sf_trace_get(1, &t1);
+    CU_ASSERT_EQUAL(t0.path, SF_PATH_ALL_REDUCE);
+    CU_ASSERT_EQUAL(t0.num_tensors, 3);
+    CU_ASSERT_EQUAL(t1.path, SF_PATH_FALLBACK);
+    CU_ASSERT_EQUAL(t1.num_tensors, 1);
+    CU_ASSERT_TRUE(check_f32(res[0], STARFOLD_OP_MEAN, 4, 0.0f));
+    CU_ASSERT_EQUAL(starfold_value_num_components(res[1]), 1);
+    CU_ASSERT_EQUAL(starfold_value_device(res[1], 0), 2);
+    CU_ASSERT_TRUE(check_f32(res[1], STARFOLD_OP_MEAN, 4, 1000.0f));
+    CU_ASSERT_TRUE(check_f32(res[3], STARFOLD_OP_MEAN, 4, -500.0f));
+    for (int i = 0; i < 4; i++) starfold_value_destroy(res[i]);
+
+    /* ReductionToOneDevice: TensorFlow reduces pair by pair; starfold packs the same-device pairs into one graph. */
+    pairs[1].destinations = starfold_destination_value(a);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(r2o, STARFOLD_OP_SUM, 4, pairs, NULL, res), STARFOLD_OK);
+    /* b's sources are in another order (its reduction order): its own graph. */
+    CU_ASSERT_EQUAL(sf_trace_count(), 2);
+    sf_trace_get(0, &t0);
+    CU_ASSERT_EQUAL(t0.path, SF_PATH_REDUCE);
+    CU_ASSERT_EQUAL(t0.num_tensors, 3);
+    for (int k = 0; k < 4; k++) CU_ASSERT_EQUAL(starfold_value_device(res[1], k), k);
+    CU_ASSERT_TRUE(check_f32(res[1], STARFOLD_OP_SUM, 4, 1000.0f));
+    CU_ASSERT_TRUE(check_f32(res[3], STARFOLD_OP_SUM, 4, -500.0f));
+    for (int i = 0; i < 4; i++) starfold_value_destroy(res[i]);
+
+    /* Errors: empty batch, a bad pair; results untouched. */
+    starfold_value_t sentinel = (starfold_value_t)&sentinel;
+    res[0] = sentinel;
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_SUM, 0, pairs, NULL, res),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "at least one"));
+    memset(&pairs[2].destinations, 0, sizeof pairs[2].destinations);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_SUM, 4, pairs, NULL, res),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destinations can not be empty"));
+    CU_ASSERT_EQUAL(sf_trace_count(), 0); /* nothing submitted */
+    CU_ASSERT_PTR_EQUAL(res[0], sentinel);
+
+    starfold_value_destroy(a);
+    starfold_value_destroy(b);
+    starfold_value_destroy(c);
+    starfold_value_destroy(e);
+    starfold_cross_device_ops_destroy(hc);
+    starfold_cross_device_ops_destroy(r2o);
+}
+
+/* Packing options reach the algorithm and keep the results right. */
+static void test_packing(void)
+{
+    const int packs[] = { 0, 1, 3 };
+    const int64_t bpp[] = { 0, 64, 100000 };
+    starfold_value_t v[3];
+    for (int i = 0; i < 3; i++) v[i] = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, (size_t)(17 * (i + 1)), (float)i);
+    for (size_t p = 0; p < 3; p++)
+        for (size_t b = 0; b < 3; b++) {
+            starfold_cross_device_ops_t hc = NULL;
+            CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(packs[p], &hc), STARFOLD_OK);
+            starfold_communication_options_t o;
+            CU_ASSERT_EQUAL(starfold_communication_options_create(bpp[b], 0, NULL, &o), STARFOLD_OK);
+            starfold_value_destination_pair_t pairs[3];
+            for (int i = 0; i < 3; i++) pairs[i] = (starfold_value_destination_pair_t){ v[i], starfold_destination_value(v[i]) };
+            starfold_value_t res[3];
+            CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_SUM, 3, pairs, &o, res), STARFOLD_OK);
+            for (int i = 0; i < 3; i++) {
+                CU_ASSERT_TRUE(check_f32(res[i], STARFOLD_OP_SUM, 4, (float)i));
+                starfold_value_destroy(res[i]);
+            }
+            starfold_cross_device_ops_destroy(hc);
+        }
+    for (int i = 0; i < 3; i++) starfold_value_destroy(v[i]);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * MEAN divisors and integer MEAN
+ */
+
+static void test_mean_divisors(void)
+{
+    starfold_cross_device_ops_t hc = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(1, &hc), STARFOLD_OK);
+    const int d3[3] = { 0, 1, 2 };
+    /* Components 3, 4, 8: sum 15. */
+    starfold_value_t v = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 3, d3, STARFOLD_FLOAT32, 1, NULL, &v),
+                          STARFOLD_OK);
+    const float xs[3] = { 3, 4, 8 };
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(starfold_value_write(v, c, &xs[c], sizeof(float)), STARFOLD_OK);
+    /* Reduce to ONE device: divided by the 3 components, not by the 1 destination. */
+    starfold_destination_t d = starfold_destination_device(0);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MEAN, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(read_scalar_f32(r, 0), 5.0f);
+    starfold_value_destroy(r);
+    /* All-reduce: by the destination count, which is the same 3. */
+    d = starfold_destination_value(v);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MEAN, v, &d, NULL, &r), STARFOLD_OK);
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(read_scalar_f32(r, c), 5.0f);
+    starfold_value_destroy(r);
+    /* To the host: by the components. */
+    d = starfold_destination_host();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MEAN, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(read_scalar_f32(r, 0), 5.0f);
+    starfold_value_destroy(r);
+    /* To more devices than components (a superset): still by the 3 components. */
+    const int d5[5] = { 0, 1, 2, 3, 4 };
+    starfold_value_t wide = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, 5, d5, STARFOLD_FLOAT32, 1, NULL, &wide),
+                          STARFOLD_OK);
+    d = starfold_destination_value(wide);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MEAN, v, &d, NULL, &r), STARFOLD_OK);
+    for (int c = 0; c < 5; c++) CU_ASSERT_EQUAL(read_scalar_f32(r, c), 5.0f);
+    starfold_value_destroy(r);
+    starfold_value_destroy(wide);
+    starfold_value_destroy(v);
+
+    /* Integer MEAN: truncating by default, TensorFlow's float64 promotion on request. */
+    const starfold_dtype_t idt[2] = { STARFOLD_INT32, STARFOLD_INT64 };
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 3, d3, idt[k], 2, NULL, &v), STARFOLD_OK);
+        const long long vals[3][2] = { { 1, -1 }, { 2, -2 }, { 2, -2 } }; /* sums 5 and -5 */
+        for (int c = 0; c < 3; c++) {
+            int32_t i32[2] = { (int32_t)vals[c][0], (int32_t)vals[c][1] };
+            int64_t i64[2] = { vals[c][0], vals[c][1] };
+            CU_ASSERT_EQUAL(starfold_value_write(v, c, k ? (void *)i64 : (void *)i32, k ? sizeof i64 : sizeof i32), STARFOLD_OK);
+        }
+        for (int a = 0; a < 2; a++) { /* all-reduce (hierarchical-copy), then to one device (fallback) */
+            d = a ? starfold_destination_device(1) : starfold_destination_value(v);
+            CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MEAN, v, &d, NULL, &r), STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_value_dtype(r), idt[k]);
+            int64_t got[2] = { 0, 0 };
+            int32_t got32[2] = { 0, 0 };
+            CU_ASSERT_EQUAL(starfold_value_read(r, 0, k ? (void *)got : (void *)got32, k ? sizeof got : sizeof got32),
+                            STARFOLD_OK);
+            if (!k) {
+                got[0] = got32[0];
+                got[1] = got32[1];
+            }
+            CU_ASSERT_EQUAL(got[0], 1);  /* 5 / 3 truncated */
+            CU_ASSERT_EQUAL(got[1], -1); /* -5 / 3 truncated towards zero */
+            starfold_value_destroy(r);
+
+            starfold_communication_options_t o;
+            starfold_communication_options_init(&o);
+            o.promote_integer_mean = 1;
+            CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MEAN, v, &d, &o, &r), STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_value_dtype(r), STARFOLD_FLOAT64);
+            double f[2];
+            CU_ASSERT_EQUAL(starfold_value_read(r, 0, f, sizeof f), STARFOLD_OK);
+            CU_ASSERT_DOUBLE_EQUAL(f[0], 5.0 / 3.0, 1e-12);
+            CU_ASSERT_DOUBLE_EQUAL(f[1], -5.0 / 3.0, 1e-12);
+            starfold_value_destroy(r);
+            /* SUM is not affected by the promotion. */
+            CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, &o, &r), STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_value_dtype(r), idt[k]);
+            starfold_value_destroy(r);
+        }
+        starfold_value_destroy(v);
+    }
+    starfold_cross_device_ops_destroy(hc);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * broadcast
+ */
+
+static void test_broadcast(void)
+{
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_reduction_to_one_device_create(-1, &ops), STARFOLD_OK);
+    const int two = 2, d3[3] = { 0, 1, 3 };
+    starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 1, &two, 20, 6.0f), dst = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, 3, d3, STARFOLD_FLOAT32, 1, NULL, &dst),
+                          STARFOLD_OK);
+    starfold_destination_t d = starfold_destination_value(dst);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_broadcast(ops, v, &d, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_BROADCAST);
+    CU_ASSERT_EQUAL(starfold_value_kind(r), STARFOLD_VALUE_MIRRORED);
+    CU_ASSERT_EQUAL(starfold_value_num_components(r), 3);
+    CU_ASSERT_EQUAL(starfold_value_count(r), 20); /* the tensor's count, not the destination value's */
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(starfold_value_device(r, c), d3[c]);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 1, 6.0f));
+    /* A mirrored value broadcasts its first component. */
+    starfold_value_t r2 = NULL;
+    d = starfold_destination_host();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_broadcast(ops, r, &d, &r2), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(r2, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_TRUE(check_f32(r2, STARFOLD_OP_SUM, 1, 6.0f));
+    /* From the host to devices. */
+    starfold_value_t r3 = NULL;
+    d = starfold_destination_value(dst);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_broadcast(ops, r2, &d, &r3), STARFOLD_OK);
+    CU_ASSERT_TRUE(check_f32(r3, STARFOLD_OP_SUM, 1, 6.0f));
+    starfold_value_destroy(r3);
+    starfold_value_destroy(r2);
+    starfold_value_destroy(r);
+    /* A per-replica value of several components is not one tensor. */
+    starfold_value_t pr = make_f32(STARFOLD_VALUE_PER_REPLICA, 3, d3, 2, 0.0f);
+    r = NULL;
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_broadcast(ops, pr, &d, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    memset(&d, 0, sizeof d);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_broadcast(ops, v, &d, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(r);
+    starfold_value_destroy(pr);
+    starfold_value_destroy(dst);
+    starfold_value_destroy(v);
+    starfold_cross_device_ops_destroy(ops);
+}
+
+/* Results can be consumed without waiting: the next reduction reads the previous one's result. */
+static void test_chained(void)
+{
+    starfold_cross_device_ops_t hc = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(1, &hc), STARFOLD_OK);
+    starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 50, 1.0f), cur = starfold_value_retain(v);
+    for (int step = 0; step < 5; step++) {
+        starfold_value_t next = NULL;
+        starfold_destination_t d = starfold_destination_value(cur);
+        CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MAX, cur, &d, NULL, &next), STARFOLD_OK);
+        starfold_value_destroy(cur); /* destroying an input right after the submission is safe */
+        cur = next;
+    }
+    CU_ASSERT_EQUAL(starfold_value_wait(cur), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_wait_timeout(cur, 10.0), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_wait_timeout(cur, -1.0), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_TRUE(check_f32(cur, STARFOLD_OP_MAX, 4, 1.0f));
+    starfold_value_destroy(cur);
+    starfold_value_destroy(v);
+    starfold_cross_device_ops_destroy(hc);
+}
+
+typedef struct named_test {
+    const char *name;
+    CU_TestFunc fn;
+} named_test_t;
+
+/* Usage: test_distribute [SUBSTRING]: only the tests whose name contains SUBSTRING. */
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    static const named_test_t tests[] = {
+        { "reduce op strings", test_reduce_op_strings },
+        { "communication options and merge", test_options },
+        { "values", test_values },
+        { "wrapped handles", test_wrap },
+        { "regroup", test_regroup },
+        { "cross-device ops objects", test_ops_objects },
+        { "all-reduce, every op, every algorithm", test_all_reduce_every_op },
+        { "destinations and fallbacks", test_destinations },
+        { "one-value shortcut", test_one_value_shortcut },
+        { "batch_reduce: one graph, input order", test_batch_reduce },
+        { "packing options", test_packing },
+        { "MEAN divisors and integer MEAN", test_mean_divisors },
+        { "broadcast", test_broadcast },
+        { "chained reductions", test_chained },
+    };
+    if (suite_init() != 0) {
+        fprintf(stderr, "test_distribute: cannot create the context: %s\n", starfold_last_error());
+        return 77;
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("distribute: values, options, cross-device ops (CPU-only)", NULL, NULL);
+    if (!s) return 1;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    const double t0 = sf_tu_now();
+    CU_basic_run_tests();
+    printf("elapsed: %.2f s\n", sf_tu_now() - t0);
+    const unsigned failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    suite_cleanup();
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,1203 @@
+/*
+ * Strategies, strategy.run, the replica context (all_reduce, merge_call) and the cross-replica
+ * methods, with the examples of TensorFlow's documentation (the seeds) as tests:
+ *
+ *   ReplicaContext.all_reduce:  1.0 on 2 replicas -> 2.0 on both;  [1.0, 2.0] -> [2.0, 4.0]
+ *   ReplicaContext:             replica_id_in_sync_group is 0 and 1
+ *   batch_reduce_to + merge_call + update (value 1.0 per replica, variable 0.0):
+ *       MirroredStrategy(["GPU:0", "GPU:1"])                              -> 2.0 on both copies
+ *       CentralStorageStrategy(compute=["GPU:0", "GPU:1"], param="CPU:0")  -> 2.0
+ *       OneDeviceStrategy("GPU:0")                                        -> 1.0
+ *
+ * and the errors that replace TensorFlow's hangs: a timeout when a replica does not join, mismatched
+ * merge_call counts, a replica that fails while the others wait.
+ *
+ * CPU-only StarPU (STARPU_NCPU=2): one context of 8 logical devices; strategies over subsets of them,
+ * planned on the "host" topology or on the built-in DGX-1 tables (the topology only plans the graph).
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <starfold.h>
+
+#include "common.h"
+#include "distribute.h"
+#include "util.h"
+
+#define NDEV 8
+
+static starfold_context_t ctx;
+static starfold_topology_t host8, dgx1;
+
+static int suite_init(void)
+{
+    starfold_context_options_t o;
+    starfold_context_options_init(&o);
+    o.mode = STARFOLD_DEVICES_CPU;
+    o.num_devices = NDEV;
+    if (starfold_context_create(&o, &ctx) != STARFOLD_OK) return -1;
+    if (starfold_topology_builtin("host", &host8) != STARFOLD_OK) return -1;
+    if (starfold_topology_builtin("dgx1-v100", &dgx1) != STARFOLD_OK) return -1;
+    return 0;
+}
+
+static void suite_cleanup(void)
+{
+    starfold_topology_destroy(host8);
+    starfold_topology_destroy(dgx1);
+    starfold_context_destroy(ctx);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static float read_f32(starfold_value_t v, int c)
+{
+    float x = NAN;
+    CU_ASSERT_EQUAL(starfold_value_read(v, c, &x, sizeof x), STARFOLD_OK);
+    return x;
+}
+
+/* Algorithm of the last graph the layer compiled ("" when none). */
+static const char *last_algorithm(void)
+{
+    static sf_trace_entry_t e;
+    memset(&e, 0, sizeof e);
+    const size_t n = sf_trace_count();
+    if (n > 0) sf_trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
+    return e.algorithm;
+}
+
+/* Path of the last graph the layer compiled. */
+static sf_path_t last_trace_path(void)
+{
+    sf_trace_entry_t e;
+    memset(&e, 0, sizeof e);
+    e.path = SF_PATH_COUNT;
+    const size_t n = sf_trace_count();
+    if (n > 0) sf_trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
+    return e.path;
+}
+
+/* A one-component float32 value on the replica's device holding the @n elements @xs. */
+static starfold_status_t local_value(starfold_replica_context_t rc, const float *xs, size_t n, starfold_value_t *v)
+{
+    const int dev = starfold_replica_context_device(rc);
+    return starfold_value_create(starfold_strategy_context(starfold_replica_context_strategy(rc)),
+                                 STARFOLD_VALUE_PER_REPLICA, 1, &dev, STARFOLD_FLOAT32, n, xs, v);
+}
+
+static starfold_strategy_t mirrored(int n, const int *devices, starfold_topology_t topo, starfold_cross_device_ops_t ops)
+{
+    starfold_strategy_t s = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, topo, n, devices, ops, &s), STARFOLD_OK);
+    return s;
+}
+
+static const int dev01[2] = { 0, 1 };
+
+/* ------------------------------------------------------------------------------------------------
+ * Seeds: ReplicaContext.all_reduce and replica_id_in_sync_group
+ */
+
+typedef struct seed_out {
+    float got[NDEV][2];
+    int ids[NDEV];
+    int nreplicas[NDEV];
+    int devices[NDEV];
+    int ctx_ok[NDEV];
+    starfold_status_t st[NDEV];
+} seed_out_t;
+
+/*
+ *   def step_fn():
+ *       ctx = tf.distribute.get_replica_context()
+ *       value = tf.identity(1.)
+ *       return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
+ */
+static starfold_status_t step_all_reduce_one(starfold_replica_context_t rc, void *arg)
+{
+    seed_out_t *out = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float one = 1.0f;
+    starfold_value_t value = NULL, sum = NULL;
+    starfold_status_t st = local_value(rc, &one, 1, &value);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &value, NULL, &sum);
+    if (st == STARFOLD_OK) {
+        out->devices[r] = starfold_value_device(sum, 0);
+        st = starfold_value_read(sum, 0, &out->got[r][0], sizeof(float));
+    }
+    starfold_value_destroy(sum);
+    starfold_value_destroy(value);
+    return out->st[r] = st;
+}
+
+static void test_seed_all_reduce(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    seed_out_t out;
+    memset(&out, 0, sizeof out);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_all_reduce_one, &out), STARFOLD_OK);
+    for (int r = 0; r < 2; r++) {
+        CU_ASSERT_EQUAL(out.got[r][0], 2.0f);
+        CU_ASSERT_EQUAL(out.devices[r], r); /* each replica's result is on its own device */
+    }
+    CU_ASSERT_EQUAL(sf_trace_count(), 1);
+    starfold_strategy_destroy(s);
+}
+
+/* value1 = 1., value2 = 2.; ctx.all_reduce(SUM, [value1, value2]) -> [2., 4.] on both replicas. */
+static starfold_status_t step_all_reduce_list(starfold_replica_context_t rc, void *arg)
+{
+    seed_out_t *out = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float one = 1.0f, two = 2.0f;
+    starfold_value_t v[2] = { NULL, NULL }, res[2] = { NULL, NULL };
+    starfold_status_t st = local_value(rc, &one, 1, &v[0]);
+    if (st == STARFOLD_OK) st = local_value(rc, &two, 1, &v[1]);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 2, v, NULL, res);
+    for (int i = 0; i < 2 && st == STARFOLD_OK; i++) st = starfold_value_read(res[i], 0, &out->got[r][i], sizeof(float));
+    for (int i = 0; i < 2; i++) {
+        starfold_value_destroy(res[i]);
+        starfold_value_destroy(v[i]);
+    }
+    return st;
+}
+
+static void test_seed_all_reduce_list(void)
+{
+    starfold_cross_device_ops_t hc = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(1, &hc), STARFOLD_OK);
+    starfold_strategy_t strategies[2] = { mirrored(2, dev01, NULL, NULL), mirrored(2, dev01, host8, hc) };
+    for (int k = 0; k < 2; k++) {
+        seed_out_t out;
+        memset(&out, 0, sizeof out);
+        sf_trace_reset();
+        CU_ASSERT_EQUAL(starfold_strategy_run(strategies[k], step_all_reduce_list, &out), STARFOLD_OK);
+        for (int r = 0; r < 2; r++) {
+            CU_ASSERT_EQUAL(out.got[r][0], 2.0f);
+            CU_ASSERT_EQUAL(out.got[r][1], 4.0f);
+        }
+        /* Both values in ONE batched collective: one graph of two tensors. */
+        CU_ASSERT_EQUAL(sf_trace_count(), 1);
+        sf_trace_entry_t e;
+        sf_trace_get(0, &e);
+        CU_ASSERT_EQUAL(e.num_tensors, 2);
+        CU_ASSERT_EQUAL(e.path, k ? SF_PATH_ALL_REDUCE : SF_PATH_REDUCE);
+        starfold_strategy_destroy(strategies[k]);
+    }
+    starfold_cross_device_ops_destroy(hc);
+}
+
+/* Replicas run concurrently: each waits (bounded) until every replica has started. */
+static pthread_mutex_t conc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conc_cond = PTHREAD_COND_INITIALIZER;
+static int conc_started;
+
+static starfold_status_t step_ids(starfold_replica_context_t rc, void *arg)
+{
+    seed_out_t *out = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    out->ids[r] = r;
+    out->nreplicas[r] = starfold_replica_context_num_replicas_in_sync(rc);
+    out->devices[r] = starfold_replica_context_device(rc);
+    out->ctx_ok[r] = starfold_get_replica_context() == rc && starfold_replica_context_strategy(rc) != NULL;
+    pthread_mutex_lock(&conc_lock);
+    conc_started++;
+    pthread_cond_broadcast(&conc_cond);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 5;
+    while (conc_started < out->nreplicas[r])
+        if (pthread_cond_timedwait(&conc_cond, &conc_lock, &deadline) != 0) break;
+    const int all = conc_started >= out->nreplicas[r];
+    pthread_mutex_unlock(&conc_lock);
+    return all ? STARFOLD_OK : STARFOLD_ERR_TIMEOUT;
+}
+
+static void test_seed_replica_ids(void)
+{
+    const int devs[4] = { 5, 2, 7, 0 };
+    for (int n = 2; n <= 4; n += 2) {
+        starfold_strategy_t s = mirrored(n, devs, NULL, NULL);
+        CU_ASSERT_EQUAL(starfold_strategy_num_replicas_in_sync(s), n);
+        seed_out_t out;
+        memset(&out, 0, sizeof out);
+        conc_started = 0;
+        CU_ASSERT_EQUAL(starfold_strategy_run(s, step_ids, &out), STARFOLD_OK); /* concurrent, or it times out */
+        for (int r = 0; r < n; r++) {
+            CU_ASSERT_EQUAL(out.ids[r], r);
+            CU_ASSERT_EQUAL(out.nreplicas[r], n);
+            CU_ASSERT_EQUAL(out.devices[r], devs[r]);
+            CU_ASSERT_EQUAL(starfold_strategy_worker_device(s, r), devs[r]);
+            CU_ASSERT_TRUE(out.ctx_ok[r]);
+        }
+        starfold_strategy_destroy(s);
+    }
+    CU_ASSERT_PTR_NULL(starfold_get_replica_context()); /* cross-replica outside a run */
+    CU_ASSERT_EQUAL(starfold_replica_context_replica_id_in_sync_group(NULL), -1);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Seed: batch_reduce_to + merge_call + update, under the three strategies
+ *
+ *   def step_fn(var):
+ *     def merge_fn(strategy, value, var):
+ *       reduced = strategy.extended.batch_reduce_to(SUM, [(value, var)])[0]
+ *       strategy.extended.update(var, lambda var, value: var.assign(value), args=(reduced,))
+ *     value = tf.identity(1.)
+ *     tf.distribute.get_replica_context().merge_call(merge_fn, args=(value, var))
+ */
+
+typedef struct seed_arg {
+    starfold_value_t value; /* this replica's 1.0 */
+    starfold_value_t var;   /* the shared variable */
+} seed_arg_t;
+
+static starfold_status_t assign_fn(const starfold_update_call_t *call, void *user_data)
+{
+    (void)user_data;
+    return starfold_update_assign(call, 0);
+}
+
+static starfold_status_t seed_merge_fn(starfold_strategy_t strategy, int n, void *const *args, void **results)
+{
+    (void)results;
+    starfold_value_t values[NDEV], vars[NDEV], value = NULL, var = NULL, reduced = NULL;
+    for (int r = 0; r < n; r++) {
+        values[r] = ((seed_arg_t *)args[r])->value;
+        vars[r] = ((seed_arg_t *)args[r])->var;
+    }
+    /* Per-thread arguments become a PerReplica; the identical variable collapses into itself. */
+    starfold_status_t st = starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, n, values, &value);
+    if (st == STARFOLD_OK) st = starfold_value_regroup(STARFOLD_VALUE_MIRRORED, n, vars, &var);
+    if (st == STARFOLD_OK) {
+        starfold_value_destination_pair_t pair = { value, starfold_destination_value(var) };
+        st = starfold_strategy_batch_reduce_to(strategy, STARFOLD_OP_SUM, 1, &pair, NULL, &reduced);
+    }
+    if (st == STARFOLD_OK) st = starfold_strategy_update(strategy, var, assign_fn, 1, &reduced, NULL);
+    starfold_value_destroy(reduced);
+    starfold_value_destroy(var);
+    starfold_value_destroy(value);
+    return st;
+}
+
+typedef struct seed_run {
+    starfold_value_t var;
+    seed_arg_t args[NDEV];
+} seed_run_t;
+
+static starfold_status_t seed_step_fn(starfold_replica_context_t rc, void *arg)
+{
+    seed_run_t *sr = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float one = 1.0f;
+    seed_arg_t *a = &sr->args[r];
+    a->var = sr->var;
+    starfold_status_t st = local_value(rc, &one, 1, &a->value);
+    if (st == STARFOLD_OK) st = starfold_replica_context_merge_call(rc, seed_merge_fn, a, NULL);
+    return st;
+}
+
+/* Runs the seed under @s; returns the variable (owned by the caller). */
+static starfold_value_t run_seed(starfold_strategy_t s)
+{
+    seed_run_t sr;
+    memset(&sr, 0, sizeof sr);
+    const float zero = 0.0f;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable(s, STARFOLD_FLOAT32, 1, &zero, &sr.var), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, seed_step_fn, &sr), STARFOLD_OK);
+    for (int r = 0; r < NDEV; r++) starfold_value_destroy(sr.args[r].value);
+    return sr.var;
+}
+
+static void test_seed_batch_reduce_to(void)
+{
+    /* MirroredStrategy(["GPU:0", "GPU:1"]) -> MirroredVariable {0: 2.0, 1: 2.0} */
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    starfold_value_t var = run_seed(s);
+    CU_ASSERT_EQUAL(starfold_value_num_components(var), 2);
+    CU_ASSERT_EQUAL(read_f32(var, 0), 2.0f);
+    CU_ASSERT_EQUAL(read_f32(var, 1), 2.0f);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+
+    /* The same with hierarchical copy. */
+    starfold_cross_device_ops_t hc = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(1, &hc), STARFOLD_OK);
+    s = mirrored(2, dev01, NULL, hc);
+    var = run_seed(s);
+    CU_ASSERT_EQUAL(read_f32(var, 0), 2.0f);
+    CU_ASSERT_EQUAL(read_f32(var, 1), 2.0f);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+    starfold_cross_device_ops_destroy(hc);
+
+    /* CentralStorageStrategy(compute_devices=["GPU:0", "GPU:1"], parameter_device="CPU:0") -> 2.0 */
+    CU_ASSERT_EQUAL_FATAL(starfold_central_storage_strategy_create(ctx, NULL, 2, dev01, STARFOLD_DEVICE_HOST, &s),
+                          STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_strategy_kind(s), STARFOLD_STRATEGY_CENTRAL_STORAGE);
+    var = run_seed(s);
+    CU_ASSERT_EQUAL(starfold_value_num_components(var), 1);
+    CU_ASSERT_EQUAL(starfold_value_device(var, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(read_f32(var, 0), 2.0f);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+    /* ... with the parameters on a device, and with TensorFlow's default parameter device (the host). */
+    CU_ASSERT_EQUAL_FATAL(starfold_central_storage_strategy_create(ctx, NULL, 2, dev01, 3, &s), STARFOLD_OK);
+    var = run_seed(s);
+    CU_ASSERT_EQUAL(starfold_value_device(var, 0), 3);
+    CU_ASSERT_EQUAL(read_f32(var, 0), 2.0f);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+    CU_ASSERT_EQUAL_FATAL(starfold_central_storage_strategy_create(ctx, NULL, 2, dev01, STARFOLD_PARAMETER_DEVICE_DEFAULT,
+                                                                   &s),
+                          STARFOLD_OK);
+    var = run_seed(s);
+    CU_ASSERT_EQUAL(starfold_value_device(var, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(read_f32(var, 0), 2.0f);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+
+    /* OneDeviceStrategy("GPU:0") -> 1.0 */
+    CU_ASSERT_EQUAL_FATAL(starfold_one_device_strategy_create(ctx, NULL, 0, &s), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_strategy_num_replicas_in_sync(s), 1);
+    var = run_seed(s);
+    CU_ASSERT_EQUAL(starfold_value_num_components(var), 1);
+    CU_ASSERT_EQUAL(read_f32(var, 0), 1.0f);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Construction and the default cross-device ops
+ */
+
+static void test_construction(void)
+{
+    starfold_strategy_t s = NULL;
+    /* Default devices: every device of the context. */
+    CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, NULL, 0, NULL, NULL, &s), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_strategy_num_replicas_in_sync(s), NDEV);
+    CU_ASSERT_EQUAL(starfold_strategy_kind(s), STARFOLD_STRATEGY_MIRRORED);
+    CU_ASSERT_STRING_EQUAL(starfold_strategy_kind_name(starfold_strategy_kind(s)), "MirroredStrategy");
+    CU_ASSERT_PTR_EQUAL(starfold_strategy_context(s), ctx);
+    CU_ASSERT_PTR_NOT_NULL(starfold_strategy_topology(s));
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(starfold_strategy_cross_device_ops(s)), "reduce-to-one");
+    starfold_strategy_destroy(s);
+
+    /* DGX-1-like topology: hierarchical copy with one pack per device (TensorFlow 1.x's choose_the_best). */
+    CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, dgx1, 0, NULL, NULL, &s), STARFOLD_OK);
+    starfold_cross_device_ops_t ops = starfold_strategy_cross_device_ops(s);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "hierarchical-copy");
+    starfold_algo_options_t ao;
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_options(ops, &ao), STARFOLD_OK);
+    CU_ASSERT_EQUAL(ao.num_packs, 8);
+    starfold_strategy_destroy(s);
+    /* Fewer than 8 devices of a DGX-1, or the plain host: reduce-to-one. */
+    const int four[4] = { 0, 1, 2, 3 };
+    CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, dgx1, 4, four, NULL, &s), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(starfold_strategy_cross_device_ops(s)), "reduce-to-one");
+    starfold_strategy_destroy(s);
+    /* The DGX-1 devices in another order break the pattern. */
+    const int perm[8] = { 0, 1, 2, 4, 3, 5, 6, 7 };
+    CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, dgx1, 8, perm, NULL, &s), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(starfold_strategy_cross_device_ops(s)), "reduce-to-one");
+    starfold_strategy_destroy(s);
+
+    /* Errors. */
+    s = NULL;
+    const int dup[3] = { 0, 1, 0 }, far[2] = { 0, NDEV };
+    CU_ASSERT_EQUAL(starfold_mirrored_strategy_create(ctx, NULL, 3, dup, NULL, &s), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "No duplicates allowed in `devices` argument"));
+    CU_ASSERT_EQUAL(starfold_mirrored_strategy_create(ctx, NULL, 2, far, NULL, &s), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_topology_t small = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(host8, 2, &small), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_mirrored_strategy_create(ctx, small, 3, four, NULL, &s), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_topology_destroy(small);
+    CU_ASSERT_EQUAL(starfold_mirrored_strategy_create(NULL, NULL, 0, NULL, NULL, &s), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_one_device_strategy_create(ctx, NULL, NDEV, &s), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_central_storage_strategy_create(ctx, NULL, 2, dev01, 99, &s), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(starfold_strategy_run(NULL, step_ids, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+
+    /* TensorFlow's default parameter device: the only compute device when there is one. */
+    const int five = 5;
+    CU_ASSERT_EQUAL_FATAL(starfold_central_storage_strategy_create(ctx, NULL, 1, &five, STARFOLD_PARAMETER_DEVICE_DEFAULT,
+                                                                   &s),
+                          STARFOLD_OK);
+    starfold_value_t var = NULL;
+    CU_ASSERT_EQUAL(starfold_strategy_create_variable(s, STARFOLD_INT32, 3, NULL, &var), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(var, 0), 5);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+}
+
+/* all_reduce over 8 replicas on the DGX-1 plan (default ops: hierarchical copy, 8 packs). */
+typedef struct many_arg {
+    size_t count;
+    starfold_op_t op;
+    int steps;
+    double got[NDEV];
+} many_arg_t;
+
+static starfold_status_t step_many(starfold_replica_context_t rc, void *arg)
+{
+    many_arg_t *m = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    float *x = malloc(sizeof(float) * m->count);
+    if (!x) return STARFOLD_ERR_OUT_OF_MEMORY;
+    starfold_status_t st = STARFOLD_OK;
+    double last = 0;
+    for (int step = 0; step < m->steps && st == STARFOLD_OK; step++) {
+        for (size_t i = 0; i < m->count; i++) x[i] = (float)(r + step + (int)(i % 7));
+        starfold_value_t v = NULL, res = NULL;
+        st = local_value(rc, x, m->count, &v);
+        if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, m->op, 1, &v, NULL, &res);
+        if (st == STARFOLD_OK) st = starfold_value_read(res, 0, x, sizeof(float) * m->count);
+        last = x[m->count - 1];
+        starfold_value_destroy(res);
+        starfold_value_destroy(v);
+    }
+    m->got[r] = last;
+    free(x);
+    return st;
+}
+
+static void test_dgx1_all_reduce(void)
+{
+    starfold_strategy_t s = mirrored(0, NULL, dgx1, NULL);
+    many_arg_t m = { .count = 1000, .op = STARFOLD_OP_MEAN, .steps = 3 };
+    sf_trace_reset();
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_many, &m), STARFOLD_OK);
+    /* Last element (i = 999, i % 7 = 5), last step 2: mean over r of (r + 2 + 5) = 3.5 + 7. */
+    for (int r = 0; r < NDEV; r++) CU_ASSERT_DOUBLE_EQUAL(m.got[r], 10.5, 1e-6);
+    CU_ASSERT_EQUAL(sf_trace_count(), 3);
+    sf_trace_entry_t e;
+    sf_trace_get(0, &e);
+    CU_ASSERT_EQUAL(e.path, SF_PATH_ALL_REDUCE);
+    CU_ASSERT_STRING_EQUAL(e.algorithm, "hierarchical-copy");
+    CU_ASSERT_EQUAL(e.num_sources, NDEV);
+    starfold_strategy_destroy(s);
+}
+
+/* Many steps over 4 replicas, then an odd replica count: no leak of results, no deadlock. */
+static void test_many_steps(void)
+{
+    const int devs[5] = { 0, 1, 2, 3, 4 };
+    for (int n = 3; n <= 4; n++) {
+        starfold_strategy_t s = mirrored(n, devs, NULL, NULL);
+        many_arg_t m = { .count = 16, .op = STARFOLD_OP_SUM, .steps = 40 };
+        CU_ASSERT_EQUAL(starfold_strategy_run(s, step_many, &m), STARFOLD_OK);
+        /* Sum over r of (r + 39 + 15 % 7 = 1). */
+        double e = 0;
+        for (int r = 0; r < n; r++) e += r + 39 + 1;
+        for (int r = 0; r < n; r++) CU_ASSERT_DOUBLE_EQUAL(m.got[r], e, 1e-6);
+        starfold_strategy_destroy(s);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Implementation mapping: RING / NCCL select hierarchical-copy when the strategy chose its ops
+ */
+
+typedef struct impl_arg {
+    starfold_communication_implementation_t impl;
+} impl_arg_t;
+
+static starfold_status_t step_impl(starfold_replica_context_t rc, void *arg)
+{
+    const impl_arg_t *ia = arg;
+    const float x = 1.0f;
+    starfold_value_t v = NULL, r = NULL;
+    starfold_communication_options_t o;
+    starfold_communication_options_init(&o);
+    o.implementation = ia->impl;
+    starfold_status_t st = local_value(rc, &x, 1, &v);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, &o, &r);
+    if (st == STARFOLD_OK && read_f32(r, 0) != 4.0f) st = STARFOLD_ERR_INTERNAL;
+    starfold_value_destroy(r);
+    starfold_value_destroy(v);
+    return st;
+}
+
+static void test_implementation_mapping(void)
+{
+    const int devs[4] = { 0, 1, 2, 3 };
+    starfold_strategy_t s = mirrored(4, devs, NULL, NULL);
+    /* RING is the registry's ring algorithm, or hierarchical copy in a build without one. */
+    const char *ring = "hierarchical-copy";
+    for (int i = 0; i < starfold_algorithm_count(); i++)
+        if (!strcmp(starfold_algorithm_name(i), "ring")) ring = "ring";
+    const struct {
+        starfold_communication_implementation_t impl;
+        const char *algorithm;
+    } cases[] = { { STARFOLD_COMMUNICATION_AUTO, "reduce-to-one" },
+                  { STARFOLD_COMMUNICATION_RING, ring },
+                  { STARFOLD_COMMUNICATION_NCCL, "hierarchical-copy" } };
+    for (size_t k = 0; k < 3; k++) {
+        impl_arg_t ia = { cases[k].impl };
+        sf_trace_reset();
+        CU_ASSERT_EQUAL(starfold_strategy_run(s, step_impl, &ia), STARFOLD_OK);
+        CU_ASSERT_STRING_EQUAL(last_algorithm(), cases[k].algorithm);
+    }
+    /* The strategy's own options count too (merged under the call's). */
+    starfold_communication_options_t o;
+    starfold_communication_options_init(&o);
+    o.implementation = STARFOLD_COMMUNICATION_NCCL;
+    CU_ASSERT_EQUAL(starfold_strategy_set_communication_options(s, &o), STARFOLD_OK);
+    impl_arg_t ia = { STARFOLD_COMMUNICATION_AUTO };
+    sf_trace_reset();
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_impl, &ia), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(last_algorithm(), "hierarchical-copy");
+    o.bytes_per_pack = -1;
+    CU_ASSERT_EQUAL(starfold_strategy_set_communication_options(s, &o), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_strategy_destroy(s);
+
+    /* Explicit ops: the implementation is ignored. */
+    starfold_cross_device_ops_t r2o = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_reduction_to_one_device_create(-1, &r2o), STARFOLD_OK);
+    s = mirrored(4, devs, NULL, r2o);
+    ia.impl = STARFOLD_COMMUNICATION_RING;
+    sf_trace_reset();
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_impl, &ia), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(last_algorithm(), "reduce-to-one");
+    CU_ASSERT_PTR_EQUAL(starfold_strategy_cross_device_ops(s), r2o);
+    starfold_strategy_destroy(s);
+    starfold_cross_device_ops_destroy(r2o);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Errors instead of hangs
+ */
+
+typedef struct err_arg {
+    double timeout;
+    int late_ms;                  /* how long replica 1 sleeps before its collective */
+    double elapsed[NDEV];         /* time each replica spent in its first collective */
+    starfold_status_t st[NDEV];   /* what it returned */
+    char msg[NDEV][512];
+    float input_after[NDEV];      /* replica's input read back after the failed collective */
+    int results_untouched[NDEV];
+} err_arg_t;
+
+/* Replica 1 arrives late (after @late_ms); replica 0 has a timeout. */
+static starfold_status_t step_timeout(starfold_replica_context_t rc, void *arg)
+{
+    err_arg_t *ea = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float x = 3.0f + (float)r;
+    starfold_value_t v = NULL, sentinel = (starfold_value_t)&ea, res = sentinel;
+    starfold_status_t st = local_value(rc, &x, 1, &v);
+    if (st != STARFOLD_OK) return st;
+    if (r == 1) sleep_ms(ea->late_ms);
+    starfold_communication_options_t o;
+    starfold_communication_options_init(&o);
+    o.timeout_seconds = ea->timeout;
+    const double t0 = sf_tu_now();
+    st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, &o, &res);
+    ea->elapsed[r] = sf_tu_now() - t0;
+    ea->st[r] = st;
+    snprintf(ea->msg[r], sizeof ea->msg[r], "%s", starfold_last_error());
+    ea->results_untouched[r] = res == sentinel;
+    if (st == STARFOLD_OK) starfold_value_destroy(res);
+    /* Every later collective of the run fails at once. */
+    if (st != STARFOLD_OK) {
+        const double t1 = sf_tu_now();
+        if (starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, &o, &res) == STARFOLD_OK) st = STARFOLD_ERR_INTERNAL;
+        if (sf_tu_now() - t1 > 0.5) st = STARFOLD_ERR_INTERNAL;
+    }
+    (void)starfold_value_read(v, 0, &ea->input_after[r], sizeof(float));
+    starfold_value_destroy(v);
+    return st;
+}
+
+static void test_timeout(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    err_arg_t ea;
+    memset(&ea, 0, sizeof ea);
+    ea.timeout = 0.2;
+    ea.late_ms = 1200;
+    sf_trace_reset();
+    const double t0 = sf_tu_now();
+    starfold_status_t st = starfold_strategy_run(s, step_timeout, &ea);
+    CU_ASSERT_EQUAL(st, STARFOLD_ERR_TIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "missing: replica 1"));
+    /* Replica 0 gave up within its timeout (not after replica 1's 1.2 s); replica 1 failed at once. */
+    CU_ASSERT_EQUAL(ea.st[0], STARFOLD_ERR_TIMEOUT);
+    CU_ASSERT_TRUE(ea.elapsed[0] >= 0.19 && ea.elapsed[0] < 0.9);
+    CU_ASSERT_EQUAL(ea.st[1], STARFOLD_ERR_TIMEOUT);
+    CU_ASSERT_TRUE(ea.elapsed[1] < 0.5);
+    CU_ASSERT_TRUE(sf_tu_now() - t0 < 5.0);
+    /* Nothing was submitted, the inputs are unchanged, the results untouched. */
+    CU_ASSERT_EQUAL(sf_trace_count(), 0);
+    CU_ASSERT_EQUAL(ea.input_after[0], 3.0f);
+    CU_ASSERT_EQUAL(ea.input_after[1], 4.0f);
+    CU_ASSERT_TRUE(ea.results_untouched[0] && ea.results_untouched[1]);
+
+    /* In time: the same run succeeds. */
+    memset(&ea, 0, sizeof ea);
+    ea.timeout = 5.0;
+    ea.late_ms = 50;
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_timeout, &ea), STARFOLD_OK);
+    CU_ASSERT_EQUAL(ea.st[0], STARFOLD_OK);
+    CU_ASSERT_EQUAL(ea.st[1], STARFOLD_OK);
+    starfold_strategy_destroy(s);
+}
+
+/* Replica 0 makes two merge_calls, replica 1 one (and returns after a while). */
+static starfold_status_t count_merge_fn(starfold_strategy_t strategy, int n, void *const *args, void **results)
+{
+    (void)strategy;
+    for (int r = 0; r < n; r++) results[r] = args[r];
+    return STARFOLD_OK;
+}
+
+static starfold_status_t step_mismatch(starfold_replica_context_t rc, void *arg)
+{
+    err_arg_t *ea = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    void *res = NULL;
+    starfold_status_t st = starfold_replica_context_merge_call(rc, count_merge_fn, &ea->st[r], &res);
+    if (st != STARFOLD_OK) return st;
+    if (res != &ea->st[r]) return STARFOLD_ERR_INTERNAL; /* each replica gets its own result */
+    if (r == 1) {
+        sleep_ms(ea->late_ms); /* replica 0 is already waiting in its second merge_call */
+        return STARFOLD_OK;
+    }
+    const double t0 = sf_tu_now();
+    st = starfold_replica_context_merge_call(rc, count_merge_fn, NULL, &res);
+    ea->elapsed[r] = sf_tu_now() - t0;
+    ea->st[r] = st;
+    snprintf(ea->msg[r], sizeof ea->msg[r], "%s", starfold_last_error());
+    return st;
+}
+
+static void test_mismatched_merge_calls(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    for (int late = 0; late < 2; late++) {
+        err_arg_t ea;
+        memset(&ea, 0, sizeof ea);
+        ea.late_ms = late ? 300 : 0; /* returns while replica 0 waits / before replica 0 calls */
+        const double t0 = sf_tu_now();
+        /* No timeout anywhere: still no deadlock. */
+        starfold_status_t st = starfold_strategy_run(s, step_mismatch, &ea);
+        CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(starfold_last_error(), "Some replicas made a different number of replica_context().merge_call() calls."));
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "replica 0"));
+        CU_ASSERT_EQUAL(ea.st[0], STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ea.msg[0], "replica 1 returned from its function after 1 collective(s)"));
+        CU_ASSERT_TRUE(sf_tu_now() - t0 < 3.0);
+        CU_ASSERT_TRUE(ea.elapsed[0] < ea.late_ms / 1000.0 + 1.0);
+    }
+    starfold_strategy_destroy(s);
+}
+
+/* Replica 0 calls all_reduce while replica 1 calls merge_call. */
+static starfold_status_t step_kind_mismatch(starfold_replica_context_t rc, void *arg)
+{
+    err_arg_t *ea = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float x = 1.0f;
+    starfold_value_t v = NULL, res = NULL;
+    starfold_status_t st = local_value(rc, &x, 1, &v);
+    if (st != STARFOLD_OK) return st;
+    if (r == 0) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &res);
+    else st = starfold_replica_context_merge_call(rc, count_merge_fn, NULL, NULL);
+    ea->st[r] = st;
+    if (st == STARFOLD_OK) starfold_value_destroy(res);
+    starfold_value_destroy(v);
+    return st;
+}
+
+static void test_mismatched_kinds(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    err_arg_t ea;
+    memset(&ea, 0, sizeof ea);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_kind_mismatch, &ea), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "all_reduce"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "merge_call"));
+    CU_ASSERT_EQUAL(ea.st[0], STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(ea.st[1], STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_strategy_destroy(s);
+}
+
+/* Replica 2 fails on its own while replicas 0 and 1 wait: the run reports replica 2's error. */
+static starfold_status_t step_replica_fails(starfold_replica_context_t rc, void *arg)
+{
+    err_arg_t *ea = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    if (r == 2) {
+        sleep_ms(100);
+        return ea->st[r] = sf_error(STARFOLD_ERR_NOT_SUPPORTED, "boom: the model does not fit");
+    }
+    const float x = 1.0f;
+    starfold_value_t v = NULL, res = NULL;
+    starfold_status_t st = local_value(rc, &x, 1, &v);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &res);
+    ea->st[r] = st;
+    snprintf(ea->msg[r], sizeof ea->msg[r], "%s", starfold_last_error());
+    if (st == STARFOLD_OK) starfold_value_destroy(res);
+    starfold_value_destroy(v);
+    return st;
+}
+
+static void test_replica_failure(void)
+{
+    const int devs[3] = { 0, 1, 2 };
+    starfold_strategy_t s = mirrored(3, devs, NULL, NULL);
+    err_arg_t ea;
+    memset(&ea, 0, sizeof ea);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_replica_fails, &ea), STARFOLD_ERR_NOT_SUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "replica 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "boom"));
+    CU_ASSERT_EQUAL(ea.st[0], STARFOLD_ERR_NOT_SUPPORTED); /* the waiters learn why */
+    CU_ASSERT_PTR_NOT_NULL(strstr(ea.msg[0], "replica 2 failed"));
+    starfold_strategy_destroy(s);
+}
+
+/* Replicas disagree on the structure: the collective fails for all, the run can go on. */
+static starfold_status_t step_bad_structure(starfold_replica_context_t rc, void *arg)
+{
+    err_arg_t *ea = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float x[3] = { 1, 2, 3 };
+    starfold_value_t v = NULL, res = NULL;
+    starfold_status_t st = local_value(rc, x, r == 0 ? 3 : 2, &v); /* different counts */
+    if (st != STARFOLD_OK) return st;
+    ea->st[r] = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &res);
+    snprintf(ea->msg[r], sizeof ea->msg[r], "%s", starfold_last_error());
+    starfold_value_destroy(v);
+    /* NULL value on replica 1 only: everyone fails, nobody hangs. */
+    const starfold_value_t vals[1] = { NULL };
+    starfold_value_t ok = NULL;
+    if ((st = local_value(rc, x, 2, &ok)) != STARFOLD_OK) return st;
+    const starfold_value_t *use = r == 1 ? vals : &ok;
+    starfold_status_t st2 = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, use, NULL, &res);
+    /* Then a good one works. */
+    starfold_status_t st3 = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &ok, NULL, &res);
+    if (st3 == STARFOLD_OK) {
+        float y[2];
+        st3 = starfold_value_read(res, 0, y, sizeof y);
+        if (st3 == STARFOLD_OK && (y[0] != 2.0f || y[1] != 4.0f)) st3 = STARFOLD_ERR_INTERNAL;
+        starfold_value_destroy(res);
+    }
+    starfold_value_destroy(ok);
+    return st2 == STARFOLD_ERR_INVALID_ARGUMENT && st3 == STARFOLD_OK ? STARFOLD_OK : STARFOLD_ERR_INTERNAL;
+}
+
+static void test_bad_structure(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    err_arg_t ea;
+    memset(&ea, 0, sizeof ea);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_bad_structure, &ea), STARFOLD_OK);
+    for (int r = 0; r < 2; r++) {
+        CU_ASSERT_EQUAL(ea.st[r], STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ea.msg[r], "the shapes must be the same on every replica"));
+    }
+    starfold_strategy_destroy(s);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Replica and cross-replica contexts
+ */
+
+typedef struct ctx_arg {
+    starfold_strategy_t s;
+    starfold_status_t reduce_to, run, batch, update, strategy_reduce, broadcast;
+    starfold_status_t in_merge_all_reduce, in_merge_merge, in_merge_reduce_to;
+    int merge_ctx_null;
+    char msg[512];
+} ctx_arg_t;
+
+static ctx_arg_t *cur_ctx_arg;
+
+static starfold_status_t nested_merge_fn(starfold_strategy_t strategy, int n, void *const *args, void **results)
+{
+    (void)n;
+    (void)results;
+    ctx_arg_t *ca = cur_ctx_arg;
+    starfold_replica_context_t rc = args[0];
+    ca->merge_ctx_null = starfold_get_replica_context() == NULL;
+    const float x = 1.0f;
+    const int dev = 0;
+    starfold_value_t v = NULL, r = NULL;
+    if (starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev, STARFOLD_FLOAT32, 1, &x, &v) != STARFOLD_OK)
+        return STARFOLD_ERR_INTERNAL;
+    ca->in_merge_all_reduce = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &r);
+    ca->in_merge_merge = starfold_replica_context_merge_call(rc, count_merge_fn, NULL, NULL);
+    /* Cross-replica methods are fine here. */
+    const starfold_destination_t d = starfold_destination_device(1);
+    ca->in_merge_reduce_to = starfold_strategy_reduce_to(strategy, STARFOLD_OP_SUM, v, &d, NULL, &r);
+    if (ca->in_merge_reduce_to == STARFOLD_OK) starfold_value_destroy(r);
+    starfold_value_destroy(v);
+    return STARFOLD_OK;
+}
+
+static starfold_status_t step_contexts(starfold_replica_context_t rc, void *arg)
+{
+    ctx_arg_t *ca = arg;
+    if (starfold_replica_context_replica_id_in_sync_group(rc) != 0) {
+        return starfold_replica_context_merge_call(rc, nested_merge_fn, rc, NULL);
+    }
+    const float x = 1.0f;
+    const int dev = starfold_replica_context_device(rc);
+    starfold_value_t v = NULL, r = NULL;
+    starfold_status_t st = starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev, STARFOLD_FLOAT32, 1, &x, &v);
+    if (st != STARFOLD_OK) return st;
+    const starfold_destination_t d = starfold_destination_value(v);
+    ca->reduce_to = starfold_strategy_reduce_to(ca->s, STARFOLD_OP_SUM, v, &d, NULL, &r);
+    snprintf(ca->msg, sizeof ca->msg, "%s", starfold_last_error());
+    starfold_value_destination_pair_t p = { v, d };
+    ca->batch = starfold_strategy_batch_reduce_to(ca->s, STARFOLD_OP_SUM, 1, &p, NULL, &r);
+    ca->update = starfold_strategy_update(ca->s, v, assign_fn, 1, &v, NULL);
+    ca->strategy_reduce = starfold_strategy_reduce(ca->s, STARFOLD_OP_SUM, v, STARFOLD_AXIS_NONE, &r);
+    ca->broadcast = starfold_strategy_broadcast_to(ca->s, v, &d, &r);
+    ca->run = starfold_strategy_run(ca->s, step_ids, NULL);
+    st = starfold_replica_context_merge_call(rc, nested_merge_fn, rc, NULL);
+    starfold_value_destroy(v);
+    return st;
+}
+
+static void test_contexts(void)
+{
+    ctx_arg_t ca;
+    memset(&ca, 0, sizeof ca);
+    ca.s = mirrored(2, dev01, NULL, NULL);
+    cur_ctx_arg = &ca;
+    CU_ASSERT_EQUAL(starfold_strategy_run(ca.s, step_contexts, &ca), STARFOLD_OK);
+    CU_ASSERT_EQUAL(ca.reduce_to, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(ca.msg, "Method requires being in cross-replica context, use get_replica_context().merge_call()"));
+    CU_ASSERT_EQUAL(ca.batch, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(ca.update, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(ca.strategy_reduce, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(ca.broadcast, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(ca.run, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_TRUE(ca.merge_ctx_null);
+    CU_ASSERT_EQUAL(ca.in_merge_all_reduce, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(ca.in_merge_merge, STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(ca.in_merge_reduce_to, STARFOLD_OK);
+    starfold_strategy_destroy(ca.s);
+}
+
+/* merge_fn's error reaches every replica; merge results go to each replica. */
+static starfold_status_t failing_merge_fn(starfold_strategy_t strategy, int n, void *const *args, void **results)
+{
+    (void)strategy;
+    (void)n;
+    (void)args;
+    (void)results;
+    return sf_error(STARFOLD_ERR_NOT_SUPPORTED, "the merge function refuses");
+}
+
+static starfold_status_t sum_merge_fn(starfold_strategy_t strategy, int n, void *const *args, void **results)
+{
+    (void)strategy;
+    static long total;
+    total = 0;
+    for (int r = 0; r < n; r++) total += *(const long *)args[r];
+    for (int r = 0; r < n; r++) results[r] = &total; /* a shared result */
+    return STARFOLD_OK;
+}
+
+static starfold_status_t step_merge(starfold_replica_context_t rc, void *arg)
+{
+    err_arg_t *ea = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    ea->st[r] = starfold_replica_context_merge_call(rc, failing_merge_fn, NULL, NULL);
+    snprintf(ea->msg[r], sizeof ea->msg[r], "%s", starfold_last_error());
+    long mine = 10 * (r + 1);
+    void *res = NULL;
+    starfold_status_t st = starfold_replica_context_merge_call(rc, sum_merge_fn, &mine, &res);
+    if (st == STARFOLD_OK) ea->input_after[r] = (float)*(const long *)res;
+    return st;
+}
+
+static void test_merge_call(void)
+{
+    const int devs[3] = { 4, 5, 6 };
+    starfold_strategy_t s = mirrored(3, devs, NULL, NULL);
+    err_arg_t ea;
+    memset(&ea, 0, sizeof ea);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_merge, &ea), STARFOLD_OK);
+    for (int r = 0; r < 3; r++) {
+        CU_ASSERT_EQUAL(ea.st[r], STARFOLD_ERR_NOT_SUPPORTED);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ea.msg[r], "the merge function refuses"));
+        CU_ASSERT_EQUAL(ea.input_after[r], 60.0f);
+    }
+    starfold_strategy_destroy(s);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Cross-replica methods
+ */
+
+static void test_strategy_reduce_axis(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    starfold_value_t v = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, dev01, STARFOLD_FLOAT32, 3, NULL, &v),
+                          STARFOLD_OK);
+    const float a[3] = { 1, 2, 3 }, b[3] = { 4, 5, 6 };
+    CU_ASSERT_EQUAL(starfold_value_write(v, 0, a, sizeof a), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_write(v, 1, b, sizeof b), STARFOLD_OK);
+    float y[3];
+    /* axis None: across replicas only, on the host. */
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce(s, STARFOLD_OP_SUM, v, STARFOLD_AXIS_NONE, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, y, sizeof y), STARFOLD_OK);
+    CU_ASSERT_EQUAL(y[0], 5.0f);
+    CU_ASSERT_EQUAL(y[2], 9.0f);
+    starfold_value_destroy(r);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce(s, STARFOLD_OP_MEAN, v, STARFOLD_AXIS_NONE, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, y, sizeof y), STARFOLD_OK);
+    CU_ASSERT_EQUAL(y[0], 2.5f);
+    CU_ASSERT_EQUAL(y[1], 3.5f);
+    starfold_value_destroy(r);
+    /* axis 0: the elements too; MEAN by the global element count (6). */
+    static const struct {
+        starfold_op_t op;
+        int axis;
+        float expect;
+    } cases[] = { { STARFOLD_OP_SUM, 0, 21.0f },
+                  { STARFOLD_OP_MEAN, 0, 3.5f },
+                  { STARFOLD_OP_MEAN, -1, 3.5f },
+                  { STARFOLD_OP_MAX, 0, 6.0f },
+                  { STARFOLD_OP_MIN, 0, 1.0f },
+                  { STARFOLD_OP_PROD, 0, 720.0f } };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce(s, cases[k].op, v, cases[k].axis, &r), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_value_count(r), 1);
+        CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+        CU_ASSERT_EQUAL(read_f32(r, 0), cases[k].expect);
+        starfold_value_destroy(r);
+    }
+    r = NULL;
+    CU_ASSERT_EQUAL(starfold_strategy_reduce(s, STARFOLD_OP_SUM, v, 1, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "out of bounds"));
+    CU_ASSERT_EQUAL(starfold_strategy_reduce(s, (starfold_op_t)17, v, 0, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(r);
+    starfold_value_destroy(v);
+
+    /* int32 MEAN with an axis: {1, 2} and {2, 2}: 7 / 4 -> 1 truncated, 1.75 promoted. */
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, dev01, STARFOLD_INT32, 2, NULL, &v),
+                          STARFOLD_OK);
+    const int32_t ia[2] = { 1, 2 }, ib[2] = { 2, 2 };
+    CU_ASSERT_EQUAL(starfold_value_write(v, 0, ia, sizeof ia), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_write(v, 1, ib, sizeof ib), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce(s, STARFOLD_OP_MEAN, v, 0, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_dtype(r), STARFOLD_INT32);
+    int32_t i = 0;
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, &i, sizeof i), STARFOLD_OK);
+    CU_ASSERT_EQUAL(i, 1);
+    starfold_value_destroy(r);
+    starfold_communication_options_t o;
+    starfold_communication_options_init(&o);
+    o.promote_integer_mean = 1;
+    CU_ASSERT_EQUAL(starfold_strategy_set_communication_options(s, &o), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce(s, STARFOLD_OP_MEAN, v, 0, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_dtype(r), STARFOLD_FLOAT64);
+    double f = 0;
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, &f, sizeof f), STARFOLD_OK);
+    CU_ASSERT_EQUAL(f, 1.75);
+    starfold_value_destroy(r);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce(s, STARFOLD_OP_MEAN, v, STARFOLD_AXIS_NONE, &r), STARFOLD_OK);
+    double g[2];
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, g, sizeof g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(g[0], 1.5);
+    CU_ASSERT_EQUAL(g[1], 2.0);
+    starfold_value_destroy(r);
+    starfold_value_destroy(v);
+    starfold_strategy_destroy(s);
+}
+
+static starfold_status_t record_update(const starfold_update_call_t *call, void *user_data)
+{
+    int *seen = user_data;
+    seen[call->component] = 1 + call->device;
+    return starfold_update_assign(call, 0);
+}
+
+static void test_cross_replica_methods(void)
+{
+    const int devs[3] = { 0, 1, 2 };
+    starfold_strategy_t s = mirrored(3, devs, NULL, NULL);
+    /* A mirrored variable's MEAN is itself, copied exactly (TensorFlow returns it unchanged). */
+    const float third = 0.1f;
+    starfold_value_t var = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable(s, STARFOLD_FLOAT32, 1, &third, &var), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_kind(var), STARFOLD_VALUE_MIRRORED);
+    starfold_destination_t d = starfold_destination_value(var);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_MEAN, var, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace_path(), SF_PATH_BROADCAST);
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(read_f32(r, c), 0.1f);
+    starfold_value_destroy(r);
+    /* Its SUM sums the copies. */
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, var, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_DOUBLE_EQUAL(read_f32(r, 1), 0.3, 1e-6);
+    starfold_value_destroy(r);
+
+    /* broadcast_to: empty destinations = the strategy's devices. */
+    const int five = 5;
+    const float seven = 7.0f;
+    starfold_value_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &five, STARFOLD_FLOAT32, 1, &seven, &t),
+                          STARFOLD_OK);
+    starfold_destination_t none;
+    memset(&none, 0, sizeof none);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_broadcast_to(s, t, &none, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_num_components(r), 3);
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_EQUAL(starfold_value_device(r, c), devs[c]);
+        CU_ASSERT_EQUAL(read_f32(r, c), 7.0f);
+    }
+
+    /* update: fn once per component, in order, on its device, with the selected argument components. */
+    int seen[3] = { 0, 0, 0 };
+    CU_ASSERT_EQUAL(starfold_strategy_update(s, var, record_update, 1, &r, seen), STARFOLD_OK);
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_EQUAL(seen[c], 1 + devs[c]);
+        CU_ASSERT_EQUAL(read_f32(var, c), 7.0f);
+    }
+    /* A one-component argument serves every component. */
+    CU_ASSERT_EQUAL(starfold_strategy_update(s, var, record_update, 1, &t, seen), STARFOLD_OK);
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(read_f32(var, c), 7.0f);
+    starfold_value_destroy(r);
+    /* An argument whose components fit none: nothing runs. */
+    const int d2[2] = { 6, 7 };
+    starfold_value_t two = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, d2, STARFOLD_FLOAT32, 1, NULL, &two),
+                          STARFOLD_OK);
+    memset(seen, 0, sizeof seen);
+    CU_ASSERT_EQUAL(starfold_strategy_update(s, var, record_update, 1, &two, seen), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(seen[0], 0);
+    starfold_strategy_destroy(s);
+
+    /* CentralStorageStrategy refuses multi-component arguments. */
+    CU_ASSERT_EQUAL_FATAL(starfold_central_storage_strategy_create(ctx, NULL, 2, dev01, STARFOLD_DEVICE_HOST, &s),
+                          STARFOLD_OK);
+    starfold_value_t cvar = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable(s, STARFOLD_FLOAT32, 1, NULL, &cvar), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_strategy_update(s, cvar, record_update, 1, &two, seen), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "CentralStorageStrategy"));
+    CU_ASSERT_EQUAL(starfold_strategy_update(s, cvar, record_update, 1, &t, seen), STARFOLD_OK);
+    CU_ASSERT_EQUAL(read_f32(cvar, 0), 7.0f);
+    /* reduce_to under CentralStorage: reduce-to-one (on the first destination when the parameters are on the host). */
+    d = starfold_destination_value(cvar);
+    sf_trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, var, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace_path(), SF_PATH_REDUCE);
+    CU_ASSERT_EQUAL(read_f32(r, 0), 21.0f);
+    starfold_value_destroy(r);
+    starfold_value_destroy(cvar);
+    starfold_strategy_destroy(s);
+
+    /* OneDeviceStrategy: reduce_to gives the value (a copy), wherever asked. */
+    CU_ASSERT_EQUAL_FATAL(starfold_one_device_strategy_create(ctx, NULL, 5, &s), STARFOLD_OK);
+    d = starfold_destination_device(5);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, t, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(read_f32(r, 0), 7.0f);
+    CU_ASSERT_PTR_NOT_EQUAL(starfold_value_handle(r, 0), starfold_value_handle(t, 0));
+    starfold_value_destroy(r);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce(s, STARFOLD_OP_MEAN, t, STARFOLD_AXIS_NONE, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(read_f32(r, 0), 7.0f);
+    starfold_value_destroy(r);
+    starfold_strategy_destroy(s);
+
+    starfold_value_destroy(two);
+    starfold_value_destroy(t);
+    starfold_value_destroy(var);
+}
+
+/* all_reduce of a mirrored variable sums every replica's copy (TensorFlow returns 1 instead of N, #45026). */
+static starfold_status_t step_mirrored_var(starfold_replica_context_t rc, void *arg)
+{
+    starfold_value_t var = arg, res = NULL;
+    starpu_data_handle_t h = NULL;
+    starfold_status_t st = starfold_replica_context_select(rc, var, &h);
+    if (st == STARFOLD_OK && h != starfold_value_handle(var, starfold_replica_context_replica_id_in_sync_group(rc)))
+        st = STARFOLD_ERR_INTERNAL;
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &var, NULL, &res);
+    if (st == STARFOLD_OK && read_f32(res, 0) != 4.0f) st = STARFOLD_ERR_INTERNAL;
+    starfold_value_destroy(res);
+    return st;
+}
+
+static void test_all_reduce_mirrored_variable(void)
+{
+    const int devs[4] = { 0, 1, 2, 3 };
+    starfold_strategy_t s = mirrored(4, devs, NULL, NULL);
+    const float one = 1.0f;
+    starfold_value_t var = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable(s, STARFOLD_FLOAT32, 1, &one, &var), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_mirrored_var, var), STARFOLD_OK);
+    starfold_value_destroy(var);
+    starfold_strategy_destroy(s);
+}
+
+typedef struct named_test {
+    const char *name;
+    CU_TestFunc fn;
+} named_test_t;
+
+/* Usage: test_strategy [SUBSTRING]: only the tests whose name contains SUBSTRING. */
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    static const named_test_t tests[] = {
+        { "seed: all_reduce of 1.0 over 2 replicas", test_seed_all_reduce },
+        { "seed: all_reduce of [1, 2] in one collective", test_seed_all_reduce_list },
+        { "seed: replica_id_in_sync_group, concurrent replicas", test_seed_replica_ids },
+        { "seed: batch_reduce_to + merge_call + update, 3 strategies", test_seed_batch_reduce_to },
+        { "construction and default ops by topology", test_construction },
+        { "all_reduce on the DGX-1 plan, 8 replicas", test_dgx1_all_reduce },
+        { "many steps, 3 and 4 replicas", test_many_steps },
+        { "implementation mapping", test_implementation_mapping },
+        { "timeout: a replica does not join", test_timeout },
+        { "mismatched merge_call counts", test_mismatched_merge_calls },
+        { "mismatched collective kinds", test_mismatched_kinds },
+        { "a replica fails while others wait", test_replica_failure },
+        { "replicas disagree on the values", test_bad_structure },
+        { "replica and cross-replica contexts", test_contexts },
+        { "merge_call results and errors", test_merge_call },
+        { "Strategy.reduce with and without axis", test_strategy_reduce_axis },
+        { "reduce_to, broadcast_to, update", test_cross_replica_methods },
+        { "all_reduce of a mirrored variable", test_all_reduce_mirrored_variable },
+    };
+    if (suite_init() != 0) {
+        fprintf(stderr, "test_strategy: cannot create the context: %s\n", starfold_last_error());
+        return 77;
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("distribute: strategies, run, replica context (CPU-only)", NULL, NULL);
+    if (!s) return 1;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    const double t0 = sf_tu_now();
+    CU_basic_run_tests();
+    printf("elapsed: %.2f s\n", sf_tu_now() - t0);
+    const unsigned failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    suite_cleanup();
+    return failed ? 1 : 0;
+}
