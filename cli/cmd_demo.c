@@ -1,13 +1,13 @@
 /*
- * starfold demo: what `./quickstart demo` runs.
- *
- * Today's job is the all-reduce of examples/allreduce_demo.c (a gradient-like batch of four float32
- * tensors, hierarchical copy with two packs) on every device, verified element by element, its graph
- * written as DOT and SVG. The command is a frame around a job (demo_job_t): the data-parallel
- * training example of a later issue (MirroredStrategy) becomes another job with the same signature,
- * run on the same machine and writing its gradient all-reduce graph the same way.
+ * starfold demo: what `./quickstart demo` runs, two jobs on the same machine:
+ *   1. data-parallel training (examples/linreg.c): linear regression by SGD with MirroredStrategy on
+ *      every device, the gradients all-reduced every step; the loss must go down and the replicas'
+ *      parameters end bit-identical; the graph of its gradient all-reduce is drawn;
+ *   2. the all-reduce of examples/allreduce_demo.c (a gradient-like batch of four float32 tensors,
+ *      hierarchical copy with two packs), verified element by element, its graph drawn.
  */
 #include "cli.h"
+#include "../examples/linreg.h"
 
 #include <string.h>
 
@@ -100,7 +100,20 @@ out:
     return r;
 }
 
-static const demo_job_t demo_job = { "all-reduce", demo_allreduce };
+static int demo_train(const cli_command_t *cmd, const cli_opts_t *o, cli_machine_t *m, const char *out, FILE *info)
+{
+    (void)o;
+    linreg_result_t res;
+    starfold_graph_t g = NULL;
+    starfold_status_t st = linreg_train(m->ctx, m->topo, 40, info, &res, &g);
+    if (st != STARFOLD_OK) return cli_fail(cmd, st, "training failed");
+    int r = write_graph(cmd, g, out, "gradient-allreduce", info);
+    starfold_graph_destroy(g);
+    if (r == CLI_OK && !(res.loss_went_down && res.identical)) r = CLI_FAIL;
+    return r;
+}
+
+static const demo_job_t demo_jobs[] = { { "data-parallel training", demo_train }, { "all-reduce", demo_allreduce } };
 
 static int demo_main(const cli_command_t *cmd, int argc, char **argv)
 {
@@ -114,24 +127,33 @@ static int demo_main(const cli_command_t *cmd, int argc, char **argv)
     if ((r = cli_machine_open(cmd, &o, stdout, &m)) != CLI_OK) return r;
     printf("Devices: %s\n", m.description);
     fflush(stdout);
-    r = demo_job.run(cmd, &o, &m, out, stdout);
+    for (size_t j = 0; j < sizeof demo_jobs / sizeof demo_jobs[0] && r == CLI_OK; j++) {
+        printf("\n== %s\n", demo_jobs[j].name);
+        fflush(stdout);
+        r = demo_jobs[j].run(cmd, &o, &m, out, stdout);
+    }
     cli_machine_close(&m);
     return r;
 }
 
 const cli_command_t cli_cmd_demo = {
     .name = "demo",
-    .summary = "the quickstart demo: an all-reduce on every device, verified, its graph drawn",
+    .summary = "the quickstart demo: data-parallel training and an all-reduce on every device, graphs drawn",
     .accepted = CLI_OPT(OPT_OUT_DIR) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_DEVICES) |
                 CLI_OPT(OPT_OP),
     .usage =
         "Usage: starfold demo [--out DIR] [--emulated] [--topology T] [-g|--devices N] [--op OP]\n"
         "\n"
-        "What ./quickstart demo runs: an all-reduce of a gradient-like batch (four float32 tensors, 1.25 MiB\n"
-        "per replica) across every device StarPU has, compiled by hierarchical-copy with 2 packs, verified\n"
-        "element by element on every replica against a float64 host reference; its task graph is written\n"
-        "as DIR/allreduce.dot and DIR/allreduce.svg and both paths are printed. Without an accelerator it\n"
-        "runs on the emulated 8-device box and says so (see starfold run --help for the device choice).\n"
+        "What ./quickstart demo runs, on every device StarPU has:\n"
+        "  1. data-parallel training: linear regression by SGD with MirroredStrategy, StarPU compute tasks\n"
+        "     on every replica's device, the gradients all-reduced every step; the loss must go down and\n"
+        "     every replica's parameters end bit-identical; the gradient all-reduce's graph is written as\n"
+        "     DIR/gradient-allreduce.dot and .svg;\n"
+        "  2. an all-reduce of a gradient-like batch (four float32 tensors, 1.25 MiB per replica) by\n"
+        "     hierarchical-copy with 2 packs, verified element by element on every replica against a float64\n"
+        "     host reference; its graph is written as DIR/allreduce.dot and DIR/allreduce.svg.\n"
+        "All paths are printed. Without an accelerator it runs on the emulated 8-device box and says so\n"
+        "(see starfold run --help for the device choice).\n"
         "\n"
         "  --out DIR          where to write the graph (created if needed), default ./starfold-demo\n"
         "  --emulated         force the emulated 8-device box\n"
