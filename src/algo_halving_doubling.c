@@ -20,7 +20,6 @@
 
 #include "algorithms.h"
 #include "common.h"
-#include "pack.h"
 
 typedef struct hd {
     starfold_graph_t g;
@@ -32,22 +31,6 @@ typedef struct hd {
     size_t *lo;       /* [n] */
     starfold_op_t acc;
 } hd_t;
-
-static int pack_is_tensor(const struct starfold_graph *g, const sf_pack_plan_t *plan, const sf_pack_t *pk)
-{
-    return plan->direct ||
-           (pk->nsegs == 1 && pk->segs[0].offset == 0 && pk->segs[0].count == g->tensors[pk->segs[0].tensor].count);
-}
-
-static sf_span_t *pack_spans(const struct starfold_graph *g, const sf_pack_t *pk, int slot, int out)
-{
-    sf_span_t *s = malloc(sizeof *s * pk->nsegs);
-    if (!s) return NULL;
-    for (size_t i = 0; i < pk->nsegs; i++)
-        s[i] = sf_span(out ? sf_graph_output(g, slot, pk->segs[i].tensor) : sf_graph_input(g, slot, pk->segs[i].tensor),
-                       pk->segs[i].offset, pk->segs[i].count);
-    return s;
-}
 
 /* A new temporary on replica @p's device holding the reduction of @a and @b. */
 static starfold_status_t reduce_into_temp(hd_t *h, int p, sf_span_t a, sf_span_t b, starfold_dtype_t dt, int tag,
@@ -66,25 +49,10 @@ static starfold_status_t build_pack(hd_t *h, const sf_pack_plan_t *plan, const s
     starfold_status_t st = STARFOLD_OK;
     starfold_graph_t g = h->g;
     const int n = h->n, p2 = h->p2, tag = (int)pk->index;
-    const int direct = pack_is_tensor(g, plan, pk);
-    const starfold_dtype_t out_dt = sf_graph_out_dtype(g, pk->dtype);
-
     for (int p = 0; p < n; p++) {
-        if (direct) {
-            h->have[p] = sf_whole(g, sf_graph_input(g, p, pk->segs[0].tensor));
-            h->dest[p] = sf_whole(g, sf_graph_output(g, h->out_slot[p], pk->segs[0].tensor));
-        } else {
-            size_t hb, db;
-            if ((st = sf_graph_add_temp(g, g->input_devices[p], pk->dtype, pk->count, tag, &hb)) != STARFOLD_OK) return st;
-            if ((st = sf_graph_add_temp(g, g->input_devices[p], out_dt, pk->count, tag, &db)) != STARFOLD_OK) return st;
-            h->have[p] = sf_whole(g, hb);
-            h->dest[p] = sf_whole(g, db);
-            sf_span_t *segs = pack_spans(g, pk, p, 0);
-            if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "halving-doubling: out of memory");
-            st = sf_graph_copy(g, STARFOLD_TASK_PACK, segs, pk->nsegs, &h->have[p], 1, tag, NULL);
-            free(segs);
-            if (st != STARFOLD_OK) return st;
-        }
+        if ((st = sf_pack_gather(g, plan, pk, p, &h->have[p])) != STARFOLD_OK ||
+            (st = sf_pack_result(g, plan, pk, p, h->out_slot[p], &h->dest[p])) != STARFOLD_OK)
+            return st;
         h->part[p] = h->have[p];
         h->lo[p] = 0;
     }
@@ -151,24 +119,14 @@ static starfold_status_t build_pack(hd_t *h, const sf_pack_plan_t *plan, const s
         if ((st = sf_graph_copy(g, STARFOLD_TASK_COPY, &h->dest[e - p2], 1, &h->dest[e], 1, tag, NULL)) != STARFOLD_OK)
             return st;
 
-    if (!direct)
-        for (int p = 0; p < n; p++) {
-            sf_span_t *segs = pack_spans(g, pk, h->out_slot[p], 1);
-            if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "halving-doubling: out of memory");
-            st = sf_graph_copy(g, STARFOLD_TASK_UNPACK, &h->dest[p], 1, segs, pk->nsegs, tag, NULL);
-            free(segs);
-            if (st != STARFOLD_OK) return st;
-        }
+    for (int p = 0; p < n; p++)
+        if ((st = sf_pack_scatter(g, plan, pk, h->out_slot[p], h->dest[p])) != STARFOLD_OK) return st;
     return STARFOLD_OK;
 }
 
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
     starfold_status_t st = STARFOLD_OK;
-    if (options->num_packs < 0)
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "halving-doubling requires num_packs >= 0, but %d is specified",
-                        options->num_packs);
-    if (g->kind == STARFOLD_COLL_BROADCAST) return sf_build_simple_broadcast(g);
     const int n = g->num_inputs;
     int p2 = 1;
     while (p2 * 2 <= n) p2 *= 2;
@@ -176,20 +134,13 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
                calloc((size_t)n, sizeof(sf_span_t)), calloc((size_t)n, sizeof(sf_span_t)), calloc((size_t)n, sizeof(size_t)),
                g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
     sf_pack_plan_t plan = { 0 };
+    int done = 0;
     if (!h.out_slot || !h.have || !h.dest || !h.part || !h.lo) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "halving-doubling: out of memory");
         goto out;
     }
-    int all_reduce = g->num_outputs == n;
-    for (int p = 0; p < n && all_reduce; p++) all_reduce = (h.out_slot[p] = sf_graph_output_slot_on(g, g->input_devices[p])) >= 0;
-    if (!all_reduce) {
-        st = sf_build_reduce_to_one(g, g->output_devices[0]);
-        goto out;
-    }
-    if (options->bytes_per_pack > 0)
-        SF_CHECK_GOTO(sf_pack_plan_by_size(g->tensors, g->num_tensors, options->bytes_per_pack, &plan), st, out);
-    else
-        SF_CHECK_GOTO(sf_pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, &plan), st, out);
+    SF_CHECK_GOTO(sf_allreduce_prepare(g, options, h.out_slot, &plan, &done), st, out);
+    if (done) goto out;
     for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(&h, &plan, &plan.packs[i]), st, out);
 out:
     sf_pack_plan_free(&plan);

@@ -33,7 +33,6 @@
 
 #include "algorithms.h"
 #include "common.h"
-#include "pack.h"
 
 /* Per-build scratch: replica positions split into groups, and each replica's output slot. */
 typedef struct hc_state {
@@ -61,57 +60,6 @@ static int pick_partner(starfold_graph_t g, const hc_state_t *hs, int r0)
     return best;
 }
 
-/* A pack that is exactly one whole tensor is reduced in place of that tensor: no pack/unpack copies. */
-static int pack_is_tensor(const starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk)
-{
-    return plan->direct ||
-           (pk->nsegs == 1 && pk->segs[0].offset == 0 && pk->segs[0].count == g->tensors[pk->segs[0].tensor].count);
-}
-
-/*
- * The source span of replica position @p for pack @pk: the input tensor itself when the pack is one
- * whole tensor, else a pack temporary on that replica's device, filled by a PACK task.
- */
-static starfold_status_t pack_source(starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk, int p,
-                                     sf_span_t *out)
-{
-    starfold_status_t st;
-    if (pack_is_tensor(g, plan, pk)) {
-        *out = sf_whole(g, sf_graph_input(g, p, pk->segs[0].tensor));
-        return STARFOLD_OK;
-    }
-    size_t buf;
-    if ((st = sf_graph_add_temp(g, g->input_devices[p], pk->dtype, pk->count, (int)pk->index, &buf)) != STARFOLD_OK)
-        return st;
-    sf_span_t *segs = malloc(sizeof *segs * pk->nsegs);
-    if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "hierarchical-copy: out of memory");
-    for (size_t i = 0; i < pk->nsegs; i++)
-        segs[i] = sf_span(sf_graph_input(g, p, pk->segs[i].tensor), pk->segs[i].offset, pk->segs[i].count);
-    sf_span_t dst = sf_whole(g, buf);
-    st = sf_graph_copy(g, STARFOLD_TASK_PACK, segs, pk->nsegs, &dst, 1, (int)pk->index, NULL);
-    free(segs);
-    *out = dst;
-    return st;
-}
-
-/* Writes the reduced pack @from (on the replica's group root) into replica @p's outputs. */
-static starfold_status_t deliver(starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk,
-                                 const hc_state_t *hs, int p, sf_span_t from)
-{
-    const int slot = hs->out_slot[p];
-    if (pack_is_tensor(g, plan, pk)) {
-        sf_span_t dst = sf_whole(g, sf_graph_output(g, slot, pk->segs[0].tensor));
-        return sf_graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &dst, 1, (int)pk->index, NULL);
-    }
-    sf_span_t *segs = malloc(sizeof *segs * pk->nsegs);
-    if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "hierarchical-copy: out of memory");
-    for (size_t i = 0; i < pk->nsegs; i++)
-        segs[i] = sf_span(sf_graph_output(g, slot, pk->segs[i].tensor), pk->segs[i].offset, pk->segs[i].count);
-    starfold_status_t st = sf_graph_copy(g, STARFOLD_TASK_UNPACK, &from, 1, segs, pk->nsegs, (int)pk->index, NULL);
-    free(segs);
-    return st;
-}
-
 /* Reduces the members of @grp (replica order) into @dst on the root; one member needs no task. */
 static starfold_status_t reduce_group(starfold_graph_t g, hc_state_t *hs, const sf_span_t *have, int grp,
                                       sf_span_t dst, starfold_op_t acc, int tag)
@@ -132,7 +80,7 @@ static starfold_status_t build_pack(starfold_graph_t g, const sf_pack_plan_t *pl
     const int r0 = (int)(pk->index % (size_t)n);
 
     for (int p = 0; p < n; p++)
-        if ((st = pack_source(g, plan, pk, p, &have[p])) != STARFOLD_OK) return st;
+        if ((st = sf_pack_gather(g, plan, pk, p, &have[p])) != STARFOLD_OK) return st;
 
     /* total on r0 = (group of r0) + (other group, reduced on r1). */
     size_t tbuf;
@@ -177,7 +125,7 @@ static starfold_status_t build_pack(starfold_graph_t g, const sf_pack_plan_t *pl
 
     for (int p = 0; p < n; p++) {
         sf_span_t from = (r1 >= 0 && hs->group[p] == hs->group[r1]) ? bcast1 : total;
-        if ((st = deliver(g, plan, pk, hs, p, from)) != STARFOLD_OK) return st;
+        if ((st = sf_pack_scatter(g, plan, pk, hs->out_slot[p], from)) != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
 }
@@ -185,35 +133,19 @@ static starfold_status_t build_pack(starfold_graph_t g, const sf_pack_plan_t *pl
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
     starfold_status_t st = STARFOLD_OK;
-    if (options->num_packs < 0)
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "hierarchical-copy requires num_packs >= 0, but %d is specified",
-                        options->num_packs);
-    if (g->kind == STARFOLD_COLL_BROADCAST) return sf_build_simple_broadcast(g);
-
     const int n = g->num_inputs;
     hc_state_t hs = { n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(int)),
                       calloc((size_t)n, sizeof(sf_span_t)) };
     sf_span_t *have = calloc((size_t)n, sizeof *have);
     sf_pack_plan_t plan = { 0 };
+    int done = 0;
     if (!hs.group || !hs.out_slot || !hs.src || !have) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "hierarchical-copy: out of memory");
         goto out;
     }
-
-    /* All-reduce only when the destinations are the sources as a set; else TensorFlow's fallback. */
-    int all_reduce = g->num_outputs == n;
-    for (int p = 0; p < n && all_reduce; p++)
-        all_reduce = (hs.out_slot[p] = sf_graph_output_slot_on(g, g->input_devices[p])) >= 0;
-    if (!all_reduce) {
-        st = sf_build_reduce_to_one(g, g->output_devices[0]);
-        goto out;
-    }
-
+    SF_CHECK_GOTO(sf_allreduce_prepare(g, options, hs.out_slot, &plan, &done), st, out);
+    if (done) goto out;
     SF_CHECK_GOTO(starfold_topology_bisect(g->topology, n, g->input_devices, hs.group), st, out);
-    if (options->bytes_per_pack > 0)
-        SF_CHECK_GOTO(sf_pack_plan_by_size(g->tensors, g->num_tensors, options->bytes_per_pack, &plan), st, out);
-    else
-        SF_CHECK_GOTO(sf_pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, &plan), st, out);
     for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(g, &plan, &plan.packs[i], &hs, have), st, out);
 out:
     sf_pack_plan_free(&plan);

@@ -18,13 +18,6 @@
 #include "algorithms.h"
 #include "common.h"
 
-int sf_graph_output_slot_on(const struct starfold_graph *g, int device)
-{
-    for (int d = 0; d < g->num_outputs; d++)
-        if (g->output_devices[d] == device) return d;
-    return -1;
-}
-
 /*
  * Copies the source straight to every destination. When a destination is on the source's own device
  * its copy comes last, after every other copy has read the source: the caller may pass the same

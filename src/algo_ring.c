@@ -34,7 +34,6 @@
 
 #include "algorithms.h"
 #include "common.h"
-#include "pack.h"
 
 #define RING_MAX_CYCLES 4
 #define RING_SEARCH_MAX 12      /* exhaustive cycle search up to this many devices, the identity ring beyond */
@@ -176,50 +175,16 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
     return STARFOLD_OK;
 }
 
-static int pack_is_tensor(const struct starfold_graph *g, const sf_pack_plan_t *plan, const sf_pack_t *pk)
-{
-    return plan->direct ||
-           (pk->nsegs == 1 && pk->segs[0].offset == 0 && pk->segs[0].count == g->tensors[pk->segs[0].tensor].count);
-}
-
-/* Segments of a pack as spans of slot @slot's input (out = 0) or output (out = 1) tensors. */
-static sf_span_t *pack_spans(const struct starfold_graph *g, const sf_pack_t *pk, int slot, int out)
-{
-    sf_span_t *s = malloc(sizeof *s * pk->nsegs);
-    if (!s) return NULL;
-    for (size_t i = 0; i < pk->nsegs; i++)
-        s[i] = sf_span(out ? sf_graph_output(g, slot, pk->segs[i].tensor) : sf_graph_input(g, slot, pk->segs[i].tensor),
-                       pk->segs[i].offset, pk->segs[i].count);
-    return s;
-}
-
 static starfold_status_t build_pack(ring_build_t *rb, const sf_pack_plan_t *plan, const sf_pack_t *pk, const ring_t *rings,
                                     int nlogical, const starfold_algo_options_t *options)
 {
     starfold_status_t st = STARFOLD_OK;
     starfold_graph_t g = rb->g;
     const int n = rb->n, tag = (int)pk->index;
-    const int direct = pack_is_tensor(g, plan, pk);
-    const starfold_dtype_t out_dt = sf_graph_out_dtype(g, pk->dtype);
-
-    /* Where each replica's data is read from and its result written to. */
-    for (int p = 0; p < n; p++) {
-        if (direct) {
-            rb->have[p] = sf_whole(g, sf_graph_input(g, p, pk->segs[0].tensor));
-            rb->dest[p] = sf_whole(g, sf_graph_output(g, rb->out_slot[p], pk->segs[0].tensor));
-            continue;
-        }
-        size_t hb, db;
-        if ((st = sf_graph_add_temp(g, g->input_devices[p], pk->dtype, pk->count, tag, &hb)) != STARFOLD_OK) return st;
-        if ((st = sf_graph_add_temp(g, g->input_devices[p], out_dt, pk->count, tag, &db)) != STARFOLD_OK) return st;
-        rb->have[p] = sf_whole(g, hb);
-        rb->dest[p] = sf_whole(g, db);
-        sf_span_t *segs = pack_spans(g, pk, p, 0);
-        if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
-        st = sf_graph_copy(g, STARFOLD_TASK_PACK, segs, pk->nsegs, &rb->have[p], 1, tag, NULL);
-        free(segs);
-        if (st != STARFOLD_OK) return st;
-    }
+    for (int p = 0; p < n; p++)
+        if ((st = sf_pack_gather(g, plan, pk, p, &rb->have[p])) != STARFOLD_OK ||
+            (st = sf_pack_result(g, plan, pk, p, rb->out_slot[p], &rb->dest[p])) != STARFOLD_OK)
+            return st;
 
     if (n == 1) { /* nothing to exchange: the result is the input (divided by 1 for MEAN) */
         if (g->op == STARFOLD_OP_MEAN) st = sf_graph_scale(g, rb->have[0], rb->dest[0], 1, tag, NULL);
@@ -251,47 +216,30 @@ static starfold_status_t build_pack(ring_build_t *rb, const sf_pack_plan_t *plan
         }
     }
 
-    if (!direct)
-        for (int p = 0; p < n; p++) {
-            sf_span_t *segs = pack_spans(g, pk, rb->out_slot[p], 1);
-            if (!segs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
-            st = sf_graph_copy(g, STARFOLD_TASK_UNPACK, &rb->dest[p], 1, segs, pk->nsegs, tag, NULL);
-            free(segs);
-            if (st != STARFOLD_OK) return st;
-        }
+    for (int p = 0; p < n; p++)
+        if ((st = sf_pack_scatter(g, plan, pk, rb->out_slot[p], rb->dest[p])) != STARFOLD_OK) return st;
     return STARFOLD_OK;
 }
 
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
     starfold_status_t st = STARFOLD_OK;
-    if (options->num_packs < 0)
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "ring requires num_packs >= 0, but %d is specified", options->num_packs);
     if (options->num_rings < 0 || options->num_rings > RING_MAX_CYCLES)
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "ring: num_rings must be 0 (automatic) to %d, got %d",
                         RING_MAX_CYCLES, options->num_rings);
-    if (g->kind == STARFOLD_COLL_BROADCAST) return sf_build_simple_broadcast(g);
-
     const int n = g->num_inputs;
     ring_build_t rb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(sf_span_t)),
                         calloc((size_t)n, sizeof(sf_span_t)), g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
     ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
     sf_pack_plan_t plan = { 0 };
+    int done = 0;
     if (!rb.out_slot || !rb.have || !rb.dest || !rings) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
         goto out;
     }
-    int all_reduce = g->num_outputs == n;
-    for (int p = 0; p < n && all_reduce; p++) all_reduce = (rb.out_slot[p] = sf_graph_output_slot_on(g, g->input_devices[p])) >= 0;
-    if (!all_reduce) {
-        st = sf_build_reduce_to_one(g, g->output_devices[0]);
-        goto out;
-    }
+    SF_CHECK_GOTO(sf_allreduce_prepare(g, options, rb.out_slot, &plan, &done), st, out);
+    if (done) goto out;
     const int ncycles = n > 1 ? find_rings(g->topology, n, g->input_devices, options->num_rings ? options->num_rings : 2, rings) : 1;
-    if (options->bytes_per_pack > 0)
-        SF_CHECK_GOTO(sf_pack_plan_by_size(g->tensors, g->num_tensors, options->bytes_per_pack, &plan), st, out);
-    else
-        SF_CHECK_GOTO(sf_pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, &plan), st, out);
     for (size_t i = 0; i < plan.npacks; i++)
         SF_CHECK_GOTO(build_pack(&rb, &plan, &plan.packs[i], rings, 2 * ncycles, options), st, out);
 out:

@@ -7,6 +7,7 @@
 #define STARFOLD_SRC_ALGORITHMS_H
 
 #include "graph.h"
+#include "pack.h"
 
 typedef struct sf_algorithm {
     const char *name;
@@ -33,5 +34,28 @@ starfold_status_t sf_build_reduce_to_one(starfold_graph_t g, int reduce_device);
 
 /* Output slot whose device is @device, or -1. */
 int sf_graph_output_slot_on(const struct starfold_graph *g, int device);
+
+/*
+ * Shared steps of the all-reduce algorithms (algo_common.c).
+ *
+ * sf_allreduce_prepare(): rejects num_packs < 0 ("<algorithm> requires num_packs >= 0"), builds the
+ * simple broadcast for a broadcast and reduce-to-one on the first destination when the destinations
+ * are not the sources (*done = 1 then); otherwise fills out_slot[p] (the output slot on replica p's
+ * device) and the pack plan (bytes_per_pack, else num_packs), *done = 0.
+ */
+starfold_status_t sf_allreduce_prepare(starfold_graph_t g, const starfold_algo_options_t *options, int *out_slot,
+                                       sf_pack_plan_t *plan, int *done);
+/* A pack that is exactly one whole tensor is reduced in place of that tensor: no pack/unpack copies. */
+int sf_pack_is_tensor(const struct starfold_graph *g, const sf_pack_plan_t *plan, const sf_pack_t *pk);
+/* Replica p's data of pack @pk: its input tensor, or a temporary on its device filled by a PACK task. */
+starfold_status_t sf_pack_gather(starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk, int p,
+                                 sf_span_t *have);
+/* Where replica p's result of pack @pk is built: its output tensor, or a temporary (output dtype). */
+starfold_status_t sf_pack_result(starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk, int p,
+                                 int out_slot, sf_span_t *dest);
+/* Writes the reduced pack @from into output slot @out_slot: a COPY, an UNPACK, or nothing when @from
+ * already is that output. */
+starfold_status_t sf_pack_scatter(starfold_graph_t g, const sf_pack_plan_t *plan, const sf_pack_t *pk, int out_slot,
+                                  sf_span_t from);
 
 #endif /* STARFOLD_SRC_ALGORITHMS_H */
