@@ -20,6 +20,7 @@ extern const sf_algorithm_t sf_algo_reduce_to_one;
 extern const sf_algorithm_t sf_algo_hierarchical_copy;
 extern const sf_algorithm_t sf_algo_ring;
 extern const sf_algorithm_t sf_algo_halving_doubling;
+extern const sf_algorithm_t sf_algo_trees;
 
 /* Registry lookup by name; NULL when unknown. */
 const sf_algorithm_t *sf_algorithm_find(const char *name);

@@ -28,6 +28,7 @@ static const sf_algorithm_t *const registry[] = {
     &sf_algo_hierarchical_copy,
     &sf_algo_ring,
     &sf_algo_halving_doubling,
+    &sf_algo_trees,
     &sf_algo_auto,
 };
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))
