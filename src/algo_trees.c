@@ -81,11 +81,16 @@ static int orient(int n, const unsigned char adj[][STARFOLD_MAX_DEVICES], int ro
 
 static int find_trees(starfold_topology_t topo, int n, const int *devices, int max, tree_t *trees)
 {
-    static double res[STARFOLD_MAX_DEVICES][STARFOLD_MAX_DEVICES];
+    /* Residual bandwidths: per call, never static (compiles run concurrently from several threads). */
+    double (*res)[STARFOLD_MAX_DEVICES] = malloc(sizeof *res * (size_t)n);
+    edge_t *edges = malloc(sizeof *edges * (size_t)(n * n));
+    if (!res || !edges) {
+        free(res);
+        free(edges);
+        return -1;
+    }
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++) res[a][b] = a == b ? 0 : starfold_topology_bandwidth(topo, devices[a], devices[b]);
-    edge_t *edges = malloc(sizeof *edges * (size_t)(n * n));
-    if (!edges) return -1;
     int count = 0;
     for (; count < max; count++) {
         int ne = 0;
@@ -124,6 +129,7 @@ static int find_trees(starfold_topology_t topo, int n, const int *devices, int m
                 if (adj[i][j]) res[i][j] -= b;
     }
     free(edges);
+    free(res);
     return count;
 }
 

@@ -111,6 +111,30 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
 }
 
 /*
+ * Options out of range are rejected whichever algorithm is asked for, even one that ignores the
+ * option: a negative num_packs given to reduce-to-one is as much a caller's mistake as one given to
+ * hierarchical-copy, and "auto" must not depend on which algorithm it happens to pick.
+ */
+static starfold_status_t validate_options(starfold_topology_t topology, const char *algorithm,
+                                          const starfold_collective_desc_t *desc, const starfold_algo_options_t *o)
+{
+    const int ndev = starfold_topology_num_devices(topology);
+    if (o->num_packs < 0)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", algorithm,
+                        o->num_packs);
+    if (o->num_rings < 0)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: num_rings must be >= 0 (0 = automatic), got %d", algorithm,
+                        o->num_rings);
+    if (o->reduce_to_device < -1 || o->reduce_to_device >= ndev)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: reduce_to_device %d is not a device (0..%d) or -1",
+                        algorithm, o->reduce_to_device, ndev - 1);
+    if (desc->promote_integer_mean != 0 && desc->promote_integer_mean != 1)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "promote_integer_mean must be 0 or 1, got %d",
+                        desc->promote_integer_mean);
+    return STARFOLD_OK;
+}
+
+/*
  * "auto": every other algorithm is compiled with the caller's options and replayed by the cost model;
  * the fastest graph is returned, named "auto:<algorithm>". Ties go to the earlier registry entry.
  */
@@ -178,6 +202,7 @@ STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topolo
     starfold_algo_options_t defaults;
     starfold_algo_options_init(&defaults);
     if (!options) options = &defaults;
+    if ((st = validate_options(topology, algo->name, desc, options)) != STARFOLD_OK) return st;
 
     /* "No destinations" means the sources: an all-reduce. */
     starfold_collective_desc_t d = *desc;

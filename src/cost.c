@@ -350,7 +350,8 @@ STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, c
     s.g = graph;
     if (params) s.p = *params;
     else starfold_cost_params_init(&s.p);
-    if (!(s.p.task_overhead_us >= 0) || !(s.p.gpu_memory_GBps > 0) || !(s.p.cpu_memory_GBps > 0))
+    if (!(s.p.task_overhead_us >= 0) || !(s.p.gpu_memory_GBps > 0) || !(s.p.cpu_memory_GBps > 0) ||
+        !isfinite(s.p.task_overhead_us) || !isfinite(s.p.gpu_memory_GBps) || !isfinite(s.p.cpu_memory_GBps))
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "cost parameters must be finite with overhead >= 0 and bandwidths > 0 (got %g us, %g, %g GB/s)",
                         s.p.task_overhead_us, s.p.gpu_memory_GBps, s.p.cpu_memory_GBps);

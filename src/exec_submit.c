@@ -573,7 +573,16 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     if ((nin && !inputs) || (nout && !outputs))
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: NULL %s array", !inputs ? "inputs" : "outputs");
 
-    /* Devices first: a graph for a bigger machine is NO_DEVICE whatever its handles. */
+    /*
+     * Devices first: a graph for a bigger machine is NO_DEVICE whatever its handles, even when the
+     * devices it happens to use exist here (it was compiled for another machine: its links and its
+     * placement are not this context's).
+     */
+    const int topo_devices = starfold_topology_num_devices(g->topology);
+    if (topo_devices > context->num_devices)
+        return sf_error(STARFOLD_ERR_NO_DEVICE,
+                        "starfold_submit: the graph was compiled for topology '%s' of %d devices, the context has %d",
+                        starfold_topology_name(g->topology), topo_devices, context->num_devices);
     for (size_t b = 0; b < g->nbufs; b++)
         if (g->bufs[b].device < 0 || g->bufs[b].device >= context->num_devices)
             return sf_error(STARFOLD_ERR_NO_DEVICE, "starfold_submit: the graph uses device %d, the context has %d",

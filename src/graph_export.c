@@ -103,14 +103,32 @@ typedef struct ag_ids {
     void *dflt;     /* the default discipline's state */
     char **names;   /* the name of ID 2 * (i + 1), interned with agstrdup() as cgraph expects */
     size_t n, cap;
+    int delegate;   /* a state of a later open: everything goes to the default discipline */
 } ag_ids_t;
 
+/*
+ * Re-entrance. During a layout Graphviz opens auxiliary graphs with the root graph's discipline, so
+ * ids_open() runs again on the same ag_ids_t while the root is open. Only the first open owns the
+ * exporter's state; each later open gets a small state of its own (delegate) that hands everything
+ * to the default discipline and is freed by its own close. Before this, a later open overwrote the
+ * root's `root` and `dflt` and its close freed the root's name table while the root was still open
+ * (the name table, 64 bytes, was then reallocated and its bookkeeping depended on the order of the
+ * closes: the leak per render reported against this discipline).
+ */
 static void *ids_open(Agraph_t *g, Agdisc_t *disc)
 {
     ag_ids_t *s = (ag_ids_t *)(void *)disc->id;
-    s->root = g;
-    s->dflt = AgIdDisc.open(g, disc);
-    return s;
+    if (!s->root) {
+        s->root = g;
+        s->dflt = AgIdDisc.open(g, disc);
+        return s;
+    }
+    ag_ids_t *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->delegate = 1;
+    d->root = g;
+    d->dflt = AgIdDisc.open(g, disc);
+    return d;
 }
 
 /* Index of one of our IDs in names[], or -1 for an ID of the default discipline. */
@@ -122,7 +140,7 @@ static long ids_mine(const ag_ids_t *s, int objtype, IDTYPE id)
 static long ids_map(void *state, int objtype, char *str, IDTYPE *id, int createflag)
 {
     ag_ids_t *s = state;
-    if (!str || objtype != AGRAPH) return AgIdDisc.map(s->dflt, objtype, str, id, createflag);
+    if (!str || objtype != AGRAPH || s->delegate) return AgIdDisc.map(s->dflt, objtype, str, id, createflag);
     for (size_t i = 0; i < s->n; i++)
         if (s->names[i] && !strcmp(s->names[i], str)) {
             *id = 2 * (IDTYPE)(i + 1);
@@ -163,10 +181,15 @@ static char *ids_print(void *state, int objtype, IDTYPE id)
 static void ids_close(void *state)
 {
     ag_ids_t *s = state;
+    AgIdDisc.close(s->dflt);
+    if (s->delegate) {
+        free(s);
+        return;
+    }
     free(s->names);
     s->names = NULL;
     s->n = s->cap = 0;
-    AgIdDisc.close(s->dflt);
+    s->root = NULL;
 }
 
 static void ids_register(void *state, int objtype, void *obj)

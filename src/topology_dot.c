@@ -9,6 +9,11 @@
  *  - its lexer keeps what it read past the end of the graph and hands it to the *next* agread, even
  *    from another text: after each graph we read again from the same channel until end of input, which
  *    also rejects a second graph or trailing garbage, and we reset its line counter before each read;
+ *  - its flex lexer also keeps its start condition (inside a quoted string, an HTML string, a comment)
+ *    and its buffer across agread calls: text that ends inside a string leaves the next parse, of an
+ *    unrelated text, starting in the middle of a string (the fuzzer found inputs after which the lexer
+ *    grew its buffer to 2 GiB). flex's aaglex_destroy(), exported by libcgraph but not declared in its
+ *    headers, resets all of that: it is called before and after each parse, when present (weak);
  *  - nodes and edges keep their creation order as AGSEQ, which is their order in the text;
  *  - it keeps no line numbers for nodes and edges: errors about them find their line by scanning the
  *    text for the node name or the edge's endpoints (best effort: an edge written through a subgraph,
@@ -28,6 +33,14 @@
 #include <graphviz/cgraph.h>
 
 static pthread_mutex_t cgraph_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/* cgraph's flex lexer's reset (see the top of the file); weak: absent from a libcgraph without it. */
+extern int aaglex_destroy(void) __attribute__((weak));
+
+static void reset_lexer(void)
+{
+    if (aaglex_destroy) aaglex_destroy();
+}
 
 void sf_cgraph_lock(void) { pthread_mutex_lock(&cgraph_mutex); }
 void sf_cgraph_unlock(void) { pthread_mutex_unlock(&cgraph_mutex); }
@@ -269,6 +282,7 @@ static starfold_status_t parse_dot(const char *src, const char *origin, Agraph_t
     agusererrf previous = agseterrf(capture_report);
     cg_report_len = 0;
     cg_report[0] = '\0';
+    reset_lexer();
     agreadline(1);
     Agraph_t *g = agread(&r, &disc);
     if (!g) {
@@ -284,6 +298,7 @@ static starfold_status_t parse_dot(const char *src, const char *origin, Agraph_t
         else if (strstr(cg_report, "Error: "))
             st = dot_error(STARFOLD_ERR_PARSE, origin, 0, "text after the end of the graph");
     }
+    reset_lexer();
     agseterrf(previous);
     if (st != STARFOLD_OK) {
         if (g) agclose(g);
@@ -370,6 +385,10 @@ static starfold_status_t read_device(const sf_dot_t *d, starfold_topology_t t, i
     const char *name = attr(v, "name") ? attr(v, "name") : label && strcmp(label, "\\N") ? label : agnameof(v);
     starfold_device_kind_t kind = STARFOLD_DEVICE_GPU;
     int socket = -1;
+    /* DOT allows a node called "" (found by fuzzing); a device needs a name to be shown and found. */
+    if (!*name)
+        return dot_error(STARFOLD_ERR_PARSE, d->origin, find_line(d->src, FIND_NODE, "", NULL, 0),
+                         "a node with an empty name (\"\"): give each device a name");
     if (attr(v, "kind") && sf_device_kind_parse(attr(v, "kind"), &kind) != 0)
         return dot_error(STARFOLD_ERR_PARSE, d->origin, node_line(d, v), "node '%s': kind must be gpu or cpu, got '%s'",
                          agnameof(v), attr(v, "kind"));

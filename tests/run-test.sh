@@ -22,4 +22,5 @@ esac
 export STARPU_SCHED="${STARPU_SCHED:-eager}" STARPU_SILENT=1
 export SF_TEST_OUT="$top/tests/out"
 mkdir -p "$STARPU_HOME" "$SF_TEST_OUT" ${POCL_CACHE_DIR:+"$POCL_CACHE_DIR"}
-exec "$prog" "$@"
+# SF_TEST_WRAPPER (make check-valgrind): a command to run the program under, e.g. valgrind.
+exec ${SF_TEST_WRAPPER:-} "$prog" "$@"

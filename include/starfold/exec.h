@@ -17,7 +17,14 @@
  *
  * Guarantee on inputs: a graph writes only its outputs and temporaries. When an output handle is also
  * an input handle (in-place), every read of an input range is ordered before any write of the
- * same range.
+ * same range, so no replica's contribution is overwritten before the whole collective has read it:
+ * the result is the same as with separate outputs, for every algorithm (tests/test_soak.c runs each
+ * registered algorithm in place for every op and dtype). An input that is not also an output is
+ * never written, whatever happens. After ::STARFOLD_ERR_TASK_FAILED the outputs (and so in-place
+ * inputs) hold unspecified data; after a refused submission nothing was written.
+ *
+ * Errors leave the library usable: a failed or refused submission releases everything it created,
+ * and the same context, graph and handles can be submitted again.
  *
  * StarPU's headers, included here, use POSIX types (pthread_rwlock_t...): under a strict -std=c11,
  * define _POSIX_C_SOURCE 200809L (or _GNU_SOURCE) before including <starfold.h>, or use -std=gnu11.
@@ -106,8 +113,9 @@ STARFOLD_API starfold_status_t starfold_context_topology(starfold_context_t cont
  *                     very handle of the input of the same device and tensor (in-place)
  * @param [out] request to wait on, test and destroy
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for mismatched handles, ::STARFOLD_ERR_NO_DEVICE when the
- *         graph uses a device the context lacks, ::STARFOLD_ERR_RUNTIME when StarPU refuses a task
- *         (nothing is written then).
+ *         graph was compiled for a topology with more devices than the context has (even if the
+ *         devices it uses exist) or uses a device the context lacks, ::STARFOLD_ERR_RUNTIME when StarPU
+ *         refuses a task (nothing is written then).
  */
 STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starfold_graph_t graph,
                                                const starpu_data_handle_t *inputs,

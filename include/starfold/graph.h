@@ -136,7 +136,9 @@ STARFOLD_API const char *starfold_algorithm_description(int index);
  * @param [in]  options NULL for the defaults
  * @param [out] graph the graph, owned by the caller (starfold_graph_destroy())
  * @return ::STARFOLD_ERR_NOT_FOUND for an unknown algorithm, ::STARFOLD_ERR_INVALID_ARGUMENT for a bad
- *         description or option, ::STARFOLD_ERR_NOT_SUPPORTED when the algorithm cannot do this collective
+ *         description or option (an option out of range - num_packs < 0, num_rings < 0,
+ *         reduce_to_device neither -1 nor a device, promote_integer_mean neither 0 nor 1 - is rejected
+ *         whichever algorithm is named, even one that does not use it), ::STARFOLD_ERR_NOT_SUPPORTED when the algorithm cannot do this collective
  *         (hierarchical-copy with destinations that are not the sources, an op for a dtype).
  */
 STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topology, const char *algorithm,
