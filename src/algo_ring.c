@@ -37,7 +37,7 @@
 
 #define RING_MAX_CYCLES 4
 #define RING_SEARCH_MAX 12      /* exhaustive cycle search up to this many devices, the identity ring beyond */
-#define RING_AUTO_CHUNK ((size_t)4 << 20)
+#define RING_AUTO_CHUNK ((size_t)2 << 20)
 #define RING_AUTO_MAX_ROUNDS 8
 
 typedef struct ring {
@@ -128,16 +128,32 @@ typedef struct ring_build {
     int *out_slot;        /* [n] output slot of replica position p */
     sf_span_t *have;      /* [n] where replica p's pack data is (input tensor or pack temporary) */
     sf_span_t *dest;      /* [n] where replica p's result goes (output tensor or result temporary) */
+    size_t *chain;        /* [n chunks x 2n hops] the previous round's task of each hop (wavefront) */
     starfold_op_t acc;
 } ring_build_t;
 
 /* One chunked ring over elements [lo, lo + count) of the pack, ring @order, @tag for labels. */
+/*
+ * Rounds of one logical ring form a wavefront: hop h of chunk j in round k waits for hop h of chunk j
+ * in round k-1 (@chain holds, per chunk and hop, the task of the previous round, or (size_t)-1). Each
+ * link then carries one round after the other, and a round's transfers overlap the previous round's
+ * additions instead of all rounds sharing the links and then all adding at once.
+ */
+static starfold_status_t chain_after(starfold_graph_t g, size_t *chain, size_t node)
+{
+    starfold_status_t st = STARFOLD_OK;
+    if (*chain != (size_t)-1) st = sf_graph_add_dep(g, *chain, node);
+    *chain = node;
+    return st;
+}
+
 static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold_dtype_t dt, size_t lo, size_t count,
-                                    int tag)
+                                    int tag, size_t *chain)
 {
     starfold_status_t st;
     starfold_graph_t g = rb->g;
     const int n = rb->n;
+    size_t node;
     for (int j = 0; j < n; j++) {
         const size_t c0 = lo + count * (size_t)j / (size_t)n, c1 = lo + count * (size_t)(j + 1) / (size_t)n;
         if (c1 == c0) continue;
@@ -152,7 +168,9 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
             if ((st = sf_graph_add_temp(g, g->input_devices[p], dt, len, tag, &tbuf)) != STARFOLD_OK) return st;
             sf_span_t srcs[2] = { partial, sf_span(rb->have[p].buf, rb->have[p].offset + c0, len) };
             sf_span_t t = sf_whole(g, tbuf);
-            if ((st = sf_graph_reduce(g, rb->acc, srcs, 2, t, tag, NULL)) != STARFOLD_OK) return st;
+            if ((st = sf_graph_reduce(g, rb->acc, srcs, 2, t, tag, &node)) != STARFOLD_OK ||
+                (st = chain_after(g, &chain[(size_t)j * 2 * n + s], node)) != STARFOLD_OK)
+                return st;
             partial = t;
         }
         /* the owner writes its own result: scaled for MEAN, copied otherwise */
@@ -168,7 +186,9 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
         for (int s = 1; s < n; s++) {
             const int p = order[(at + s) % n];
             sf_span_t to = sf_span(rb->dest[p].buf, rb->dest[p].offset + c0, len);
-            if ((st = sf_graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &to, 1, tag, NULL)) != STARFOLD_OK) return st;
+            if ((st = sf_graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &to, 1, tag, &node)) != STARFOLD_OK ||
+                (st = chain_after(g, &chain[(size_t)j * 2 * n + n + s], node)) != STARFOLD_OK)
+                return st;
             from = to;
         }
     }
@@ -208,9 +228,10 @@ static starfold_status_t build_pack(ring_build_t *rb, const sf_pack_plan_t *plan
             /* odd logical rings run the cycle backwards */
             int order[STARFOLD_MAX_DEVICES];
             for (int i = 0; i < n; i++) order[i] = r % 2 ? rings[r / 2].order[(n - i) % n] : rings[r / 2].order[i];
+            for (size_t c = 0; c < (size_t)(2 * n * n); c++) rb->chain[c] = (size_t)-1;
             for (size_t k = 0; k < rounds; k++) {
                 const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
-                if (b > a && (st = ring_round(rb, order, pk->dtype, a, b - a, tag)) != STARFOLD_OK) return st;
+                if (b > a && (st = ring_round(rb, order, pk->dtype, a, b - a, tag, rb->chain)) != STARFOLD_OK) return st;
             }
             lo = hi;
         }
@@ -229,11 +250,12 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
                         RING_MAX_CYCLES, options->num_rings);
     const int n = g->num_inputs;
     ring_build_t rb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(sf_span_t)),
-                        calloc((size_t)n, sizeof(sf_span_t)), g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
+                        calloc((size_t)n, sizeof(sf_span_t)), calloc((size_t)(2 * n * n), sizeof(size_t)),
+                        g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
     ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
     sf_pack_plan_t plan = { 0 };
     int done = 0;
-    if (!rb.out_slot || !rb.have || !rb.dest || !rings) {
+    if (!rb.out_slot || !rb.have || !rb.dest || !rb.chain || !rings) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
         goto out;
     }
@@ -247,6 +269,7 @@ out:
     free(rb.out_slot);
     free(rb.have);
     free(rb.dest);
+    free(rb.chain);
     free(rings);
     return st;
 }
