@@ -138,8 +138,8 @@ static void redux_with(void (*kernel)(void *[], void *), void *buffers[], int dt
     sf_kspan_t spans[3] = { { 0, 0, v->nx }, { 1, 0, v->nx }, { 0, 0, v->nx } };
     sf_kernel_args_t a = {
         .cancelled = &cancelled, .status = &status, .kind = SF_KERNEL_REDUCE, .dtype = dtype,
-        .op = op == SF_K_MEAN ? SF_K_SUM : op, .divisor = 1, .elemsize = v->elemsize, .nsrc = 2, .ndst = 1,
-        .spans = spans,
+        .dst_dtype = dtype, .op = op == SF_K_MEAN ? SF_K_SUM : op, .divisor = 1, .elemsize = v->elemsize,
+        .dst_elemsize = v->elemsize, .nseg = 1, .nsrc = 2, .ndst = 1, .spans = spans,
     };
     kernel(buffers, &a);
     if (__atomic_load_n(&status, __ATOMIC_ACQUIRE) != 0) method_fail();
@@ -349,8 +349,9 @@ STARFOLD_API starfold_status_t starfold_baseline_starpu_redux(starfold_context_t
         const int r = k % n, deliver = k >= n;
         task_args_t *ta = &args[k];
         ta->a = (sf_kernel_args_t){
-            .cancelled = &cancelled, .status = &status, .dtype = (int)dtype, .elemsize = es, .divisor = 1,
-            .node = (size_t)k, .spans = ta->spans,
+            /* The destination has the sources' dtype: the baseline's integer MEAN truncates (no promotion). */
+            .cancelled = &cancelled, .status = &status, .dtype = (int)dtype, .dst_dtype = (int)dtype, .elemsize = es,
+            .dst_elemsize = es, .divisor = 1, .node = (size_t)k, .nseg = 1, .spans = ta->spans,
         };
         if (!deliver) {
             /* acc = acc op input: a two-source REDUCE into its first source. */

@@ -79,6 +79,9 @@ static struct starpu_codelet sf_codelet = {
 
 #define SF_NONE ((size_t)-1)
 
+/* Serialises the submission windows of starfold_submit() (see there). */
+static pthread_mutex_t sf_submit_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* ------------------------------------------------------------------------------------------------
  * Requests
  */
@@ -253,35 +256,83 @@ static int ext_ref_cmp(const void *pa, const void *pb)
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Planning: which nodes become tasks, their dependencies, their handles and access modes.
+ * Planning: resources and their pieces, which nodes become tasks, their dependencies, their handles
+ * and access modes.
+ *
+ * Resources. A resource is one StarPU vector the graph touches: a caller's handle (an in-place output
+ * shares its input's) or a temporary.
+ *
+ * Pieces. StarPU moves, allocates and locks whole handles: a task reading elements [lo, hi) of a
+ * vector valid only on another memory node fetches the whole vector, and two tasks writing different
+ * ranges of one vector are serialised. So every resource is cut at the boundaries of each range that
+ * crosses memory nodes (read by a task on another node) and of each range written:
+ *
+ *      vector        |---------------------------------------------------|
+ *      written               [=======)       [========)
+ *      read remotely                   [====)                [======)
+ *      pieces        |-------|-------|-|----|-|--------|-----|------|----|
+ *
+ * Every transfer then moves exactly the bytes of a graph edge (the cost model's assumption, and what
+ * the statistics report), and writes of disjoint ranges stay independent. Local reads do not cut: a
+ * task reading a range that spans several pieces is given all of them.
+ *
+ * Temporaries are registered piece by piece. A caller's handle with more than one piece is
+ * partitioned with StarPU's asynchronous partitioning (starpu_data_partition_plan() with
+ * starpu_vector_filter_list_long) around the graph: partitioned before the graph's first task on it,
+ * unpartitioned on its home node after the last one, so the caller's tasks before and after see the
+ * whole vector, in order, through sequential consistency. A caller's handle StarPU cannot partition
+ * (sequential consistency off, or partitioned by the caller) stays whole: correct, but a transfer of
+ * any range of it then moves all of it.
  */
+
+typedef struct resource {
+    starpu_data_handle_t handle;    /* the caller's vector; NULL for a temporary */
+    size_t temp_buf;                /* the temporary's buffer, SF_NONE for a caller handle */
+    size_t count, elemsize;
+    size_t *cuts;                   /* while planning: candidate cuts; then [npieces + 1], 0 .. count */
+    size_t ncuts, cap_cuts;
+    size_t npieces, unit0;          /* its pieces are units[unit0 .. unit0 + npieces) */
+    starpu_data_handle_t *children; /* [npieces] once a caller handle is partition-planned */
+    long *lengths;                  /* [npieces] the filter's argument, kept until the plan is cleaned */
+} resource_t;
+
+typedef struct unit {
+    starpu_data_handle_t handle;    /* the piece's StarPU handle */
+    size_t res, lo, hi;             /* elements [lo, hi) of resource res */
+    size_t first_writer;            /* first task-node writing it, SF_NONE if none */
+    unsigned char input_read;       /* some task-node reads a range of an INPUT buffer in it */
+} unit_t;
 
 typedef struct plan {
     const struct starfold_graph *g;
-    size_t nres;            /* distinct handles: one per caller handle, one per used temporary */
-    size_t *res;            /* [nbufs] resource of each buffer, SF_NONE if unused */
-    starpu_data_handle_t *res_handle; /* [nres] */
-    size_t *res_temp_buf;   /* [nres] the temporary's buffer, SF_NONE for a caller handle */
-    size_t *first_writer;   /* [nres] first task-node writing the resource, SF_NONE if none */
-    unsigned char *input_read; /* [nres] an INPUT buffer of the resource is read by some task-node */
-    unsigned char *skip;    /* [nnodes] node with no element to move */
-    size_t **deps;          /* [nnodes] effective predecessors (task-nodes only), no duplicates */
+    starfold_context_t ctx;
+    resource_t *res;                /* [nres] */
+    size_t nres;
+    size_t *buf_res;                /* [nbufs] resource of each buffer, SF_NONE if unused */
+    unit_t *units;                  /* [nunits] */
+    size_t nunits;
+    unsigned char *skip;            /* [nnodes] node with no element to move */
+    size_t **deps;                  /* [nnodes] effective predecessors (task-nodes only), no duplicates */
     size_t *ndeps, *cap_deps;
-    size_t *stamp;          /* [max(nnodes, nres)] scratch marks */
+    size_t *stamp;                  /* [max(nnodes, nunits) + 1] scratch marks */
 } plan_t;
 
 static void plan_free(plan_t *p)
 {
     if (p->deps)
         for (size_t i = 0; i < p->g->nnodes; i++) free(p->deps[i]);
+    if (p->res)
+        for (size_t r = 0; r < p->nres; r++) {
+            free(p->res[r].cuts);
+            free(p->res[r].children);
+            free(p->res[r].lengths);
+        }
+    free(p->res);
+    free(p->buf_res);
+    free(p->units);
     free(p->deps);
     free(p->ndeps);
     free(p->cap_deps);
-    free(p->res);
-    free(p->res_handle);
-    free(p->res_temp_buf);
-    free(p->first_writer);
-    free(p->input_read);
     free(p->skip);
     free(p->stamp);
 }
@@ -304,27 +355,74 @@ static size_t node_total(const sf_node_t *n)
     return t;
 }
 
-static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, const starpu_data_handle_t *inputs,
-                                    const starpu_data_handle_t *outputs)
+static int add_cut(resource_t *r, size_t at)
+{
+    if (at == 0 || at >= r->count) return 0;
+    if (SF_GROW(r->cuts, r->ncuts, r->cap_cuts)) return -1;
+    r->cuts[r->ncuts++] = at;
+    return 0;
+}
+
+static int size_cmp(const void *pa, const void *pb)
+{
+    const size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* Index of the piece of resource @r holding element @at (< count): the last cut <= at. */
+static size_t piece_of(const resource_t *r, size_t at)
+{
+    size_t lo = 0, hi = r->npieces; /* cuts[lo] <= at < cuts[hi] */
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (r->cuts[mid] <= at) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Iterates over the pieces a span overlaps: for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);) */
+typedef struct piece_iter {
+    const resource_t *r;
+    size_t k, end;
+} piece_iter_t;
+
+static piece_iter_t pieces_of(const plan_t *p, const sf_span_t *s)
+{
+    const resource_t *r = &p->res[p->buf_res[s->buf]];
+    piece_iter_t it = { r, piece_of(r, s->offset), s->offset + s->count };
+    return it;
+}
+
+static int piece_next(piece_iter_t *it, size_t *unit)
+{
+    if (it->k >= it->r->npieces || it->r->cuts[it->k] >= it->end) return 0;
+    *unit = it->r->unit0 + it->k++;
+    return 1;
+}
+
+/* Whether the caller's handle @h can be partitioned for the graph's duration. */
+static int partitionable(starpu_data_handle_t h)
+{
+    return starpu_data_get_sequential_consistency_flag(h) && starpu_data_get_nb_children(h) == 0;
+}
+
+static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, starfold_context_t ctx,
+                                    const starpu_data_handle_t *inputs, const starpu_data_handle_t *outputs)
 {
     const size_t nn = g->nnodes, nb = g->nbufs;
     const size_t nin = (size_t)g->num_inputs * g->num_tensors, nout = (size_t)g->num_outputs * g->num_tensors;
     memset(p, 0, sizeof *p);
     p->g = g;
-    const size_t nstamp = (nn > nb ? nn : nb) + 1;
-    p->res = malloc(sizeof(size_t) * (nb + 1));
-    p->res_handle = calloc(nb + 1, sizeof *p->res_handle);
-    p->res_temp_buf = malloc(sizeof(size_t) * (nb + 1));
-    p->first_writer = malloc(sizeof(size_t) * (nb + 1));
-    p->input_read = calloc(nb + 1, 1);
+    p->ctx = ctx;
+    p->res = calloc(nb + 1, sizeof *p->res);
+    p->buf_res = malloc(sizeof(size_t) * (nb + 1));
     p->skip = calloc(nn + 1, 1);
     p->deps = calloc(nn + 1, sizeof *p->deps);
     p->ndeps = calloc(nn + 1, sizeof(size_t));
     p->cap_deps = calloc(nn + 1, sizeof(size_t));
-    p->stamp = calloc(nstamp, sizeof(size_t));
     ext_ref_t *refs = malloc(sizeof *refs * (nin + nout + 1));
-    if (!p->res || !p->res_handle || !p->res_temp_buf || !p->first_writer || !p->input_read || !p->skip || !p->deps ||
-        !p->ndeps || !p->cap_deps || !p->stamp || !refs) {
+    if (!p->res || !p->buf_res || !p->skip || !p->deps || !p->ndeps || !p->cap_deps || !refs) {
         free(refs);
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory planning %zu tasks", nn);
     }
@@ -336,33 +434,88 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, c
     for (size_t i = 0; i < nout; i++)
         if (outputs[i]) refs[nrefs++] = (ext_ref_t){ outputs[i], g->output_buf[i] };
     qsort(refs, nrefs, sizeof *refs, ext_ref_cmp);
-    for (size_t b = 0; b < nb; b++) p->res[b] = SF_NONE;
+    for (size_t b = 0; b < nb; b++) p->buf_res[b] = SF_NONE;
     for (size_t i = 0; i < nrefs; i++) {
         if (i == 0 || refs[i].handle != refs[i - 1].handle) {
-            p->res_handle[p->nres] = refs[i].handle;
-            p->res_temp_buf[p->nres] = SF_NONE;
-            p->nres++;
+            resource_t *r = &p->res[p->nres++];
+            r->handle = refs[i].handle;
+            r->temp_buf = SF_NONE;
+            r->count = g->bufs[refs[i].buf].count;
+            r->elemsize = starfold_dtype_size(g->bufs[refs[i].buf].dtype);
         }
-        p->res[refs[i].buf] = p->nres - 1;
+        p->buf_res[refs[i].buf] = p->nres - 1;
     }
     free(refs);
     for (size_t b = 0; b < nb; b++)
         if (g->bufs[b].kind == SF_BUF_TEMP && g->bufs[b].count > 0) {
-            p->res[b] = p->nres;
-            p->res_temp_buf[p->nres] = b;
-            p->nres++;
+            resource_t *r = &p->res[p->nres];
+            r->temp_buf = b;
+            r->count = g->bufs[b].count;
+            r->elemsize = starfold_dtype_size(g->bufs[b].dtype);
+            p->buf_res[b] = p->nres++;
         }
-    for (size_t r = 0; r < p->nres; r++) p->first_writer[r] = SF_NONE;
 
-    /*
-     * One pass in node order (deps only name earlier nodes): which nodes are tasks, their dependencies
-     * (through skipped nodes), the first writer of each resource, which caller handles have an input
-     * range read, and the extra dependency on a temporary's first writer. The stamps that keep a node's
-     * dependency list free of duplicates are only valid while that node is being planned.
-     */
+    /* Which nodes are tasks, and the cuts: every written range, every range read on another node. */
     for (size_t i = 0; i < nn; i++) {
         const sf_node_t *n = &g->nodes[i];
         p->skip[i] = node_total(n) == 0;
+        if (p->skip[i]) continue;
+        const int here = ctx->nodes[n->device];
+        for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
+            const int write = k >= n->nsrc;
+            const sf_span_t *s = write ? &n->dst[k - n->nsrc] : &n->src[k];
+            if (s->count == 0) continue;
+            const size_t r = p->buf_res[s->buf];
+            if (r == SF_NONE)
+                return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu %s an empty buffer", i,
+                                write ? "writes" : "reads");
+            if (!write && ctx->nodes[g->bufs[s->buf].device] == here) continue;
+            if (add_cut(&p->res[r], s->offset) || add_cut(&p->res[r], s->offset + s->count)) goto oom;
+        }
+    }
+
+    /* Pieces: the sorted distinct cuts (none for a caller handle StarPU cannot partition). */
+    for (size_t r = 0; r < p->nres; r++) {
+        resource_t *x = &p->res[r];
+        if (x->handle && x->ncuts && !partitionable(x->handle)) x->ncuts = 0;
+        qsort(x->cuts, x->ncuts, sizeof(size_t), size_cmp);
+        size_t m = 0;
+        for (size_t k = 0; k < x->ncuts; k++)
+            if (m == 0 || x->cuts[m - 1] != x->cuts[k]) x->cuts[m++] = x->cuts[k];
+        size_t *cuts = malloc(sizeof(size_t) * (m + 2));
+        if (!cuts) goto oom;
+        cuts[0] = 0;
+        if (m) memcpy(cuts + 1, x->cuts, m * sizeof(size_t));
+        cuts[m + 1] = x->count;
+        free(x->cuts);
+        x->cuts = cuts;
+        x->npieces = m + 1;
+        x->unit0 = p->nunits;
+        p->nunits += x->npieces;
+    }
+    p->units = calloc(p->nunits + 1, sizeof *p->units);
+    p->stamp = calloc((nn > p->nunits ? nn : p->nunits) + 1, sizeof(size_t));
+    if (!p->units || !p->stamp) goto oom;
+    for (size_t r = 0; r < p->nres; r++) {
+        const resource_t *x = &p->res[r];
+        for (size_t k = 0; k < x->npieces; k++) {
+            unit_t *u = &p->units[x->unit0 + k];
+            u->res = r;
+            u->lo = x->cuts[k];
+            u->hi = x->cuts[k + 1];
+            u->first_writer = SF_NONE;
+            u->handle = x->npieces == 1 ? x->handle : NULL; /* children and temporaries: at registration */
+        }
+    }
+
+    /*
+     * One pass in node order (deps only name earlier nodes): dependencies (through skipped nodes), the
+     * first writer of each piece, which pieces hold an input range that is read, and the extra
+     * dependency on a temporary piece's first writer. The stamps that keep a node's dependency list
+     * free of duplicates are only valid while that node is being planned.
+     */
+    for (size_t i = 0; i < nn; i++) {
+        const sf_node_t *n = &g->nodes[i];
         for (size_t k = 0; k < n->ndeps; k++) {
             const size_t d = n->deps[k];
             if (d >= i) return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu depends on task %zu", i, d);
@@ -377,65 +530,143 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, c
         for (size_t k = 0; k < n->nsrc; k++) {
             const sf_span_t *s = &n->src[k];
             if (s->count == 0) continue;
-            const size_t r = p->res[s->buf];
-            if (r == SF_NONE)
-                return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu reads an empty buffer", i);
-            if (p->res_temp_buf[r] != SF_NONE) {
-                if (p->first_writer[r] == SF_NONE)
-                    return sf_error(STARFOLD_ERR_GRAPH_INVALID,
-                                    "starfold_submit: task %zu reads temporary buffer %zu before any task writes it", i,
-                                    s->buf);
-                if (plan_add_dep(p, i, p->first_writer[r])) goto oom;
+            const int temp = p->res[p->buf_res[s->buf]].temp_buf != SF_NONE;
+            const int input = g->bufs[s->buf].kind == SF_BUF_INPUT;
+            size_t u;
+            for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);) {
+                if (temp) {
+                    if (p->units[u].first_writer == SF_NONE)
+                        return sf_error(STARFOLD_ERR_GRAPH_INVALID,
+                                        "starfold_submit: task %zu reads temporary buffer %zu before any task writes it",
+                                        i, s->buf);
+                    if (plan_add_dep(p, i, p->units[u].first_writer)) goto oom;
+                }
+                if (input) p->units[u].input_read = 1;
             }
-            if (g->bufs[s->buf].kind == SF_BUF_INPUT) p->input_read[r] = 1;
         }
         for (size_t k = 0; k < n->ndst; k++) {
             const sf_span_t *s = &n->dst[k];
             if (s->count == 0) continue;
-            const size_t r = p->res[s->buf];
-            if (r == SF_NONE)
-                return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu writes an empty buffer", i);
-            if (p->first_writer[r] == SF_NONE) p->first_writer[r] = i;
-            else if (p->res_temp_buf[r] != SF_NONE && p->first_writer[r] != i && plan_add_dep(p, i, p->first_writer[r]))
-                goto oom;
+            const int temp = p->res[p->buf_res[s->buf]].temp_buf != SF_NONE;
+            size_t u;
+            for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);) {
+                if (p->units[u].first_writer == SF_NONE) p->units[u].first_writer = i;
+                else if (temp && p->units[u].first_writer != i && plan_add_dep(p, i, p->units[u].first_writer))
+                    goto oom;
+            }
         }
     }
     return STARFOLD_OK;
 oom:
-    return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory planning dependencies");
+    return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory planning %zu tasks", nn);
+}
+
+/*
+ * Gives every piece its handle: temporaries' pieces are registered (home node -1, allocated by their
+ * first writer, sequential consistency off: only the graph's edges order them) and recorded in the
+ * request for release; a caller's handle of several pieces gets a partition plan, its children being
+ * the pieces. On failure everything registered so far stays recorded: plan_release() undoes it.
+ */
+static starfold_status_t plan_register(plan_t *p, struct starfold_request *req)
+{
+    for (size_t r = 0; r < p->nres; r++) {
+        resource_t *x = &p->res[r];
+        if (x->temp_buf != SF_NONE) {
+            for (size_t k = 0; k < x->npieces; k++) {
+                unit_t *u = &p->units[x->unit0 + k];
+                if (u->first_writer == SF_NONE) continue; /* no task touches it */
+                if (u->hi - u->lo > UINT32_MAX)
+                    return sf_error(STARFOLD_ERR_NOT_SUPPORTED,
+                                    "starfold_submit: temporary piece of %zu elements (StarPU vectors hold at most %u)",
+                                    u->hi - u->lo, (unsigned)UINT32_MAX);
+                starpu_vector_data_register(&u->handle, -1, 0, (uint32_t)(u->hi - u->lo), x->elemsize);
+                starpu_data_set_sequential_consistency_flag(u->handle, 0);
+                req->temps[req->ntemps++] = u->handle;
+            }
+        } else if (x->npieces > 1) {
+            x->children = malloc(sizeof *x->children * x->npieces);
+            x->lengths = malloc(sizeof *x->lengths * x->npieces);
+            if (!x->children || !x->lengths)
+                return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory partitioning a vector");
+            for (size_t k = 0; k < x->npieces; k++) x->lengths[k] = (long)(x->cuts[k + 1] - x->cuts[k]);
+            struct starpu_data_filter f = {
+                .filter_func = starpu_vector_filter_list_long,
+                .nchildren = (unsigned)x->npieces,
+                .filter_arg_ptr = x->lengths,
+            };
+            starpu_data_partition_plan(x->handle, &f, x->children);
+            for (size_t k = 0; k < x->npieces; k++) p->units[x->unit0 + k].handle = x->children[k];
+        }
+    }
+    return STARFOLD_OK;
+}
+
+/* Drops the partition plans of a graph that was never submitted (children never activated). */
+static void plan_release(plan_t *p)
+{
+    for (size_t r = 0; r < p->nres; r++) {
+        resource_t *x = &p->res[r];
+        if (x->children && x->handle && x->npieces > 1 && p->units[x->unit0].handle) {
+            starpu_data_partition_clean(x->handle, (unsigned)x->npieces, x->children);
+            p->units[x->unit0].handle = NULL;
+        }
+    }
 }
 
 /* ------------------------------------------------------------------------------------------------
  * Tasks
  */
 
-/* One distinct handle of a task: its resource, and whether the node reads and writes it. */
+/* One distinct handle of a task: its piece, and whether the node reads and writes it. */
 typedef struct task_buf {
-    size_t res;
+    size_t unit;
     int read, written;
+    size_t covered;   /* elements of the piece the node writes (its dst ranges never overlap) */
 } task_buf_t;
 
-/* Whether the dst spans of node @n on resource @r cover the whole vector of @count elements. */
-static int covers_whole(const plan_t *p, const sf_node_t *n, size_t r, size_t count)
+/* Index of @unit in the task's buffer list, appended when new. */
+static unsigned task_buf_index(task_buf_t *tb, size_t *nbuf, size_t unit)
 {
-    /* Few spans per node: repeatedly extend [0, reach) with any span starting inside it. */
-    size_t reach = 0;
-    for (int progress = 1; progress && reach < count;) {
-        progress = 0;
-        for (size_t k = 0; k < n->ndst; k++) {
-            const sf_span_t *s = &n->dst[k];
-            if (s->count == 0 || p->res[s->buf] != r) continue;
-            if (s->offset <= reach && s->offset + s->count > reach) {
-                reach = s->offset + s->count;
-                progress = 1;
-            }
-        }
-    }
-    return reach >= count;
+    size_t j = 0;
+    while (j < *nbuf && tb[j].unit != unit) j++;
+    if (j == *nbuf) tb[(*nbuf)++] = (task_buf_t){ .unit = unit };
+    return (unsigned)j;
+}
+
+/* Number of pieces span @s touches. */
+static size_t span_pieces(const plan_t *p, const sf_span_t *s)
+{
+    size_t c = 0, u;
+    for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);) c++;
+    return c;
 }
 
 /*
- * Creates the (not yet submitted) task of node @i: its distinct handles with their modes, and its
+ * Segments of an element-wise node (REDUCE, SCALE): every span has the same count c; the segments cut
+ * [0, c) wherever any of its spans crosses from one piece to the next, so within a segment each span
+ * lies in one piece. Writes the ascending boundaries (0 and c included) into @cut, returns their number.
+ */
+static size_t node_segments(const plan_t *p, const sf_node_t *n, size_t *cut)
+{
+    const size_t c = n->nsrc ? n->src[0].count : n->dst[0].count;
+    size_t m = 0;
+    cut[m++] = 0;
+    for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
+        const sf_span_t *s = k < n->nsrc ? &n->src[k] : &n->dst[k - n->nsrc];
+        size_t u;
+        for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);)
+            if (p->units[u].lo > s->offset) cut[m++] = p->units[u].lo - s->offset;
+    }
+    cut[m++] = c;
+    qsort(cut, m, sizeof(size_t), size_cmp);
+    size_t d = 0;
+    for (size_t k = 0; k < m; k++)
+        if (d == 0 || cut[d - 1] != cut[k]) cut[d++] = cut[k];
+    return d;
+}
+
+/*
+ * Creates the (not yet submitted) task of node @i: its distinct pieces with their modes, and its
  * kernel arguments (stored in *args_out, owned by the request).
  */
 static starfold_status_t make_task(const plan_t *p, struct starfold_request *req, size_t i,
@@ -444,13 +675,27 @@ static starfold_status_t make_task(const plan_t *p, struct starfold_request *req
     const struct starfold_graph *g = p->g;
     const sf_node_t *n = &g->nodes[i];
     const starfold_context_t ctx = req->context;
-    const size_t nspans = n->nsrc + n->ndst;
+    const int elementwise = n->kind == STARFOLD_TASK_REDUCE || n->kind == STARFOLD_TASK_SCALE;
 
-    sf_kernel_args_t *a = malloc(sizeof *a + sizeof(sf_kspan_t) * nspans);
-    task_buf_t *tb = malloc(sizeof *tb * nspans);
+    /* How many kernel spans: per piece for a copy, per segment and span for an element-wise node. */
+    size_t npieces = 0, nseg = 1, *cut = NULL;
+    for (size_t k = 0; k < n->nsrc; k++)
+        if (n->src[k].count) npieces += span_pieces(p, &n->src[k]);
+    for (size_t k = 0; k < n->ndst; k++)
+        if (n->dst[k].count) npieces += span_pieces(p, &n->dst[k]);
+    if (elementwise) {
+        cut = malloc(sizeof(size_t) * (npieces + 2));
+        if (!cut) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
+        nseg = node_segments(p, n, cut) - 1;
+    }
+    const size_t nkspans = elementwise ? nseg * (n->nsrc + n->ndst) : npieces;
+
+    sf_kernel_args_t *a = malloc(sizeof *a + sizeof(sf_kspan_t) * (nkspans + 1));
+    task_buf_t *tb = malloc(sizeof *tb * (npieces + 1));
     if (!a || !tb) {
         free(a);
         free(tb);
+        free(cut);
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
     }
     memset(a, 0, sizeof *a);
@@ -468,21 +713,43 @@ static starfold_status_t make_task(const plan_t *p, struct starfold_request *req
     a->dst_elemsize = starfold_dtype_size((starfold_dtype_t)a->dst_dtype);
     a->node = i;
     a->fail = ctx->test_fail_task >= 0 && (size_t)ctx->test_fail_task == i;
+    a->nseg = nseg;
 
-    /* Distinct resources in order of first appearance; spans point at them. */
-    size_t nbuf = 0;
-    for (size_t k = 0; k < nspans; k++) {
-        const int is_src = k < n->nsrc;
-        const sf_span_t *s = is_src ? &n->src[k] : &n->dst[k - n->nsrc];
-        if (s->count == 0) continue;
-        const size_t r = p->res[s->buf];
-        size_t j = 0;
-        while (j < nbuf && tb[j].res != r) j++;
-        if (j == nbuf) tb[nbuf++] = (task_buf_t){ .res = r };
-        if (is_src) tb[j].read = 1, a->nsrc++;
-        else tb[j].written = 1, a->ndst++;
-        a->spans[a->nsrc + a->ndst - 1] = (sf_kspan_t){ (unsigned)j, s->offset, s->count };
+    /* Distinct pieces in order of first appearance; kernel spans point at them. */
+    size_t nbuf = 0, ks = 0;
+    if (elementwise) {
+        a->nsrc = n->nsrc;
+        a->ndst = n->ndst;
+        for (size_t sg = 0; sg < nseg; sg++)
+            for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
+                const int is_src = k < n->nsrc;
+                const sf_span_t *s = is_src ? &n->src[k] : &n->dst[k - n->nsrc];
+                const resource_t *r = &p->res[p->buf_res[s->buf]];
+                const size_t at = s->offset + cut[sg], len = cut[sg + 1] - cut[sg];
+                const size_t u = r->unit0 + piece_of(r, at);
+                const unsigned j = task_buf_index(tb, &nbuf, u);
+                if (is_src) tb[j].read = 1;
+                else tb[j].written = 1, tb[j].covered += len;
+                a->spans[ks++] = (sf_kspan_t){ j, at - p->units[u].lo, len };
+            }
+    } else {
+        for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
+            const int is_src = k < n->nsrc;
+            const sf_span_t *s = is_src ? &n->src[k] : &n->dst[k - n->nsrc];
+            if (s->count == 0) continue;
+            const size_t end = s->offset + s->count;
+            size_t u;
+            for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);) {
+                const size_t lo = p->units[u].lo > s->offset ? p->units[u].lo : s->offset;
+                const size_t hi = p->units[u].hi < end ? p->units[u].hi : end;
+                const unsigned j = task_buf_index(tb, &nbuf, u);
+                if (is_src) tb[j].read = 1, a->nsrc++;
+                else tb[j].written = 1, tb[j].covered += hi - lo, a->ndst++;
+                a->spans[ks++] = (sf_kspan_t){ j, lo - p->units[u].lo, hi - lo };
+            }
+        }
     }
+    free(cut);
 
     struct starpu_task *t = starpu_task_create();
     if (!t) {
@@ -501,20 +768,26 @@ static starfold_status_t make_task(const plan_t *p, struct starfold_request *req
             return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
         }
     }
+    /*
+     * Access modes: read only -> R; read and written -> RW; only written -> W when the node writes
+     * the whole piece (its destination ranges never overlap, so the written count tells), or when it
+     * is the piece's first writer and no input range in the piece is read (the rest of the piece then
+     * holds nothing anyone reads before the graph writes it; StarPU also refuses to read a never
+     * written temporary, so a temporary's first write must be W); RW otherwise.
+     */
     for (size_t j = 0; j < nbuf; j++) {
-        const size_t r = tb[j].res;
+        const unit_t *u = &p->units[tb[j].unit];
         enum starpu_data_access_mode mode = STARPU_R;
         if (tb[j].written) {
-            const size_t count = starpu_vector_get_nx(p->res_handle[r]);
-            const int whole = covers_whole(p, n, r, count);
-            const int first = p->first_writer[r] == i && !p->input_read[r];
+            const int whole = tb[j].covered >= u->hi - u->lo;
+            const int first = u->first_writer == i && !u->input_read;
             mode = tb[j].read ? STARPU_RW : (whole || first) ? STARPU_W : STARPU_RW;
         }
         if (nbuf > STARPU_NMAXBUFS) {
-            t->dyn_handles[j] = p->res_handle[r];
+            t->dyn_handles[j] = u->handle;
             t->dyn_modes[j] = mode;
         } else {
-            t->handles[j] = p->res_handle[r];
+            t->handles[j] = u->handle;
             t->modes[j] = mode;
         }
     }
@@ -522,7 +795,7 @@ static starfold_status_t make_task(const plan_t *p, struct starfold_request *req
     t->nbuffers = (int)nbuf;
     t->cl = &sf_codelet;
     t->cl_arg = a;
-    t->cl_arg_size = sizeof *a + sizeof(sf_kspan_t) * nspans;
+    t->cl_arg_size = sizeof *a + sizeof(sf_kspan_t) * nkspans;
     t->cl_arg_free = 0;
     t->callback_func = task_done;
     t->callback_arg = req;
@@ -655,7 +928,7 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     struct starfold_request *req = NULL;
     struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
     size_t *task_node = NULL, *task_of_node = NULL, ntasks = 0, ncreated = 0;
-    SF_CHECK_GOTO(plan_build(&plan, g, inputs, outputs), st, fail_plan);
+    SF_CHECK_GOTO(plan_build(&plan, g, context, inputs, outputs), st, fail_plan);
 
     req = request_new(context);
     if (!req) {
@@ -667,7 +940,7 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     task_node = malloc(sizeof(size_t) * (ntasks + 1));
     deps = malloc(sizeof *deps * (ntasks + 1));
     req->args = calloc(ntasks + 1, sizeof *req->args);
-    req->temps = calloc(plan.nres + 1, sizeof *req->temps);
+    req->temps = calloc(plan.nunits + 1, sizeof *req->temps);
     task_of_node = malloc(sizeof(size_t) * (g->nnodes + 1));
     if (!tasks || !task_node || !deps || !req->args || !req->temps || !task_of_node) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu tasks", ntasks);
@@ -678,15 +951,8 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
         if (!plan.skip[i]) task_node[k++] = i;
     }
 
-    /* Temporaries that some task uses: home node -1, allocated by their first (W) writer. */
-    for (size_t r = 0; r < plan.nres; r++) {
-        const size_t b = plan.res_temp_buf[r];
-        if (b == SF_NONE || plan.first_writer[r] == SF_NONE) continue;
-        starpu_vector_data_register(&plan.res_handle[r], -1, 0, (uint32_t)g->bufs[b].count,
-                                    starfold_dtype_size(g->bufs[b].dtype));
-        starpu_data_set_sequential_consistency_flag(plan.res_handle[r], 0);
-        req->temps[req->ntemps++] = plan.res_handle[r];
-    }
+    /* Every piece gets its handle: temporaries registered, partition plans for the caller's vectors. */
+    SF_CHECK_GOTO(plan_register(&plan, req), st, fail_tasks);
 
     /* Create every task; check each can run where it is pinned, while nothing is declared yet. */
     for (size_t k = 0; k < ntasks; k++) {
@@ -700,7 +966,10 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
         }
     }
 
-    if (ntasks == 0) goto done; /* nothing to move: the request is complete at once */
+    if (ntasks == 0) { /* nothing to move: the request is complete at once */
+        plan_release(&plan);
+        goto done;
+    }
     gate = starpu_task_create();
     if (!gate) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
@@ -712,7 +981,9 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     gate->name = "starfold-gate";
 
     /* From here on every task will be submitted: no more failure exits that leave tasks behind. */
-    req->pending = ntasks + 1;
+    size_t npartitioned = 0;
+    for (size_t r = 0; r < plan.nres; r++) npartitioned += plan.res[r].children != NULL;
+    req->pending = ntasks + 1 + npartitioned;
     for (size_t k = 0; k < ntasks; k++) {
         const size_t i = task_node[k];
         size_t nd = 0;
@@ -721,6 +992,18 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
         starpu_task_declare_deps_array(tasks[k], (unsigned)nd, deps);
     }
 
+    /*
+     * The submission window. The caller's partitioned vectors are partitioned first (after the
+     * caller's earlier tasks on them, through sequential consistency), then the tasks go in, then the
+     * vectors are unpartitioned on their home nodes (after the graph's last task on them) and their
+     * plans dropped; the unpartitions count in the request. One window at a time in the process:
+     * StarPU allows one active partition per vector, and another graph touching the same vector
+     * whole in the middle of this window would unpartition it under our tasks.
+     */
+    pthread_mutex_lock(&sf_submit_lock);
+    for (size_t r = 0; r < plan.nres; r++)
+        if (plan.res[r].children)
+            starpu_data_partition_submit(plan.res[r].handle, (unsigned)plan.res[r].npieces, plan.res[r].children);
     size_t refused_at = SF_NONE;
     int refused_ret = 0, lost = 0;
     for (size_t k = 0; k < ntasks; k++) {
@@ -743,6 +1026,14 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     }
     gate->destroy = 1;
     if (starpu_task_submit(gate) != 0) lost++;
+    for (size_t r = 0; r < plan.nres; r++) {
+        resource_t *x = &plan.res[r];
+        if (!x->children) continue;
+        starpu_data_unpartition_submit_sequential_consistency_cb(x->handle, (unsigned)x->npieces, x->children, -1, 1,
+                                                                 task_done, req);
+        starpu_data_partition_clean(x->handle, (unsigned)x->npieces, x->children);
+    }
+    pthread_mutex_unlock(&sf_submit_lock);
 
     if (refused_at != SF_NONE || lost) {
         if (refused_at != SF_NONE) {
@@ -776,10 +1067,12 @@ out:
     return st;
 
 fail_tasks:
-    /* Nothing was submitted or declared: destroy what was created and give the temporaries back. */
+    /* Nothing was submitted or declared: destroy what was created, give the temporaries back, drop the
+     * partition plans. */
     for (size_t k = 0; k < ncreated; k++)
         if (tasks[k]) starpu_task_destroy(tasks[k]);
     if (gate) starpu_task_destroy(gate);
+    plan_release(&plan);
 fail_plan:
     if (req) request_free(req);
     req = NULL;

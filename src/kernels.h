@@ -4,13 +4,22 @@
  * exec_submit.c for one node:
  *
  *   kind COPY   (COPY, PACK, UNPACK): concat(src spans) -> concat(dst spans), equal totals;
- *   kind REDUCE: dst = src0 op src1 op ... (left to right); dst may be one of the sources;
+ *   kind REDUCE: every dst = src0 op src1 op ... (left to right), divided by the divisor when it is
+ *                > 1 (MEAN in the same pass, integers truncating); the first dst may be one of the
+ *                sources (accumulate in place); with several dsts, the result is written to each;
  *   kind SCALE:  dst = src / divisor (integers truncate toward zero); a converting SCALE reads
  *                integers and writes float64: dst = (double)src / divisor (TensorFlow's promoting
  *                integer MEAN). Only there do the destination's dtype and element size differ.
  *
  * A span names one of the task's buffers (an index into the buffers[] StarPU passes, so several
  * spans may share a handle) and an element range in it. Spans of zero elements are never listed.
+ *
+ * Segments. The executor cuts vectors into pieces (one StarPU handle each), so a graph span may lie
+ * across several buffers. A COPY lists every piece of its sources, then of its destinations (nseg = 1,
+ * nsrc and ndst count spans). REDUCE and SCALE are element-wise: their spans come in nseg segments
+ * of nsrc + ndst spans each, all spans of one segment holding the same count, segment after segment:
+ *
+ *     spans = [ src0 src1 .. dst0 .. | src0 src1 .. dst0 .. | ... ]      (nseg groups)
  *
  * The request's flags are shared with the submitting thread: a kernel first reads `cancelled` and,
  * when set, does nothing (a refused submission turns the whole graph into no-ops); a kernel that fails
@@ -50,14 +59,21 @@ typedef struct sf_kernel_args {
                              converting SCALE) */
     int dst_dtype;        /* enum sf_kernel_dtype of the destinations */
     int op;               /* enum sf_kernel_op (REDUCE; MEAN adds) */
-    uint32_t divisor;     /* SCALE, >= 1 */
+    uint32_t divisor;     /* SCALE, and REDUCE (1 = none), >= 1 */
     size_t elemsize;      /* bytes per source element */
     size_t dst_elemsize;  /* bytes per destination element */
     size_t node;          /* graph node index, for messages */
     int fail;             /* testing hook: behave as a failing kernel */
-    size_t nsrc, ndst;
-    sf_kspan_t *spans;    /* nsrc sources then ndst destinations (same allocation as the args) */
+    size_t nseg;          /* segments: 1 for a COPY */
+    size_t nsrc, ndst;    /* spans per segment (COPY: in total) */
+    sf_kspan_t *spans;    /* per segment, nsrc sources then ndst destinations (same allocation as the args) */
 } sf_kernel_args_t;
+
+/* The spans of segment @seg of an element-wise (REDUCE, SCALE) task: nsrc sources, then ndst dsts. */
+static inline const sf_kspan_t *sf_kernel_segment(const sf_kernel_args_t *a, size_t seg)
+{
+    return a->spans + seg * (a->nsrc + a->ndst);
+}
 
 /* STARFOLD_ERR_TASK_FAILED, repeated here because the CUDA file does not include starfold's headers. */
 #define SF_KERNEL_TASK_FAILED 11
@@ -75,15 +91,16 @@ static inline void sf_kernel_fail(const sf_kernel_args_t *a)
 }
 
 /*
- * Index k >= 1 of a REDUCE source that is the destination itself (same buffer and offset), or 0 when
- * none: such a source must not be overwritten before it is read, which a pairwise (dst = a op b)
- * device kernel would do.
+ * Index k >= 1 of a source of REDUCE segment @seg that is the segment's first destination itself
+ * (same buffer and offset), or 0 when none: such a source must not be overwritten before it is read,
+ * which a pairwise (dst = a op b) device kernel would do. (The graph checker never lets a source
+ * overlap a destination other than element for element.)
  */
-static inline size_t sf_kernel_dst_alias(const sf_kernel_args_t *a)
+static inline size_t sf_kernel_dst_alias(const sf_kernel_args_t *a, const sf_kspan_t *seg)
 {
-    const sf_kspan_t *d = &a->spans[a->nsrc];
+    const sf_kspan_t *d = &seg[a->nsrc];
     for (size_t k = 1; k < a->nsrc; k++)
-        if (a->spans[k].buf == d->buf && a->spans[k].offset == d->offset) return k;
+        if (seg[k].buf == d->buf && seg[k].offset == d->offset) return k;
     return 0;
 }
 

@@ -5,9 +5,12 @@
  * no signed overflow happens. MIN and MAX of floats use `<` / `>`: a NaN in a later source is ignored,
  * a NaN already accumulated stays.
  *
- * REDUCE works in blocks: acc = src0; acc = acc op srck for k = 1..n-1; dst = acc. Each element of
- * every source is read before the destination element is written, so dst may be any one of the
- * sources (accumulate in place), whatever its position.
+ * REDUCE works in blocks: acc = src0; acc = acc op srck for k = 1..n-1; acc divided by the divisor
+ * when it is > 1 (MEAN fused into the reduction); then acc is stored into every
+ * destination. Each element of every source is read before any destination element is written, so a
+ * destination may be any one of the sources (accumulate in place), whatever its position; with several
+ * destinations every input element is read once and every output element written once (one pass).
+ * REDUCE and SCALE run segment by segment (kernels.h).
  */
 #include "config.h"
 
@@ -67,22 +70,27 @@ SF_FLOAT_OPS(f64)
 SF_INT_OPS(i32, uint32_t)
 SF_INT_OPS(i64, uint64_t)
 
+/* A REDUCE with a divisor (MEAN in one pass): as SCALE divides, integers truncating toward zero. */
+static inline f32 div_f32(f32 x, uint32_t d) { return x / (f32)d; }
+static inline f64 div_f64(f64 x, uint32_t d) { return x / (f64)d; }
+static inline i32 div_i32(i32 x, uint32_t d) { return (i32)((i64)x / (i64)d); }
+static inline i64 div_i64(i64 x, uint32_t d) { return x / (i64)d; }
+
 /*
  * reduce_T: dst = src0 op ... op src(n-1) over @count elements, blockwise; the op switch sits outside
  * the inner loop so each loop vectorises.
  */
 #define SF_DEFINE_REDUCE(T)                                                                          \
-    static void reduce_##T(void *buffers[], const sf_kernel_args_t *a)                              \
+    static void reduce_seg_##T(void *buffers[], const sf_kernel_args_t *a, const sf_kspan_t *sp)    \
     {                                                                                                \
-        const size_t count = a->spans[0].count;                                                      \
-        T *dst = (T *)(void *)span_ptr(buffers, a, &a->spans[a->nsrc]);                              \
+        const size_t count = sp[0].count;                                                            \
         T acc[SF_BLOCK];                                                                             \
         for (size_t b = 0; b < count; b += SF_BLOCK) {                                               \
             const size_t m = count - b < SF_BLOCK ? count - b : SF_BLOCK;                            \
-            const T *s0 = (const T *)(const void *)span_ptr(buffers, a, &a->spans[0]) + b;           \
+            const T *s0 = (const T *)(const void *)span_ptr(buffers, a, &sp[0]) + b;                 \
             for (size_t j = 0; j < m; j++) acc[j] = s0[j];                                           \
             for (size_t k = 1; k < a->nsrc; k++) {                                                   \
-                const T *s = (const T *)(const void *)span_ptr(buffers, a, &a->spans[k]) + b;        \
+                const T *s = (const T *)(const void *)span_ptr(buffers, a, &sp[k]) + b;              \
                 switch (a->op) {                                                                     \
                 case SF_K_SUM:                                                                       \
                 case SF_K_MEAN:                                                                      \
@@ -101,8 +109,15 @@ SF_INT_OPS(i64, uint64_t)
                     break;                                                                           \
                 }                                                                                    \
             }                                                                                        \
-            memcpy(dst + b, acc, m * sizeof(T));                                                     \
+            if (a->divisor > 1)                                                                      \
+                for (size_t j = 0; j < m; j++) acc[j] = div_##T(acc[j], a->divisor);                  \
+            for (size_t d = 0; d < a->ndst; d++)                                                     \
+                memcpy((T *)(void *)span_ptr(buffers, a, &sp[a->nsrc + d]) + b, acc, m * sizeof(T));   \
         }                                                                                            \
+    }                                                                                                \
+    static void reduce_##T(void *buffers[], const sf_kernel_args_t *a)                              \
+    {                                                                                                \
+        for (size_t sg = 0; sg < a->nseg; sg++) reduce_seg_##T(buffers, a, sf_kernel_segment(a, sg)); \
     }
 
 SF_DEFINE_REDUCE(f32)
@@ -114,11 +129,14 @@ SF_DEFINE_REDUCE(i64)
 #define SF_DEFINE_SCALE(T, DT)                                                                       \
     static void scale_##T(void *buffers[], const sf_kernel_args_t *a)                               \
     {                                                                                                \
-        const size_t count = a->spans[0].count;                                                      \
-        const T *src = (const T *)(const void *)span_ptr(buffers, a, &a->spans[0]);                  \
-        T *dst = (T *)(void *)span_ptr(buffers, a, &a->spans[1]);                                    \
-        const DT d = (DT)a->divisor;                                                                 \
-        for (size_t i = 0; i < count; i++) dst[i] = (T)((DT)src[i] / d);                             \
+        for (size_t sg = 0; sg < a->nseg; sg++) {                                                    \
+            const sf_kspan_t *sp = sf_kernel_segment(a, sg);                                         \
+            const size_t count = sp[0].count;                                                        \
+            const T *src = (const T *)(const void *)span_ptr(buffers, a, &sp[0]);                    \
+            T *dst = (T *)(void *)span_ptr(buffers, a, &sp[1]);                                      \
+            const DT d = (DT)a->divisor;                                                             \
+            for (size_t i = 0; i < count; i++) dst[i] = (T)((DT)src[i] / d);                         \
+        }                                                                                            \
     }
 
 SF_DEFINE_SCALE(f32, f32)
@@ -130,11 +148,14 @@ SF_DEFINE_SCALE(i64, i64)
 #define SF_DEFINE_SCALE_TO_F64(T)                                                                    \
     static void scale_##T##_to_f64(void *buffers[], const sf_kernel_args_t *a)                       \
     {                                                                                                \
-        const size_t count = a->spans[0].count;                                                      \
-        const T *src = (const T *)(const void *)span_at(buffers, &a->spans[0], a->elemsize);         \
-        f64 *dst = (f64 *)(void *)span_at(buffers, &a->spans[1], a->dst_elemsize);                   \
-        const f64 d = (f64)a->divisor;                                                               \
-        for (size_t i = 0; i < count; i++) dst[i] = (f64)src[i] / d;                                 \
+        for (size_t sg = 0; sg < a->nseg; sg++) {                                                    \
+            const sf_kspan_t *sp = sf_kernel_segment(a, sg);                                         \
+            const size_t count = sp[0].count;                                                        \
+            const T *src = (const T *)(const void *)span_at(buffers, &sp[0], a->elemsize);           \
+            f64 *dst = (f64 *)(void *)span_at(buffers, &sp[1], a->dst_elemsize);                     \
+            const f64 d = (f64)a->divisor;                                                           \
+            for (size_t i = 0; i < count; i++) dst[i] = (f64)src[i] / d;                             \
+        }                                                                                            \
     }
 
 SF_DEFINE_SCALE_TO_F64(i32)

@@ -3,8 +3,11 @@
  * kernels_cpu.c and kernels_opencl.c:
  *
  *   COPY   cudaMemcpyAsync device-to-device per segment on StarPU's stream for this worker;
- *   REDUCE pairwise, left to right (dst = s0 op s1, dst = dst op s2, ...); when the destination is
- *          source k >= 1, into a scratch buffer first, then copied (see kernels.h);
+ *   REDUCE up to SF_CUDA_FUSED sources and destinations in one pass (each element of every source
+ *          read once, the result stored into every destination, so any destination may be a
+ *          source); beyond that pairwise, left to right (dst = s0 op s1, dst = dst op s2, ...), into a
+ *          scratch buffer first when the destination is source k >= 1 (see kernels.h), then copied to
+ *          the other destinations. Segment by segment (kernels.h);
  *   SCALE  dst = src / divisor (integers truncate toward zero); integers to float64 for a converting
  *          SCALE (dst = (double)src / divisor).
  *
@@ -20,6 +23,7 @@
 
 #define SF_CUDA_THREADS 256
 #define SF_CUDA_MAX_BLOCKS 4096
+#define SF_CUDA_FUSED 8
 
 template <typename T> struct sf_ops {
     __device__ static T add(T x, T y) { return x + y; }
@@ -48,6 +52,49 @@ __global__ void sf_reduce_kernel(T *dst, const T *x, const T *y, size_t n, int o
         }
         dst[i] = r;
     }
+}
+
+template <typename T> struct sf_fused_args {
+    const T *src[SF_CUDA_FUSED];
+    T *dst[SF_CUDA_FUSED];
+    int nsrc, ndst;
+};
+
+template <typename T> __device__ static T sf_bin(T a, T b, int op)
+{
+    switch (op) {
+    case SF_K_PROD: return sf_ops<T>::mul(a, b);
+    case SF_K_MIN: return b < a ? b : a;
+    case SF_K_MAX: return b > a ? b : a;
+    default: return sf_ops<T>::add(a, b); /* SUM, MEAN */
+    }
+}
+
+/* x / d as SCALE divides: floats directly, integers truncating toward zero (int32 through int64). */
+template <typename T> __device__ static T sf_div(T x, uint32_t d) { return x / (T)d; }
+template <> __device__ int32_t sf_div<int32_t>(int32_t x, uint32_t d) { return (int32_t)((int64_t)x / (int64_t)d); }
+template <> __device__ int64_t sf_div<int64_t>(int64_t x, uint32_t d) { return x / (int64_t)d; }
+
+/*
+ * Every destination = (src0 op src1 op ...) [/ divisor]: each element of each source read once,
+ * before any store.
+ */
+template <typename T>
+__global__ void sf_reduce_fused_kernel(sf_fused_args<T> p, size_t n, int op, uint32_t divisor)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        T acc = p.src[0][i];
+        for (int k = 1; k < p.nsrc; k++) acc = sf_bin<T>(acc, p.src[k][i], op);
+        if (divisor > 1) acc = sf_div<T>(acc, divisor);
+        for (int d = 0; d < p.ndst; d++) p.dst[d][i] = acc;
+    }
+}
+
+/* x = x / divisor in place (a REDUCE with a divisor beyond the fused kernel's reach). */
+template <typename T> __global__ void sf_divide_kernel(T *x, size_t n, uint32_t divisor)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = sf_div<T>(x[i], divisor);
 }
 
 /* dst = (D)src / divisor, written as O: O = T (D wider for integers), or O = D = double when converting. */
@@ -98,27 +145,47 @@ static cudaError_t cuda_copy(cudaStream_t stream, void *buffers[], const sf_kern
 }
 
 template <typename T>
-static cudaError_t cuda_reduce_t(cudaStream_t stream, void *buffers[], const sf_kernel_args_t *a)
+static cudaError_t cuda_reduce_seg(cudaStream_t stream, void *buffers[], const sf_kernel_args_t *a,
+                                   const sf_kspan_t *sp)
 {
-    const size_t n = a->spans[0].count, bytes = n * sizeof(T);
-    T *dst = (T *)(void *)span_ptr(buffers, a, &a->spans[a->nsrc]);
-    const T *s0 = (const T *)(const void *)span_ptr(buffers, a, &a->spans[0]);
-    if (a->nsrc == 1)
-        return (void *)dst == (const void *)s0 ? cudaSuccess
-                                               : cudaMemcpyAsync(dst, s0, bytes, cudaMemcpyDeviceToDevice, stream);
+    const size_t n = sp[0].count, bytes = n * sizeof(T);
+    if (a->nsrc <= SF_CUDA_FUSED && a->ndst <= SF_CUDA_FUSED && (a->nsrc > 1 || a->ndst > 1 || a->divisor > 1)) {
+        sf_fused_args<T> p;
+        p.nsrc = (int)a->nsrc;
+        p.ndst = (int)a->ndst;
+        for (size_t k = 0; k < a->nsrc; k++) p.src[k] = (const T *)(const void *)span_ptr(buffers, a, &sp[k]);
+        for (size_t d = 0; d < a->ndst; d++) p.dst[d] = (T *)(void *)span_ptr(buffers, a, &sp[a->nsrc + d]);
+        sf_reduce_fused_kernel<T><<<blocks_for(n), SF_CUDA_THREADS, 0, stream>>>(p, n, a->op, a->divisor);
+        return cudaGetLastError();
+    }
+    T *dst = (T *)(void *)span_ptr(buffers, a, &sp[a->nsrc]);
+    const T *s0 = (const T *)(const void *)span_ptr(buffers, a, &sp[0]);
+    const unsigned blocks = blocks_for(n);
+    if (a->nsrc == 1) { /* a copy (more than SF_CUDA_FUSED destinations, or exactly one) */
+        cudaError_t err = (void *)dst == (const void *)s0
+                              ? cudaSuccess
+                              : cudaMemcpyAsync(dst, s0, bytes, cudaMemcpyDeviceToDevice, stream);
+        if (err == cudaSuccess && a->divisor > 1) {
+            sf_divide_kernel<T><<<blocks, SF_CUDA_THREADS, 0, stream>>>(dst, n, a->divisor);
+            err = cudaGetLastError();
+        }
+        for (size_t d = 1; d < a->ndst && err == cudaSuccess; d++)
+            err = cudaMemcpyAsync(span_ptr(buffers, a, &sp[a->nsrc + d]), dst, bytes, cudaMemcpyDeviceToDevice, stream);
+        return err;
+    }
     T *acc = dst, *scratch = NULL;
-    if (sf_kernel_dst_alias(a)) {
+    if (sf_kernel_dst_alias(a, sp)) {
         cudaError_t err = cudaMalloc((void **)&scratch, bytes);
         if (err != cudaSuccess) return err;
         acc = scratch;
     }
-    const unsigned blocks = blocks_for(n);
-    const T *s1 = (const T *)(const void *)span_ptr(buffers, a, &a->spans[1]);
+    const T *s1 = (const T *)(const void *)span_ptr(buffers, a, &sp[1]);
     sf_reduce_kernel<T><<<blocks, SF_CUDA_THREADS, 0, stream>>>(acc, s0, s1, n, a->op);
     for (size_t k = 2; k < a->nsrc; k++) {
-        const T *sk = (const T *)(const void *)span_ptr(buffers, a, &a->spans[k]);
+        const T *sk = (const T *)(const void *)span_ptr(buffers, a, &sp[k]);
         sf_reduce_kernel<T><<<blocks, SF_CUDA_THREADS, 0, stream>>>(acc, acc, sk, n, a->op);
     }
+    if (a->divisor > 1) sf_divide_kernel<T><<<blocks, SF_CUDA_THREADS, 0, stream>>>(acc, n, a->divisor);
     cudaError_t err = cudaGetLastError();
     if (scratch) {
         if (err == cudaSuccess) err = cudaMemcpyAsync(dst, scratch, bytes, cudaMemcpyDeviceToDevice, stream);
@@ -126,17 +193,33 @@ static cudaError_t cuda_reduce_t(cudaStream_t stream, void *buffers[], const sf_
         if (err == cudaSuccess) err = sync;
         cudaFree(scratch);
     }
+    for (size_t d = 1; d < a->ndst && err == cudaSuccess; d++)
+        err = cudaMemcpyAsync(span_ptr(buffers, a, &sp[a->nsrc + d]), dst, bytes, cudaMemcpyDeviceToDevice, stream);
+    return err;
+}
+
+template <typename T>
+static cudaError_t cuda_reduce_t(cudaStream_t stream, void *buffers[], const sf_kernel_args_t *a)
+{
+    cudaError_t err = cudaSuccess;
+    for (size_t sg = 0; sg < a->nseg && err == cudaSuccess; sg++)
+        err = cuda_reduce_seg<T>(stream, buffers, a, sf_kernel_segment(a, sg));
     return err;
 }
 
 template <typename T, typename D, typename O>
 static cudaError_t cuda_scale_t(cudaStream_t stream, void *buffers[], const sf_kernel_args_t *a)
 {
-    const size_t n = a->spans[0].count;
-    const T *src = (const T *)(const void *)span_at(buffers, &a->spans[0], a->elemsize);
-    O *dst = (O *)(void *)span_at(buffers, &a->spans[1], a->dst_elemsize);
-    sf_scale_kernel<T, D, O><<<blocks_for(n), SF_CUDA_THREADS, 0, stream>>>(dst, src, n, a->divisor);
-    return cudaGetLastError();
+    for (size_t sg = 0; sg < a->nseg; sg++) {
+        const sf_kspan_t *sp = sf_kernel_segment(a, sg);
+        const size_t n = sp[0].count;
+        const T *src = (const T *)(const void *)span_at(buffers, &sp[0], a->elemsize);
+        O *dst = (O *)(void *)span_at(buffers, &sp[1], a->dst_elemsize);
+        sf_scale_kernel<T, D, O><<<blocks_for(n), SF_CUDA_THREADS, 0, stream>>>(dst, src, n, a->divisor);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
 }
 
 extern "C" void sf_kernel_cuda(void *buffers[], void *cl_arg)

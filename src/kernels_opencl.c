@@ -16,7 +16,8 @@
  *
  * A REDUCE whose destination is source k >= 1 (accumulating in place into a later source) cannot run
  * pairwise in place - the first step would overwrite source k before it is read - so it is computed
- * into a scratch buffer and copied into the destination.
+ * into a scratch buffer and copied into the destination. A REDUCE with several destinations computes
+ * into the first and copies it to the others. REDUCE and SCALE run segment by segment (kernels.h).
  */
 #include "config.h"
 
@@ -223,17 +224,54 @@ static cl_int cl_copy(cl_command_queue q, void *buffers[], const sf_kernel_args_
     return CL_SUCCESS;
 }
 
-static cl_int cl_reduce(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
+/* region = region / divisor, in place (a REDUCE with a divisor: MEAN fused into the reduction). */
+static cl_int enqueue_scale_in_place(int devid, cl_command_queue q, cl_region_t r, size_t n, int dtype,
+                                     uint32_t divisor)
 {
-    const size_t n = a->spans[0].count, bytes = n * a->elemsize;
-    cl_region_t dst = region(buffers, a, &a->spans[a->nsrc], 0);
-    if (a->nsrc == 1) return copy_region(q, region(buffers, a, &a->spans[0], 0), dst, bytes);
+    cl_kernel k = get_kernel(devid, SF_CL_SCALE);
+    if (!k) return CL_INVALID_KERNEL;
+    cl_ulong off = r.off, count = n;
+    cl_int dt = dtype;
+    cl_uint d = divisor;
+    cl_int err = 0;
+    err |= clSetKernelArg(k, 0, sizeof(cl_mem), &r.mem);
+    err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &off);
+    err |= clSetKernelArg(k, 2, sizeof(cl_mem), &r.mem);
+    err |= clSetKernelArg(k, 3, sizeof(cl_ulong), &off);
+    err |= clSetKernelArg(k, 4, sizeof(cl_ulong), &count);
+    err |= clSetKernelArg(k, 5, sizeof(cl_int), &dt);
+    err |= clSetKernelArg(k, 6, sizeof(cl_uint), &d);
+    err |= clSetKernelArg(k, 7, sizeof(cl_int), &dt);
+    if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
+    return launch(q, k, n);
+}
+
+/* Copies the first destination of segment @sp into its other destinations. */
+static cl_int fan_out(cl_command_queue q, void *buffers[], const sf_kernel_args_t *a, const sf_kspan_t *sp)
+{
+    cl_int err = CL_SUCCESS;
+    const cl_region_t first = region(buffers, a, &sp[a->nsrc], 0);
+    for (size_t d = 1; d < a->ndst && err == CL_SUCCESS; d++)
+        err = copy_region(q, first, region(buffers, a, &sp[a->nsrc + d], 0), sp[0].count * a->elemsize);
+    return err;
+}
+
+static cl_int cl_reduce_seg(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a,
+                            const sf_kspan_t *sp)
+{
+    const size_t n = sp[0].count, bytes = n * a->elemsize;
+    cl_region_t dst = region(buffers, a, &sp[a->nsrc], 0);
+    if (a->nsrc == 1) {
+        cl_int err = copy_region(q, region(buffers, a, &sp[0], 0), dst, bytes);
+        if (err == CL_SUCCESS && a->divisor > 1) err = enqueue_scale_in_place(devid, q, dst, n, a->dtype, a->divisor);
+        return err == CL_SUCCESS ? fan_out(q, buffers, a, sp) : err;
+    }
     cl_kernel k = get_kernel(devid, SF_CL_REDUCE);
     if (!k) return CL_INVALID_KERNEL;
 
     cl_mem scratch = NULL;
     cl_region_t acc = dst;
-    if (sf_kernel_dst_alias(a)) {
+    if (sf_kernel_dst_alias(a, sp)) {
         cl_context ctx;
         cl_int err;
         starpu_opencl_get_context(devid, &ctx);
@@ -242,10 +280,11 @@ static cl_int cl_reduce(int devid, cl_command_queue q, void *buffers[], const sf
         acc.mem = scratch;
         acc.off = 0;
     }
-    cl_int err = enqueue_reduce(q, k, acc, region(buffers, a, &a->spans[0], 0), region(buffers, a, &a->spans[1], 0), n,
+    cl_int err = enqueue_reduce(q, k, acc, region(buffers, a, &sp[0], 0), region(buffers, a, &sp[1], 0), n,
                                 a->dtype, a->op);
     for (size_t s = 2; s < a->nsrc && err == CL_SUCCESS; s++)
-        err = enqueue_reduce(q, k, acc, acc, region(buffers, a, &a->spans[s], 0), n, a->dtype, a->op);
+        err = enqueue_reduce(q, k, acc, acc, region(buffers, a, &sp[s], 0), n, a->dtype, a->op);
+    if (err == CL_SUCCESS && a->divisor > 1) err = enqueue_scale_in_place(devid, q, acc, n, a->dtype, a->divisor);
     if (scratch) {
         if (err == CL_SUCCESS) err = copy_region(q, acc, dst, bytes);
         /* The scratch buffer must outlive the commands that use it. */
@@ -253,15 +292,22 @@ static cl_int cl_reduce(int devid, cl_command_queue q, void *buffers[], const sf
         if (err == CL_SUCCESS) err = fin;
         clReleaseMemObject(scratch);
     }
+    return err == CL_SUCCESS ? fan_out(q, buffers, a, sp) : err;
+}
+
+static cl_int cl_reduce(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
+{
+    cl_int err = CL_SUCCESS;
+    for (size_t sg = 0; sg < a->nseg && err == CL_SUCCESS; sg++)
+        err = cl_reduce_seg(devid, q, buffers, a, sf_kernel_segment(a, sg));
     return err;
 }
 
-static cl_int cl_scale(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
+static cl_int cl_scale_seg(cl_kernel k, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a,
+                           const sf_kspan_t *sp)
 {
-    cl_kernel k = get_kernel(devid, SF_CL_SCALE);
-    if (!k) return CL_INVALID_KERNEL;
-    cl_region_t src = region(buffers, a, &a->spans[0], 0), dst = region_at(buffers, &a->spans[1], 0, a->dst_elemsize);
-    cl_ulong src_off = src.off, dst_off = dst.off, count = a->spans[0].count;
+    cl_region_t src = region(buffers, a, &sp[0], 0), dst = region_at(buffers, &sp[1], 0, a->dst_elemsize);
+    cl_ulong src_off = src.off, dst_off = dst.off, count = sp[0].count;
     cl_int dtype = a->dtype, dst_dtype = a->dst_dtype;
     cl_uint divisor = a->divisor;
     cl_int err = 0;
@@ -274,7 +320,17 @@ static cl_int cl_scale(int devid, cl_command_queue q, void *buffers[], const sf_
     err |= clSetKernelArg(k, 6, sizeof(cl_uint), &divisor);
     err |= clSetKernelArg(k, 7, sizeof(cl_int), &dst_dtype);
     if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
-    return launch(q, k, a->spans[0].count);
+    return launch(q, k, sp[0].count);
+}
+
+static cl_int cl_scale(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
+{
+    cl_kernel k = get_kernel(devid, SF_CL_SCALE);
+    if (!k) return CL_INVALID_KERNEL;
+    cl_int err = CL_SUCCESS;
+    for (size_t sg = 0; sg < a->nseg && err == CL_SUCCESS; sg++)
+        err = cl_scale_seg(k, q, buffers, a, sf_kernel_segment(a, sg));
+    return err;
 }
 
 void sf_kernel_opencl(void *buffers[], void *cl_arg)

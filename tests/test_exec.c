@@ -572,6 +572,104 @@ static void fixture_free(fixture_t *f)
     starfold_graph_destroy(f->graph);
 }
 
+/* Output @h against the float32 SUM of replicas 0..n-1 filled by sf_tu_fill; 0 when right. */
+static int check_output_sum(starpu_data_handle_t h, int n, size_t count)
+{
+    void *src[STARFOLD_MAX_DEVICES] = { 0 };
+    double *expect = malloc(sizeof(double) * count);
+    float *got = sf_tu_alloc(STARFOLD_FLOAT32, count);
+    int rc = -1;
+    for (int s = 0; s < n; s++)
+        if ((src[s] = sf_tu_alloc(STARFOLD_FLOAT32, count))) sf_tu_fill(src[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+    if (expect && got && src[n - 1] && starfold_vector_read(h, got, count * sizeof(float)) == STARFOLD_OK) {
+        char why[160] = "";
+        sf_tu_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)src, n, count, expect);
+        rc = sf_tu_compare(got, STARFOLD_FLOAT32, expect, count, why, sizeof why);
+        if (rc) fprintf(stderr, "%s\n", why);
+    }
+    for (int s = 0; s < n; s++) free(src[s]);
+    free(expect);
+    free(got);
+    return rc;
+}
+
+/* Bytes StarPU moved since the last call, into device memory nodes and out of them (resets counters). */
+static void bus_bytes(long long *to_devices, long long *from_devices)
+{
+    *to_devices = *from_devices = 0;
+    for (int b = 0; b < starpu_bus_get_count(); b++) {
+        struct starpu_profiling_bus_info info;
+        if (starpu_bus_get_profiling_info(b, &info) != 0) continue;
+        if (starpu_node_get_kind((unsigned)starpu_bus_get_dst(b)) != STARPU_CPU_RAM) *to_devices += info.transferred_bytes;
+        if (starpu_node_get_kind((unsigned)starpu_bus_get_src(b)) != STARPU_CPU_RAM) *from_devices += info.transferred_bytes;
+    }
+}
+
+/*
+ * Transfers follow the graph (emulated box): with every replica's input and output on its device, an
+ * all-reduce makes StarPU move no more bytes into devices, and none more out of them, than the graph's
+ * edges carry (bytes_moved; StarPU 1.3 stages device-to-device copies through main memory, so each edge
+ * is one transfer out and one in, and a piece read by several devices leaves its device once). Before
+ * the executor cut vectors into pieces, a ring moved whole vectors for every chunk: 17x the graph.
+ *
+ *     in_p (on p) --[graph]--> out_p (on p)         bytes into devices <= bytes_moved
+ *                                                   bytes out of devices <= bytes_moved
+ */
+static void test_transfers_follow_graph(void)
+{
+    if (!EMULATED) return;
+    const int n = 8;
+    const size_t count = 48 * 1024 + 5; /* 192 KiB + 20 B: chunks that do not divide evenly */
+    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
+                                              .sources = devices, .num_tensors = 1, .tensors = &t };
+    float *host = sf_tu_alloc(STARFOLD_FLOAT32, count);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+    starpu_data_handle_t in[8], out[8];
+    for (int s = 0; s < n; s++) {
+        sf_tu_fill(host, STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &in[s]));
+        CHECK_OK(starfold_vector_write(in[s], host, count * sizeof(float)));
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &out[s]));
+    }
+    starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+    for (int a = 0; a < starfold_algorithm_count(); a++) {
+        const char *name = starfold_algorithm_name(a);
+        if (sf_tu_refuses(topo8, name)) continue;
+        starfold_algo_options_t opt;
+        starfold_algo_options_init(&opt);
+        opt.chunk_bytes = 16 * 1024; /* several ring rounds */
+        starfold_graph_t g;
+        CHECK_OK(starfold_graph_compile(topo8, name, &desc, &opt, &g));
+        CHECK_OK(starfold_graph_check(g));
+        starfold_graph_stats_t stats;
+        CHECK_OK(starfold_graph_stats(g, &stats));
+        /* Inputs valid on their devices (written from the host), outputs nowhere yet. */
+        for (int s = 0; s < n; s++) starpu_data_fetch_on_node(in[s], starpu_data_get_home_node(in[s]), 0);
+        long long to_dev, from_dev;
+        bus_bytes(&to_dev, &from_dev);
+        starfold_request_t req;
+        CHECK_OK(starfold_submit(ctx, g, in, out, &req));
+        CHECK_OK(starfold_request_wait(req));
+        starfold_request_destroy(req);
+        starpu_task_wait_for_all();
+        bus_bytes(&to_dev, &from_dev);
+        printf("\n    %-18s graph %8llu B, StarPU moved %8lld B in, %8lld B out", name,
+               (unsigned long long)stats.bytes_moved, to_dev, from_dev);
+        CU_ASSERT(to_dev <= (long long)stats.bytes_moved);
+        CU_ASSERT(from_dev <= (long long)stats.bytes_moved);
+        CU_ASSERT(to_dev > 0);
+        for (int d = 0; d < n; d++) CU_ASSERT_EQUAL(check_output_sum(out[d], n, count), 0);
+        starfold_graph_destroy(g);
+    }
+    starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
+    for (int s = 0; s < n; s++) {
+        starfold_vector_destroy(ctx, in[s]);
+        starfold_vector_destroy(ctx, out[s]);
+    }
+    free(host);
+}
+
 /*
  * Overlap: the caller submits a (slow) task writing input 0, then the reduction, then a task reading
  * output 1, and only then waits: StarPU's data dependencies put the three in order.
@@ -1060,6 +1158,7 @@ int main(int argc, char **argv)
         { "compiled reduce to one and broadcast", test_compiled_reduce_broadcast },
         { "compiled in place", test_compiled_in_place },
         { "compiled promoted integer mean", test_compiled_promoted_mean },
+        { "transfers follow the graph", test_transfers_follow_graph },
         { "caller tasks overlap", test_caller_overlap },
         { "request test and wait_timeout", test_request_progress },
         { "two submissions in flight", test_back_to_back },

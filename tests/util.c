@@ -258,6 +258,14 @@ out:
     return rc;
 }
 
+int sf_tu_refuses(starfold_topology_t topology, const char *algorithm)
+{
+    if (strcmp(algorithm, "one-pass") != 0) return 0;
+    for (int d = 1; d < starfold_topology_num_devices(topology); d++)
+        if (!starfold_topology_same_memory(topology, 0, d)) return 1;
+    return 0;
+}
+
 int sf_tu_run_collective(starfold_context_t ctx, starfold_topology_t topology, const char *algorithm,
                          const starfold_collective_desc_t *desc, const starfold_algo_options_t *options, int in_place)
 {
@@ -269,6 +277,12 @@ int sf_tu_run_collective(starfold_context_t ctx, starfold_topology_t topology, c
              in_place ? ", in place" : "");
     starfold_graph_t graph = NULL;
     starfold_status_t st = starfold_graph_compile(topology, algorithm, desc, options, &graph);
+    if (sf_tu_refuses(topology, algorithm)) { /* one-pass without shared memory: refused, nothing to run */
+        if (st == STARFOLD_ERR_NOT_SUPPORTED) return 0;
+        fprintf(stderr, "%s: compile gave %s, expected NOT_SUPPORTED\n", label, starfold_status_string(st));
+        starfold_graph_destroy(graph);
+        return -1;
+    }
     if (st != STARFOLD_OK) {
         fprintf(stderr, "%s: compile: %s (%s)\n", label, starfold_status_string(st), starfold_last_error());
         return -1;

@@ -60,7 +60,11 @@ int sf_tu_compare(const void *got, starfold_dtype_t dtype, const double *expecte
  * destination is also a source. @label prefixes failure messages. */
 int sf_tu_run_graph(starfold_context_t ctx, starfold_graph_t graph, int in_place, const char *label);
 
-/* Compiles @desc with @algorithm on @topology (checking the graph), then sf_tu_run_graph(). */
+/* 1 when @algorithm must refuse @topology (one-pass on devices with memories of their own). */
+int sf_tu_refuses(starfold_topology_t topology, const char *algorithm);
+
+/* Compiles @desc with @algorithm on @topology (checking the graph), then sf_tu_run_graph(); an
+ * algorithm that must refuse the topology has to say STARFOLD_ERR_NOT_SUPPORTED (then 0). */
 int sf_tu_run_collective(starfold_context_t ctx, starfold_topology_t topology, const char *algorithm,
                          const starfold_collective_desc_t *desc, const starfold_algo_options_t *options, int in_place);
 
