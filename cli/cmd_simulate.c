@@ -76,6 +76,10 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
         starfold_graph_t g = NULL;
         starfold_prediction_t p;
         starfold_status_t st = starfold_graph_compile(topo, name, &desc, &aopt, &g);
+        if (st == STARFOLD_ERR_NOT_SUPPORTED && all) { /* e.g. one-pass on devices with memories of their own */
+            if (!o.json) printf("%-26s %8s  (%s)\n", name, "-", starfold_last_error());
+            continue;
+        }
         if (st == STARFOLD_OK) st = starfold_graph_simulate(g, NULL, &p);
         if (st != STARFOLD_OK) {
             r = st == STARFOLD_ERR_INVALID_ARGUMENT || st == STARFOLD_ERR_NOT_SUPPORTED

@@ -21,6 +21,7 @@ extern const sf_algorithm_t sf_algo_hierarchical_copy;
 extern const sf_algorithm_t sf_algo_ring;
 extern const sf_algorithm_t sf_algo_halving_doubling;
 extern const sf_algorithm_t sf_algo_trees;
+extern const sf_algorithm_t sf_algo_one_pass;
 
 /* Registry lookup by name; NULL when unknown. */
 const sf_algorithm_t *sf_algorithm_find(const char *name);

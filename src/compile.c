@@ -29,6 +29,7 @@ static const sf_algorithm_t *const registry[] = {
     &sf_algo_ring,
     &sf_algo_halving_doubling,
     &sf_algo_trees,
+    &sf_algo_one_pass,
     &sf_algo_auto,
 };
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))
@@ -148,7 +149,11 @@ static starfold_status_t compile_auto(starfold_topology_t topology, const starfo
         if (!registry[i]->build) continue;
         starfold_graph_t g = NULL;
         starfold_prediction_t p;
-        if ((st = starfold_graph_compile(topology, registry[i]->name, desc, options, &g)) != STARFOLD_OK) break;
+        if ((st = starfold_graph_compile(topology, registry[i]->name, desc, options, &g)) != STARFOLD_OK) {
+            if (st != STARFOLD_ERR_NOT_SUPPORTED) break;
+            st = STARFOLD_OK; /* this algorithm cannot do this collective here (one-pass without shared memory) */
+            continue;
+        }
         if ((st = starfold_graph_simulate(g, NULL, &p)) != STARFOLD_OK) {
             starfold_graph_destroy(g);
             break;

@@ -8,6 +8,8 @@
  * Transfers are fluid flows. A flow starts after its path's latency and then drains at
  *   rate = min over its links of (link bandwidth / flows active on that directed link),
  * recomputed at every event (equal sharing; links are full duplex, so a->b and b->a are separate).
+ * Reads between devices sharing one memory (CPU devices in host memory) are no transfer at all: the
+ * kernel reads them in place.
  * A device's worker runs one kernel at a time; among the tasks waiting for it, the one with the longest
  * chain of tasks still after it goes first (its upward rank, as HEFT schedules; the executor gives
  * StarPU the same priorities), ties in the order they became ready. A kernel takes the per-task
@@ -172,7 +174,7 @@ static starfold_status_t start_task(sim_t *s, size_t node, double now)
     for (size_t i = 0; i < n->nsrc; i++) {
         const int from = s->g->bufs[n->src[i].buf].device;
         const uint64_t bytes = sf_span_bytes(s->g, n->src[i]);
-        if (from == n->device || bytes == 0) continue;
+        if (bytes == 0 || starfold_topology_same_memory(s->g->topology, from, n->device)) continue;
         int links[2];
         double latency = 0;
         int nh = path(s, from, n->device, links, &latency);

@@ -177,9 +177,9 @@ static starfold_status_t check_span(starfold_graph_t g, sf_span_t s, const char 
  * Appends a node after validating its spans (bounds, one dtype, writes on one device, never into an
  * input), copies the span arrays and infers its dependencies.
  */
-static starfold_status_t add_node(starfold_graph_t g, starfold_task_kind_t kind, starfold_op_t op, uint32_t divisor,
-                                  const sf_span_t *src, size_t nsrc, const sf_span_t *dst, size_t ndst, int tag,
-                                  size_t *node_out)
+static starfold_status_t add_node(starfold_graph_t g, int device, starfold_task_kind_t kind, starfold_op_t op,
+                                  uint32_t divisor, const sf_span_t *src, size_t nsrc, const sf_span_t *dst,
+                                  size_t ndst, int tag, size_t *node_out)
 {
     starfold_status_t st;
     if (ndst == 0) return sf_error(STARFOLD_ERR_INTERNAL, "%s: node without destination", g->algorithm);
@@ -187,7 +187,9 @@ static starfold_status_t add_node(starfold_graph_t g, starfold_task_kind_t kind,
         if ((st = check_span(g, src[i], "source")) != STARFOLD_OK) return st;
     for (size_t i = 0; i < ndst; i++)
         if ((st = check_span(g, dst[i], "destination")) != STARFOLD_OK) return st;
-    const int device = g->bufs[dst[0].buf].device;
+    if (device < 0) device = g->bufs[dst[0].buf].device; /* by default the task runs where it writes */
+    if (device >= starfold_topology_num_devices(g->topology))
+        return sf_error(STARFOLD_ERR_INTERNAL, "%s: a task on device %d", g->algorithm, device);
     const starfold_dtype_t dtype = g->bufs[(nsrc ? src : dst)[0].buf].dtype;
     /* A SCALE reading integers may write float64 (promoting integer MEAN). */
     const starfold_dtype_t dst_dtype = kind == STARFOLD_TASK_SCALE ? g->bufs[dst[0].buf].dtype : dtype;
@@ -200,7 +202,7 @@ static starfold_status_t add_node(starfold_graph_t g, starfold_task_kind_t kind,
         if (b->kind == SF_BUF_INPUT)
             return sf_error(STARFOLD_ERR_INTERNAL, "%s: a %s task writes input buffer %zu", g->algorithm,
                             starfold_task_kind_name(kind), dst[i].buf);
-        if (b->device != device)
+        if (!starfold_topology_same_memory(g->topology, b->device, device))
             return sf_error(STARFOLD_ERR_INTERNAL, "%s: a %s task writes on devices %d and %d", g->algorithm,
                             starfold_task_kind_name(kind), device, b->device);
     }
@@ -260,18 +262,38 @@ starfold_status_t sf_graph_copy(starfold_graph_t g, starfold_task_kind_t kind, c
     if (nsrc == 0 || total_count(src, nsrc) != total_count(dst, ndst))
         return sf_error(STARFOLD_ERR_INTERNAL, "%s: %s moves %zu elements into %zu", g->algorithm,
                         starfold_task_kind_name(kind), total_count(src, nsrc), total_count(dst, ndst));
-    return add_node(g, kind, STARFOLD_OP_SUM, 1, src, nsrc, dst, ndst, tag, node);
+    return add_node(g, -1, kind, STARFOLD_OP_SUM, 1, src, nsrc, dst, ndst, tag, node);
+}
+
+starfold_status_t sf_graph_reduce_n(starfold_graph_t g, starfold_op_t op, const sf_span_t *src, size_t nsrc,
+                                    const sf_span_t *dst, size_t ndst, uint32_t divisor, int tag, size_t *node)
+{
+    return sf_graph_reduce_on(g, -1, op, src, nsrc, dst, ndst, divisor, tag, node);
+}
+
+starfold_status_t sf_graph_reduce_on(starfold_graph_t g, int device, starfold_op_t op, const sf_span_t *src,
+                                     size_t nsrc, const sf_span_t *dst, size_t ndst, uint32_t divisor, int tag,
+                                     size_t *node)
+{
+    if (nsrc == 0 || ndst == 0) return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce of no source or into nothing", g->algorithm);
+    if (divisor == 0 || (divisor > 1 && op != STARFOLD_OP_SUM && op != STARFOLD_OP_MEAN))
+        return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce (%s) divided by %u", g->algorithm, starfold_op_name(op),
+                        divisor);
+    for (size_t i = 0; i < nsrc; i++)
+        if (src[i].count != dst[0].count)
+            return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce source %zu has %zu elements, destination %zu",
+                            g->algorithm, i, src[i].count, dst[0].count);
+    for (size_t i = 1; i < ndst; i++)
+        if (dst[i].count != dst[0].count)
+            return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce destination %zu has %zu elements, destination 0 %zu",
+                            g->algorithm, i, dst[i].count, dst[0].count);
+    return add_node(g, device, STARFOLD_TASK_REDUCE, op, divisor, src, nsrc, dst, ndst, tag, node);
 }
 
 starfold_status_t sf_graph_reduce(starfold_graph_t g, starfold_op_t op, const sf_span_t *src, size_t nsrc,
                                   sf_span_t dst, int tag, size_t *node)
 {
-    if (nsrc == 0) return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce of no source", g->algorithm);
-    for (size_t i = 0; i < nsrc; i++)
-        if (src[i].count != dst.count)
-            return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce source %zu has %zu elements, destination %zu",
-                            g->algorithm, i, src[i].count, dst.count);
-    return add_node(g, STARFOLD_TASK_REDUCE, op, 1, src, nsrc, &dst, 1, tag, node);
+    return sf_graph_reduce_n(g, op, src, nsrc, &dst, 1, 1, tag, node);
 }
 
 starfold_status_t sf_graph_scale(starfold_graph_t g, sf_span_t src, sf_span_t dst, uint32_t divisor, int tag,
@@ -280,7 +302,7 @@ starfold_status_t sf_graph_scale(starfold_graph_t g, sf_span_t src, sf_span_t ds
     if (divisor == 0 || src.count != dst.count)
         return sf_error(STARFOLD_ERR_INTERNAL, "%s: scale by %u of %zu elements into %zu", g->algorithm, divisor,
                         src.count, dst.count);
-    return add_node(g, STARFOLD_TASK_SCALE, STARFOLD_OP_MEAN, divisor, &src, 1, &dst, 1, tag, node);
+    return add_node(g, -1, STARFOLD_TASK_SCALE, STARFOLD_OP_MEAN, divisor, &src, 1, &dst, 1, tag, node);
 }
 
 starfold_status_t sf_graph_add_dep(starfold_graph_t g, size_t before, size_t after)

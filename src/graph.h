@@ -9,13 +9,17 @@
  *          exactly once.
  *   TEMP:  scratch on one device, created by the algorithm, released without write-back.
  *
- * Tasks (nodes). A node runs on one device and writes only that device's buffers. Reading a buffer
- * placed on another device is a transfer over the link between the two devices: that is how a graph's
- * edges follow the interconnect. Semantics, with spans = (buffer, offset, count) in elements:
+ * Tasks (nodes). A node runs on one device and writes only buffers of devices sharing that device's
+ * memory (the device itself, or any CPU device for a CPU device: starfold_topology_same_memory()).
+ * Reading a buffer placed on a device of another memory is a transfer over the link between the two
+ * devices: that is how a graph's edges follow the interconnect. Semantics, with spans = (buffer,
+ * offset, count) in elements:
  *   COPY, PACK, UNPACK: concat(src spans) -> concat(dst spans), equal totals. PACK is many->one,
  *                       UNPACK one->many, COPY one->one; the kernel is the same segmented copy.
- *   REDUCE: one dst span; dst[i] = op(src0[i], src1[i], ...) left to right, every span the same count.
- *           dst may be exactly one of the src spans (accumulate in place).
+ *   REDUCE: one or more dst spans; each dst[i] = op(src0[i], src1[i], ...) left to right, every span
+ *           the same count. A dst may be exactly one of the src spans (accumulate in place); several
+ *           dsts receive the same result (a reduce-and-broadcast in one pass over the data). With a
+ *           divisor > 1 the result is divided as SCALE divides (MEAN in the same pass).
  *   SCALE:  one src, one dst of the same count; dst[i] = src[i] / divisor (integers truncate). A SCALE
  *           reading integers may write float64 (TensorFlow's promoting integer MEAN): dst = (double)src / d.
  * The node's dtype is its sources' dtype; every span has it, except that converting SCALE's dst.
@@ -62,7 +66,7 @@ typedef struct sf_node {
     int device;
     starfold_dtype_t dtype;   /* of the sources (and destinations, but for a converting SCALE) */
     starfold_op_t op;         /* REDUCE only */
-    uint32_t divisor;         /* SCALE only, >= 1 */
+    uint32_t divisor;         /* SCALE, and REDUCE (1: none; > 1: MEAN fused, op SUM or MEAN), >= 1 */
     sf_span_t *src;
     size_t nsrc;
     sf_span_t *dst;
@@ -135,6 +139,19 @@ starfold_status_t sf_graph_copy(starfold_graph_t g, starfold_task_kind_t kind, c
 /* Appends a REDUCE node: dst = op(src[0], ..., src[nsrc-1]); runs on dst's device. */
 starfold_status_t sf_graph_reduce(starfold_graph_t g, starfold_op_t op, const sf_span_t *src, size_t nsrc,
                                   sf_span_t dst, int tag, size_t *node);
+
+/*
+ * Appends a REDUCE node writing the result, divided by @divisor when it is > 1 (MEAN fused into the
+ * reduction; op SUM or MEAN only), into each of @ndst destinations (on devices sharing one memory);
+ * runs on the first destination's device.
+ */
+starfold_status_t sf_graph_reduce_n(starfold_graph_t g, starfold_op_t op, const sf_span_t *src, size_t nsrc,
+                                    const sf_span_t *dst, size_t ndst, uint32_t divisor, int tag, size_t *node);
+
+/* As sf_graph_reduce_n(), run on @device, which must share memory with every destination's device. */
+starfold_status_t sf_graph_reduce_on(starfold_graph_t g, int device, starfold_op_t op, const sf_span_t *src,
+                                     size_t nsrc, const sf_span_t *dst, size_t ndst, uint32_t divisor, int tag,
+                                     size_t *node);
 
 /* Appends a SCALE node: dst = src / divisor; runs on dst's device. */
 starfold_status_t sf_graph_scale(starfold_graph_t g, sf_span_t src, sf_span_t dst, uint32_t divisor, int tag,

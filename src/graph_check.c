@@ -7,8 +7,9 @@
  * Checks, in the order they are reported:
  *   1. structure, node by node: deps name earlier nodes only (so the node order is a valid
  *      submission order and the graph is acyclic), spans in bounds and of the node's dtype, device
- *      in the topology, writes only into the node's own device and never into an input, arity per
- *      kind, and a node's own writes neither overlap each other nor partially overlap its reads;
+ *      in the topology, writes only into buffers of devices sharing the node's memory and never into
+ *      an input, arity per kind, and a node's own writes neither overlap each other nor partially
+ *      overlap its reads;
  *   2. no read before write: every range a node reads of a TEMP or OUTPUT buffer was written by an
  *      ancestor (transitive dependency); inputs count as written;
  *   3. no race: two nodes touching overlapping ranges of a buffer, one writing, are ordered;
@@ -179,18 +180,25 @@ static starfold_status_t check_arity(const struct starfold_graph *g, size_t i)
     char what[128];
     switch (n->kind) {
     case STARFOLD_TASK_REDUCE:
-        if (n->ndst != 1 || n->nsrc < 1) {
-            snprintf(what, sizeof what, "a reduce needs 1 destination and >= 1 source, has %zu and %zu", n->ndst,
+        if (n->ndst < 1 || n->nsrc < 1) {
+            snprintf(what, sizeof what, "a reduce needs >= 1 destination and >= 1 source, has %zu and %zu", n->ndst,
                      n->nsrc);
             return invalid_node(g, i, what);
         }
         if ((int)n->op < 0 || (int)n->op >= STARFOLD_OP_COUNT) return invalid_node(g, i, "unknown reduce op");
-        for (size_t k = 0; k < n->nsrc; k++)
-            if (n->src[k].count != n->dst[0].count) {
-                snprintf(what, sizeof what, "source %zu has %zu elements, the destination %zu", k, n->src[k].count,
+        if (n->divisor < 1 || (n->divisor > 1 && n->op != STARFOLD_OP_SUM && n->op != STARFOLD_OP_MEAN)) {
+            snprintf(what, sizeof what, "a reduce (%s) divided by %u", starfold_op_name(n->op), n->divisor);
+            return invalid_node(g, i, what);
+        }
+        for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
+            const sf_span_t *s = k < n->nsrc ? &n->src[k] : &n->dst[k - n->nsrc];
+            if (s->count != n->dst[0].count) {
+                snprintf(what, sizeof what, "%s %zu has %zu elements, the destination %zu",
+                         k < n->nsrc ? "source" : "destination", k < n->nsrc ? k : k - n->nsrc, s->count,
                          n->dst[0].count);
                 return invalid_node(g, i, what);
             }
+        }
         return STARFOLD_OK;
     case STARFOLD_TASK_SCALE:
         if (n->ndst != 1 || n->nsrc != 1 || n->src[0].count != n->dst[0].count || n->divisor < 1) {
@@ -211,7 +219,7 @@ static starfold_status_t check_arity(const struct starfold_graph *g, size_t i)
     return invalid_node(g, i, "unknown task kind");
 }
 
-/* Writes on the node's device only, never into an input, never twice within the node. */
+/* Writes in the node's memory only, never into an input, never twice within the node. */
 static starfold_status_t check_writes(const struct starfold_graph *g, size_t i)
 {
     const sf_node_t *n = &g->nodes[i];
@@ -222,7 +230,7 @@ static starfold_status_t check_writes(const struct starfold_graph *g, size_t i)
             snprintf(what, sizeof what, "writes %s", buf_text(g, n->dst[k].buf).s);
             return invalid_node(g, i, what);
         }
-        if (b->device != n->device) {
+        if (!starfold_topology_same_memory(g->topology, b->device, n->device)) {
             snprintf(what, sizeof what, "writes %s of another device", buf_text(g, n->dst[k].buf).s);
             return invalid_node(g, i, what);
         }

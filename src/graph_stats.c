@@ -1,7 +1,8 @@
 /*
  * Summary numbers of a graph and its traffic per device pair. A task "reads" its src spans; a read of
- * a buffer placed on another device than the task's is a transfer over the link between the two
- * (the runtime moves the data), so it counts as bytes moved from the buffer's device to the task's.
+ * a buffer placed on a device of another memory than the task's is a transfer over the link between
+ * the two (the runtime moves the data), so it counts as bytes moved from the buffer's device to the
+ * task's. Reads between devices sharing one memory (CPU devices in host memory) move nothing.
  * Like the exporter, these functions trust that spans name existing buffers (the builder checks it).
  */
 #include "config.h"
@@ -14,7 +15,8 @@ static uint64_t node_read_bytes(const struct starfold_graph *g, const sf_node_t 
 {
     uint64_t bytes = 0;
     for (size_t k = 0; k < n->nsrc; k++)
-        if (!remote_only || g->bufs[n->src[k].buf].device != n->device) bytes += sf_span_bytes(g, n->src[k]);
+        if (!remote_only || !starfold_topology_same_memory(g->topology, g->bufs[n->src[k].buf].device, n->device))
+            bytes += sf_span_bytes(g, n->src[k]);
     return bytes;
 }
 
@@ -112,7 +114,8 @@ STARFOLD_API starfold_status_t starfold_graph_link_bytes(starfold_graph_t g, sta
         const sf_node_t *n = &g->nodes[i];
         for (size_t k = 0; k < n->nsrc; k++) {
             const int from = g->bufs[n->src[k].buf].device;
-            if (from != n->device) m[(size_t)from * nd + (size_t)n->device] += sf_span_bytes(g, n->src[k]);
+            if (!starfold_topology_same_memory(g->topology, from, n->device))
+                m[(size_t)from * nd + (size_t)n->device] += sf_span_bytes(g, n->src[k]);
         }
     }
     size_t used = 0;

@@ -183,6 +183,13 @@ STARFOLD_API starfold_device_kind_t starfold_topology_device_kind(starfold_topol
     return topology && valid_device(topology, device) ? topology->devices[device].kind : STARFOLD_DEVICE_GPU;
 }
 
+STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b)
+{
+    if (!topology || !valid_device(topology, a) || !valid_device(topology, b)) return 0;
+    return a == b ||
+           (topology->devices[a].kind == STARFOLD_DEVICE_CPU && topology->devices[b].kind == STARFOLD_DEVICE_CPU);
+}
+
 STARFOLD_API int starfold_topology_device_socket(starfold_topology_t topology, int device)
 {
     return topology && valid_device(topology, device) ? topology->devices[device].socket : -1;

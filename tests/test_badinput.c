@@ -358,6 +358,12 @@ static void test_compile(void)
     e.tensors = empty, e.num_tensors = 2;
     for (int a = 0; a < nalg; a++) {
         starfold_graph_t eg = NULL;
+        if (!strcmp(starfold_algorithm_name(a), "one-pass")) {
+            /* On a DGX-1 every GPU has its own memory: one-pass says so and leaves the graph alone. */
+            BAD(starfold_graph_compile(f.topo, "one-pass", &e, NULL, &g), STARFOLD_ERR_NOT_SUPPORTED,
+                "one-pass needs every replica in one memory");
+            continue;
+        }
         CHECK_OK(starfold_graph_compile(f.topo, starfold_algorithm_name(a), &e, NULL, &eg));
         CU_ASSERT_EQUAL(starfold_graph_check(eg), STARFOLD_OK);
         starfold_graph_destroy(eg);

@@ -149,6 +149,12 @@ STARFOLD_API int starfold_topology_num_devices(starfold_topology_t topology);
 STARFOLD_API const char *starfold_topology_device_name(starfold_topology_t topology, int device);
 /** @brief Device kind; GPU when out of range. */
 STARFOLD_API starfold_device_kind_t starfold_topology_device_kind(starfold_topology_t topology, int device);
+/**
+ * @brief Whether devices @p a and @p b share one memory: the same device, or two CPU devices (logical
+ *        devices in host memory). A task may write any buffer of a device sharing its memory, and
+ *        reads between such devices move nothing over a link. 0 when out of range.
+ */
+STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b);
 /** @brief Device socket; -1 when unknown or out of range. */
 STARFOLD_API int starfold_topology_device_socket(starfold_topology_t topology, int device);
 /** @brief Link count; 0 for NULL. */
