@@ -50,6 +50,8 @@ typedef enum cli_opt_id {
     OPT_EMULATED,
     OPT_OUT_DIR,
     OPT_BASELINES,
+    OPT_CHUNK_BYTES,
+    OPT_RINGS,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) (1u << (id))
@@ -92,6 +94,8 @@ typedef struct cli_opts {
     int emulated;               /* --emulated */
     const char *out_dir;        /* --out DIR */
     int baselines;              /* --baselines 0|1 */
+    uint64_t chunk_bytes;       /* --chunk-bytes (ring, one-pass), 0 = automatic */
+    int num_rings;              /* --rings (ring), 0 = automatic */
 } cli_opts_t;
 
 /*
@@ -122,6 +126,10 @@ int cli_parse_tensors(const cli_command_t *cmd, const char *spec, starfold_dtype
 
 /* Whether @algorithm packs tensors (accepts --num-packs / --bytes-per-pack). */
 int cli_algorithm_packs(const char *algorithm);
+
+/* Applies --chunk-bytes and --rings (pipelining granularity and ring count; algorithms that have no
+ * use for them ignore them). */
+void cli_algo_tuning(const cli_opts_t *o, starfold_algo_options_t *opt);
 
 /* Validates the packing options for @algorithm (exit 2 when it cannot use them) and fills @opt. */
 int cli_algo_options(const cli_command_t *cmd, const cli_opts_t *o, const char *algorithm,

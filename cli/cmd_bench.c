@@ -3,7 +3,7 @@
  *
  *     for each dtype, op, size (-b .. -e, times -f or plus -i; or the one batch of --tensors):
  *         replicas filled once (out-of-place: inputs stay, outputs are overwritten)
- *         for each algorithm, then the baselines host-loop and starpu-redux:
+ *         for each algorithm, then the baselines copy, host-loop and starpu-redux:
  *             -w warm-up iterations, outputs set to a sentinel (-c 1), -n timed iterations,
  *             every output element checked against the float64 reference (-c 1), one row printed
  *
@@ -12,8 +12,11 @@
  * algbw = bytes per replica / time, busbw = algbw * 2(n-1)/n (the nccl-tests all-reduce definitions).
  *
  * Baselines, measured on the same data in the same run:
- *   host-loop     one host thread reads the n inputs and writes the n outputs once, in blocks (the
- *                 memory-bandwidth reference: what a perfect single-memory reduction would cost);
+ *   copy          every input copied to its output by its device's worker (starfold_baseline_copy()):
+ *                 the n reads and n writes no all-reduce on one memory can avoid, so its time is the
+ *                 memory-traffic bound; a note gives each algorithm's share of it;
+ *   host-loop     one host thread reads the n inputs and writes the n outputs once, in blocks (what
+ *                 a single-threaded reduction costs);
  *   starpu-redux  StarPU's own STARPU_REDUX reduction (starfold_baseline_starpu_redux()).
  */
 #include "cli.h"
@@ -66,7 +69,8 @@ static void print_header(bench_t *b)
     fprintf(f, "# algorithms:");
     for (int a = 0; a < b->nalgorithms; a++) fprintf(f, "%s %s", a ? "," : "", b->algorithms[a]);
     if (b->o.baselines)
-        fprintf(f, "; baselines: host-loop (one host thread, memory-bandwidth reference), starpu-redux (STARPU_REDUX)");
+        fprintf(f, "; baselines: copy (each input copied to its output by its device: the memory-traffic bound), "
+                   "host-loop (one host thread), starpu-redux (STARPU_REDUX)");
     fprintf(f, "\n# %d timed iterations after %d warm-up, each submitted and waited for; check %d\n", b->o.iters,
             b->o.warmup, b->o.check);
     fprintf(f, "# algbw = bytes / time, busbw = algbw * 2(n-1)/n with n = %d\n", b->m.num_devices);
@@ -262,6 +266,7 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
     };
     starfold_algo_options_t aopt;
     starfold_algo_options_init(&aopt);
+    cli_algo_tuning(&b->o, &aopt);
     if (cli_algorithm_packs(algorithm)) {
         if (b->o.given & CLI_OPT(OPT_NUM_PACKS)) aopt.num_packs = b->o.num_packs;
         if (b->o.given & CLI_OPT(OPT_BYTES_PER_PACK)) aopt.bytes_per_pack = (size_t)b->o.bytes_per_pack;
@@ -302,6 +307,36 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
             return -1;
         }
         *wrong = (long long)w;
+    }
+    *seconds = total / b->o.iters;
+    return 0;
+}
+
+/*
+ * The memory-traffic reference: every replica's input copied to its output by its device's worker
+ * (starfold_baseline_copy()), the n reads and n writes an all-reduce on one memory cannot avoid.
+ * Nothing to verify: its outputs are copies, not a reduction.
+ */
+static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, cli_replicas_t *rep,
+                        double *seconds)
+{
+    const int n = rep->n;
+    starpu_data_handle_t in[STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];
+    double total = 0.0;
+    starfold_status_t st = STARFOLD_OK;
+    for (int it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK; it++)
+        for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) {
+            for (int r = 0; r < n; r++) {
+                in[r] = rep->in[(size_t)r * nt + t];
+                out[r] = rep->out[(size_t)r * nt + t];
+            }
+            double s = 0.0;
+            st = starfold_baseline_copy(b->m.ctx, tensors[t].dtype, n, in, out, &s);
+            if (it >= b->o.warmup) total += s;
+        }
+    if (st != STARFOLD_OK) {
+        cli_fail(b->cmd, st, "copy failed");
+        return -1;
     }
     *seconds = total / b->o.iters;
     return 0;
@@ -462,14 +497,30 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
         b->failed = 1;
         return;
     }
-    double s = 0.0;
+    double s = 0.0, times[16];
     long long wrong = -1;
     for (int a = 0; a < b->nalgorithms; a++) {
+        times[a] = -1.0;
         const int m = measure_graph(b, b->algorithms[a], tensors, nt, &rep, &s, &wrong);
-        if (m == 0) add_row(b, b->algorithms[a], op, dtype, bytes, count, s, wrong);
+        if (m == 0) add_row(b, b->algorithms[a], op, dtype, bytes, count, s, wrong), times[a] = s;
         else if (m < 0) b->failed = 1;
     }
     if (b->o.baselines) {
+        double copy = 0.0;
+        if (measure_copy(b, tensors, nt, &rep, &copy) == 0) {
+            add_row(b, "copy", op, dtype, bytes, count, copy, -1);
+            /* Against the copy: the share of the memory-traffic bound each algorithm reaches. */
+            if (copy > 0) {
+                fprintf(b->info, "# memory-traffic bound (copy, %d reads + %d writes of %llu B):", rep.n, rep.n,
+                        (unsigned long long)bytes);
+                for (int a = 0; a < b->nalgorithms; a++)
+                    if (times[a] > 0) fprintf(b->info, " %s %.0f%%", b->algorithms[a], 100.0 * copy / times[a]);
+                fprintf(b->info, "\n");
+                fflush(b->info);
+            }
+        } else {
+            b->failed = 1;
+        }
         if (measure_host_loop(b, tensors, nt, op, &s, &wrong) == 0) add_row(b, "host-loop", op, dtype, bytes, count, s, wrong);
         else b->failed = 1;
         if (measure_starpu_redux(b, tensors, nt, &rep, &s, &wrong) == 0)
@@ -568,7 +619,8 @@ const cli_command_t cli_cmd_bench = {
     .name = "bench",
     .summary = "measure all-reduce time, algbw and busbw over a size sweep (nccl-tests style)",
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
-                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_BYTES_PER_PACK) |
+                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
+                CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_JSON) | CLI_OPT(OPT_CSV) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) |
                 CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) |
                 CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES),
@@ -584,9 +636,11 @@ const cli_command_t cli_cmd_bench = {
         "time (us, mean over the timed iterations, each one submission waited for), algbw = size / time and\n"
         "busbw = algbw * 2(n-1)/n in GB/s (1e9 B/s; comparable with one device's link bandwidth), and the\n"
         "number of wrong elements over every replica (N/A with -c 0). Out-of-place: inputs and outputs are\n"
-        "separate vectors. Two baselines run on the same data: host-loop (one host thread reading the n\n"
-        "inputs and writing the n outputs once: the memory-bandwidth reference) and starpu-redux (StarPU's\n"
-        "own STARPU_REDUX reduction, then a copy to every replica). Devices as for starfold run.\n"
+        "separate vectors. Three baselines run on the same data: copy (every input copied to its output\n"
+        "by its device's worker: the reads and writes no all-reduce on one memory avoids, so a note gives\n"
+        "each algorithm's share of this memory-traffic bound), host-loop (one host thread reading the n\n"
+        "inputs and writing the n outputs once) and starpu-redux (StarPU's own STARPU_REDUX reduction,\n"
+        "then a copy to every replica). Devices as for starfold run.\n"
         "Exits 1 when an element is wrong or a measurement fails.\n"
         "\n"
         "  -b, --minbytes SIZE     smallest size, default 4K (suffixes K, M, G or KiB, MiB, GiB: binary)\n"
@@ -602,9 +656,10 @@ const cli_command_t cli_cmd_bench = {
         "  -d, --dtype D|all       float32 (default), float64, int32, int64, or all (also --datatype)\n"
         "  --tensors SPEC          measure this batch (see starfold graph --help) instead of a sweep\n"
         "  --topology T, -g N, --emulated   the devices, as for starfold run\n"
+        "  --chunk-bytes B, --rings N   ring and one-pass tuning (see starfold graph --help)\n"
         "  --num-packs K, --bytes-per-pack B   hierarchical-copy's packing (ignored by reduce-to-one\n"
         "                          under --algorithm all)\n"
-        "  --baselines 0|1         measure host-loop and starpu-redux (default 1)\n"
+        "  --baselines 0|1         measure copy, host-loop and starpu-redux (default 1)\n"
         "  --json                  one JSON object per row on stdout: algorithm, op, dtype, bytes, count,\n"
         "                          devices, time_us, algbw_GBps, busbw_GBps, wrong (null when unchecked)\n"
         "  --csv                   a header line, then one line per row with the same fields\n"

@@ -134,11 +134,13 @@ const cli_command_t cli_cmd_graph = {
     .name = "graph",
     .summary = "compile an all-reduce into a task graph, check it, summarise it, draw it",
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
-                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_BYTES_PER_PACK) |
+                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
+                CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON),
     .usage =
         "Usage: starfold graph [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
-        "                      [--num-packs K | --bytes-per-pack B] [-g|--devices N] [-o FILE] [--json]\n"
+        "                      [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
+        "                      [-g|--devices N] [-o FILE] [--json]\n"
         "\n"
         "Compiles an all-reduce of SPEC's tensors over the first N devices of a topology, runs the invariant\n"
         "checker, and prints the tasks by kind, the bytes moved per directed device pair (with the link and\n"
@@ -156,6 +158,9 @@ const cli_command_t cli_cmd_graph = {
         "                      0 = every tensor on its own)\n"
         "  --bytes-per-pack B  hierarchical-copy: pack whole tensors in order, closing a pack once it\n"
         "                      holds more than B bytes (TensorFlow's bytes_per_pack); replaces --num-packs\n"
+        "  --chunk-bytes B     ring: move each ring's share in rounds of chunks of at most B bytes (default\n"
+        "                      2 MiB, at most 8 rounds); one-pass: B bytes of a tensor per task (default 8 MiB)\n"
+        "  --rings N           ring: use N edge-disjoint rings, each both ways (1-4; default up to 2)\n"
         "  -g, --devices N     use the first N devices of the topology (default: all)\n"
         "  -o, --output FILE   export the graph: .dot, .svg or .png from the extension; '-' = DOT on stdout\n"
         "                      (the summary then goes to stderr)\n"

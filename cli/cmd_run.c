@@ -537,7 +537,8 @@ const cli_command_t cli_cmd_run = {
     .name = "run",
     .summary = "run an all-reduce on the devices present, verify every replica, print the time",
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
-                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) |
+                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
+                CLI_OPT(OPT_RINGS) |
                 CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_EMULATED),
     .usage =
         "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
@@ -563,6 +564,7 @@ const cli_command_t cli_cmd_run = {
         "  --tensors SPEC    the tensors of each replica (see starfold graph --help), default 1MiB\n"
         "  -b SIZE           one tensor of SIZE bytes (K, M, G suffixes: binary multiples)\n"
         "  --num-packs K, --bytes-per-pack B   hierarchical-copy's packing (see starfold graph --help)\n"
+        "  --chunk-bytes B, --rings N   ring and one-pass tuning (see starfold graph --help)\n"
         "  -n, --iters I     run I times (outputs cleared and verified each time), default 1\n"
         "  -h, --help        this text\n",
     .main = run_main,

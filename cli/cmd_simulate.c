@@ -103,12 +103,14 @@ const cli_command_t cli_cmd_simulate = {
     .name = "simulate",
     .summary = "predict an all-reduce's time, algbw, busbw and bottleneck link with the cost model",
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
-                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_BYTES_PER_PACK) |
+                CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
+                CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_JSON),
     .allow_all = 1,
     .usage =
         "Usage: starfold simulate [--topology T] [--algorithm A|all] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
-        "                         [--num-packs K | --bytes-per-pack B] [-g|--devices N] [--json]\n"
+        "                         [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
+        "                         [-g|--devices N] [--json]\n"
         "\n"
         "Compiles the all-reduce `starfold graph` would (same options) and replays it in the cost model:\n"
         "transfers share each directed link (alpha + bytes / bandwidth), kernels run one at a time per\n"

@@ -53,6 +53,8 @@ static const opt_def_t opt_defs[] = {
     { OPT_EMULATED, "emulated", NULL, 0, 0 },
     { OPT_OUT_DIR, "out", NULL, 0, 1 },
     { OPT_BASELINES, "baselines", NULL, 0, 1 },
+    { OPT_CHUNK_BYTES, "chunk-bytes", NULL, 0, 1 },
+    { OPT_RINGS, "rings", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -196,6 +198,19 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         if (parse_int(v, 0, INT_MAX, &n) != 0)
             return cli_usage_error(cmd, "%s: expected an integer >= 0, got '%s'", shown, v);
         o->num_packs = (int)n;
+        break;
+    case OPT_RINGS:
+        if (parse_int(v, 1, 4, &n) != 0) return cli_usage_error(cmd, "%s: expected 1 to 4 rings, got '%s'", shown, v);
+        o->num_rings = (int)n;
+        break;
+    case OPT_CHUNK_BYTES:
+        if (starfold_size_parse(v, &bytes) != STARFOLD_OK)
+            return cli_usage_error(cmd, "%s: bad size '%s': %s", shown, v, starfold_last_error());
+        if (bytes == 0) return cli_usage_error(cmd, "%s: must be > 0 (omit it for the automatic size)", shown);
+#if SIZE_MAX < UINT64_MAX
+        if (bytes > SIZE_MAX) return cli_usage_error(cmd, "%s: too large", shown);
+#endif
+        o->chunk_bytes = bytes;
         break;
     case OPT_BYTES_PER_PACK:
     case OPT_MINBYTES:
@@ -404,14 +419,21 @@ int cli_parse_tensors(const cli_command_t *cmd, const char *spec, starfold_dtype
 
 int cli_algorithm_packs(const char *algorithm)
 {
-    /* The algorithms that do not pack; those of later issues are assumed to take the options. */
-    return strcmp(algorithm, "reduce-to-one") != 0;
+    /* The algorithms that do not pack (one task per tensor or per chunk of a tensor). */
+    return strcmp(algorithm, "reduce-to-one") != 0 && strcmp(algorithm, "one-pass") != 0;
+}
+
+void cli_algo_tuning(const cli_opts_t *o, starfold_algo_options_t *opt)
+{
+    if (o->given & CLI_OPT(OPT_CHUNK_BYTES)) opt->chunk_bytes = (size_t)o->chunk_bytes;
+    if (o->given & CLI_OPT(OPT_RINGS)) opt->num_rings = o->num_rings;
 }
 
 int cli_algo_options(const cli_command_t *cmd, const cli_opts_t *o, const char *algorithm,
                      starfold_algo_options_t *opt)
 {
     starfold_algo_options_init(opt);
+    cli_algo_tuning(o, opt);
     const int packing = (o->given & (CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_BYTES_PER_PACK))) != 0;
     if (!packing) return CLI_OK;
     if (!cli_algorithm_packs(algorithm))

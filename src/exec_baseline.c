@@ -1,7 +1,14 @@
 /*
- * Baselines for `starfold bench`: StarPU's own reduction (the STARPU_REDUX access mode), run on the
- * same replicas as starfold's graphs so the two can be compared row by row. It lives in the executor
- * layer because it talks to StarPU directly.
+ * Baselines for `starfold bench`, run on the same replicas as starfold's graphs so they can be
+ * compared row by row. They live in the executor layer because they talk to StarPU directly.
+ *
+ * copy: every replica's input copied to its output by one task pinned to its device: the same n
+ * reads and n writes as the cheapest possible all-reduce on one memory, with no arithmetic - the
+ * memory-traffic bound as these workers reach it.
+ *
+ *     replica r (pinned to device r):   copy_r : out[r] = in[r]
+ *
+ * starpu-redux: StarPU's own reduction (the STARPU_REDUX access mode).
  *
  *     replica r (pinned to device r):   contrib_r : acc(REDUX) = acc op in[r]
  *     StarPU, on first non-REDUX access: one acc buffer per worker, initialised with the op's
@@ -414,6 +421,81 @@ STARFOLD_API starfold_status_t starfold_baseline_starpu_redux(starfold_context_t
                       starfold_dtype_name(dtype), starfold_op_name(op));
     pthread_mutex_unlock(&sf_baseline_lock);
 
+    pthread_cond_destroy(&sync.done);
+    pthread_mutex_destroy(&sync.lock);
+    free(args);
+    if (st == STARFOLD_OK && seconds) *seconds = elapsed;
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_baseline_copy(starfold_context_t context, starfold_dtype_t dtype,
+                                                      int num_replicas, const starpu_data_handle_t *inputs,
+                                                      const starpu_data_handle_t *outputs, double *seconds)
+{
+    size_t nx = 0;
+    starfold_status_t st = check_replicas(context, dtype, STARFOLD_OP_SUM, num_replicas, inputs, outputs, &nx);
+    if (st != STARFOLD_OK) return st;
+    const int n = num_replicas;
+    if (nx == 0) {
+        if (seconds) *seconds = 0.0;
+        return STARFOLD_OK;
+    }
+    const size_t es = starfold_dtype_size(dtype);
+    pthread_once(&sf_codelets_once, codelets_fill);
+    task_args_t *args = calloc((size_t)n, sizeof *args);
+    if (!args) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_baseline_copy: out of memory");
+    int cancelled = 0, status = 0;
+    run_sync_t sync = { .pending = 0 };
+    if (pthread_mutex_init(&sync.lock, NULL) != 0 || pthread_cond_init(&sync.done, NULL) != 0) {
+        free(args);
+        return sf_error(STARFOLD_ERR_RUNTIME, "starfold_baseline_copy: cannot create a condition variable");
+    }
+    const double t0 = now_seconds();
+    for (int r = 0; r < n; r++) {
+        task_args_t *ta = &args[r];
+        ta->a = (sf_kernel_args_t){
+            .cancelled = &cancelled, .status = &status, .kind = SF_KERNEL_COPY, .dtype = (int)dtype,
+            .dst_dtype = (int)dtype, .elemsize = es, .dst_elemsize = es, .divisor = 1, .node = (size_t)r,
+            .nseg = 1, .nsrc = 1, .ndst = 1, .spans = ta->spans,
+        };
+        ta->spans[0] = (sf_kspan_t){ 0, 0, nx };
+        ta->spans[1] = (sf_kspan_t){ 1, 0, nx };
+        struct starpu_task *t = starpu_task_create();
+        if (!t) {
+            st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_baseline_copy: out of memory creating a task");
+            break;
+        }
+        t->cl = &sf_deliver_cl; /* buffer 0 read, buffer 1 written: a copy */
+        t->handles[0] = inputs[r];
+        t->handles[1] = outputs[r];
+        t->cl_arg = &ta->a;
+        t->cl_arg_size = sizeof *ta;
+        t->cl_arg_free = 0;
+        t->callback_func = task_done;
+        t->callback_arg = &sync;
+        t->execute_on_a_specific_worker = 1;
+        t->workerid = (unsigned)starfold_context_device_worker(context, r);
+        pthread_mutex_lock(&sync.lock);
+        sync.pending++;
+        pthread_mutex_unlock(&sync.lock);
+        int ret = starpu_task_submit(t);
+        if (ret != 0) {
+            pthread_mutex_lock(&sync.lock);
+            sync.pending--;
+            pthread_mutex_unlock(&sync.lock);
+            starpu_task_destroy(t);
+            st = sf_error(ret == -ENODEV ? STARFOLD_ERR_NO_DEVICE : STARFOLD_ERR_RUNTIME,
+                          "starfold_baseline_copy: StarPU refused the task of replica %d (%d)", r, ret);
+            __atomic_store_n(&cancelled, 1, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+    pthread_mutex_lock(&sync.lock);
+    while (sync.pending > 0) pthread_cond_wait(&sync.done, &sync.lock);
+    pthread_mutex_unlock(&sync.lock);
+    const double elapsed = now_seconds() - t0;
+    if (st == STARFOLD_OK && __atomic_load_n(&status, __ATOMIC_ACQUIRE) != 0)
+        st = sf_error(STARFOLD_ERR_TASK_FAILED, "starfold_baseline_copy: a kernel failed (%s)", starfold_dtype_name(dtype));
     pthread_cond_destroy(&sync.done);
     pthread_mutex_destroy(&sync.lock);
     free(args);

@@ -315,6 +315,7 @@ typedef struct plan {
     size_t **deps;                  /* [nnodes] effective predecessors (task-nodes only), no duplicates */
     size_t *ndeps, *cap_deps;
     size_t *stamp;                  /* [max(nnodes, nunits) + 1] scratch marks */
+    size_t *unit_mark, *unit_pos;   /* [nunits] scratch of make_task (task_buf_index) */
 } plan_t;
 
 static void plan_free(plan_t *p)
@@ -335,6 +336,8 @@ static void plan_free(plan_t *p)
     free(p->cap_deps);
     free(p->skip);
     free(p->stamp);
+    free(p->unit_mark);
+    free(p->unit_pos);
 }
 
 /* Adds @d to node @i's effective deps unless marked already (stamp[d] == i + 1). */
@@ -367,6 +370,20 @@ static int size_cmp(const void *pa, const void *pb)
 {
     const size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
     return a < b ? -1 : a > b;
+}
+
+/* A range one task writes or reads across memory nodes, while the cuts are collected. */
+typedef struct cut_range {
+    size_t res, lo, hi;
+    int write;
+} cut_range_t;
+
+static int cut_range_cmp(const void *pa, const void *pb)
+{
+    const cut_range_t *a = pa, *b = pb;
+    if (a->res != b->res) return a->res < b->res ? -1 : 1;
+    if (a->write != b->write) return a->write - b->write;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
 }
 
 /* Index of the piece of resource @r holding element @at (< count): the last cut <= at. */
@@ -455,24 +472,45 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, s
             p->buf_res[b] = p->nres++;
         }
 
-    /* Which nodes are tasks, and the cuts: every written range, every range read on another node. */
+    /*
+     * Which nodes are tasks, and the cuts: the ranges each task writes and the ranges it reads on
+     * another node, adjacent ranges of one task merged first (a PACK writing a thousand tensors side
+     * by side into its pack buffer needs no cut between them: one task, one piece).
+     */
+    cut_range_t *rg = NULL;
+    size_t cap_rg = 0;
     for (size_t i = 0; i < nn; i++) {
         const sf_node_t *n = &g->nodes[i];
         p->skip[i] = node_total(n) == 0;
         if (p->skip[i]) continue;
         const int here = ctx->nodes[n->device];
+        size_t nrg = 0;
         for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
             const int write = k >= n->nsrc;
             const sf_span_t *s = write ? &n->dst[k - n->nsrc] : &n->src[k];
             if (s->count == 0) continue;
             const size_t r = p->buf_res[s->buf];
-            if (r == SF_NONE)
+            if (r == SF_NONE) {
+                free(rg);
                 return sf_error(STARFOLD_ERR_GRAPH_INVALID, "starfold_submit: task %zu %s an empty buffer", i,
                                 write ? "writes" : "reads");
+            }
             if (!write && ctx->nodes[g->bufs[s->buf].device] == here) continue;
-            if (add_cut(&p->res[r], s->offset) || add_cut(&p->res[r], s->offset + s->count)) goto oom;
+            if (SF_GROW(rg, nrg, cap_rg)) goto oom_rg;
+            rg[nrg++] = (cut_range_t){ r, s->offset, s->offset + s->count, write };
+        }
+        qsort(rg, nrg, sizeof *rg, cut_range_cmp);
+        for (size_t k = 0; k < nrg;) {
+            size_t hi = rg[k].hi, e = k + 1;
+            while (e < nrg && rg[e].res == rg[k].res && rg[e].write == rg[k].write && rg[e].lo <= hi) {
+                if (rg[e].hi > hi) hi = rg[e].hi;
+                e++;
+            }
+            if (add_cut(&p->res[rg[k].res], rg[k].lo) || add_cut(&p->res[rg[k].res], hi)) goto oom_rg;
+            k = e;
         }
     }
+    free(rg);
 
     /* Pieces: the sorted distinct cuts (none for a caller handle StarPU cannot partition). */
     for (size_t r = 0; r < p->nres; r++) {
@@ -495,7 +533,9 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, s
     }
     p->units = calloc(p->nunits + 1, sizeof *p->units);
     p->stamp = calloc((nn > p->nunits ? nn : p->nunits) + 1, sizeof(size_t));
-    if (!p->units || !p->stamp) goto oom;
+    p->unit_mark = calloc(p->nunits + 1, sizeof(size_t));
+    p->unit_pos = malloc((p->nunits + 1) * sizeof(size_t));
+    if (!p->units || !p->stamp || !p->unit_mark || !p->unit_pos) goto oom;
     for (size_t r = 0; r < p->nres; r++) {
         const resource_t *x = &p->res[r];
         for (size_t k = 0; k < x->npieces; k++) {
@@ -557,6 +597,8 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, s
         }
     }
     return STARFOLD_OK;
+oom_rg:
+    free(rg);
 oom:
     return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory planning %zu tasks", nn);
 }
@@ -624,13 +666,17 @@ typedef struct task_buf {
     size_t covered;   /* elements of the piece the node writes (its dst ranges never overlap) */
 } task_buf_t;
 
-/* Index of @unit in the task's buffer list, appended when new. */
-static unsigned task_buf_index(task_buf_t *tb, size_t *nbuf, size_t unit)
+/*
+ * Index of @unit in node @i's buffer list, appended when new. unit_mark[u] == i + 1 says unit u is in
+ * the list being built, at unit_pos[u] (a PACK of a thousand tensors stays linear).
+ */
+static unsigned task_buf_index(plan_t *p, size_t i, task_buf_t *tb, size_t *nbuf, size_t unit)
 {
-    size_t j = 0;
-    while (j < *nbuf && tb[j].unit != unit) j++;
-    if (j == *nbuf) tb[(*nbuf)++] = (task_buf_t){ .unit = unit };
-    return (unsigned)j;
+    if (p->unit_mark[unit] == i + 1) return (unsigned)p->unit_pos[unit];
+    p->unit_mark[unit] = i + 1;
+    p->unit_pos[unit] = *nbuf;
+    tb[(*nbuf)++] = (task_buf_t){ .unit = unit };
+    return (unsigned)(*nbuf - 1);
 }
 
 /* Number of pieces span @s touches. */
@@ -669,7 +715,7 @@ static size_t node_segments(const plan_t *p, const sf_node_t *n, size_t *cut)
  * Creates the (not yet submitted) task of node @i: its distinct pieces with their modes, and its
  * kernel arguments (stored in *args_out, owned by the request).
  */
-static starfold_status_t make_task(const plan_t *p, struct starfold_request *req, size_t i,
+static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size_t i,
                                    struct starpu_task **task_out, sf_kernel_args_t **args_out)
 {
     const struct starfold_graph *g = p->g;
@@ -727,7 +773,7 @@ static starfold_status_t make_task(const plan_t *p, struct starfold_request *req
                 const resource_t *r = &p->res[p->buf_res[s->buf]];
                 const size_t at = s->offset + cut[sg], len = cut[sg + 1] - cut[sg];
                 const size_t u = r->unit0 + piece_of(r, at);
-                const unsigned j = task_buf_index(tb, &nbuf, u);
+                const unsigned j = task_buf_index(p, i, tb, &nbuf, u);
                 if (is_src) tb[j].read = 1;
                 else tb[j].written = 1, tb[j].covered += len;
                 a->spans[ks++] = (sf_kspan_t){ j, at - p->units[u].lo, len };
@@ -742,7 +788,7 @@ static starfold_status_t make_task(const plan_t *p, struct starfold_request *req
             for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);) {
                 const size_t lo = p->units[u].lo > s->offset ? p->units[u].lo : s->offset;
                 const size_t hi = p->units[u].hi < end ? p->units[u].hi : end;
-                const unsigned j = task_buf_index(tb, &nbuf, u);
+                const unsigned j = task_buf_index(p, i, tb, &nbuf, u);
                 if (is_src) tb[j].read = 1, a->nsrc++;
                 else tb[j].written = 1, tb[j].covered += hi - lo, a->ndst++;
                 a->spans[ks++] = (sf_kspan_t){ j, lo - p->units[u].lo, hi - lo };

@@ -912,22 +912,43 @@ static void test_bench_table(void)
     CU_ASSERT_EQUAL(r.status, 0);
     bench_row_t rows[64];
     const int n = bench_rows(r.out, rows, 64);
-    /* 3 sizes x (hierarchical-copy, host-loop, starpu-redux). */
-    CU_ASSERT_EQUAL(n, 9);
-    static const char *const order[] = { "hierarchical-copy", "host-loop", "starpu-redux" };
+    /* 3 sizes x (hierarchical-copy, copy, host-loop, starpu-redux); copy's outputs are not a reduction. */
+    CU_ASSERT_EQUAL(n, 12);
+    static const char *const order[] = { "hierarchical-copy", "copy", "host-loop", "starpu-redux" };
     for (int i = 0; i < n; i++) {
-        CU_ASSERT_STRING_EQUAL(rows[i].algorithm, order[i % 3]);
-        CU_ASSERT_EQUAL(rows[i].bytes, 1024ull << (i / 3));
+        CU_ASSERT_STRING_EQUAL(rows[i].algorithm, order[i % 4]);
+        CU_ASSERT_EQUAL(rows[i].bytes, 1024ull << (i / 4));
         CU_ASSERT_EQUAL(rows[i].count, rows[i].bytes / 4);
         CU_ASSERT_STRING_EQUAL(rows[i].type, "float32");
         CU_ASSERT_STRING_EQUAL(rows[i].op, "sum");
-        CU_ASSERT_STRING_EQUAL(rows[i].wrong, "0");
+        CU_ASSERT_STRING_EQUAL(rows[i].wrong, i % 4 == 1 ? "N/A" : "0");
         CU_ASSERT(rows[i].time_us > 0);
         /* busbw = algbw * 2(n-1)/n, n = 4, within the printed precision. */
         CU_ASSERT(fabs(rows[i].busbw - rows[i].algbw * 1.5) <= 0.002 + 1e-3 * rows[i].busbw);
     }
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# Out of bounds values : 0 OK"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# Avg bus bandwidth"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# memory-traffic bound (copy, 4 reads + 4 writes of 1024 B): hierarchical-copy "));
+    result_free(&r);
+
+    /* MEAN on every dtype: StarPU's REDUX baseline included (it once failed for all but float32). */
+    run(&r, "bench -g 3 -b 1K -n 1 -w 0 --op mean -d all");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 64), 4 * 4);
+    CU_ASSERT_PTR_NULL(strstr(r.err, "failed"));
+    result_free(&r);
+
+    /* Tuning options: checked values, exit 2 otherwise. */
+    run(&r, "bench -g 4 -b 64K --algorithm one-pass --chunk-bytes 16K -n 1 -w 0 --baselines 0");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 64), 1);
+    result_free(&r);
+    run(&r, "bench -g 4 -b 64K --chunk-bytes 0");
+    CU_ASSERT_EQUAL(r.status, 2);
+    result_free(&r);
+    run(&r, "graph --rings 5");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--rings"));
     result_free(&r);
 
     /* Every algorithm, every op, a batch, unchecked. */
@@ -961,7 +982,12 @@ static void test_bench_json_csv(void)
         jval_t v;
         CU_ASSERT_EQUAL_FATAL(jparse_text(buf, &v), 0);
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) CU_ASSERT_PTR_NOT_NULL(jget(&v, keys[k]));
-        CU_ASSERT_EQUAL(jnum(&v, "wrong"), 0);
+        const jval_t *alg = jget(&v, "algorithm");
+        if (alg && alg->str && !strcmp(alg->str, "copy")) {
+            CU_ASSERT_EQUAL(jget(&v, "wrong")->type, J_NULL);
+        } else {
+            CU_ASSERT_EQUAL(jnum(&v, "wrong"), 0);
+        }
         CU_ASSERT(jnum(&v, "busbw_GBps") >= 0 && fabs(jnum(&v, "busbw_GBps") - jnum(&v, "algbw_GBps")) < 1e-5);
         const jval_t *dt = jget(&v, "dtype");
         CU_ASSERT(dt && dt->type == J_STR);
@@ -974,14 +1000,14 @@ static void test_bench_json_csv(void)
         rows++;
         line = end + 1;
     }
-    CU_ASSERT_EQUAL(rows, 4 * 2 * 3); /* dtypes x sizes (256, 1K) x (algorithm + 2 baselines) */
+    CU_ASSERT_EQUAL(rows, 4 * 2 * 4); /* dtypes x sizes (256, 1K) x (algorithm + 3 baselines) */
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "# Out of bounds values : 0 OK")); /* notes go to stderr */
     result_free(&r);
 
     run(&r, "bench -g 2 -b 1K -n 1 -w 0 --csv");
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT(strncmp(r.out, "algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong\n", 75) == 0);
-    CU_ASSERT_EQUAL(count_lines(r.out), 4);
+    CU_ASSERT_EQUAL(count_lines(r.out), 5);
     const char *row = strchr(r.out, '\n');
     if (row) {
         char alg[64];
@@ -1012,7 +1038,7 @@ static void test_bench_plot(void)
     run(&r, "bench -g 2 -b 1K -e 4K -n 1 -w 0 --plot '%s'", svg);
     CU_ASSERT_EQUAL(r.status, 0); /* with or without gnuplot: the rows are the result */
     bench_row_t rows[16];
-    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 16), 9);
+    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 16), 12);
     if (gnuplot_installed()) {
         CU_ASSERT(file_contains(svg, "<svg"));
         CU_ASSERT(file_contains(svg, "starpu-redux"));

@@ -185,6 +185,19 @@ STARFOLD_API starfold_status_t starfold_baseline_starpu_redux(starfold_context_t
                                                               const starpu_data_handle_t *inputs,
                                                               const starpu_data_handle_t *outputs, double *seconds);
 
+/**
+ * @brief The memory-traffic reference: every replica's input copied to its output, one task per
+ *        replica pinned to its device, no arithmetic.
+ *
+ * On devices sharing one memory an all-reduce must at least read every input once and write every
+ * output once; this copy does exactly that much traffic on the same workers, so its time is the bound
+ * `starfold bench` reports the algorithms against. Arguments as starfold_baseline_starpu_redux()
+ * (the op is not needed); an output must not be its own input.
+ */
+STARFOLD_API starfold_status_t starfold_baseline_copy(starfold_context_t context, starfold_dtype_t dtype,
+                                                      int num_replicas, const starpu_data_handle_t *inputs,
+                                                      const starpu_data_handle_t *outputs, double *seconds);
+
 #ifdef __cplusplus
 }
 #endif
