@@ -86,7 +86,8 @@ typedef struct starfold_algo_options {
     /**
      * ring: pipelining granularity. Each ring moves its share of a pack in rounds whose chunks are at
      * most this many bytes, so one round's additions overlap the next round's transfers.
-     * 0 (default) = automatic (rounds of at most 2 MiB chunks, at most 8 rounds).
+     * The same number of rounds serves every ring (sized by the largest share), so the rings advance in
+     * step. 0 (default) = automatic (chunks of at most 2.5 MiB, at most 16 rounds).
      */
     size_t chunk_bytes;
     /** ring: number of edge-disjoint rings to use, each in both directions; 0 (default) = automatic (up to 2). */
