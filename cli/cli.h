@@ -52,6 +52,8 @@ typedef enum cli_opt_id {
     OPT_BASELINES,
     OPT_CHUNK_BYTES,
     OPT_RINGS,
+    OPT_BACKWARD,
+    OPT_BUCKET_BYTES,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) (1u << (id))
@@ -96,6 +98,8 @@ typedef struct cli_opts {
     int baselines;              /* --baselines 0|1 */
     uint64_t chunk_bytes;       /* --chunk-bytes (ring, one-pass), 0 = automatic */
     int num_rings;              /* --rings (ring), 0 = automatic */
+    double backward_us;         /* --backward US (simulate): the backward pass's compute; < 0 = "balanced" */
+    uint64_t bucket_bytes;      /* --bucket-bytes (simulate --backward), default 25 MiB */
 } cli_opts_t;
 
 /*

@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void print_json(const char *algorithm, const starfold_prediction_t *p, starfold_topology_t topo)
@@ -37,11 +38,103 @@ static void print_row(const char *algorithm, const starfold_prediction_t *p, sta
     printf("%-26s %8zu %12.1f %10.2f %10.2f  %s\n", algorithm, ntasks, p->time_us, p->algbw_GBps, p->busbw_GBps, link);
 }
 
+/*
+ * --backward: the tensors are a model's gradients, layer by layer; the backward pass produces them in
+ * reverse order, each layer taking a share of the compute time proportional to its gradient's size.
+ * Buckets of consecutive gradients (in that reverse order) close once they hold --bucket-bytes, as
+ * PyTorch DDP's do, and each is all-reduced by its own graph as soon as its last gradient is done.
+ *
+ *     backward:  [layer L-1][layer L-2] ... [layer 0]
+ *     buckets:   [ bucket 0 (ready after L-1-k) ] [ bucket 1 ] ... [ last bucket: ready at the end ]
+ */
+static int simulate_backward(const cli_command_t *cmd, const cli_opts_t *o, const char *algorithm,
+                             starfold_topology_t topo, const starfold_collective_desc_t *desc)
+{
+    const size_t L = desc->num_tensors;
+    starfold_tensor_desc_t *rev = malloc(sizeof *rev * L);
+    double *layer_us = malloc(sizeof *layer_us * L);
+    starfold_graph_t *buckets = calloc(L, sizeof *buckets);
+    int *ready = malloc(sizeof *ready * L);
+    int nb = 0, r = CLI_OK;
+    if (!rev || !layer_us || !buckets || !ready) {
+        r = cli_fail(cmd, STARFOLD_ERR_OUT_OF_MEMORY, "out of memory for %zu layers", L);
+        goto out;
+    }
+    uint64_t total = 0;
+    for (size_t l = 0; l < L; l++) {
+        rev[l] = desc->tensors[L - 1 - l];
+        total += (uint64_t)rev[l].count * starfold_dtype_size(rev[l].dtype);
+    }
+    starfold_algo_options_t aopt;
+    if ((r = cli_algo_options(cmd, o, algorithm, &aopt)) != CLI_OK) goto out;
+    for (size_t l = 0; l < L;) {
+        size_t e = l;
+        uint64_t bytes = 0;
+        while (e < L && bytes < o->bucket_bytes) bytes += (uint64_t)rev[e].count * starfold_dtype_size(rev[e].dtype), e++;
+        starfold_collective_desc_t d = *desc;
+        d.tensors = rev + l;
+        d.num_tensors = e - l;
+        starfold_status_t st = starfold_graph_compile(topo, algorithm, &d, &aopt, &buckets[nb]);
+        if (st != STARFOLD_OK) {
+            r = st == STARFOLD_ERR_INVALID_ARGUMENT || st == STARFOLD_ERR_NOT_SUPPORTED
+                    ? cli_bad_value(cmd, st, "cannot compile %s", algorithm)
+                    : cli_fail(cmd, st, "cannot compile %s", algorithm);
+            goto out;
+        }
+        ready[nb++] = (int)(e - 1);
+        l = e;
+    }
+    double compute = o->backward_us;
+    starfold_backward_pass_t bp = { (int)L, layer_us, nb, buckets, ready };
+    starfold_overlap_prediction_t p;
+    starfold_status_t st = STARFOLD_OK;
+    if (compute < 0) { /* balanced: as long as the reductions alone */
+        for (size_t l = 0; l < L; l++) layer_us[l] = 0;
+        st = starfold_simulate_backward_pass(&bp, NULL, &p);
+        compute = p.reduce_us;
+    }
+    for (size_t l = 0; l < L; l++)
+        layer_us[l] = total ? compute * (double)rev[l].count * (double)starfold_dtype_size(rev[l].dtype) / (double)total
+                            : compute / (double)L;
+    if (st == STARFOLD_OK) st = starfold_simulate_backward_pass(&bp, NULL, &p);
+    if (st != STARFOLD_OK) {
+        r = cli_fail(cmd, st, "cannot model the backward pass");
+        goto out;
+    }
+    if (o->json) {
+        printf("{\"algorithm\": ");
+        cli_json_string(stdout, algorithm);
+        printf(", \"layers\": %zu, \"buckets\": %d, \"bucket_bytes\": %llu, \"compute_us\": %.3f, \"reduce_us\": %.3f, "
+               "\"step_us\": %.3f, \"vs_sum\": %.4f, \"vs_max\": %.4f}\n",
+               L, nb, (unsigned long long)o->bucket_bytes, p.compute_us, p.reduce_us, p.step_us, p.vs_sum, p.vs_max);
+    } else {
+        char b[32];
+        printf("Model: backward pass over %d devices of '%s', %zu layers (%s of gradients), %d buckets of %s, %s\n",
+               desc->num_sources, starfold_topology_name(topo), L, cli_format_bytes(b, sizeof b, total), nb,
+               cli_format_bytes((char[32]){ 0 }, 32, o->bucket_bytes), algorithm);
+        printf("  compute only        %12.1f us%s\n", p.compute_us, o->backward_us < 0 ? "  (balanced: = reduce only)" : "");
+        printf("  reduce only         %12.1f us\n", p.reduce_us);
+        printf("  overlapped step     %12.1f us  = %.3f x (compute + reduce), %.3f x max(compute, reduce)\n", p.step_us,
+               p.vs_sum, p.vs_max);
+    }
+out:
+    for (int k = 0; k < nb; k++) starfold_graph_destroy(buckets[k]);
+    free(rev);
+    free(layer_us);
+    free(buckets);
+    free(ready);
+    return r;
+}
+
 static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
 {
     cli_opts_t o;
     int r = cli_parse(cmd, argc, argv, &o);
     if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
+    if ((o.given & CLI_OPT(OPT_BUCKET_BYTES)) && !(o.given & CLI_OPT(OPT_BACKWARD)))
+        return cli_usage_error(cmd, "--bucket-bytes needs --backward");
+    if ((o.given & CLI_OPT(OPT_BACKWARD)) && strcmp(o.algorithm, "all") == 0)
+        return cli_usage_error(cmd, "--backward models one algorithm (auto picks one per bucket), not all");
     const int all = strcmp(o.algorithm, "all") == 0;
     const char *spec = o.tensors ? o.tensors : "1MiB";
     starfold_tensor_desc_t *tensors = NULL;
@@ -59,6 +152,12 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
         .kind = STARFOLD_COLL_REDUCE, .op = o.op, .num_sources = n, .sources = devices,
         .num_tensors = nt, .tensors = tensors,
     };
+    if (o.given & CLI_OPT(OPT_BACKWARD)) {
+        r = simulate_backward(cmd, &o, o.algorithm, topo, &desc);
+        starfold_topology_destroy(topo);
+        starfold_tensors_free(tensors);
+        return r;
+    }
     if (!o.json) {
         char b[32];
         printf("Model: all-reduce (%s) of %s (%s), %d devices of '%s'; busbw = algbw x 2(n-1)/n\n",
@@ -104,13 +203,13 @@ const cli_command_t cli_cmd_simulate = {
     .summary = "predict an all-reduce's time, algbw, busbw and bottleneck link with the cost model",
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
-                CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
+                CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BACKWARD) | CLI_OPT(OPT_BUCKET_BYTES) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_JSON),
     .allow_all = 1,
     .usage =
         "Usage: starfold simulate [--topology T] [--algorithm A|all] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
         "                         [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
-        "                         [-g|--devices N] [--json]\n"
+        "                         [-g|--devices N] [--backward US|balanced [--bucket-bytes B]] [--json]\n"
         "\n"
         "Compiles the all-reduce `starfold graph` would (same options) and replays it in the cost model:\n"
         "transfers share each directed link (alpha + bytes / bandwidth), kernels run one at a time per\n"
@@ -121,6 +220,15 @@ const cli_command_t cli_cmd_simulate = {
         "  --json              one object per algorithm: {\"algorithm\", \"bytes\", \"time_us\", \"algbw_GBps\",\n"
         "                      \"busbw_GBps\", \"bottleneck\": {\"from\", \"to\", \"from_name\", \"to_name\", \"kind\",\n"
         "                      \"GBps\", \"bytes\", \"busy_us\"} or null}\n"
+        "  --backward US|balanced   model a data-parallel backward pass instead: the tensors are the\n"
+        "                      gradients of a model's layers, produced in reverse order over US microseconds\n"
+        "                      of compute in all (each layer in proportion to its gradient's size;\n"
+        "                      'balanced' = as long as the reductions alone), reduced in buckets as soon as\n"
+        "                      they are complete; prints compute only, reduce only, the overlapped step and\n"
+        "                      its ratios to compute + reduce and to max(compute, reduce); with --json\n"
+        "                      {\"algorithm\", \"layers\", \"buckets\", \"bucket_bytes\", \"compute_us\",\n"
+        "                      \"reduce_us\", \"step_us\", \"vs_sum\", \"vs_max\"}\n"
+        "  --bucket-bytes B    with --backward: close a bucket once it holds B bytes (default 25M, as DDP)\n"
         "  other options       as for starfold graph (see starfold graph --help)\n"
         "  -h, --help          this text\n",
     .main = simulate_main,

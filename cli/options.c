@@ -55,6 +55,8 @@ static const opt_def_t opt_defs[] = {
     { OPT_BASELINES, "baselines", NULL, 0, 1 },
     { OPT_CHUNK_BYTES, "chunk-bytes", NULL, 0, 1 },
     { OPT_RINGS, "rings", NULL, 0, 1 },
+    { OPT_BACKWARD, "backward", NULL, 0, 1 },
+    { OPT_BUCKET_BYTES, "bucket-bytes", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -203,6 +205,25 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         if (parse_int(v, 1, 4, &n) != 0) return cli_usage_error(cmd, "%s: expected 1 to 4 rings, got '%s'", shown, v);
         o->num_rings = (int)n;
         break;
+    case OPT_BACKWARD: {
+        if (strcmp(v, "balanced") == 0) {
+            o->backward_us = -1.0;
+            break;
+        }
+        char *end = NULL;
+        const double us = strtod(v, &end);
+        if (!*v || *end || !(us >= 0) || us > 1e12)
+            return cli_usage_error(cmd, "%s: expected the backward pass's compute time in us (>= 0) or 'balanced', got '%s'",
+                                   shown, v);
+        o->backward_us = us;
+        break;
+    }
+    case OPT_BUCKET_BYTES:
+        if (starfold_size_parse(v, &bytes) != STARFOLD_OK)
+            return cli_usage_error(cmd, "%s: bad size '%s': %s", shown, v, starfold_last_error());
+        if (bytes == 0) return cli_usage_error(cmd, "%s: must be > 0", shown);
+        o->bucket_bytes = bytes;
+        break;
     case OPT_CHUNK_BYTES:
         if (starfold_size_parse(v, &bytes) != STARFOLD_OK)
             return cli_usage_error(cmd, "%s: bad size '%s': %s", shown, v, starfold_last_error());
@@ -286,6 +307,7 @@ static void defaults(cli_opts_t *o)
     o->warmup = 5;
     o->check = 1;
     o->baselines = 1;
+    o->bucket_bytes = 25u << 20;
 }
 
 /* A hint for options users bring from nccl-tests or elsewhere that mean something else here. */

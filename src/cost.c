@@ -11,8 +11,10 @@
  * Reads between devices sharing one memory (CPU devices in host memory) are no transfer at all: the
  * kernel reads them in place.
  * A device's worker runs one kernel at a time; among the tasks waiting for it, the one with the longest
- * chain of tasks still after it goes first (its upward rank, as HEFT schedules; the executor gives
- * StarPU the same priorities), ties in the order they became ready. A kernel takes the per-task
+ * chain of tasks still after it goes first (its upward rank counted in tasks), ties in the order they
+ * became ready. A caller's compute tasks (starfold_simulate_backward_pass) run on a second worker of
+ * the device, beside the graph's kernels, as a collective library's stream runs beside the compute
+ * stream (with StarPU: two workers per GPU, STARPU_NWORKER_PER_CUDA=2, starfold's tasks on one). A kernel takes the per-task
  * overhead plus (bytes read + bytes written) / memory bandwidth. Local reads are free
  * of transfers. Units: time in us, bandwidth in bytes/us (1 GB/s = 1e3 B/us).
  *
@@ -55,8 +57,24 @@ typedef struct timer {
     size_t index;     /* flow index or node */
 } timer_t_;
 
+/*
+ * One task of a replay: a node of a compiled graph (transfers for its reads of other memories, then
+ * a kernel), or a compute task of the caller's (a fixed time on its device's worker, no transfer).
+ * Dependencies name earlier tasks only.
+ */
+typedef struct sim_task {
+    int device;
+    const struct starfold_graph *g;   /* NULL for a compute task */
+    const sf_node_t *node;            /* its node in g */
+    double compute_us;                /* a compute task's duration */
+    const size_t *deps;               /* task indices, all smaller than this task's */
+    size_t ndeps;
+} sim_task_t;
+
 typedef struct sim {
-    const struct starfold_graph *g;
+    starfold_topology_t topology;
+    const sim_task_t *tasks;
+    size_t ntasks;
     starfold_cost_params_t p;
     int ndev;
     /* directed links: dense ndev x ndev table of (bw, active flows, busy time, bytes) for direct links */
@@ -117,7 +135,7 @@ static timer_t_ heap_pop(sim_t *s)
 /* The path a transfer a -> b takes: the direct link, else the two-hop path with the best bottleneck. */
 static int path(const sim_t *s, int a, int b, int *links, double *latency)
 {
-    starfold_topology_t t = s->g->topology;
+    starfold_topology_t t = s->topology;
     starfold_link_t l;
     if (starfold_topology_best_link(t, a, b, &l) == STARFOLD_OK) {
         links[0] = dl(s, a, b);
@@ -143,24 +161,32 @@ static int path(const sim_t *s, int a, int b, int *links, double *latency)
     return 2;
 }
 
-static double node_kernel_us(const sim_t *s, const sf_node_t *n)
+static double task_kernel_us(const sim_t *s, const sim_task_t *t)
 {
+    if (!t->g) return t->compute_us;
+    const sf_node_t *n = t->node;
     uint64_t touched = 0;
-    for (size_t i = 0; i < n->nsrc; i++) touched += sf_span_bytes(s->g, n->src[i]);
-    for (size_t i = 0; i < n->ndst; i++) touched += sf_span_bytes(s->g, n->dst[i]);
-    const double mem = starfold_topology_device_kind(s->g->topology, n->device) == STARFOLD_DEVICE_CPU
+    for (size_t i = 0; i < n->nsrc; i++) touched += sf_span_bytes(t->g, n->src[i]);
+    for (size_t i = 0; i < n->ndst; i++) touched += sf_span_bytes(t->g, n->dst[i]);
+    const double mem = starfold_topology_device_kind(s->topology, n->device) == STARFOLD_DEVICE_CPU
                            ? s->p.cpu_memory_GBps
                            : s->p.gpu_memory_GBps;
     return s->p.task_overhead_us + (double)touched / (mem * 1e3);
 }
 
+/* The worker a task runs on: the device's first for graph tasks, its second for compute tasks. */
+static int task_worker(const sim_t *s, size_t node)
+{
+    return 2 * s->tasks[node].device + (s->tasks[node].g == NULL);
+}
+
 /* Hands a task whose transfers are done to its device's worker. */
 static starfold_status_t enqueue_compute(sim_t *s, size_t node, double now)
 {
-    const int d = s->g->nodes[node].device;
+    const int d = task_worker(s, node);
     if (!s->busy_worker[d]) {
         s->busy_worker[d] = 1;
-        return heap_push(s, now + node_kernel_us(s, &s->g->nodes[node]), 1, node);
+        return heap_push(s, now + task_kernel_us(s, &s->tasks[node]), 1, node);
     }
     s->queue[d][s->qlen[d]++] = node;
     return STARFOLD_OK;
@@ -169,12 +195,13 @@ static starfold_status_t enqueue_compute(sim_t *s, size_t node, double now)
 /* A task's dependencies are done: start its transfers (or go straight to its kernel). */
 static starfold_status_t start_task(sim_t *s, size_t node, double now)
 {
-    const sf_node_t *n = &s->g->nodes[node];
+    const sim_task_t *t = &s->tasks[node];
     s->ready_at[node] = now;
-    for (size_t i = 0; i < n->nsrc; i++) {
-        const int from = s->g->bufs[n->src[i].buf].device;
-        const uint64_t bytes = sf_span_bytes(s->g, n->src[i]);
-        if (bytes == 0 || starfold_topology_same_memory(s->g->topology, from, n->device)) continue;
+    const sf_node_t *n = t->node;
+    for (size_t i = 0; t->g && i < n->nsrc; i++) {
+        const int from = t->g->bufs[n->src[i].buf].device;
+        const uint64_t bytes = sf_span_bytes(t->g, n->src[i]);
+        if (bytes == 0 || starfold_topology_same_memory(s->topology, from, n->device)) continue;
         int links[2];
         double latency = 0;
         int nh = path(s, from, n->device, links, &latency);
@@ -199,19 +226,18 @@ static double flow_rate(const sim_t *s, const flow_t *f)
 static starfold_status_t run(sim_t *s)
 {
     starfold_status_t st;
-    const struct starfold_graph *g = s->g;
     double now = 0;
     size_t done = 0;
-    for (size_t i = 0; i < g->nnodes; i++)
+    for (size_t i = 0; i < s->ntasks; i++)
         if (s->pending_deps[i] == 0 && (st = start_task(s, i, 0)) != STARFOLD_OK) return st;
-    while (done < g->nnodes) {
+    while (done < s->ntasks) {
         /* Next event: the earliest timer or the earliest flow to drain at current rates. */
         double next = s->nheap ? s->heap[0].at : DBL_MAX;
         for (size_t k = 0; k < s->nlive; k++) {
             const flow_t *f = &s->flows[s->live[k]];
             next = fmin(next, now + f->remaining / flow_rate(s, f));
         }
-        if (next == DBL_MAX) return sf_error(STARFOLD_ERR_INTERNAL, "simulate: %zu tasks never became ready", g->nnodes - done);
+        if (next == DBL_MAX) return sf_error(STARFOLD_ERR_INTERNAL, "simulate: %zu tasks never became ready", s->ntasks - done);
         const double dt = next - now;
         /* Drain the live flows; account link busy time and bytes. */
         for (size_t k = 0; k < s->nlive; k++) {
@@ -245,7 +271,7 @@ static starfold_status_t run(sim_t *s)
             }
             /* a kernel ended: the task is done, its worker takes the next one, successors may start */
             const size_t node = t.index;
-            const int d = g->nodes[node].device;
+            const int d = task_worker(s, node);
             done++;
             s->end = fmax(s->end, now);
             if (s->qlen[d]) {
@@ -255,7 +281,7 @@ static starfold_status_t run(sim_t *s)
                 size_t nx = s->queue[d][pick];
                 memmove(&s->queue[d][pick], &s->queue[d][pick + 1], (s->qlen[d] - pick - 1) * sizeof(size_t));
                 s->qlen[d]--;
-                if ((st = heap_push(s, now + node_kernel_us(s, &g->nodes[nx]), 1, nx)) != STARFOLD_OK) return st;
+                if ((st = heap_push(s, now + task_kernel_us(s, &s->tasks[nx]), 1, nx)) != STARFOLD_OK) return st;
             } else {
                 s->busy_worker[d] = 0;
             }
@@ -271,9 +297,9 @@ static starfold_status_t run(sim_t *s)
 static void sim_free(sim_t *s)
 {
     if (s->succ)
-        for (size_t i = 0; i < s->g->nnodes; i++) free(s->succ[i]);
+        for (size_t i = 0; i < s->ntasks; i++) free(s->succ[i]);
     if (s->queue)
-        for (int d = 0; d < s->ndev; d++) free(s->queue[d]);
+        for (int d = 0; d < 2 * s->ndev; d++) free(s->queue[d]);
     free(s->bw), free(s->busy), free(s->bytes), free(s->active);
     free(s->pending_deps), free(s->pending_flows), free(s->succ), free(s->nsucc), free(s->ready_at);
     free(s->queue), free(s->qhead), free(s->qlen), free(s->busy_worker), free(s->rank);
@@ -282,8 +308,7 @@ static void sim_free(sim_t *s)
 
 static starfold_status_t sim_init(sim_t *s)
 {
-    const struct starfold_graph *g = s->g;
-    const size_t n = g->nnodes, nd = (size_t)s->ndev, nl = nd * nd;
+    const size_t n = s->ntasks, nd = (size_t)s->ndev, nl = nd * nd;
     s->bw = calloc(nl, sizeof(double));
     s->busy = calloc(nl, sizeof(double));
     s->bytes = calloc(nl, sizeof(double));
@@ -293,24 +318,25 @@ static starfold_status_t sim_init(sim_t *s)
     s->succ = calloc(n + 1, sizeof(size_t *));
     s->nsucc = calloc(n + 1, sizeof(size_t));
     s->ready_at = calloc(n + 1, sizeof(double));
-    s->queue = calloc(nd, sizeof(size_t *));
-    s->qhead = calloc(nd, sizeof(size_t));
-    s->qlen = calloc(nd, sizeof(size_t));
-    s->busy_worker = calloc(nd, sizeof(int));
+    /* two workers per device: graph tasks, compute tasks (task_worker) */
+    s->queue = calloc(2 * nd, sizeof(size_t *));
+    s->qhead = calloc(2 * nd, sizeof(size_t));
+    s->qlen = calloc(2 * nd, sizeof(size_t));
+    s->busy_worker = calloc(2 * nd, sizeof(int));
     s->rank = calloc(n + 1, sizeof(size_t));
     if (!s->rank || !s->bw || !s->busy || !s->bytes || !s->active || !s->pending_deps || !s->pending_flows || !s->succ ||
         !s->nsucc || !s->ready_at || !s->queue || !s->qhead || !s->qlen || !s->busy_worker)
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
-    for (size_t d = 0; d < nd; d++)
+    for (size_t d = 0; d < 2 * nd; d++)
         if (!(s->queue[d] = malloc((n + 1) * sizeof(size_t))))
             return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
     for (int a = 0; a < s->ndev; a++)
         for (int b = 0; b < s->ndev; b++)
-            if (a != b) s->bw[dl(s, a, b)] = starfold_topology_bandwidth(g->topology, a, b) * 1e3;
+            if (a != b) s->bw[dl(s, a, b)] = starfold_topology_bandwidth(s->topology, a, b) * 1e3;
     /* successors from the deps; each task counts its distinct dependencies */
     for (size_t i = 0; i < n; i++) {
-        s->pending_deps[i] = g->nodes[i].ndeps;
-        for (size_t k = 0; k < g->nodes[i].ndeps; k++) s->nsucc[g->nodes[i].deps[k]]++;
+        s->pending_deps[i] = s->tasks[i].ndeps;
+        for (size_t k = 0; k < s->tasks[i].ndeps; k++) s->nsucc[s->tasks[i].deps[k]]++;
     }
     for (size_t i = 0; i < n; i++) {
         if (s->nsucc[i] && !(s->succ[i] = malloc(s->nsucc[i] * sizeof(size_t))))
@@ -318,11 +344,11 @@ static starfold_status_t sim_init(sim_t *s)
         s->nsucc[i] = 0;
     }
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < g->nodes[i].ndeps; k++) {
-            size_t d = g->nodes[i].deps[k];
+        for (size_t k = 0; k < s->tasks[i].ndeps; k++) {
+            size_t d = s->tasks[i].deps[k];
             s->succ[d][s->nsucc[d]++] = i;
         }
-    for (size_t i = n; i-- > 0;) { /* successors come later in node order */
+    for (size_t i = n; i-- > 0;) { /* successors come later in task order */
         size_t r = 0;
         for (size_t k = 0; k < s->nsucc[i]; k++)
             if (s->rank[s->succ[i][k]] > r) r = s->rank[s->succ[i][k]];
@@ -344,21 +370,57 @@ static double bus_factor(const struct starfold_graph *g)
     return n > 1 ? 2.0 * (n - 1) / n : 1.0;
 }
 
+static starfold_status_t check_params(const starfold_cost_params_t *params, starfold_cost_params_t *p)
+{
+    if (params) *p = *params;
+    else starfold_cost_params_init(p);
+    if (!(p->task_overhead_us >= 0) || !(p->gpu_memory_GBps > 0) || !(p->cpu_memory_GBps > 0) ||
+        !isfinite(p->task_overhead_us) || !isfinite(p->gpu_memory_GBps) || !isfinite(p->cpu_memory_GBps))
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "cost parameters must be finite with overhead >= 0 and bandwidths > 0 (got %g us, %g, %g GB/s)",
+                        p->task_overhead_us, p->gpu_memory_GBps, p->cpu_memory_GBps);
+    return STARFOLD_OK;
+}
+
+/* Appends graph @g's nodes as tasks from index @base on, each dependency offset by @base. */
+static void add_graph_tasks(sim_task_t *tasks, size_t base, const struct starfold_graph *g, size_t **deps_store)
+{
+    for (size_t i = 0; i < g->nnodes; i++) {
+        sim_task_t *t = &tasks[base + i];
+        const sf_node_t *n = &g->nodes[i];
+        t->device = n->device;
+        t->g = g;
+        t->node = n;
+        t->ndeps = n->ndeps;
+        size_t *d = *deps_store;
+        for (size_t k = 0; k < n->ndeps; k++) d[k] = base + n->deps[k];
+        t->deps = d;
+        *deps_store += n->ndeps;
+    }
+}
+
 STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, const starfold_cost_params_t *params,
                                                        starfold_prediction_t *prediction)
 {
     if (!graph || !prediction) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_graph_simulate: NULL argument");
     sim_t s = { 0 };
-    s.g = graph;
-    if (params) s.p = *params;
-    else starfold_cost_params_init(&s.p);
-    if (!(s.p.task_overhead_us >= 0) || !(s.p.gpu_memory_GBps > 0) || !(s.p.cpu_memory_GBps > 0) ||
-        !isfinite(s.p.task_overhead_us) || !isfinite(s.p.gpu_memory_GBps) || !isfinite(s.p.cpu_memory_GBps))
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
-                        "cost parameters must be finite with overhead >= 0 and bandwidths > 0 (got %g us, %g, %g GB/s)",
-                        s.p.task_overhead_us, s.p.gpu_memory_GBps, s.p.cpu_memory_GBps);
+    starfold_status_t st = check_params(params, &s.p);
+    if (st != STARFOLD_OK) return st;
+    s.topology = graph->topology;
     s.ndev = starfold_topology_num_devices(graph->topology);
-    starfold_status_t st = sim_init(&s);
+    size_t ndeps = 0;
+    for (size_t i = 0; i < graph->nnodes; i++) ndeps += graph->nodes[i].ndeps;
+    sim_task_t *tasks = calloc(graph->nnodes + 1, sizeof *tasks);
+    size_t *deps = malloc(sizeof *deps * (ndeps + 1)), *fill = deps;
+    if (!tasks || !deps) {
+        free(tasks);
+        free(deps);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", graph->nnodes);
+    }
+    add_graph_tasks(tasks, 0, graph, &fill);
+    s.tasks = tasks;
+    s.ntasks = graph->nnodes;
+    st = sim_init(&s);
     if (st == STARFOLD_OK) st = run(&s);
     if (st == STARFOLD_OK) {
         starfold_prediction_t r = { 0 };
@@ -391,5 +453,118 @@ STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, c
         *prediction = r;
     }
     sim_free(&s);
+    free(tasks);
+    free(deps);
     return st;
+}
+
+/*
+ * A backward pass with bucketed reductions, replayed as one task list:
+ *
+ *   tasks [0, L*D):  layer l's compute on the d-th device of the buckets' sources, l = 0..L-1 in the
+ *                    order the backward pass computes them; each after the same device's layer l-1
+ *   then bucket 0's graph, bucket 1's graph, ...: a bucket's tasks without dependencies wait for
+ *                    its ready layer on every device (its gradients are complete everywhere)
+ *
+ * Compute tasks and the buckets' kernels share each device's worker (StarPU runs one task at a time
+ * per worker); the transfers do not. With @with_compute 0 the compute tasks are left out (the buckets
+ * alone, all ready at once); with @with_buckets 0 the buckets are left out.
+ */
+static starfold_status_t simulate_pass(const starfold_backward_pass_t *bp, const starfold_cost_params_t *p,
+                                       int with_compute, int with_buckets, double *time_us)
+{
+    const starfold_graph_t g0 = bp->buckets[0];
+    const int D = g0->num_inputs, L = with_compute ? bp->num_layers : 0;
+    size_t ntasks = (size_t)L * (size_t)D, ndeps = ntasks;
+    for (int b = 0; with_buckets && b < bp->num_buckets; b++) {
+        const starfold_graph_t g = bp->buckets[b];
+        ntasks += g->nnodes;
+        for (size_t i = 0; i < g->nnodes; i++) ndeps += g->nodes[i].ndeps ? g->nodes[i].ndeps : (size_t)D;
+    }
+    sim_task_t *tasks = calloc(ntasks + 1, sizeof *tasks);
+    size_t *deps = malloc(sizeof *deps * (ndeps + 1)), *fill = deps;
+    if (!tasks || !deps) {
+        free(tasks);
+        free(deps);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", ntasks);
+    }
+    for (int l = 0; l < L; l++)
+        for (int d = 0; d < D; d++) {
+            sim_task_t *t = &tasks[(size_t)l * D + d];
+            t->device = g0->input_devices[d];
+            t->compute_us = bp->layer_us[l];
+            if (l > 0) {
+                *fill = (size_t)(l - 1) * D + d;
+                t->deps = fill++;
+                t->ndeps = 1;
+            }
+        }
+    size_t base = (size_t)L * D;
+    for (int b = 0; with_buckets && b < bp->num_buckets; b++) {
+        const starfold_graph_t g = bp->buckets[b];
+        add_graph_tasks(tasks, base, g, &fill);
+        for (size_t i = 0; L && i < g->nnodes; i++) {
+            if (g->nodes[i].ndeps) continue;
+            sim_task_t *t = &tasks[base + i];
+            t->deps = fill;
+            t->ndeps = (size_t)D;
+            for (int d = 0; d < D; d++) *fill++ = (size_t)bp->ready_after[b] * D + d;
+        }
+        base += g->nnodes;
+    }
+    sim_t s = { 0 };
+    s.p = *p;
+    s.topology = g0->topology;
+    s.ndev = starfold_topology_num_devices(g0->topology);
+    s.tasks = tasks;
+    s.ntasks = ntasks;
+    starfold_status_t st = sim_init(&s);
+    if (st == STARFOLD_OK) st = run(&s);
+    if (st == STARFOLD_OK) *time_us = s.end;
+    sim_free(&s);
+    free(tasks);
+    free(deps);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_simulate_backward_pass(const starfold_backward_pass_t *pass,
+                                                                const starfold_cost_params_t *params,
+                                                                starfold_overlap_prediction_t *prediction)
+{
+    static const char fn[] = "starfold_simulate_backward_pass";
+    if (!pass || !prediction) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    if (pass->num_layers < 1 || !pass->layer_us)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d layers (at least 1, with their times)", fn,
+                        pass->num_layers);
+    if (pass->num_buckets < 1 || !pass->buckets || !pass->ready_after)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d buckets (at least 1, with their graphs and ready layers)",
+                        fn, pass->num_buckets);
+    for (int l = 0; l < pass->num_layers; l++)
+        if (!(pass->layer_us[l] >= 0) || !isfinite(pass->layer_us[l]))
+            return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: layer %d takes %g us", fn, l, pass->layer_us[l]);
+    const starfold_graph_t g0 = pass->buckets[0];
+    for (int b = 0; b < pass->num_buckets; b++) {
+        const starfold_graph_t g = pass->buckets[b];
+        if (!g) return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: bucket %d has no graph", fn, b);
+        if (g->topology != g0->topology || g->num_inputs != g0->num_inputs ||
+            memcmp(g->input_devices, g0->input_devices, sizeof(int) * (size_t)g0->num_inputs) != 0)
+            return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                            "%s: bucket %d reduces over other devices than bucket 0 (one topology, one device list)", fn,
+                            b);
+        if (pass->ready_after[b] < 0 || pass->ready_after[b] >= pass->num_layers)
+            return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: bucket %d is ready after layer %d of %d", fn, b,
+                            pass->ready_after[b], pass->num_layers);
+    }
+    starfold_cost_params_t p;
+    starfold_status_t st = check_params(params, &p);
+    starfold_overlap_prediction_t r = { 0 };
+    if (st == STARFOLD_OK) st = simulate_pass(pass, &p, 1, 0, &r.compute_us);
+    if (st == STARFOLD_OK) st = simulate_pass(pass, &p, 0, 1, &r.reduce_us);
+    if (st == STARFOLD_OK) st = simulate_pass(pass, &p, 1, 1, &r.step_us);
+    if (st != STARFOLD_OK) return st;
+    const double sum = r.compute_us + r.reduce_us, mx = r.compute_us > r.reduce_us ? r.compute_us : r.reduce_us;
+    r.vs_sum = sum > 0 ? r.step_us / sum : 0;
+    r.vs_max = mx > 0 ? r.step_us / mx : 0;
+    *prediction = r;
+    return STARFOLD_OK;
 }

@@ -705,6 +705,34 @@ static void test_simulate(void)
     run(&r, "simulate --algorithm no-such");
     CU_ASSERT_EQUAL(r.status, 2);
     result_free(&r);
+
+    /* A backward pass overlapped with its buckets: the keys, and the step between max and sum. */
+    run(&r, "simulate --tensors resnet50 --algorithm ring --backward 20000 --bucket-bytes 25M --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t bw;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &bw), 0);
+    static const char *const bkeys[] = { "algorithm", "layers", "buckets", "bucket_bytes", "compute_us", "reduce_us",
+                                         "step_us", "vs_sum", "vs_max" };
+    for (size_t k = 0; k < sizeof bkeys / sizeof bkeys[0]; k++) CU_ASSERT_PTR_NOT_NULL(jget(&bw, bkeys[k]));
+    CU_ASSERT_EQUAL(jnum(&bw, "layers"), 161);
+    CU_ASSERT(jnum(&bw, "compute_us") > 19999.0 && jnum(&bw, "compute_us") < 20001.0);
+    const double step = jnum(&bw, "step_us"), c = jnum(&bw, "compute_us"), red = jnum(&bw, "reduce_us");
+    CU_ASSERT(step >= (c > red ? c : red) - 1e-6 && step <= c + red + 1e-6);
+    jfree(&bw);
+    result_free(&r);
+    run(&r, "simulate --tensors resnet50 --backward balanced");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "overlapped step"));
+    result_free(&r);
+    run(&r, "simulate --bucket-bytes 4M");
+    CU_ASSERT_EQUAL(r.status, 2);
+    result_free(&r);
+    run(&r, "simulate --backward -5");
+    CU_ASSERT_EQUAL(r.status, 2);
+    result_free(&r);
+    run(&r, "simulate --backward 100 --algorithm all");
+    CU_ASSERT_EQUAL(r.status, 2);
+    result_free(&r);
 }
 
 static void test_graph_json_cases(void)

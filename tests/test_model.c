@@ -135,6 +135,68 @@ static void test_algorithm_verdicts(void)
     CU_ASSERT(p_ring <= 80.0 && p_ring > 60.0);
 }
 
+/*
+ * A backward pass of two layers of 100 us on both devices of the pair, one bucket (an all-reduce of
+ * 64 KB). The bucket's kernels run beside the compute, so:
+ *
+ *     ready after layer 0:  layer0 | layer1          step = max(200, 100 + R) = 200 (R < 100)
+ *                                  | bucket (R)
+ *     ready after layer 1:  layer0 | layer1 | bucket step = 200 + R
+ */
+static void test_backward_pass(void)
+{
+    starfold_topology_t t = pair_topology();
+    const int src[2] = { 0, 1 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, 16000 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, src, 0, NULL, 1, &td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "reduce-to-one", &d, NULL, &g), STARFOLD_OK);
+    starfold_cost_params_t p = params();
+    starfold_prediction_t alone;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &alone), STARFOLD_OK);
+    CU_ASSERT(alone.time_us > 0 && alone.time_us < 100);
+    const double layers[2] = { 100.0, 100.0 };
+    int ready = 0;
+    starfold_backward_pass_t bp = { 2, layers, 1, &g, &ready };
+    starfold_overlap_prediction_t r;
+    CU_ASSERT_EQUAL_FATAL(starfold_simulate_backward_pass(&bp, &p, &r), STARFOLD_OK);
+    CU_ASSERT(NEAR(r.compute_us, 200.0));
+    CU_ASSERT(NEAR(r.reduce_us, alone.time_us));
+    CU_ASSERT(NEAR(r.step_us, 200.0));
+    CU_ASSERT(NEAR(r.vs_max, 1.0));
+    CU_ASSERT(NEAR(r.vs_sum, 200.0 / (200.0 + alone.time_us)));
+    ready = 1;
+    CU_ASSERT_EQUAL_FATAL(starfold_simulate_backward_pass(&bp, &p, &r), STARFOLD_OK);
+    CU_ASSERT(NEAR(r.step_us, 200.0 + alone.time_us));
+    CU_ASSERT(NEAR(r.vs_sum, 1.0));
+
+    /* Bad input: nothing computed, a clear status. */
+    ready = 2;
+    CU_ASSERT_EQUAL(starfold_simulate_backward_pass(&bp, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    ready = 0;
+    const double negative[2] = { 100.0, -1.0 };
+    bp.layer_us = negative;
+    CU_ASSERT_EQUAL(starfold_simulate_backward_pass(&bp, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    bp.layer_us = layers;
+    bp.num_buckets = 0;
+    CU_ASSERT_EQUAL(starfold_simulate_backward_pass(&bp, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    bp.num_buckets = 1;
+    CU_ASSERT_EQUAL(starfold_simulate_backward_pass(NULL, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_simulate_backward_pass(&bp, &p, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    /* A bucket over other devices than the first. */
+    const int other[1] = { 1 };
+    starfold_collective_desc_t d1 = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 1, other, 0, NULL, 1, &td };
+    starfold_graph_t g1 = NULL, two[2];
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "reduce-to-one", &d1, NULL, &g1), STARFOLD_OK);
+    two[0] = g, two[1] = g1;
+    const int readies[2] = { 0, 1 };
+    starfold_backward_pass_t mixed = { 2, layers, 2, two, readies };
+    CU_ASSERT_EQUAL(starfold_simulate_backward_pass(&mixed, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_graph_destroy(g1);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
 static void test_bad_input(void)
 {
     starfold_prediction_t r;
@@ -164,6 +226,7 @@ int main(void)
     CU_add_test(s, "transfers share a directed link", test_shared_link);
     CU_add_test(s, "dependencies chain", test_dependency_chain);
     CU_add_test(s, "algorithm verdicts on the DGX-1", test_algorithm_verdicts);
+    CU_add_test(s, "backward pass overlapped with its buckets", test_backward_pass);
     CU_add_test(s, "bad input", test_bad_input);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

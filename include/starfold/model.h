@@ -58,6 +58,46 @@ typedef struct starfold_prediction {
 STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, const starfold_cost_params_t *params,
                                                        starfold_prediction_t *prediction);
 
+/**
+ * @brief A data-parallel backward pass whose gradients are reduced in buckets as they complete.
+ *
+ * The layers are listed in the order the backward pass computes them (the last layer of the model
+ * first); each takes layer_us[l] on every device, one after the other. Bucket b is a compiled
+ * reduction (typically an all-reduce of the gradients of consecutive layers) that may start once
+ * layer ready_after[b] is computed on every device: the way PyTorch DDP and Horovod overlap the
+ * gradient reduction with the rest of the backward pass.
+ */
+typedef struct starfold_backward_pass {
+    int num_layers;                   /**< >= 1 */
+    const double *layer_us;           /**< [num_layers] compute time of each layer on every device, >= 0 */
+    int num_buckets;                  /**< >= 1 */
+    const starfold_graph_t *buckets;  /**< [num_buckets] graphs over the same topology and source devices */
+    const int *ready_after;           /**< [num_buckets] the layer after which each bucket's gradients are complete */
+} starfold_backward_pass_t;
+
+/** @brief What starfold_simulate_backward_pass() predicts. */
+typedef struct starfold_overlap_prediction {
+    double compute_us;  /**< the backward pass alone */
+    double reduce_us;   /**< the buckets alone, every gradient ready at once */
+    double step_us;     /**< both, each bucket starting when its gradients are complete */
+    double vs_sum;      /**< step_us / (compute_us + reduce_us): 1 = no overlap at all */
+    double vs_max;      /**< step_us / max(compute_us, reduce_us): 1 = perfect overlap */
+} starfold_overlap_prediction_t;
+
+/**
+ * @brief Predicts the step time of a backward pass overlapped with its bucketed reductions.
+ *
+ * One replay of compute tasks and the buckets' tasks together: compute and the reductions' kernels
+ * share each device's worker (StarPU runs one task at a time on a worker), transfers run beside
+ * them on the links; a worker picks, among its ready tasks, the one with the longest chain of tasks
+ * after it. Also replays each side alone, for the ratios.
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or inconsistent arguments (buckets over different
+ *         devices, a ready layer out of range, a negative time).
+ */
+STARFOLD_API starfold_status_t starfold_simulate_backward_pass(const starfold_backward_pass_t *pass,
+                                                                const starfold_cost_params_t *params,
+                                                                starfold_overlap_prediction_t *prediction);
+
 #ifdef __cplusplus
 }
 #endif
