@@ -54,6 +54,7 @@ typedef enum cli_opt_id {
     OPT_RINGS,
     OPT_BACKWARD,
     OPT_BUCKET_BYTES,
+    OPT_MODEL,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) (1u << (id))
@@ -100,6 +101,7 @@ typedef struct cli_opts {
     int num_rings;              /* --rings (ring), 0 = automatic */
     double backward_us;         /* --backward US (simulate): the backward pass's compute; < 0 = "balanced" */
     uint64_t bucket_bytes;      /* --bucket-bytes (simulate --backward), default 25 MiB */
+    int model;                  /* --model (bench): the cost model's prediction beside each measured row */
 } cli_opts_t;
 
 /*

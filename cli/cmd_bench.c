@@ -342,6 +342,61 @@ static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_
     return 0;
 }
 
+/*
+ * --model: the cost model's prediction of each measured algorithm, replayed on the same graph, and its
+ * error. On CPU workers the model is calibrated from this run: the host memory bandwidth from the copy
+ * baseline (it moves 2 x n x bytes), the logical devices mapped onto the context's workers as the
+ * context maps them; the per-task overhead stays the model's default. Elsewhere the defaults apply
+ * (the emulated box's transfers are staged through host memory, not the topology's links).
+ */
+static void model_notes(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
+                        const double *times, double copy_s, int n, uint64_t bytes)
+{
+    starfold_cost_params_t p;
+    starfold_cost_params_init(&p);
+    int workers[STARFOLD_MAX_DEVICES], nw = 0;
+    const int cpu = starfold_context_mode(b->m.ctx) == STARFOLD_DEVICES_CPU;
+    if (cpu) {
+        for (int d = 0; d < b->m.num_devices; d++) {
+            const int w = starfold_context_device_worker(b->m.ctx, d);
+            int seen = 0;
+            for (int k = 0; k < nw; k++) seen |= workers[k] == w;
+            if (!seen) workers[nw++] = w;
+        }
+        p.cpu_workers = nw;
+        if (copy_s > 0) p.cpu_memory_GBps = 2.0 * n * (double)bytes / copy_s / 1e9;
+        fprintf(b->info, "# model: calibrated on this run: %d CPU workers sharing %.1f GB/s of memory (the copy's), "
+                         "%.1f us per task (default)\n", nw, p.cpu_memory_GBps, p.task_overhead_us);
+    } else {
+        fprintf(b->info, "# model: default parameters (accelerator or emulated devices)\n");
+    }
+    int devices[STARFOLD_MAX_DEVICES];
+    for (int d = 0; d < n; d++) devices[d] = d;
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = op, .num_sources = n,
+                                              .sources = devices, .num_tensors = nt, .tensors = tensors };
+    for (int a = 0; a < b->nalgorithms; a++) {
+        if (times[a] <= 0) continue;
+        starfold_algo_options_t aopt;
+        starfold_algo_options_init(&aopt);
+        cli_algo_tuning(&b->o, &aopt);
+        if (cli_algorithm_packs(b->algorithms[a])) {
+            if (b->o.given & CLI_OPT(OPT_NUM_PACKS)) aopt.num_packs = b->o.num_packs;
+            if (b->o.given & CLI_OPT(OPT_BYTES_PER_PACK)) aopt.bytes_per_pack = (size_t)b->o.bytes_per_pack;
+        }
+        starfold_graph_t g = NULL;
+        starfold_prediction_t pr;
+        if (starfold_graph_compile(b->m.topo, b->algorithms[a], &desc, &aopt, &g) != STARFOLD_OK ||
+            starfold_graph_simulate(g, &p, &pr) != STARFOLD_OK) {
+            starfold_graph_destroy(g);
+            continue;
+        }
+        fprintf(b->info, "# model: %-18s predicted %12.1f us, measured %12.1f us, error %+6.1f %%\n",
+                b->algorithms[a], pr.time_us, times[a] * 1e6, 100.0 * (pr.time_us - times[a] * 1e6) / (times[a] * 1e6));
+        starfold_graph_destroy(g);
+    }
+    fflush(b->info);
+}
+
 /* StarPU's STARPU_REDUX on the same replicas, one reduction per tensor. */
 static int measure_starpu_redux(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, cli_replicas_t *rep,
                                 double *seconds, long long *wrong)
@@ -508,6 +563,7 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
     if (b->o.baselines) {
         double copy = 0.0;
         if (measure_copy(b, tensors, nt, &rep, &copy) == 0) {
+            if (b->o.model) model_notes(b, tensors, nt, op, times, copy, rep.n, bytes);
             add_row(b, "copy", op, dtype, bytes, count, copy, -1);
             /* Against the copy: the share of the memory-traffic bound each algorithm reaches. */
             if (copy > 0) {
@@ -620,7 +676,7 @@ const cli_command_t cli_cmd_bench = {
     .summary = "measure all-reduce time, algbw and busbw over a size sweep (nccl-tests style)",
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
-                CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
+                CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_MODEL) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_JSON) | CLI_OPT(OPT_CSV) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) |
                 CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) |
                 CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES),
@@ -660,6 +716,9 @@ const cli_command_t cli_cmd_bench = {
         "  --num-packs K, --bytes-per-pack B   hierarchical-copy's packing (ignored by reduce-to-one\n"
         "                          under --algorithm all)\n"
         "  --baselines 0|1         measure copy, host-loop and starpu-redux (default 1)\n"
+        "  --model                 beside each size, the cost model's prediction of each algorithm (starfold\n"
+        "                          simulate) and its error against the measured time; on CPU workers the model\n"
+        "                          is calibrated from the same run (workers, memory bandwidth from copy)\n"
         "  --json                  one JSON object per row on stdout: algorithm, op, dtype, bytes, count,\n"
         "                          devices, time_us, algbw_GBps, busbw_GBps, wrong (null when unchecked)\n"
         "  --csv                   a header line, then one line per row with the same fields\n"

@@ -10,13 +10,17 @@
  * recomputed at every event (equal sharing; links are full duplex, so a->b and b->a are separate).
  * Reads between devices sharing one memory (CPU devices in host memory) are no transfer at all: the
  * kernel reads them in place.
+ *
  * A device's worker runs one kernel at a time; among the tasks waiting for it, the one with the longest
  * chain of tasks still after it goes first (its upward rank counted in tasks), ties in the order they
- * became ready. A caller's compute tasks (starfold_simulate_backward_pass) run on a second worker of
- * the device, beside the graph's kernels, as a collective library's stream runs beside the compute
- * stream (with StarPU: two workers per GPU, STARPU_NWORKER_PER_CUDA=2, starfold's tasks on one). A kernel takes the per-task
- * overhead plus (bytes read + bytes written) / memory bandwidth. Local reads are free
- * of transfers. Units: time in us, bandwidth in bytes/us (1 GB/s = 1e3 B/us).
+ * became ready. A kernel takes the per-task overhead plus (bytes read + bytes written) / memory
+ * bandwidth; on a CPU device the bytes are a flow on the host memory, shared by every CPU kernel
+ * running at that moment (the host memory is the last entry of the link table), and CPU devices may
+ * share workers (cpu_workers: device d on worker d mod W, as a context maps them). A caller's compute
+ * tasks (starfold_simulate_backward_pass) run on a second worker of the device, beside the graph's
+ * kernels, as a collective library's stream runs beside the compute stream (with StarPU: two workers
+ * per GPU, STARPU_NWORKER_PER_CUDA=2, starfold's tasks on one). Units: time in us, bandwidth in
+ * bytes/us (1 GB/s = 1e3 B/us).
  *
  * Cost: O(events x active flows); a few thousand tasks simulate in milliseconds.
  */
@@ -34,7 +38,8 @@ STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *p)
     if (!p) return;
     p->task_overhead_us = 5.0;
     p->gpu_memory_GBps = 800.0;
-    p->cpu_memory_GBps = 10.0;
+    p->cpu_memory_GBps = 20.0;
+    p->cpu_workers = 0;
 }
 
 /* A directed hop of a transfer path. */
@@ -48,12 +53,13 @@ typedef struct flow {
     size_t node;
     double remaining; /* bytes */
     int nhops;
-    int link[2];      /* indices into the directed-link table */
+    int link[2];      /* indices into the directed-link table (the host memory is the last entry) */
+    int kernel;       /* 1: a CPU kernel's memory traffic on the shared host memory, 0: a transfer */
 } flow_t;
 
 typedef struct timer {
     double at;
-    int kind;         /* 0: a flow starts, 1: a kernel ends */
+    int kind;         /* 0: a flow starts, 1: a kernel ends, 2: a CPU kernel's overhead is over */
     size_t index;     /* flow index or node */
 } timer_t_;
 
@@ -177,7 +183,28 @@ static double task_kernel_us(const sim_t *s, const sim_task_t *t)
 /* The worker a task runs on: the device's first for graph tasks, its second for compute tasks. */
 static int task_worker(const sim_t *s, size_t node)
 {
-    return 2 * s->tasks[node].device + (s->tasks[node].g == NULL);
+    const sim_task_t *t = &s->tasks[node];
+    if (t->g && s->p.cpu_workers > 0 && starfold_topology_device_kind(s->topology, t->device) == STARFOLD_DEVICE_CPU)
+        return 2 * s->ndev + t->device % s->p.cpu_workers; /* a CPU worker shared by several logical devices */
+    return 2 * t->device + (t->g == NULL);
+}
+
+/* Whether a task's kernel is memory traffic on the shared host memory (a graph task on a CPU device). */
+static int in_host_memory(const sim_t *s, const sim_task_t *t)
+{
+    return t->g && starfold_topology_device_kind(s->topology, t->device) == STARFOLD_DEVICE_CPU;
+}
+
+/*
+ * A worker starts task @node's kernel: a fixed time (GPU kernels, compute tasks), or for a CPU device
+ * the per-task overhead and then its bytes as a flow on the host memory, which every CPU kernel
+ * running at the same moment shares (timer kind 2 starts that flow).
+ */
+static starfold_status_t begin_kernel(sim_t *s, size_t node, double now)
+{
+    const sim_task_t *t = &s->tasks[node];
+    if (in_host_memory(s, t)) return heap_push(s, now + s->p.task_overhead_us, 2, node);
+    return heap_push(s, now + task_kernel_us(s, t), 1, node);
 }
 
 /* Hands a task whose transfers are done to its device's worker. */
@@ -186,7 +213,7 @@ static starfold_status_t enqueue_compute(sim_t *s, size_t node, double now)
     const int d = task_worker(s, node);
     if (!s->busy_worker[d]) {
         s->busy_worker[d] = 1;
-        return heap_push(s, now + task_kernel_us(s, &s->tasks[node]), 1, node);
+        return begin_kernel(s, node, now);
     }
     s->queue[d][s->qlen[d]++] = node;
     return STARFOLD_OK;
@@ -208,7 +235,7 @@ static starfold_status_t start_task(sim_t *s, size_t node, double now)
         if (nh == 0)
             return sf_error(STARFOLD_ERR_TOPOLOGY, "simulate: no path from device %d to device %d", from, n->device);
         if (SF_GROW(s->flows, s->nflows, s->cap_flows)) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
-        s->flows[s->nflows] = (flow_t){ node, (double)bytes, nh, { links[0], nh > 1 ? links[1] : -1 } };
+        s->flows[s->nflows] = (flow_t){ node, (double)bytes, nh, { links[0], nh > 1 ? links[1] : -1 }, 0 };
         starfold_status_t st = heap_push(s, now + latency, 0, s->nflows++);
         if (st != STARFOLD_OK) return st;
         s->pending_flows[node]++;
@@ -258,7 +285,11 @@ static starfold_status_t run(sim_t *s)
             }
             for (int h = 0; h < f->nhops; h++) s->active[f->link[h]]--;
             s->live[k] = s->live[--s->nlive];
-            if (--s->pending_flows[f->node] == 0 && (st = enqueue_compute(s, f->node, now)) != STARFOLD_OK) return st;
+            if (f->kernel) {
+                if ((st = heap_push(s, now, 1, f->node)) != STARFOLD_OK) return st; /* the kernel ends now */
+            } else if (--s->pending_flows[f->node] == 0 && (st = enqueue_compute(s, f->node, now)) != STARFOLD_OK) {
+                return st;
+            }
         }
         /* Timers due now. */
         while (s->nheap && s->heap[0].at <= now) {
@@ -267,6 +298,23 @@ static starfold_status_t run(sim_t *s)
                 if (SF_GROW(s->live, s->nlive, s->cap_live)) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
                 s->live[s->nlive++] = t.index;
                 for (int h = 0; h < s->flows[t.index].nhops; h++) s->active[s->flows[t.index].link[h]]++;
+                continue;
+            }
+            if (t.kind == 2) { /* a CPU kernel's overhead is over: its bytes flow through the host memory */
+                const sim_task_t *task = &s->tasks[t.index];
+                uint64_t touched = 0;
+                for (size_t i = 0; i < task->node->nsrc; i++) touched += sf_span_bytes(task->g, task->node->src[i]);
+                for (size_t i = 0; i < task->node->ndst; i++) touched += sf_span_bytes(task->g, task->node->dst[i]);
+                if (touched == 0) {
+                    if ((st = heap_push(s, now, 1, t.index)) != STARFOLD_OK) return st;
+                    continue;
+                }
+                if (SF_GROW(s->flows, s->nflows, s->cap_flows) || SF_GROW(s->live, s->nlive, s->cap_live))
+                    return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
+                const int mem = s->ndev * s->ndev;
+                s->flows[s->nflows] = (flow_t){ t.index, (double)touched, 1, { mem, -1 }, 1 };
+                s->live[s->nlive++] = s->nflows++;
+                s->active[mem]++;
                 continue;
             }
             /* a kernel ended: the task is done, its worker takes the next one, successors may start */
@@ -281,7 +329,7 @@ static starfold_status_t run(sim_t *s)
                 size_t nx = s->queue[d][pick];
                 memmove(&s->queue[d][pick], &s->queue[d][pick + 1], (s->qlen[d] - pick - 1) * sizeof(size_t));
                 s->qlen[d]--;
-                if ((st = heap_push(s, now + task_kernel_us(s, &s->tasks[nx]), 1, nx)) != STARFOLD_OK) return st;
+                if ((st = begin_kernel(s, nx, now)) != STARFOLD_OK) return st;
             } else {
                 s->busy_worker[d] = 0;
             }
@@ -299,7 +347,7 @@ static void sim_free(sim_t *s)
     if (s->succ)
         for (size_t i = 0; i < s->ntasks; i++) free(s->succ[i]);
     if (s->queue)
-        for (int d = 0; d < 2 * s->ndev; d++) free(s->queue[d]);
+        for (int d = 0; d < 2 * s->ndev + s->p.cpu_workers; d++) free(s->queue[d]);
     free(s->bw), free(s->busy), free(s->bytes), free(s->active);
     free(s->pending_deps), free(s->pending_flows), free(s->succ), free(s->nsucc), free(s->ready_at);
     free(s->queue), free(s->qhead), free(s->qlen), free(s->busy_worker), free(s->rank);
@@ -309,30 +357,32 @@ static void sim_free(sim_t *s)
 static starfold_status_t sim_init(sim_t *s)
 {
     const size_t n = s->ntasks, nd = (size_t)s->ndev, nl = nd * nd;
-    s->bw = calloc(nl, sizeof(double));
-    s->busy = calloc(nl, sizeof(double));
-    s->bytes = calloc(nl, sizeof(double));
-    s->active = calloc(nl, sizeof(int));
+    s->bw = calloc(nl + 1, sizeof(double)); /* entry nl: the host memory, shared by CPU kernels */
+    s->busy = calloc(nl + 1, sizeof(double));
+    s->bytes = calloc(nl + 1, sizeof(double));
+    s->active = calloc(nl + 1, sizeof(int));
     s->pending_deps = calloc(n + 1, sizeof(size_t));
     s->pending_flows = calloc(n + 1, sizeof(size_t));
     s->succ = calloc(n + 1, sizeof(size_t *));
     s->nsucc = calloc(n + 1, sizeof(size_t));
     s->ready_at = calloc(n + 1, sizeof(double));
-    /* two workers per device: graph tasks, compute tasks (task_worker) */
-    s->queue = calloc(2 * nd, sizeof(size_t *));
-    s->qhead = calloc(2 * nd, sizeof(size_t));
-    s->qlen = calloc(2 * nd, sizeof(size_t));
-    s->busy_worker = calloc(2 * nd, sizeof(int));
+    /* two workers per device (graph tasks, compute tasks), then the shared CPU workers (task_worker) */
+    const size_t nw = 2 * nd + (size_t)s->p.cpu_workers;
+    s->queue = calloc(nw, sizeof(size_t *));
+    s->qhead = calloc(nw, sizeof(size_t));
+    s->qlen = calloc(nw, sizeof(size_t));
+    s->busy_worker = calloc(nw, sizeof(int));
     s->rank = calloc(n + 1, sizeof(size_t));
     if (!s->rank || !s->bw || !s->busy || !s->bytes || !s->active || !s->pending_deps || !s->pending_flows || !s->succ ||
         !s->nsucc || !s->ready_at || !s->queue || !s->qhead || !s->qlen || !s->busy_worker)
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
-    for (size_t d = 0; d < 2 * nd; d++)
+    for (size_t d = 0; d < nw; d++)
         if (!(s->queue[d] = malloc((n + 1) * sizeof(size_t))))
             return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
     for (int a = 0; a < s->ndev; a++)
         for (int b = 0; b < s->ndev; b++)
             if (a != b) s->bw[dl(s, a, b)] = starfold_topology_bandwidth(s->topology, a, b) * 1e3;
+    s->bw[nl] = s->p.cpu_memory_GBps * 1e3;
     /* successors from the deps; each task counts its distinct dependencies */
     for (size_t i = 0; i < n; i++) {
         s->pending_deps[i] = s->tasks[i].ndeps;
@@ -379,6 +429,9 @@ static starfold_status_t check_params(const starfold_cost_params_t *params, star
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "cost parameters must be finite with overhead >= 0 and bandwidths > 0 (got %g us, %g, %g GB/s)",
                         p->task_overhead_us, p->gpu_memory_GBps, p->cpu_memory_GBps);
+    if (p->cpu_workers < 0 || p->cpu_workers > 4096)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "cost parameters: cpu_workers must be 0 to 4096, got %d",
+                        p->cpu_workers);
     return STARFOLD_OK;
 }
 

@@ -197,6 +197,47 @@ static void test_backward_pass(void)
     starfold_topology_destroy(t);
 }
 
+/*
+ * Host memory: two CPU devices, each copying 1e6 bytes into its own output at the same time. The
+ * kernels share the host memory (each kernel's 2e6 bytes read + written drain at half the bandwidth
+ * while both run); with one worker for both devices they run one after the other.
+ *
+ *     cpu_workers 0 (a worker each):  overhead + (2e6 + 2e6) / bw           (both flows share bw)
+ *     cpu_workers 1:                  2 x (overhead + 2e6 / bw)            (one at a time, full bw)
+ */
+static void test_host_memory(void)
+{
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_create("host2", 2, &t), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_set_device(t, 0, "cpu0", STARFOLD_DEVICE_CPU, 0), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_set_device(t, 1, "cpu1", STARFOLD_DEVICE_CPU, 0), STARFOLD_OK);
+    starfold_link_t l = { 0, 1, STARFOLD_LINK_HOST, 1, 10.0, 1.0 };
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_add_link(t, &l), STARFOLD_OK);
+    const int dev[2] = { 0, 1 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, 250000 }; /* 1e6 bytes */
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, dev, 2, dev, 1, &td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sf_graph_create(t, "hand", &d, &g), STARFOLD_OK);
+    for (int s = 0; s < 2; s++) { /* out_s = in_s: two independent kernels, one per device */
+        sf_span_t in = sf_whole(g, sf_graph_input(g, s, 0)), out = sf_whole(g, sf_graph_output(g, s, 0));
+        CU_ASSERT_EQUAL_FATAL(sf_graph_copy(g, STARFOLD_TASK_COPY, &in, 1, &out, 1, 0, NULL), STARFOLD_OK);
+    }
+    sf_graph_seal(g);
+    starfold_cost_params_t p = params();
+    p.cpu_memory_GBps = 10.0; /* 1e4 B/us */
+    starfold_prediction_t r;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &r), STARFOLD_OK);
+    CU_ASSERT(NEAR(r.time_us, 1.0 + 4e6 / 1e4));
+    CU_ASSERT_EQUAL(r.bottleneck_from, -1); /* nothing crossed a link */
+    p.cpu_workers = 1;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &r), STARFOLD_OK);
+    CU_ASSERT(NEAR(r.time_us, 2 * (1.0 + 2e6 / 1e4)));
+    p.cpu_workers = -1;
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
 static void test_bad_input(void)
 {
     starfold_prediction_t r;
@@ -227,6 +268,7 @@ int main(void)
     CU_add_test(s, "dependencies chain", test_dependency_chain);
     CU_add_test(s, "algorithm verdicts on the DGX-1", test_algorithm_verdicts);
     CU_add_test(s, "backward pass overlapped with its buckets", test_backward_pass);
+    CU_add_test(s, "host memory shared, CPU workers shared", test_host_memory);
     CU_add_test(s, "bad input", test_bad_input);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -8,7 +8,9 @@
  *    two-link path) at the link's bandwidth, shared equally by the transfers active on the same
  *    directed link at the same moment (beta, with contention);
  *  - then its kernel runs on the device's worker, one kernel at a time per device: StarPU's per-task
- *    overhead plus the bytes the kernel reads and writes at the device's memory bandwidth.
+ *    overhead plus the bytes the kernel reads and writes at the device's memory bandwidth; CPU devices
+ *    (in host memory) share one memory bandwidth among the kernels running at once, and may share
+ *    workers (cpu_workers).
  * Speeds are reported as nccl-tests does: algbw = S / t with S the bytes of one replica's tensors;
  * busbw = algbw x 2(n-1)/n for an all-reduce, x 1 for a reduce or a broadcast.
  */
@@ -28,7 +30,16 @@ extern "C" {
 typedef struct starfold_cost_params {
     double task_overhead_us;   /**< runtime cost of one task on its worker (default 5 us) */
     double gpu_memory_GBps;    /**< kernel memory bandwidth on GPU devices (default 800, a V100's HBM2 in practice) */
-    double cpu_memory_GBps;    /**< kernel memory bandwidth on CPU devices (default 10) */
+    /**
+     * Host memory bandwidth (bytes read + written) that the kernels of CPU devices share: every CPU
+     * kernel running at a moment gets an equal part of it (default 20).
+     */
+    double cpu_memory_GBps;
+    /**
+     * Workers serving the CPU devices: 0 (default) = one per device; W > 0 = W workers, CPU device d
+     * running on worker d mod W, as a starfold context maps logical devices onto StarPU's CPU workers.
+     */
+    int cpu_workers;
 } starfold_cost_params_t;
 
 /** @brief Fills @p params with the defaults. */
