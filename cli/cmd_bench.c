@@ -598,6 +598,8 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     const uint32_t sweep = CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES);
     if ((o->given & CLI_OPT(OPT_TENSORS)) && (o->given & sweep))
         return cli_usage_error(cmd, "--tensors measures one batch: it excludes the size sweep (-b, -e, -f, -i)");
+    if ((o->given & CLI_OPT(OPT_STEPFACTOR)) && (o->given & CLI_OPT(OPT_STEPBYTES)))
+        return cli_usage_error(cmd, "-f (multiply) and -i (add) are two ways to step the sizes: give one");
     if ((o->given & CLI_OPT(OPT_MINBYTES)) && !(o->given & CLI_OPT(OPT_MAXBYTES))) o->max_bytes = o->min_bytes;
     if (o->min_bytes > o->max_bytes)
         return cli_usage_error(cmd, "-b %llu is larger than -e %llu", (unsigned long long)o->min_bytes,

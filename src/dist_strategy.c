@@ -367,6 +367,13 @@ static starfold_status_t reduce_to(starfold_strategy_t s, const char *fn, starfo
      * itself; TensorFlow returns it unchanged, starfold copies it to the destinations (exactly: no
      * sum-then-divide rounding). A promoted integer MEAN still converts, through the reduction.
      */
+    /* TensorFlow asserts on a mirrored value summed across replicas: it is one value, not n. */
+    if (s->kind == STARFOLD_STRATEGY_MIRRORED && value->kind == STARFOLD_VALUE_MIRRORED && op == STARFOLD_OP_SUM &&
+        value->n > 1)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "%s: a mirrored value is the same on every replica; summing it across replicas would count it "
+                        "%d times (TensorFlow refuses too): reduce a per-replica value, or use MEAN",
+                        fn, value->n);
     if (s->kind == STARFOLD_STRATEGY_MIRRORED && value->kind == STARFOLD_VALUE_MIRRORED &&
         (op == STARFOLD_OP_MEAN || op == STARFOLD_OP_MIN || op == STARFOLD_OP_MAX) &&
         !(op == STARFOLD_OP_MEAN && o.promote_integer_mean && is_integer(value->dtype)))

@@ -20,6 +20,8 @@ case "$name" in
     ;;
 esac
 export STARPU_SCHED="${STARPU_SCHED:-eager}" STARPU_SILENT=1
+# Every graph compiled in a test, directly or through the distribute layer, is invariant-checked.
+export STARFOLD_CHECK_GRAPHS=1
 export SF_TEST_OUT="$top/tests/out"
 mkdir -p "$STARPU_HOME" "$SF_TEST_OUT" ${POCL_CACHE_DIR:+"$POCL_CACHE_DIR"}
 # SF_TEST_WRAPPER (make check-valgrind): a command to run the program under, e.g. valgrind.

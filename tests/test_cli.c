@@ -974,6 +974,10 @@ static void test_bench_table(void)
     run(&r, "bench -g 4 -b 64K --chunk-bytes 0");
     CU_ASSERT_EQUAL(r.status, 2);
     result_free(&r);
+    run(&r, "bench -g 2 -b 1K -e 4K -f 2 -i 1K");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "give one"));
+    result_free(&r);
     run(&r, "graph --rings 5");
     CU_ASSERT_EQUAL(r.status, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--rings"));

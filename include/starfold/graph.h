@@ -14,7 +14,8 @@
  *    two devices (the runtime moves the data);
  *  - edges: "must finish before", derived from the data each task reads and writes.
  *
- * Compiling needs no StarPU worker and no GPU. Every compiled graph passes starfold_graph_check().
+ * Compiling needs no StarPU worker and no GPU. Every compiled graph passes starfold_graph_check()
+ * (the tests check each one: STARFOLD_CHECK_GRAPHS=1).
  *
  * Input slot s, tensor t of a submission is inputs[s * num_tensors + t]; output slot d, tensor t is
  * outputs[d * num_tensors + t] (see starfold_submit()).
@@ -139,8 +140,11 @@ STARFOLD_API const char *starfold_algorithm_description(int index);
  * @return ::STARFOLD_ERR_NOT_FOUND for an unknown algorithm, ::STARFOLD_ERR_INVALID_ARGUMENT for a bad
  *         description or option (an option out of range - num_packs < 0, num_rings < 0,
  *         reduce_to_device neither -1 nor a device, promote_integer_mean neither 0 nor 1 - is rejected
- *         whichever algorithm is named, even one that does not use it), ::STARFOLD_ERR_NOT_SUPPORTED when the algorithm cannot do this collective
- *         (hierarchical-copy with destinations that are not the sources, an op for a dtype).
+ *         whichever algorithm is named, even one that does not use it), ::STARFOLD_ERR_NOT_SUPPORTED when
+ *         the algorithm cannot do this collective on this topology (one-pass over devices that do not
+ *         share one memory; "auto" then leaves it out). With the environment variable
+ *         STARFOLD_CHECK_GRAPHS=1 (the test suite sets it) every compiled graph also goes through
+ *         starfold_graph_check(), whose ::STARFOLD_ERR_GRAPH_INVALID is returned.
  */
 STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topology, const char *algorithm,
                                                       const starfold_collective_desc_t *desc,
