@@ -604,6 +604,65 @@ oom:
 }
 
 /*
+ * Memory a graph needs beyond the caller's data, checked before anything is submitted: on each memory
+ * node, its temporaries (allocated there by their first writer) and a copy of every piece its tasks
+ * read from another node. When StarPU knows a node's capacity (a GPU's memory, STARPU_LIMIT_*_MEM)
+ * and the need exceeds it, the graph is refused with STARFOLD_ERR_OUT_OF_MEMORY instead of leaving
+ * StarPU to run out in the middle of the graph (where StarPU 1.3 waits for memory that never frees).
+ */
+static starfold_status_t plan_check_memory(const plan_t *p)
+{
+    const struct starfold_graph *g = p->g;
+    const starfold_context_t ctx = p->ctx;
+    size_t nodes = 0;
+    for (int d = 0; d < ctx->num_devices; d++)
+        if ((size_t)ctx->nodes[d] + 1 > nodes) nodes = (size_t)ctx->nodes[d] + 1;
+    uint64_t *need = calloc(nodes + 1, sizeof *need);
+    size_t *seen = calloc(p->nunits + 1, sizeof *seen); /* per unit: nodes it was already counted on, as a bit set */
+    if (!need || !seen) {
+        free(need);
+        free(seen);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+    }
+    for (size_t u = 0; u < p->nunits; u++) {
+        const unit_t *x = &p->units[u];
+        const resource_t *r = &p->res[x->res];
+        if (r->temp_buf == SF_NONE || x->first_writer == SF_NONE) continue;
+        need[ctx->nodes[g->bufs[r->temp_buf].device]] += (uint64_t)(x->hi - x->lo) * r->elemsize;
+    }
+    for (size_t i = 0; i < g->nnodes; i++) {
+        if (p->skip[i]) continue;
+        const sf_node_t *n = &g->nodes[i];
+        const int here = ctx->nodes[n->device];
+        for (size_t k = 0; k < n->nsrc; k++) {
+            const sf_span_t *sp = &n->src[k];
+            if (sp->count == 0 || ctx->nodes[g->bufs[sp->buf].device] == here || here >= 64) continue;
+            size_t u;
+            for (piece_iter_t it = pieces_of(p, sp); piece_next(&it, &u);) {
+                if (seen[u] >> here & 1) continue;
+                seen[u] |= (size_t)1 << here;
+                need[here] += (uint64_t)(p->units[u].hi - p->units[u].lo) * p->res[p->units[u].res].elemsize;
+            }
+        }
+    }
+    starfold_status_t st = STARFOLD_OK;
+    for (size_t node = 0; node < nodes && st == STARFOLD_OK; node++) {
+        const starpu_ssize_t total = starpu_memory_get_total((unsigned)node);
+        if (total > 0 && need[node] > (uint64_t)total) {
+            int dev = 0;
+            while (dev < ctx->num_devices && (size_t)ctx->nodes[dev] != node) dev++;
+            st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY,
+                          "starfold_submit: device %d (memory node %zu) would need %.1f MiB for this graph's "
+                          "temporaries and copies, StarPU gives it %.1f MiB: nothing was submitted",
+                          dev, node, (double)need[node] / 1048576.0, (double)total / 1048576.0);
+        }
+    }
+    free(need);
+    free(seen);
+    return st;
+}
+
+/*
  * Gives every piece its handle: temporaries' pieces are registered (home node -1, allocated by their
  * first writer, sequential consistency off: only the graph's edges order them) and recorded in the
  * request for release; a caller's handle of several pieces gets a partition plan, its children being
@@ -975,6 +1034,7 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
     size_t *task_node = NULL, *task_of_node = NULL, ntasks = 0, ncreated = 0;
     SF_CHECK_GOTO(plan_build(&plan, g, context, inputs, outputs), st, fail_plan);
+    SF_CHECK_GOTO(plan_check_memory(&plan), st, fail_plan);
 
     req = request_new(context);
     if (!req) {
