@@ -29,6 +29,14 @@
  * Machines
  */
 
+/* "FILE:LINE: device D ('NAME') is one more than StarPU has": the first device of the file StarPU lacks. */
+static int sf_cli_no_device(const cli_command_t *cmd, const char *file, int line, int have, const char *name)
+{
+    return cli_fail(cmd, STARFOLD_ERR_NO_DEVICE, "%s:%d: device %d ('%s') is one more than the %d StarPU has; pass "
+                                                 "-g/--devices %d or fewer",
+                    file, line, have, name, have, have);
+}
+
 static int starpu_configured(void)
 {
     static const char *const vars[] = { "STARPU_NCPU", "STARPU_NCPUS", "STARPU_NOPENCL", "STARPU_NCUDA",
@@ -165,9 +173,27 @@ int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, 
     fflush(info);
     starfold_status_t st = starfold_context_create(&copt, &m->ctx);
     if (st != STARFOLD_OK) {
-        starfold_topology_destroy(topo);
-        if (st == STARFOLD_ERR_NO_DEVICE && copt.num_devices > 0)
+        if (st == STARFOLD_ERR_NO_DEVICE && copt.num_devices > 0) {
+            /* A topology file asking for more devices than StarPU has: name the first one too many. */
+            int have = 0;
+            starfold_context_t probe = NULL;
+            copt.num_devices = 0; /* every device StarPU has */
+            if (starfold_context_create(&copt, &probe) == STARFOLD_OK) {
+                have = starfold_context_num_devices(probe);
+                starfold_context_destroy(probe);
+            }
+            const char *file = starfold_topology_origin(topo);
+            const int line = have > 0 ? starfold_topology_device_line(topo, have) : 0;
+            if (file && line > 0) {
+                st = sf_cli_no_device(cmd, file, line, have, starfold_topology_device_name(topo, have));
+                starfold_topology_destroy(topo);
+                return st;
+            }
+            copt.num_devices = starfold_topology_num_devices(topo);
+            starfold_topology_destroy(topo);
             return cli_fail(cmd, st, "StarPU cannot give %d devices (pass -g/--devices with fewer)", copt.num_devices);
+        }
+        starfold_topology_destroy(topo);
         return cli_fail(cmd, st, "cannot start StarPU");
     }
     m->num_devices = starfold_context_num_devices(m->ctx);

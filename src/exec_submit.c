@@ -957,10 +957,19 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
      * placement are not this context's).
      */
     const int topo_devices = starfold_topology_num_devices(g->topology);
-    if (topo_devices > context->num_devices)
+    if (topo_devices > context->num_devices) {
+        const char *file = starfold_topology_origin(g->topology);
+        const int line = starfold_topology_device_line(g->topology, context->num_devices);
+        if (file && line > 0)
+            return sf_error(STARFOLD_ERR_NO_DEVICE,
+                            "%s:%d: device %d ('%s') of topology '%s' (%d devices): the context has only %d", file,
+                            line, context->num_devices,
+                            starfold_topology_device_name(g->topology, context->num_devices),
+                            starfold_topology_name(g->topology), topo_devices, context->num_devices);
         return sf_error(STARFOLD_ERR_NO_DEVICE,
                         "starfold_submit: the graph was compiled for topology '%s' of %d devices, the context has %d",
                         starfold_topology_name(g->topology), topo_devices, context->num_devices);
+    }
     for (size_t b = 0; b < g->nbufs; b++)
         if (g->bufs[b].device < 0 || g->bufs[b].device >= context->num_devices)
             return sf_error(STARFOLD_ERR_NO_DEVICE, "starfold_submit: the graph uses device %d, the context has %d",

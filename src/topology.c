@@ -31,6 +31,7 @@ static void topology_free(struct starfold_topology *t)
     free(t->devices);
     free(t->links);
     free(t->name);
+    free(t->origin);
     free(t);
 }
 
@@ -183,6 +184,16 @@ STARFOLD_API starfold_device_kind_t starfold_topology_device_kind(starfold_topol
     return topology && valid_device(topology, device) ? topology->devices[device].kind : STARFOLD_DEVICE_GPU;
 }
 
+STARFOLD_API const char *starfold_topology_origin(starfold_topology_t topology)
+{
+    return topology ? topology->origin : NULL;
+}
+
+STARFOLD_API int starfold_topology_device_line(starfold_topology_t topology, int device)
+{
+    return topology && valid_device(topology, device) ? topology->devices[device].line : 0;
+}
+
 STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b)
 {
     if (!topology || !valid_device(topology, a) || !valid_device(topology, b)) return 0;
@@ -276,6 +287,11 @@ STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topo
     for (int i = 0; i < num_devices; i++) {
         const sf_device_t *d = &topology->devices[i];
         SF_CHECK_GOTO(starfold_topology_set_device(s, i, d->name, d->kind, d->socket), st, fail);
+        s->devices[i].line = d->line;
+    }
+    if (topology->origin && !(s->origin = sf_strdup(topology->origin))) {
+        st = STARFOLD_ERR_OUT_OF_MEMORY;
+        goto fail;
     }
     for (size_t i = 0; i < topology->num_links; i++)
         if (topology->links[i].b < num_devices)

@@ -11,11 +11,13 @@ typedef struct sf_device {
     char *name;
     starfold_device_kind_t kind;
     int socket;
+    int line;                 /* line of its node in the topology file, 0 when unknown */
 } sf_device_t;
 
 struct starfold_topology {
     int refcount;             /* atomic: graphs in other threads may hold references */
     char *name;
+    char *origin;             /* the file it was read from, NULL otherwise */
     int num_devices;
     sf_device_t *devices;     /* num_devices entries */
     starfold_link_t *links;   /* growable */

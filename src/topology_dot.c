@@ -513,7 +513,10 @@ static starfold_status_t graph_to_topology(sf_dot_t *d, starfold_topology_t *out
     SF_CHECK_GOTO(order_devices(d), st, done);
     topology_name(d, name, sizeof name);
     SF_CHECK_GOTO(starfold_topology_create(name, d->n, &t), st, done);
-    for (int i = 0; i < d->n; i++) SF_CHECK_GOTO(read_device(d, t, i), st, done);
+    for (int i = 0; i < d->n; i++) {
+        SF_CHECK_GOTO(read_device(d, t, i), st, done);
+        t->devices[i].line = node_line(d, d->node_of[i]);
+    }
     SF_CHECK_GOTO(collect_edges(d), st, done);
     for (int i = 0; i < d->num_edges; i++) SF_CHECK_GOTO(read_link(d, t, i), st, done);
 
@@ -587,8 +590,14 @@ STARFOLD_API starfold_status_t starfold_topology_load(const char *path, starfold
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_load: NULL %s", !path ? "path" : "topology");
     char *text = NULL;
     starfold_status_t st = read_file(path, &text);
-    if (st == STARFOLD_OK) st = load_text(text, path, topology);
+    starfold_topology_t t = NULL;
+    if (st == STARFOLD_OK) st = load_text(text, path, &t);
     free(text);
+    if (st == STARFOLD_OK && !(t->origin = sf_strdup(path))) {
+        starfold_topology_destroy(t);
+        return STARFOLD_ERR_OUT_OF_MEMORY;
+    }
+    if (st == STARFOLD_OK) *topology = t;
     return st;
 }
 

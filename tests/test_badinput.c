@@ -603,6 +603,25 @@ static void test_submit(void)
         BAD(starfold_submit(ctx, g8, f.in, f.out, &req), STARFOLD_ERR_NO_DEVICE, "of 8 devices, the context has 2");
         starfold_graph_destroy(g8);
         starfold_topology_destroy(host8);
+        /* The same from a topology file: the message names the file and the line of the first device too many. */
+        char path[512];
+        snprintf(path, sizeof path, "%s/badinput-three.dot", getenv("SF_TEST_OUT") ? getenv("SF_TEST_OUT") : ".");
+        FILE *fp = fopen(path, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+        fputs("graph three {\n  a [id=0];\n  b [id=1];\n\n  c [id=2];\n  a -- b [bandwidth=10];\n"
+              "  b -- c [bandwidth=10];\n}\n", fp);
+        fclose(fp);
+        starfold_topology_t three;
+        CHECK_OK(starfold_topology_load(path, &three));
+        CU_ASSERT_STRING_EQUAL(starfold_topology_origin(three), path);
+        CU_ASSERT_EQUAL(starfold_topology_device_line(three, 2), 5);
+        starfold_graph_t g3;
+        CHECK_OK(starfold_graph_compile(three, "reduce-to-one", &d, NULL, &g3));
+        char want[600];
+        snprintf(want, sizeof want, "%s:5: device 2 ('c')", path);
+        BAD(starfold_submit(ctx, g3, f.in, f.out, &req), STARFOLD_ERR_NO_DEVICE, want);
+        starfold_graph_destroy(g3);
+        starfold_topology_destroy(three);
     }
     CU_ASSERT_PTR_EQUAL(req, sentinel);
     CU_ASSERT_EQUAL(sf_untouched(&f), 0);

@@ -149,6 +149,11 @@ STARFOLD_API int starfold_topology_num_devices(starfold_topology_t topology);
 STARFOLD_API const char *starfold_topology_device_name(starfold_topology_t topology, int device);
 /** @brief Device kind; GPU when out of range. */
 STARFOLD_API starfold_device_kind_t starfold_topology_device_kind(starfold_topology_t topology, int device);
+/** @brief The file the topology was read from (starfold_topology_load()), NULL for any other source. */
+STARFOLD_API const char *starfold_topology_origin(starfold_topology_t topology);
+/** @brief Line of device @p device's node in that file; 0 when unknown or out of range. */
+STARFOLD_API int starfold_topology_device_line(starfold_topology_t topology, int device);
+
 /**
  * @brief Whether devices @p a and @p b share one memory: the same device, or two CPU devices (logical
  *        devices in host memory). A task may write any buffer of a device sharing its memory, and
