@@ -127,6 +127,10 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_create(const char *algo
                         o.reduce_to_device, starfold_topology_name(topology), starfold_topology_num_devices(topology) - 1);
     struct starfold_cross_device_ops *x = calloc(1, sizeof *x);
     if (!x) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_cross_device_ops_create: out of memory");
+    if (pthread_mutex_init(&x->cache_lock, NULL) != 0) {
+        free(x);
+        return sf_error(STARFOLD_ERR_RUNTIME, "starfold_cross_device_ops_create: cannot create a mutex");
+    }
     x->refs = 1;
     x->algorithm = name;
     x->all_reduce = strcmp(name, "reduce-to-one") != 0;
@@ -163,6 +167,11 @@ STARFOLD_API starfold_cross_device_ops_t starfold_cross_device_ops_retain(starfo
 STARFOLD_API void starfold_cross_device_ops_destroy(starfold_cross_device_ops_t ops)
 {
     if (!ops || __atomic_sub_fetch(&ops->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (int k = 0; k < SF_OPS_CACHE; k++) {
+        starfold_graph_destroy(ops->cache[k].graph);
+        free(ops->cache[k].key);
+    }
+    pthread_mutex_destroy(&ops->cache_lock);
     starfold_topology_destroy(ops->topology);
     free(ops);
 }
@@ -202,6 +211,7 @@ typedef struct group {
     size_t *members;     /* item indices, in input order */
     size_t nmembers;
     starfold_graph_t graph;
+    int cached;          /* graph borrowed from the ops' cache (released, not destroyed) */
     sf_dist_req_t *req;
 } group_t;
 
@@ -308,7 +318,19 @@ static int component_for(const int *devices, int n, int gdev, int host_as)
     return -1;
 }
 
-/* Compiles group @g over @pairs/@items. */
+/* Gives back a graph borrowed from the ops' cache. */
+static void cache_release(starfold_cross_device_ops_t ops, starfold_graph_t graph)
+{
+    pthread_mutex_lock(&ops->cache_lock);
+    for (int k = 0; k < SF_OPS_CACHE; k++)
+        if (ops->cache[k].graph == graph && ops->cache[k].borrowed > 0) {
+            ops->cache[k].borrowed--;
+            break;
+        }
+    pthread_mutex_unlock(&ops->cache_lock);
+}
+
+/* Compiles group @g over @pairs/@items (or borrows the same graph compiled before from the ops' cache). */
 static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_op_t op,
                                        const sf_pair_t *pairs, const item_t *items, group_t *g,
                                        const starfold_communication_options_t *options, const char *fn)
@@ -339,8 +361,81 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
         algorithm = "reduce-to-one";
         ao.reduce_to_device = it->reduce_device;
     }
+    /* The cache's key: everything the compile reads. */
+    unsigned char *key = NULL;
+    size_t keylen = 0;
+    {
+        const size_t alen = strlen(algorithm) + 1;
+        const size_t len = sizeof topo + alen + sizeof desc.kind + sizeof desc.op + sizeof desc.promote_integer_mean +
+                           sizeof ao + 2 * sizeof(int) + sizeof(int) * (size_t)(desc.num_sources + desc.num_destinations) +
+                           sizeof(starfold_tensor_desc_t) * desc.num_tensors;
+        key = calloc(1, len);
+        if (key) {
+            unsigned char *w = key;
+#define SF_PUT(ptr, n) (memcpy(w, (ptr), (n)), w += (n))
+            SF_PUT(&topo, sizeof topo);
+            SF_PUT(algorithm, alen);
+            SF_PUT(&desc.kind, sizeof desc.kind);
+            SF_PUT(&desc.op, sizeof desc.op);
+            SF_PUT(&desc.promote_integer_mean, sizeof desc.promote_integer_mean);
+            SF_PUT(&ao, sizeof ao);
+            SF_PUT(&desc.num_sources, sizeof(int));
+            SF_PUT(desc.sources, sizeof(int) * (size_t)desc.num_sources);
+            SF_PUT(&desc.num_destinations, sizeof(int));
+            SF_PUT(desc.destinations, sizeof(int) * (size_t)desc.num_destinations);
+            for (size_t t = 0; t < desc.num_tensors; t++) SF_PUT(&tensors[t], sizeof tensors[t]);
+#undef SF_PUT
+            keylen = (size_t)(w - key);
+        }
+    }
+    if (key) {
+        pthread_mutex_lock(&ops->cache_lock);
+        for (int k = 0; k < SF_OPS_CACHE; k++) {
+            sf_graph_cache_entry_t *e = &ops->cache[k];
+            if (e->graph && e->keylen == keylen && memcmp(e->key, key, keylen) == 0) {
+                e->used = ++ops->clock;
+                e->borrowed++;
+                ops->cache_hits++;
+                g->graph = e->graph;
+                g->cached = 1;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&ops->cache_lock);
+        if (g->cached) {
+            free(key);
+            free(tensors);
+            return STARFOLD_OK;
+        }
+    }
     starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, &ao, &g->graph);
     free(tensors);
+    if (st == STARFOLD_OK && key) { /* keep it: into a free entry, else in place of the least recently used idle one */
+        pthread_mutex_lock(&ops->cache_lock);
+        sf_graph_cache_entry_t *slot = NULL;
+        for (int k = 0; k < SF_OPS_CACHE; k++) {
+            sf_graph_cache_entry_t *e = &ops->cache[k];
+            if (e->borrowed) continue;
+            if (!e->graph) {
+                slot = e;
+                break;
+            }
+            if (!slot || e->used < slot->used) slot = e;
+        }
+        if (slot) {
+            starfold_graph_destroy(slot->graph);
+            free(slot->key);
+            slot->key = key;
+            slot->keylen = keylen;
+            slot->graph = g->graph;
+            slot->used = ++ops->clock;
+            slot->borrowed = 1;
+            g->cached = 1;
+            key = NULL;
+        }
+        pthread_mutex_unlock(&ops->cache_lock);
+    }
+    free(key);
     if (st != STARFOLD_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", starfold_last_error());
@@ -473,7 +568,8 @@ out:
     /* On failure the results already submitted are destroyed: their records wait for the graphs. */
     for (size_t i = 0; res && i < n; i++) starfold_value_destroy(res[i]);
     for (size_t gi = 0; groups && gi < ngroups; gi++) {
-        starfold_graph_destroy(groups[gi].graph);
+        if (groups[gi].cached) cache_release(ops, groups[gi].graph);
+        else starfold_graph_destroy(groups[gi].graph);
         sf_dist_req_release(groups[gi].req);
     }
     if (made_topo) starfold_topology_destroy(topo);

@@ -108,12 +108,30 @@ int sf_devices_match(int na, const int *a, int nb, const int *b);
 /* ------------------------------------------------------------------------------------------------
  * Cross-device ops
  */
+/*
+ * Compiled graphs kept for the next identical reduction (a training loop reduces the same gradients
+ * every step; "auto" compiles every algorithm to choose). Keyed by everything a compile reads:
+ * topology, algorithm, op, devices, tensors, options. A graph in use by a submission is never evicted.
+ */
+#define SF_OPS_CACHE 16
+typedef struct sf_graph_cache_entry {
+    unsigned char *key;
+    size_t keylen;
+    starfold_graph_t graph;            /* owned by the cache */
+    unsigned long long used;           /* last use, for LRU eviction */
+    int borrowed;                      /* submissions using it now */
+} sf_graph_cache_entry_t;
+
 struct starfold_cross_device_ops {
     int refs;                          /* atomic */
     const char *algorithm;             /* the registry's static name */
     int all_reduce;                    /* 0: reduce-to-one (ReductionToOneDevice); 1: all-reduce algorithm */
     starfold_algo_options_t options;
     starfold_topology_t topology;      /* NULL: the caller's (strategy) or the context's */
+    pthread_mutex_t cache_lock;
+    sf_graph_cache_entry_t cache[SF_OPS_CACHE];
+    unsigned long long clock;
+    unsigned long long cache_hits;     /* graphs reused instead of compiled (for tests and curious callers) */
 };
 
 /* One (value, resolved destination) pair. */

@@ -436,6 +436,27 @@ static void test_all_reduce_every_op(void)
     }
 }
 
+/*
+ * The same reduction twice (a training step after another): the second borrows the graph the first
+ * compiled; a different size compiles anew; results right every time.
+ */
+static void test_graph_cache(void)
+{
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("ring", NULL, host4, &ops), STARFOLD_OK);
+    const size_t counts[3] = { 1001, 1001, 77 };
+    for (int k = 0; k < 3; k++) {
+        starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, counts[k], -20.0f), r = NULL;
+        const starfold_destination_t dst = starfold_destination_value(v);
+        CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(ops, STARFOLD_OP_SUM, v, &dst, NULL, &r), STARFOLD_OK);
+        CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, -20.0f));
+        CU_ASSERT_EQUAL(ops->cache_hits, k == 0 ? 0u : 1u);
+        starfold_value_destroy(r);
+        starfold_value_destroy(v);
+    }
+    starfold_cross_device_ops_destroy(ops);
+}
+
 static void test_destinations(void)
 {
     starfold_cross_device_ops_t hc = NULL, r2o = NULL;
@@ -887,6 +908,7 @@ int main(int argc, char **argv)
         { "regroup", test_regroup },
         { "cross-device ops objects", test_ops_objects },
         { "all-reduce, every op, every algorithm", test_all_reduce_every_op },
+        { "graphs reused across calls", test_graph_cache },
         { "destinations and fallbacks", test_destinations },
         { "one-value shortcut", test_one_value_shortcut },
         { "batch_reduce: one graph, input order", test_batch_reduce },
