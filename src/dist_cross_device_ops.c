@@ -366,9 +366,11 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
     size_t keylen = 0;
     {
         const size_t alen = strlen(algorithm) + 1;
+        /* Field by field: a struct's padding bytes are not copied by assignment, so never compared. */
         const size_t len = sizeof topo + alen + sizeof desc.kind + sizeof desc.op + sizeof desc.promote_integer_mean +
-                           sizeof ao + 2 * sizeof(int) + sizeof(int) * (size_t)(desc.num_sources + desc.num_destinations) +
-                           sizeof(starfold_tensor_desc_t) * desc.num_tensors;
+                           3 * sizeof(int) + 2 * sizeof(size_t) + 2 * sizeof(int) +
+                           sizeof(int) * (size_t)(desc.num_sources + desc.num_destinations) +
+                           (sizeof(starfold_dtype_t) + sizeof(size_t)) * desc.num_tensors;
         key = calloc(1, len);
         if (key) {
             unsigned char *w = key;
@@ -378,12 +380,19 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
             SF_PUT(&desc.kind, sizeof desc.kind);
             SF_PUT(&desc.op, sizeof desc.op);
             SF_PUT(&desc.promote_integer_mean, sizeof desc.promote_integer_mean);
-            SF_PUT(&ao, sizeof ao);
+            SF_PUT(&ao.num_packs, sizeof(int));
+            SF_PUT(&ao.reduce_to_device, sizeof(int));
+            SF_PUT(&ao.num_rings, sizeof(int));
+            SF_PUT(&ao.bytes_per_pack, sizeof(size_t));
+            SF_PUT(&ao.chunk_bytes, sizeof(size_t));
             SF_PUT(&desc.num_sources, sizeof(int));
             SF_PUT(desc.sources, sizeof(int) * (size_t)desc.num_sources);
             SF_PUT(&desc.num_destinations, sizeof(int));
             SF_PUT(desc.destinations, sizeof(int) * (size_t)desc.num_destinations);
-            for (size_t t = 0; t < desc.num_tensors; t++) SF_PUT(&tensors[t], sizeof tensors[t]);
+            for (size_t t = 0; t < desc.num_tensors; t++) {
+                SF_PUT(&tensors[t].dtype, sizeof(starfold_dtype_t));
+                SF_PUT(&tensors[t].count, sizeof(size_t));
+            }
 #undef SF_PUT
             keylen = (size_t)(w - key);
         }

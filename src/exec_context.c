@@ -28,6 +28,9 @@
 #define SF_DEFAULT_LINK_GBPS 1.0
 #define SF_DEFAULT_LINK_US 10.0
 
+/* ThreadSanitizer's stand-in for StarPU's own synchronisation (kernels.h). */
+char sf_tsan_starpu;
+
 static pthread_mutex_t sf_runtime_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sf_num_contexts;      /* live contexts */
 static int sf_started_starpu;    /* starfold called starpu_init() and owes a starpu_shutdown() */
@@ -365,7 +368,9 @@ STARFOLD_API starfold_status_t starfold_vector_write(starpu_data_handle_t handle
     const enum starpu_data_access_mode mode = bytes == size ? STARPU_W : STARPU_RW;
     int ret = starpu_data_acquire_on_node(handle, STARPU_MAIN_RAM, mode);
     if (ret != 0) return sf_error(STARFOLD_ERR_RUNTIME, "starfold_vector_write: starpu_data_acquire_on_node failed (%d)", ret);
+    SF_TSAN_ACQUIRE();
     memcpy(main_ram_ptr(handle), src, bytes);
+    SF_TSAN_RELEASE();
     starpu_data_release_on_node(handle, STARPU_MAIN_RAM);
     return STARFOLD_OK;
 }
@@ -376,7 +381,9 @@ STARFOLD_API starfold_status_t starfold_vector_read(starpu_data_handle_t handle,
     if (st != STARFOLD_OK || bytes == 0) return st;
     int ret = starpu_data_acquire_on_node(handle, STARPU_MAIN_RAM, STARPU_R);
     if (ret != 0) return sf_error(STARFOLD_ERR_RUNTIME, "starfold_vector_read: starpu_data_acquire_on_node failed (%d)", ret);
+    SF_TSAN_ACQUIRE();
     memcpy(dst, main_ram_ptr(handle), bytes);
+    SF_TSAN_RELEASE();
     starpu_data_release_on_node(handle, STARPU_MAIN_RAM);
     return STARFOLD_OK;
 }

@@ -150,6 +150,7 @@ static void request_wait_all(struct starfold_request *r)
     pthread_mutex_lock(&r->lock);
     while (r->pending > 0) pthread_cond_wait(&r->done, &r->lock);
     pthread_mutex_unlock(&r->lock);
+    SF_TSAN_ACQUIRE(); /* what the kernels wrote */
 }
 
 static starfold_status_t request_result(struct starfold_request *r)
@@ -192,6 +193,7 @@ STARFOLD_API starfold_status_t starfold_request_wait_timeout(starfold_request_t 
     pthread_mutex_unlock(&request->lock);
     if (!finished)
         return sf_error(STARFOLD_ERR_TIMEOUT, "starfold_request_wait_timeout: still running after %g s", seconds);
+    SF_TSAN_ACQUIRE();
     request_release_temps(request);
     starfold_status_t st = request_result(request);
     if (st != STARFOLD_OK) sf_error(st, "a task of the request failed on its device");
@@ -205,6 +207,7 @@ STARFOLD_API starfold_status_t starfold_request_test(starfold_request_t request)
     const int finished = request->pending == 0;
     pthread_mutex_unlock(&request->lock);
     if (!finished) return STARFOLD_ERR_IN_PROGRESS;
+    SF_TSAN_ACQUIRE();
     /* Temporaries stay registered until a wait or the destroy: unregistering may block. */
     return request_result(request);
 }
@@ -1116,6 +1119,7 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
      * whole in the middle of this window would unpartition it under our tasks.
      */
     pthread_mutex_lock(&sf_submit_lock);
+    SF_TSAN_RELEASE(); /* the tasks' arguments, written above, go to StarPU's workers */
     for (size_t r = 0; r < plan.nres; r++)
         if (plan.res[r].children)
             starpu_data_partition_submit(plan.res[r].handle, (unsigned)plan.res[r].npieces, plan.res[r].children);

@@ -104,6 +104,33 @@ static inline size_t sf_kernel_dst_alias(const sf_kernel_args_t *a, const sf_ksp
     return 0;
 }
 
+/*
+ * ThreadSanitizer and StarPU. StarPU is not instrumented, so TSan cannot see that a task's arguments,
+ * written before starpu_task_submit(), are read by a worker only after StarPU's queues hand the task
+ * over, nor that a kernel's writes are visible to the thread that waited for the request or acquired
+ * the data. Every such hand-over goes through one synchronisation object: released before a handle's
+ * data or a task leaves starfold's hands (submit, the end of a kernel, vector release), acquired when
+ * they come back (the start of a kernel, a finished wait, a vector acquired). Compiled to nothing
+ * without TSan; it lets tests/tsan.supp stay empty of StarPU's own frames.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SF_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SF_TSAN 1
+#endif
+#endif
+#if defined(SF_TSAN) && !defined(__CUDACC__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+extern char sf_tsan_starpu;
+#define SF_TSAN_ACQUIRE() __tsan_acquire(&sf_tsan_starpu)
+#define SF_TSAN_RELEASE() __tsan_release(&sf_tsan_starpu)
+#else
+#define SF_TSAN_ACQUIRE() ((void)0)
+#define SF_TSAN_RELEASE() ((void)0)
+#endif
+
 /* CPU implementation (kernels_cpu.c). */
 void sf_kernel_cpu(void *buffers[], void *cl_arg);
 

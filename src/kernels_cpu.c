@@ -274,9 +274,17 @@ SF_DEFINE_SCALE(i64, i64)
 SF_DEFINE_SCALE_TO_F64(i32)
 SF_DEFINE_SCALE_TO_F64(i64)
 
+static void kernel_cpu(void *buffers[], const sf_kernel_args_t *a);
+
 void sf_kernel_cpu(void *buffers[], void *cl_arg)
 {
-    const sf_kernel_args_t *a = cl_arg;
+    SF_TSAN_ACQUIRE();
+    kernel_cpu(buffers, cl_arg);
+    SF_TSAN_RELEASE();
+}
+
+static void kernel_cpu(void *buffers[], const sf_kernel_args_t *a)
+{
     if (sf_kernel_cancelled(a)) return;
     if (a->fail) {
         sf_kernel_fail(a);

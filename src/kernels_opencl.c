@@ -333,9 +333,17 @@ static cl_int cl_scale(int devid, cl_command_queue q, void *buffers[], const sf_
     return err;
 }
 
+static void kernel_opencl(void *buffers[], const sf_kernel_args_t *a);
+
 void sf_kernel_opencl(void *buffers[], void *cl_arg)
 {
-    const sf_kernel_args_t *a = cl_arg;
+    SF_TSAN_ACQUIRE();
+    kernel_opencl(buffers, cl_arg);
+    SF_TSAN_RELEASE();
+}
+
+static void kernel_opencl(void *buffers[], const sf_kernel_args_t *a)
+{
     if (sf_kernel_cancelled(a)) return;
     if (a->fail) {
         sf_kernel_fail(a);
