@@ -502,7 +502,7 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, s
             if (SF_GROW(rg, nrg, cap_rg)) goto oom_rg;
             rg[nrg++] = (cut_range_t){ r, s->offset, s->offset + s->count, write };
         }
-        qsort(rg, nrg, sizeof *rg, cut_range_cmp);
+        if (nrg > 1) qsort(rg, nrg, sizeof *rg, cut_range_cmp);
         for (size_t k = 0; k < nrg;) {
             size_t hi = rg[k].hi, e = k + 1;
             while (e < nrg && rg[e].res == rg[k].res && rg[e].write == rg[k].write && rg[e].lo <= hi) {
@@ -519,7 +519,7 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, s
     for (size_t r = 0; r < p->nres; r++) {
         resource_t *x = &p->res[r];
         if (x->handle && x->ncuts && !partitionable(x->handle)) x->ncuts = 0;
-        qsort(x->cuts, x->ncuts, sizeof(size_t), size_cmp);
+        if (x->ncuts > 1) qsort(x->cuts, x->ncuts, sizeof(size_t), size_cmp);
         size_t m = 0;
         for (size_t k = 0; k < x->ncuts; k++)
             if (m == 0 || x->cuts[m - 1] != x->cuts[k]) x->cuts[m++] = x->cuts[k];
