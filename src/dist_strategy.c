@@ -5,9 +5,8 @@
  * in dist_replica.c.
  *
  *                     replicas on           variables on        cross-device ops
- *   Mirrored          devices[0..n-1]       devices (mirrored)  the caller's, or by topology:
- *                                                               DGX-1-like -> hierarchical-copy(num_packs = n)
- *                                                               otherwise  -> reduce-to-one
+ *   Mirrored          devices[0..n-1]       devices (mirrored)  the caller's, or "auto" (the cost model's
+ *                                                               fastest algorithm for each collective)
  *   OneDevice         [device]              device              reduce-to-one(reduce_to_device = device)
  *   CentralStorage    compute devices       parameter device    reduce-to-one(reduce_to_device = parameter
  *                                           (or the host)       device; the first destination for the host)
@@ -180,9 +179,14 @@ STARFOLD_API starfold_status_t starfold_mirrored_strategy_create(starfold_contex
     if (cross_device_ops) {
         s->ops = starfold_cross_device_ops_retain(cross_device_ops);
     } else {
-        /* TensorFlow 1.x's choose_the_best on a DGX-1: hierarchical copy with one pack per device. */
-        if (dgx1_like(s->topology, s->n, s->devices)) st = starfold_hierarchical_copy_all_reduce_create(s->n, &s->ops);
-        else st = starfold_reduction_to_one_device_create(-1, &s->ops);
+        /*
+         * The cost model's choice for each collective ("auto": every algorithm compiled, the fastest
+         * kept; the ops keep the graphs, so a training loop compiles once). TensorFlow 1.x's rule
+         * (hierarchical copy with one pack per device on a DGX-1, reduce-to-one elsewhere) remains a
+         * caller's choice: pass those ops.
+         */
+        (void)dgx1_like;
+        st = starfold_cross_device_ops_create("auto", NULL, NULL, &s->ops);
         /* CommunicationImplementation: RING is the registry's "ring" when there is one, NCCL (and RING
          * without a ring) hierarchical copy, TensorFlow's substitute where NCCL is missing. */
         if (st == STARFOLD_OK) st = starfold_hierarchical_copy_all_reduce_create(1, &s->nccl_ops);

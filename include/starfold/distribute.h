@@ -623,12 +623,13 @@ STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t ki
  * @brief TensorFlow's `tf.distribute.MirroredStrategy(devices, cross_device_ops)`.
  *
  * Replica i runs on @p devices[i]; variables (starfold_strategy_create_variable()) are mirrored over
- * the same devices. Without @p cross_device_ops the choice looks at the topology: on a DGX-1-like
- * topology (8 or more GPUs whose first 8 have the DGX-1 hybrid cube-mesh NVLink pattern, TensorFlow
- * 1.x's _has_dgx1_like_links) HierarchicalCopyAllReduce(num_packs = number of devices), otherwise
- * ReductionToOneDevice(). Those default ops also follow the implementation field of the
- * communication options: RING selects "ring" (or "hierarchical-copy" without a registered ring),
- * NCCL selects "hierarchical-copy".
+ * the same devices. Without @p cross_device_ops the strategy uses "auto": for each collective, the
+ * algorithm the cost model predicts fastest on the topology (compiled once and kept by the ops for the
+ * next identical collective). TensorFlow 1.x's own rule - HierarchicalCopyAllReduce(num_packs =
+ * number of devices) on a DGX-1-like machine, ReductionToOneDevice() elsewhere - is a caller's choice
+ * (pass those ops). The default ops also follow the implementation field of the communication
+ * options: RING selects "ring" (or "hierarchical-copy" without a registered ring), NCCL selects
+ * "hierarchical-copy".
  *
  * @param [in]  context the StarPU context; must outlive the strategy
  * @param [in]  topology the topology reductions are planned on (a reference is kept); NULL = the

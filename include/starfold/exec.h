@@ -23,6 +23,20 @@
  * never written, whatever happens. After ::STARFOLD_ERR_TASK_FAILED the outputs (and so in-place
  * inputs) hold unspecified data; after a refused submission nothing was written.
  *
+ * Data movement: StarPU moves whole handles, so the executor cuts every vector at the boundaries of
+ * the ranges that cross memory nodes or are written by different tasks. Temporaries are registered
+ * piece by piece; a caller's vector is partitioned with StarPU's asynchronous partitioning for the
+ * duration of the graph (partitioned before its first task, unpartitioned on its home node after its
+ * last; the request completes after the unpartitions). Each transfer then moves exactly the bytes of
+ * a graph edge. Handles given to starfold_submit() must not be partitioned by the caller at that
+ * moment; a handle with sequential consistency off is used whole (correct, but a transfer of part of it
+ * moves all of it). A handle homed in main memory but written on a device is gathered back to main
+ * memory by the unpartition.
+ *
+ * Memory: before submitting, the graph's temporaries and copies on each memory node are added up;
+ * when StarPU knows the node's capacity and they exceed it, the submission fails with
+ * ::STARFOLD_ERR_OUT_OF_MEMORY and nothing runs.
+ *
  * Errors leave the library usable: a failed or refused submission releases everything it created,
  * and the same context, graph and handles can be submitted again.
  *
@@ -114,8 +128,10 @@ STARFOLD_API starfold_status_t starfold_context_topology(starfold_context_t cont
  * @param [out] request to wait on, test and destroy
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for mismatched handles, ::STARFOLD_ERR_NO_DEVICE when the
  *         graph was compiled for a topology with more devices than the context has (even if the
- *         devices it uses exist) or uses a device the context lacks, ::STARFOLD_ERR_RUNTIME when StarPU
- *         refuses a task (nothing is written then).
+ *         devices it uses exist; for a topology read from a file the detail names FILE:LINE of the
+ *         first device too many) or uses a device the context lacks, ::STARFOLD_ERR_OUT_OF_MEMORY when
+ *         the graph needs more memory on a device than StarPU gives it, ::STARFOLD_ERR_RUNTIME when
+ *         StarPU refuses a task (nothing is written in any of these cases).
  */
 STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starfold_graph_t graph,
                                                const starpu_data_handle_t *inputs,
