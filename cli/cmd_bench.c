@@ -253,6 +253,17 @@ static void plot(bench_t *b)
  * Measurements
  */
 
+/* The options one algorithm is compiled with: tuning for all, packing for those that pack (under
+ * --algorithm all the packing options are simply not given to the others). */
+static void bench_algo_options(const bench_t *b, const char *algorithm, starfold_algo_options_t *aopt)
+{
+    starfold_algo_options_init(aopt);
+    cli_algo_tuning(&b->o, aopt);
+    if (!cli_algorithm_packs(algorithm)) return;
+    if (b->o.given & CLI_OPT(OPT_NUM_PACKS)) aopt->num_packs = b->o.num_packs;
+    if (b->o.given & CLI_OPT(OPT_BYTES_PER_PACK)) aopt->bytes_per_pack = (size_t)b->o.bytes_per_pack;
+}
+
 /* Times one compiled graph on the replicas; returns 0, 1 (skipped, note printed) or -1 (message printed). */
 static int measure_graph(bench_t *b, const char *algorithm, const starfold_tensor_desc_t *tensors, size_t nt,
                          cli_replicas_t *rep, double *seconds, long long *wrong)
@@ -265,12 +276,7 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
         .num_tensors = nt, .tensors = tensors,
     };
     starfold_algo_options_t aopt;
-    starfold_algo_options_init(&aopt);
-    cli_algo_tuning(&b->o, &aopt);
-    if (cli_algorithm_packs(algorithm)) {
-        if (b->o.given & CLI_OPT(OPT_NUM_PACKS)) aopt.num_packs = b->o.num_packs;
-        if (b->o.given & CLI_OPT(OPT_BYTES_PER_PACK)) aopt.bytes_per_pack = (size_t)b->o.bytes_per_pack;
-    }
+    bench_algo_options(b, algorithm, &aopt);
     starfold_graph_t g = NULL;
     starfold_status_t st = starfold_graph_compile(b->m.topo, algorithm, &desc, &aopt, &g);
     if (st == STARFOLD_ERR_NOT_SUPPORTED && b->all_algorithms) {
@@ -377,12 +383,7 @@ static void model_notes(bench_t *b, const starfold_tensor_desc_t *tensors, size_
     for (int a = 0; a < b->nalgorithms; a++) {
         if (times[a] <= 0) continue;
         starfold_algo_options_t aopt;
-        starfold_algo_options_init(&aopt);
-        cli_algo_tuning(&b->o, &aopt);
-        if (cli_algorithm_packs(b->algorithms[a])) {
-            if (b->o.given & CLI_OPT(OPT_NUM_PACKS)) aopt.num_packs = b->o.num_packs;
-            if (b->o.given & CLI_OPT(OPT_BYTES_PER_PACK)) aopt.bytes_per_pack = (size_t)b->o.bytes_per_pack;
-        }
+        bench_algo_options(b, b->algorithms[a], &aopt);
         starfold_graph_t g = NULL;
         starfold_prediction_t pr;
         if (starfold_graph_compile(b->m.topo, b->algorithms[a], &desc, &aopt, &g) != STARFOLD_OK ||

@@ -220,27 +220,23 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         break;
     }
     case OPT_BUCKET_BYTES:
-        if (starfold_size_parse(v, &bytes) != STARFOLD_OK)
-            return cli_usage_error(cmd, "%s: bad size '%s': %s", shown, v, starfold_last_error());
-        if (bytes == 0) return cli_usage_error(cmd, "%s: must be > 0", shown);
-        o->bucket_bytes = bytes;
-        break;
     case OPT_CHUNK_BYTES:
-        if (starfold_size_parse(v, &bytes) != STARFOLD_OK)
-            return cli_usage_error(cmd, "%s: bad size '%s': %s", shown, v, starfold_last_error());
-        if (bytes == 0) return cli_usage_error(cmd, "%s: must be > 0 (omit it for the automatic size)", shown);
-#if SIZE_MAX < UINT64_MAX
-        if (bytes > SIZE_MAX) return cli_usage_error(cmd, "%s: too large", shown);
-#endif
-        o->chunk_bytes = bytes;
-        break;
     case OPT_BYTES_PER_PACK:
     case OPT_MINBYTES:
     case OPT_MAXBYTES:
     case OPT_STEPBYTES:
         if (starfold_size_parse(v, &bytes) != STARFOLD_OK)
             return cli_usage_error(cmd, "%s: bad size '%s': %s", shown, v, starfold_last_error());
-        if (d->id == OPT_BYTES_PER_PACK) {
+        if (d->id == OPT_CHUNK_BYTES || d->id == OPT_BUCKET_BYTES) {
+            if (bytes == 0)
+                return cli_usage_error(cmd, "%s: must be > 0%s", shown,
+                                       d->id == OPT_CHUNK_BYTES ? " (omit it for the automatic size)" : "");
+#if SIZE_MAX < UINT64_MAX
+            if (bytes > SIZE_MAX) return cli_usage_error(cmd, "%s: too large", shown);
+#endif
+            if (d->id == OPT_CHUNK_BYTES) o->chunk_bytes = bytes;
+            else o->bucket_bytes = bytes;
+        } else if (d->id == OPT_BYTES_PER_PACK) {
             if (bytes == 0) return cli_usage_error(cmd, "%s: must be > 0 (omit it to pack by --num-packs)", shown);
 #if SIZE_MAX < UINT64_MAX
             if (bytes > SIZE_MAX) return cli_usage_error(cmd, "%s: too large", shown);

@@ -167,13 +167,20 @@ static int path(const sim_t *s, int a, int b, int *links, double *latency)
     return 2;
 }
 
+/* Bytes a graph task's kernel reads and writes. */
+static uint64_t task_touched_bytes(const sim_task_t *t)
+{
+    uint64_t touched = 0;
+    for (size_t i = 0; i < t->node->nsrc; i++) touched += sf_span_bytes(t->g, t->node->src[i]);
+    for (size_t i = 0; i < t->node->ndst; i++) touched += sf_span_bytes(t->g, t->node->dst[i]);
+    return touched;
+}
+
 static double task_kernel_us(const sim_t *s, const sim_task_t *t)
 {
     if (!t->g) return t->compute_us;
     const sf_node_t *n = t->node;
-    uint64_t touched = 0;
-    for (size_t i = 0; i < n->nsrc; i++) touched += sf_span_bytes(t->g, n->src[i]);
-    for (size_t i = 0; i < n->ndst; i++) touched += sf_span_bytes(t->g, n->dst[i]);
+    const uint64_t touched = task_touched_bytes(t);
     const double mem = starfold_topology_device_kind(s->topology, n->device) == STARFOLD_DEVICE_CPU
                            ? s->p.cpu_memory_GBps
                            : s->p.gpu_memory_GBps;
@@ -301,10 +308,7 @@ static starfold_status_t run(sim_t *s)
                 continue;
             }
             if (t.kind == 2) { /* a CPU kernel's overhead is over: its bytes flow through the host memory */
-                const sim_task_t *task = &s->tasks[t.index];
-                uint64_t touched = 0;
-                for (size_t i = 0; i < task->node->nsrc; i++) touched += sf_span_bytes(task->g, task->node->src[i]);
-                for (size_t i = 0; i < task->node->ndst; i++) touched += sf_span_bytes(task->g, task->node->dst[i]);
+                const uint64_t touched = task_touched_bytes(&s->tasks[t.index]);
                 if (touched == 0) {
                     if ((st = heap_push(s, now, 1, t.index)) != STARFOLD_OK) return st;
                     continue;

@@ -35,46 +35,6 @@ STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t ki
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Default cross-device ops
- *
- * TensorFlow 1.x's _has_dgx1_like_links: at least 8 GPUs, and GPU i (i < 8) has NVLinks to exactly
- * the devices of _dgx1_links[i] (its own index allowed):
- *
- *        0 --- 1          hybrid cube-mesh: two fully connected quads {0,1,2,3} and {4,5,6,7},
- *        | \ / |          plus the rungs 0-4, 1-5, 2-6, 3-7
- *        | / \ |
- *        2 --- 3    (and the same for 4..7)
- */
-static const int dgx1_links[8][4] = { { 1, 2, 3, 4 }, { 0, 2, 3, 5 }, { 0, 1, 3, 6 }, { 0, 1, 2, 7 },
-                                      { 0, 5, 6, 7 }, { 1, 4, 6, 7 }, { 2, 4, 5, 7 }, { 3, 4, 5, 6 } };
-
-static int nvlinked(starfold_topology_t topo, int a, int b)
-{
-    const int nl = starfold_topology_num_links(topo);
-    for (int i = 0; i < nl; i++) {
-        starfold_link_t l;
-        if (starfold_topology_link(topo, i, &l) != STARFOLD_OK) continue;
-        if (l.kind == STARFOLD_LINK_NVLINK && ((l.a == a && l.b == b) || (l.a == b && l.b == a))) return 1;
-    }
-    return 0;
-}
-
-static int dgx1_like(starfold_topology_t topo, int n, const int *devices)
-{
-    if (n < 8) return 0;
-    for (int i = 0; i < n; i++)
-        if (starfold_topology_device_kind(topo, devices[i]) != STARFOLD_DEVICE_GPU) return 0;
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < n; j++) {
-            if (j == i) continue;
-            int in_table = 0;
-            for (int k = 0; k < 4 && j < 8; k++) in_table |= dgx1_links[i][k] == j;
-            if (nvlinked(topo, devices[i], devices[j]) != in_table) return 0;
-        }
-    return 1;
-}
-
-/* ------------------------------------------------------------------------------------------------
  * Construction
  */
 
@@ -185,7 +145,6 @@ STARFOLD_API starfold_status_t starfold_mirrored_strategy_create(starfold_contex
          * (hierarchical copy with one pack per device on a DGX-1, reduce-to-one elsewhere) remains a
          * caller's choice: pass those ops.
          */
-        (void)dgx1_like;
         st = starfold_cross_device_ops_create("auto", NULL, NULL, &s->ops);
         /* CommunicationImplementation: RING is the registry's "ring" when there is one, NCCL (and RING
          * without a ring) hierarchical copy, TensorFlow's substitute where NCCL is missing. */

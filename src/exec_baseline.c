@@ -317,6 +317,39 @@ static starfold_status_t check_replicas(starfold_context_t ctx, starfold_dtype_t
     return STARFOLD_OK;
 }
 
+/*
+ * Submits one detached task of @cl on (@h0, @h1) with @ta's arguments, pinned to @worker and counted in
+ * @sync (StarPU destroys it after its callback). Returns 0, -ENOMEM when it cannot be created, or
+ * StarPU's refusal (the task is then freed and not counted).
+ */
+static int submit_pinned(struct starpu_codelet *cl, starpu_data_handle_t h0, starpu_data_handle_t h1, task_args_t *ta,
+                         run_sync_t *sync, int worker)
+{
+    struct starpu_task *t = starpu_task_create();
+    if (!t) return -ENOMEM;
+    t->cl = cl;
+    t->handles[0] = h0;
+    t->handles[1] = h1;
+    t->cl_arg = &ta->a;
+    t->cl_arg_size = sizeof *ta;
+    t->cl_arg_free = 0;
+    t->callback_func = task_done;
+    t->callback_arg = sync;
+    t->execute_on_a_specific_worker = 1;
+    t->workerid = (unsigned)worker;
+    pthread_mutex_lock(&sync->lock);
+    sync->pending++;
+    pthread_mutex_unlock(&sync->lock);
+    const int ret = starpu_task_submit(t);
+    if (ret != 0) {
+        pthread_mutex_lock(&sync->lock);
+        sync->pending--;
+        pthread_mutex_unlock(&sync->lock);
+        starpu_task_destroy(t); /* never submitted: ours to free */
+    }
+    return ret;
+}
+
 STARFOLD_API starfold_status_t starfold_baseline_starpu_redux(starfold_context_t context, starfold_dtype_t dtype,
                                                               starfold_op_t op, int num_replicas,
                                                               const starpu_data_handle_t *inputs,
@@ -376,34 +409,14 @@ STARFOLD_API starfold_status_t starfold_baseline_starpu_redux(starfold_context_t
         ta->spans[0] = (sf_kspan_t){ 0, 0, nx };
         ta->spans[1] = (sf_kspan_t){ 1, 0, nx };
         ta->spans[2] = (sf_kspan_t){ 0, 0, nx };
-        struct starpu_task *t = starpu_task_create();
-        if (!t) {
-            st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_baseline_starpu_redux: out of memory creating a task");
-            break;
-        }
-        t->cl = deliver ? &sf_deliver_cl : &sf_contrib_cl;
-        t->handles[0] = acc;
-        t->handles[1] = deliver ? outputs[r] : inputs[r];
-        t->cl_arg = &ta->a;
-        t->cl_arg_size = sizeof *ta;
-        t->cl_arg_free = 0;
-        /* Detached, destroyed by StarPU after its callback, which counts it done. */
-        t->callback_func = task_done;
-        t->callback_arg = &sync;
-        t->execute_on_a_specific_worker = 1;
-        t->workerid = (unsigned)starfold_context_device_worker(context, r);
-        pthread_mutex_lock(&sync.lock);
-        sync.pending++;
-        pthread_mutex_unlock(&sync.lock);
-        int ret = starpu_task_submit(t);
+        const int ret = submit_pinned(deliver ? &sf_deliver_cl : &sf_contrib_cl, acc, deliver ? outputs[r] : inputs[r], ta,
+                                      &sync, starfold_context_device_worker(context, r));
         if (ret != 0) {
-            pthread_mutex_lock(&sync.lock);
-            sync.pending--;
-            pthread_mutex_unlock(&sync.lock);
-            starpu_task_destroy(t); /* never submitted: ours to free */
-            st = sf_error(ret == -ENODEV ? STARFOLD_ERR_NO_DEVICE : STARFOLD_ERR_RUNTIME,
-                          "starfold_baseline_starpu_redux: StarPU refused the %s task of replica %d (%d)",
-                          deliver ? "delivery" : "contribution", r, ret);
+            st = ret == -ENOMEM ? sf_error(STARFOLD_ERR_OUT_OF_MEMORY,
+                                           "starfold_baseline_starpu_redux: out of memory creating a task")
+                                : sf_error(ret == -ENODEV ? STARFOLD_ERR_NO_DEVICE : STARFOLD_ERR_RUNTIME,
+                                           "starfold_baseline_starpu_redux: StarPU refused the %s task of replica %d (%d)",
+                                           deliver ? "delivery" : "contribution", r, ret);
             /* What was queued still runs, as no-ops: outputs are then not the reduction. */
             __atomic_store_n(&cancelled, 1, __ATOMIC_RELEASE);
             break;
@@ -460,32 +473,13 @@ STARFOLD_API starfold_status_t starfold_baseline_copy(starfold_context_t context
         };
         ta->spans[0] = (sf_kspan_t){ 0, 0, nx };
         ta->spans[1] = (sf_kspan_t){ 1, 0, nx };
-        struct starpu_task *t = starpu_task_create();
-        if (!t) {
-            st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_baseline_copy: out of memory creating a task");
-            break;
-        }
-        t->cl = &sf_deliver_cl; /* buffer 0 read, buffer 1 written: a copy */
-        t->handles[0] = inputs[r];
-        t->handles[1] = outputs[r];
-        t->cl_arg = &ta->a;
-        t->cl_arg_size = sizeof *ta;
-        t->cl_arg_free = 0;
-        t->callback_func = task_done;
-        t->callback_arg = &sync;
-        t->execute_on_a_specific_worker = 1;
-        t->workerid = (unsigned)starfold_context_device_worker(context, r);
-        pthread_mutex_lock(&sync.lock);
-        sync.pending++;
-        pthread_mutex_unlock(&sync.lock);
-        int ret = starpu_task_submit(t);
+        /* sf_deliver_cl reads buffer 0 and writes buffer 1: a copy. */
+        const int ret = submit_pinned(&sf_deliver_cl, inputs[r], outputs[r], ta, &sync,
+                                      starfold_context_device_worker(context, r));
         if (ret != 0) {
-            pthread_mutex_lock(&sync.lock);
-            sync.pending--;
-            pthread_mutex_unlock(&sync.lock);
-            starpu_task_destroy(t);
-            st = sf_error(ret == -ENODEV ? STARFOLD_ERR_NO_DEVICE : STARFOLD_ERR_RUNTIME,
-                          "starfold_baseline_copy: StarPU refused the task of replica %d (%d)", r, ret);
+            st = ret == -ENOMEM ? sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_baseline_copy: out of memory creating a task")
+                                : sf_error(ret == -ENODEV ? STARFOLD_ERR_NO_DEVICE : STARFOLD_ERR_RUNTIME,
+                                           "starfold_baseline_copy: StarPU refused the task of replica %d (%d)", r, ret);
             __atomic_store_n(&cancelled, 1, __ATOMIC_RELEASE);
             break;
         }

@@ -224,26 +224,33 @@ static cl_int cl_copy(cl_command_queue q, void *buffers[], const sf_kernel_args_
     return CL_SUCCESS;
 }
 
+/* dst = src / divisor over @n elements (sf_scale; dst_dtype float64 converts integers). */
+static cl_int enqueue_scale(cl_command_queue q, cl_kernel k, cl_region_t dst, cl_region_t src, size_t n, int dtype,
+                            int dst_dtype, uint32_t divisor)
+{
+    cl_ulong src_off = src.off, dst_off = dst.off, count = n;
+    cl_int dt = dtype, ddt = dst_dtype;
+    cl_uint d = divisor;
+    cl_int err = 0;
+    err |= clSetKernelArg(k, 0, sizeof(cl_mem), &dst.mem);
+    err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &dst_off);
+    err |= clSetKernelArg(k, 2, sizeof(cl_mem), &src.mem);
+    err |= clSetKernelArg(k, 3, sizeof(cl_ulong), &src_off);
+    err |= clSetKernelArg(k, 4, sizeof(cl_ulong), &count);
+    err |= clSetKernelArg(k, 5, sizeof(cl_int), &dt);
+    err |= clSetKernelArg(k, 6, sizeof(cl_uint), &d);
+    err |= clSetKernelArg(k, 7, sizeof(cl_int), &ddt);
+    if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
+    return launch(q, k, n);
+}
+
 /* region = region / divisor, in place (a REDUCE with a divisor: MEAN fused into the reduction). */
 static cl_int enqueue_scale_in_place(int devid, cl_command_queue q, cl_region_t r, size_t n, int dtype,
                                      uint32_t divisor)
 {
     cl_kernel k = get_kernel(devid, SF_CL_SCALE);
     if (!k) return CL_INVALID_KERNEL;
-    cl_ulong off = r.off, count = n;
-    cl_int dt = dtype;
-    cl_uint d = divisor;
-    cl_int err = 0;
-    err |= clSetKernelArg(k, 0, sizeof(cl_mem), &r.mem);
-    err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &off);
-    err |= clSetKernelArg(k, 2, sizeof(cl_mem), &r.mem);
-    err |= clSetKernelArg(k, 3, sizeof(cl_ulong), &off);
-    err |= clSetKernelArg(k, 4, sizeof(cl_ulong), &count);
-    err |= clSetKernelArg(k, 5, sizeof(cl_int), &dt);
-    err |= clSetKernelArg(k, 6, sizeof(cl_uint), &d);
-    err |= clSetKernelArg(k, 7, sizeof(cl_int), &dt);
-    if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
-    return launch(q, k, n);
+    return enqueue_scale(q, k, r, r, n, dtype, dtype, divisor);
 }
 
 /* Copies the first destination of segment @sp into its other destinations. */
@@ -306,21 +313,8 @@ static cl_int cl_reduce(int devid, cl_command_queue q, void *buffers[], const sf
 static cl_int cl_scale_seg(cl_kernel k, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a,
                            const sf_kspan_t *sp)
 {
-    cl_region_t src = region(buffers, a, &sp[0], 0), dst = region_at(buffers, &sp[1], 0, a->dst_elemsize);
-    cl_ulong src_off = src.off, dst_off = dst.off, count = sp[0].count;
-    cl_int dtype = a->dtype, dst_dtype = a->dst_dtype;
-    cl_uint divisor = a->divisor;
-    cl_int err = 0;
-    err |= clSetKernelArg(k, 0, sizeof(cl_mem), &dst.mem);
-    err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &dst_off);
-    err |= clSetKernelArg(k, 2, sizeof(cl_mem), &src.mem);
-    err |= clSetKernelArg(k, 3, sizeof(cl_ulong), &src_off);
-    err |= clSetKernelArg(k, 4, sizeof(cl_ulong), &count);
-    err |= clSetKernelArg(k, 5, sizeof(cl_int), &dtype);
-    err |= clSetKernelArg(k, 6, sizeof(cl_uint), &divisor);
-    err |= clSetKernelArg(k, 7, sizeof(cl_int), &dst_dtype);
-    if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
-    return launch(q, k, sp[0].count);
+    return enqueue_scale(q, k, region_at(buffers, &sp[1], 0, a->dst_elemsize), region(buffers, a, &sp[0], 0),
+                         sp[0].count, a->dtype, a->dst_dtype, a->divisor);
 }
 
 static cl_int cl_scale(int devid, cl_command_queue q, void *buffers[], const sf_kernel_args_t *a)
