@@ -1,0 +1,353 @@
+/*
+ * The CPU kernels (src/kernels_cpu.c) called directly, without StarPU running: REDUCE against an
+ * element-wise reference in the element type itself, so results must be bitwise equal.
+ *
+ * The kernel takes three paths for REDUCE, and every case here is built to reach a chosen one:
+ *   - small segments (< 256 KiB): blocks of 4096 elements, ordinary stores;
+ *   - large segments whose destinations are 16-byte aligned alike: a blocked head up to the first
+ *     64-byte line of the first destination, then line by line (the AVX2 or SSE2 clone the CPU
+ *     picks), then a blocked tail;
+ *   - large segments that cannot go line by line (destinations misaligned against each other, more
+ *     than 64 sources): blocks with non-temporal stores.
+ * Each is checked with 1 to 70 sources, 1 to 8 destinations, a destination that is one of the
+ * sources (in place: that source must be read before it is overwritten, whatever its position),
+ * MEAN's divisor, several segments per task, and the element just past every destination untouched.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "kernels.h"
+
+#define MAX_SRC 70
+#define MAX_DST 8
+#define GUARD 8 /* elements after each destination that must stay untouched */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static size_t esize(int dt)
+{
+    return dt == SF_K_FLOAT64 || dt == SF_K_INT64 ? 8 : 4;
+}
+
+/* A value of @dt: floats with few mantissa bits (products of 70 stay finite), any integer. */
+static void random_value(int dt, int op, void *p)
+{
+    const uint64_t r = rnd();
+    switch (dt) {
+    case SF_K_FLOAT32: {
+        float v = op == SF_K_PROD ? (float)((int)(r % 5) - 2) * 0.5f + 0.25f : (float)((int64_t)(r % 20001) - 10000) / 64.0f;
+        memcpy(p, &v, 4);
+        break;
+    }
+    case SF_K_FLOAT64: {
+        double v = op == SF_K_PROD ? (double)((int)(r % 5) - 2) * 0.5 + 0.25 : (double)((int64_t)(r % 2000001) - 1000000) / 1024.0;
+        memcpy(p, &v, 8);
+        break;
+    }
+    case SF_K_INT32: {
+        uint32_t v = (uint32_t)r;
+        memcpy(p, &v, 4);
+        break;
+    }
+    default:
+        memcpy(p, &r, 8);
+        break;
+    }
+}
+
+/* acc op x, as the kernels define it (integers wrap, MIN/MAX keep the accumulated NaN). */
+#define REF_COMBINE(T, UT, acc, x, op)                                                                 \
+    do {                                                                                               \
+        switch (op) {                                                                                  \
+        case SF_K_PROD: acc = (T)((UT)acc * (UT)x); break;                                             \
+        case SF_K_MIN: acc = x < acc ? x : acc; break;                                                 \
+        case SF_K_MAX: acc = x > acc ? x : acc; break;                                                 \
+        default: acc = (T)((UT)acc + (UT)x); break;                                                    \
+        }                                                                                              \
+    } while (0)
+
+/* out[i] = src[0][i] op ... op src[ns-1][i] [/ divisor], in the element type. */
+static void reference(int dt, int op, uint32_t divisor, const char *const *src, size_t ns, size_t count, char *out)
+{
+    for (size_t i = 0; i < count; i++) {
+        switch (dt) {
+        case SF_K_FLOAT32: {
+            float acc, x;
+            memcpy(&acc, src[0] + i * 4, 4);
+            for (size_t k = 1; k < ns; k++) {
+                memcpy(&x, src[k] + i * 4, 4);
+                switch (op) {
+                case SF_K_PROD: acc = acc * x; break;
+                case SF_K_MIN: acc = x < acc ? x : acc; break;
+                case SF_K_MAX: acc = x > acc ? x : acc; break;
+                default: acc = acc + x; break;
+                }
+            }
+            if (divisor > 1) acc = acc / (float)divisor;
+            memcpy(out + i * 4, &acc, 4);
+            break;
+        }
+        case SF_K_FLOAT64: {
+            double acc, x;
+            memcpy(&acc, src[0] + i * 8, 8);
+            for (size_t k = 1; k < ns; k++) {
+                memcpy(&x, src[k] + i * 8, 8);
+                switch (op) {
+                case SF_K_PROD: acc = acc * x; break;
+                case SF_K_MIN: acc = x < acc ? x : acc; break;
+                case SF_K_MAX: acc = x > acc ? x : acc; break;
+                default: acc = acc + x; break;
+                }
+            }
+            if (divisor > 1) acc = acc / (double)divisor;
+            memcpy(out + i * 8, &acc, 8);
+            break;
+        }
+        case SF_K_INT32: {
+            int32_t acc, x;
+            memcpy(&acc, src[0] + i * 4, 4);
+            for (size_t k = 1; k < ns; k++) {
+                memcpy(&x, src[k] + i * 4, 4);
+                REF_COMBINE(int32_t, uint32_t, acc, x, op);
+            }
+            if (divisor > 1) acc = (int32_t)((int64_t)acc / (int64_t)divisor);
+            memcpy(out + i * 4, &acc, 4);
+            break;
+        }
+        default: {
+            int64_t acc, x;
+            memcpy(&acc, src[0] + i * 8, 8);
+            for (size_t k = 1; k < ns; k++) {
+                memcpy(&x, src[k] + i * 8, 8);
+                REF_COMBINE(int64_t, uint64_t, acc, x, op);
+            }
+            if (divisor > 1) acc = acc / (int64_t)divisor;
+            memcpy(out + i * 8, &acc, 8);
+            break;
+        }
+        }
+    }
+}
+
+typedef struct kcase {
+    int dt, op;
+    uint32_t divisor;
+    size_t ns, nd, count, nseg;
+    size_t src_off, dst_off; /* element offsets of every source / the first destination in its buffer */
+    size_t skew;             /* extra elements of offset of destinations 1.. (misaligns them against dst 0) */
+    int in_place;            /* 0, or 1 + the source index destination 0 is */
+} kcase_t;
+
+/*
+ * Runs one case: every source and destination its own buffer (but an in-place destination, which is
+ * its source's span), @nseg segments of @count elements each, one after the other in the buffers.
+ * Returns the number of wrong elements (guards included), printing the first.
+ */
+static size_t run_case(const kcase_t *c)
+{
+    const size_t es = esize(c->dt), total = c->count * c->nseg;
+    const size_t nbuf = c->ns + c->nd;
+    struct starpu_vector_interface vi[MAX_SRC + MAX_DST];
+    void *buffers[MAX_SRC + MAX_DST];
+    char *mem[MAX_SRC + MAX_DST];
+    size_t off[MAX_SRC + MAX_DST];
+    size_t wrong = 0;
+    const size_t alias = c->in_place ? (size_t)c->in_place - 1 : SIZE_MAX;
+
+    for (size_t b = 0; b < nbuf; b++) {
+        off[b] = b < c->ns ? c->src_off : c->dst_off + (b > c->ns ? c->skew : 0);
+        const size_t len = off[b] + total + GUARD;
+        /* 64-byte aligned, as StarPU allocates: offsets alone decide the alignment */
+        mem[b] = aligned_alloc(64, (len * es + 63) / 64 * 64);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mem[b]);
+        for (size_t i = 0; i < len; i++) random_value(c->dt, c->op, mem[b] + i * es);
+        memset(&vi[b], 0, sizeof vi[b]);
+        vi[b].ptr = (uintptr_t)mem[b];
+        vi[b].nx = (uint32_t)len;
+        vi[b].elemsize = es;
+        buffers[b] = &vi[b];
+    }
+
+    /* expected: sources as they are before the kernel; guards as they are */
+    char *expect = malloc((total + GUARD) * es);
+    char *guard = malloc(GUARD * es * MAX_DST);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(expect);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(guard);
+    const char *src[MAX_SRC];
+    char *before[MAX_SRC];
+    for (size_t k = 0; k < c->ns; k++) {
+        src[k] = mem[k] + off[k] * es;
+        before[k] = malloc((off[k] + total + GUARD) * es);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(before[k]);
+        memcpy(before[k], mem[k], (off[k] + total + GUARD) * es);
+    }
+    reference(c->dt, c->op, c->divisor, src, c->ns, total, expect);
+    for (size_t d = 0; d < c->nd; d++) {
+        const size_t b = d == 0 && c->in_place ? alias : c->ns + d;
+        memcpy(guard + d * GUARD * es, mem[b] + (off[b] + total) * es, GUARD * es);
+    }
+
+    const size_t per = c->ns + c->nd;
+    sf_kernel_args_t *a = calloc(1, sizeof *a + sizeof(sf_kspan_t) * per * c->nseg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    int cancelled = 0, status = 0;
+    a->cancelled = &cancelled;
+    a->status = &status;
+    a->kind = SF_KERNEL_REDUCE;
+    a->dtype = a->dst_dtype = c->dt;
+    a->op = c->op;
+    a->divisor = c->divisor;
+    a->elemsize = a->dst_elemsize = es;
+    a->nseg = c->nseg;
+    a->nsrc = c->ns;
+    a->ndst = c->nd;
+    a->spans = (sf_kspan_t *)(a + 1);
+    for (size_t sg = 0; sg < c->nseg; sg++) {
+        sf_kspan_t *sp = a->spans + sg * per;
+        for (size_t k = 0; k < per; k++) {
+            size_t b = k;
+            if (k == c->ns && c->in_place) b = alias;
+            sp[k] = (sf_kspan_t){ (unsigned)b, off[b] + sg * c->count, c->count };
+        }
+    }
+    sf_kernel_cpu(buffers, a);
+    CU_ASSERT_EQUAL(status, 0);
+
+    for (size_t d = 0; d < c->nd; d++) {
+        const size_t b = d == 0 && c->in_place ? alias : c->ns + d;
+        const char *got = mem[b] + off[b] * es;
+        for (size_t i = 0; i < total; i++)
+            if (memcmp(got + i * es, expect + i * es, es) && wrong++ == 0)
+                fprintf(stderr, "dtype %d op %d /%u: %zu sources, %zu dsts, %zu x %zu elements, offsets %zu/%zu+%zu, "
+                        "in place %d: destination %zu element %zu wrong\n",
+                        c->dt, c->op, c->divisor, c->ns, c->nd, c->nseg, c->count, c->src_off, c->dst_off, c->skew,
+                        c->in_place, d, i);
+        if (memcmp(got + total * es, guard + d * GUARD * es, GUARD * es) && wrong++ == 0)
+            fprintf(stderr, "destination %zu written past its end\n", d);
+    }
+    /* sources that are not destinations are left as they were */
+    for (size_t k = 0; k < c->ns; k++)
+        if (k != alias && memcmp(mem[k], before[k], (off[k] + total + GUARD) * es) && wrong++ == 0)
+            fprintf(stderr, "source %zu changed\n", k);
+    for (size_t k = 0; k < c->ns; k++) free(before[k]);
+    free(a);
+    free(guard);
+    free(expect);
+    for (size_t b = 0; b < nbuf; b++) free(mem[b]);
+    return wrong;
+}
+
+static const int dtypes[] = { SF_K_FLOAT32, SF_K_FLOAT64, SF_K_INT32, SF_K_INT64 };
+static const int ops[] = { SF_K_SUM, SF_K_PROD, SF_K_MIN, SF_K_MAX };
+
+/* Large segments, line by line: every dtype x op (and MEAN's divisor), heads of 0 to 15 elements. */
+static void test_lines(void)
+{
+    for (size_t d = 0; d < 4; d++)
+        for (size_t o = 0; o < 5; o++) {
+            const int mean = o == 4;
+            kcase_t c = { dtypes[d], mean ? SF_K_SUM : ops[o], mean ? 8 : 1, 8, 8, 100003, 1, 3, 0, 0, 0 };
+            c.dst_off = (d * 5 + o) % 16 / (esize(c.dt) / 4);
+            CU_ASSERT_EQUAL(run_case(&c), 0);
+        }
+}
+
+/* In place: destination 0 is source k, first, middle or last; several destinations; MEAN. */
+static void test_lines_in_place(void)
+{
+    const size_t where[] = { 0, 3, 7 };
+    for (size_t d = 0; d < 4; d++)
+        for (size_t w = 0; w < 3; w++) {
+            kcase_t c = { dtypes[d], SF_K_SUM, w == 1 ? 8 : 1, 8, w == 2 ? 1 : 8, 70001, 1, 0, 0, 0, (int)where[w] + 1 };
+            c.dst_off = c.src_off = w; /* an in-place destination has its source's offset */
+            CU_ASSERT_EQUAL(run_case(&c), 0);
+        }
+}
+
+/* Source and destination counts around the kernel's groupings (8 and 4 side by side, 64 per group). */
+static void test_source_counts(void)
+{
+    const size_t ns[] = { 1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 64, 65, 70 };
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t big = 0; big < 2; big++) {
+            kcase_t c = { dtypes[i % 4], ops[i % 4], 1, ns[i], 1 + i % 3, big ? 70001 : 5000, 1, i % 5, i % 3, 0,
+                          ns[i] > 1 && i % 2 ? 2 : 0 };
+            if (c.in_place) c.dst_off = c.src_off;
+            CU_ASSERT_EQUAL(run_case(&c), 0);
+        }
+}
+
+/* Destinations misaligned against each other: no line path, blocks with non-temporal stores. */
+static void test_misaligned_destinations(void)
+{
+    for (size_t d = 0; d < 4; d++)
+        for (size_t skew = 1; skew < 4; skew++) {
+            kcase_t c = { dtypes[d], SF_K_SUM, skew == 2 ? 8 : 1, 8, 4, 90001, 1, skew, 0, skew, skew == 3 ? 2 : 0 };
+            if (c.in_place) c.dst_off = c.src_off;
+            CU_ASSERT_EQUAL(run_case(&c), 0);
+        }
+}
+
+/* Several segments per task, small and large, one of them in place. */
+static void test_segments(void)
+{
+    for (size_t d = 0; d < 4; d++) {
+        kcase_t small = { dtypes[d], SF_K_MAX, 1, 3, 2, 777, 5, 1, 2, 0, 0 };
+        kcase_t large = { dtypes[d], SF_K_SUM, 8, 8, 3, 65536 + 17, 3, 0, 4, 0, 1 };
+        large.dst_off = large.src_off;
+        CU_ASSERT_EQUAL(run_case(&small), 0);
+        CU_ASSERT_EQUAL(run_case(&large), 0);
+    }
+}
+
+/* Random cases over every parameter. */
+static void test_random(void)
+{
+    for (int i = 0; i < 150; i++) {
+        kcase_t c;
+        c.dt = dtypes[rnd() % 4];
+        c.op = ops[rnd() % 4];
+        c.divisor = c.op == SF_K_SUM && rnd() % 2 ? (uint32_t)(1 + rnd() % 9) : 1;
+        c.ns = 1 + rnd() % 12;
+        c.nd = 1 + rnd() % MAX_DST;
+        c.count = rnd() % 3 == 0 ? 1 + rnd() % 100000 : 1 + rnd() % 3000;
+        c.nseg = 1 + rnd() % 3;
+        c.src_off = rnd() % 20;
+        c.dst_off = rnd() % 20;
+        c.skew = rnd() % 2 ? 0 : rnd() % 8;
+        c.in_place = rnd() % 3 == 0 ? (int)(1 + rnd() % c.ns) : 0;
+        if (c.in_place) c.dst_off = c.src_off;
+        CU_ASSERT_EQUAL(run_case(&c), 0);
+    }
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("cpu kernels", NULL, NULL);
+    CU_add_test(s, "reduce line by line, every dtype and op", test_lines);
+    CU_add_test(s, "reduce in place", test_lines_in_place);
+    CU_add_test(s, "source counts", test_source_counts);
+    CU_add_test(s, "misaligned destinations", test_misaligned_destinations);
+    CU_add_test(s, "several segments", test_segments);
+    CU_add_test(s, "random cases", test_random);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
