@@ -13,6 +13,7 @@
 #include <starpu.h>
 #include <starfold/exec.h>
 
+#include "exec_pool.h"
 #include "kernels.h"
 
 struct starfold_context {
@@ -20,6 +21,7 @@ struct starfold_context {
     int num_devices;
     int *workers;                 /* [num_devices] StarPU worker id of each logical device */
     int *nodes;                   /* [num_devices] its memory node */
+    sf_pool_t *pool;              /* main-memory blocks for temporaries, kept across submissions */
     /*
      * Testing hooks, set by tests through this private header; -1 (the default) = off.
      * test_refuse_task: the submission of graph node i is handled as if StarPU had refused it (-ENODEV),
@@ -40,6 +42,9 @@ struct starfold_request {
     starpu_data_handle_t *temps;  /* registered temporaries, released without write-back */
     size_t ntemps;
     int temps_released;
+    void *temp_block;             /* the main-memory temporaries' block from the context's pool, or NULL */
+    size_t temp_block_bytes;
+    sf_pool_t *pool;              /* where it goes back (a reference held while temp_block is set) */
     sf_kernel_args_t **args;      /* [nargs] one per task, owned */
     size_t nargs;
 };

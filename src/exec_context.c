@@ -152,8 +152,9 @@ STARFOLD_API starfold_status_t starfold_context_create(const starfold_context_op
     if (ctx) {
         ctx->workers = malloc(sizeof(int) * (size_t)n);
         ctx->nodes = malloc(sizeof(int) * (size_t)n);
+        ctx->pool = sf_pool_create();
     }
-    if (!ctx || !ctx->workers || !ctx->nodes) {
+    if (!ctx || !ctx->workers || !ctx->nodes || !ctx->pool) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_context_create: out of memory");
         goto out;
     }
@@ -197,6 +198,7 @@ out:
     if (ctx) {
         free(ctx->workers);
         free(ctx->nodes);
+        sf_pool_close(ctx->pool);
         free(ctx);
     }
     free(ids);
@@ -212,6 +214,7 @@ STARFOLD_API void starfold_context_destroy(starfold_context_t context)
     pthread_mutex_unlock(&sf_runtime_lock);
     free(context->workers);
     free(context->nodes);
+    sf_pool_close(context->pool);
     free(context);
 }
 

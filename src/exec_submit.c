@@ -132,6 +132,8 @@ static void request_release_temps(struct starfold_request *r)
     if (!mine) return;
     for (size_t i = 0; i < r->ntemps; i++)
         if (r->temps[i]) starpu_data_unregister_no_coherency(r->temps[i]);
+    if (r->temp_block) sf_pool_put(r->pool, r->temp_block, r->temp_block_bytes);
+    r->temp_block = NULL;
 }
 
 static void request_free(struct starfold_request *r)
@@ -223,19 +225,48 @@ STARFOLD_API void starfold_request_destroy(starfold_request_t request)
  * Validation
  */
 
-/* @b: the graph buffer the handle stands for (its element count and dtype). */
-static starfold_status_t check_handle(starpu_data_handle_t h, const sf_buffer_t *b, const char *what, int slot,
-                                      size_t tensor)
+/* The shape of the handle last looked at: views of one vector come one after another. */
+typedef struct shape_cache {
+    starpu_data_handle_t handle;
+    int vector;
+    size_t nx, elemsize;
+} shape_cache_t;
+
+/*
+ * @v: the view given for graph buffer @b (its element count and dtype); @exact: the vector must be
+ * exactly the tensor (starfold_submit), else the range must lie within it (starfold_submit_views).
+ */
+static starfold_status_t check_view(const starfold_view_t *v, const sf_buffer_t *b, const char *what, int slot,
+                                    size_t tensor, int exact, shape_cache_t *sc)
 {
+    starpu_data_handle_t h = v->handle;
     if (!h) {
         if (b->count == 0) return STARFOLD_OK; /* nothing to move: no handle needed */
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: %s slot %d tensor %zu: NULL handle", what, slot,
                         tensor);
     }
-    if (starpu_data_get_interface_id(h) != STARPU_VECTOR_INTERFACE_ID)
+    if (sc->handle != h) {
+        sc->handle = h;
+        sc->vector = starpu_data_get_interface_id(h) == STARPU_VECTOR_INTERFACE_ID;
+        if (sc->vector) sc->nx = starpu_vector_get_nx(h), sc->elemsize = starpu_vector_get_elemsize(h);
+    }
+    if (!sc->vector)
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: %s slot %d tensor %zu: not a StarPU vector",
                         what, slot, tensor);
-    const size_t nx = starpu_vector_get_nx(h), elem = starpu_vector_get_elemsize(h);
+    const size_t nx = sc->nx, elem = sc->elemsize;
+    if (!exact) {
+        if (elem != starfold_dtype_size(b->dtype))
+            return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                            "starfold_submit_views: %s slot %d tensor %zu: vector of %zu-byte elements, the tensor is "
+                            "%s",
+                            what, slot, tensor, elem, starfold_dtype_name(b->dtype));
+        if (v->offset > nx || b->count > nx - v->offset)
+            return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                            "starfold_submit_views: %s slot %d tensor %zu: elements [%zu, %zu + %zu) lie outside its "
+                            "vector of %zu",
+                            what, slot, tensor, v->offset, v->offset, b->count, nx);
+        return STARFOLD_OK;
+    }
     if (nx != b->count || elem != starfold_dtype_size(b->dtype))
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "starfold_submit: %s slot %d tensor %zu: vector of %zu elements of %zu bytes, the graph wants "
@@ -245,17 +276,39 @@ static starfold_status_t check_handle(starpu_data_handle_t h, const sf_buffer_t 
     return STARFOLD_OK;
 }
 
-/* One external buffer and its handle, for grouping the graph's buffers by handle. */
+/* One external buffer and its view, for grouping the graph's buffers by handle. */
 typedef struct ext_ref {
     starpu_data_handle_t handle;
+    size_t lo, hi; /* the view's elements in the vector */
     size_t buf;
 } ext_ref_t;
 
+/* By handle, then range (identical ranges adjacent), then buffer. */
 static int ext_ref_cmp(const void *pa, const void *pb)
 {
     const ext_ref_t *a = pa, *b = pb;
     if (a->handle != b->handle) return (uintptr_t)a->handle < (uintptr_t)b->handle ? -1 : 1;
+    if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+    if (a->hi != b->hi) return a->hi < b->hi ? -1 : 1;
     return a->buf < b->buf ? -1 : a->buf > b->buf;
+}
+
+/* The views of the graph's inputs and outputs that name a handle, sorted (ext_ref_cmp); NULL on OOM. */
+static ext_ref_t *ext_refs(const struct starfold_graph *g, const starfold_view_t *inputs,
+                           const starfold_view_t *outputs, size_t *nrefs)
+{
+    const size_t nin = (size_t)g->num_inputs * g->num_tensors, nout = (size_t)g->num_outputs * g->num_tensors;
+    ext_ref_t *refs = malloc(sizeof *refs * (nin + nout + 1));
+    if (!refs) return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < nin + nout; i++) {
+        const starfold_view_t *v = i < nin ? &inputs[i] : &outputs[i - nin];
+        const size_t b = i < nin ? g->input_buf[i] : g->output_buf[i - nin];
+        if (v->handle) refs[n++] = (ext_ref_t){ v->handle, v->offset, v->offset + g->bufs[b].count, b };
+    }
+    qsort(refs, n, sizeof *refs, ext_ref_cmp);
+    *nrefs = n;
+    return refs;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -295,6 +348,7 @@ typedef struct resource {
     size_t *cuts;                   /* while planning: candidate cuts; then [npieces + 1], 0 .. count */
     size_t ncuts, cap_cuts;
     size_t npieces, unit0;          /* its pieces are units[unit0 .. unit0 + npieces) */
+    int views;                      /* a caller's vector holding more (or other) than one graph buffer */
     starpu_data_handle_t *children; /* [npieces] once a caller handle is partition-planned */
     long *lengths;                  /* [npieces] the filter's argument, kept until the plan is cleaned */
 } resource_t;
@@ -312,6 +366,7 @@ typedef struct plan {
     resource_t *res;                /* [nres] */
     size_t nres;
     size_t *buf_res;                /* [nbufs] resource of each buffer, SF_NONE if unused */
+    size_t *buf_base;               /* [nbufs] element of its resource where the buffer starts */
     unit_t *units;                  /* [nunits] */
     size_t nunits;
     unsigned char *skip;            /* [nnodes] node with no element to move */
@@ -333,6 +388,7 @@ static void plan_free(plan_t *p)
         }
     free(p->res);
     free(p->buf_res);
+    free(p->buf_base);
     free(p->units);
     free(p->deps);
     free(p->ndeps);
@@ -341,6 +397,12 @@ static void plan_free(plan_t *p)
     free(p->stamp);
     free(p->unit_mark);
     free(p->unit_pos);
+}
+
+/* First element of span @s in its resource (a view starts inside its caller's vector). */
+static inline size_t span_lo(const plan_t *p, const sf_span_t *s)
+{
+    return p->buf_base[s->buf] + s->offset;
 }
 
 /* Adds @d to node @i's effective deps unless marked already (stamp[d] == i + 1). */
@@ -410,7 +472,8 @@ typedef struct piece_iter {
 static piece_iter_t pieces_of(const plan_t *p, const sf_span_t *s)
 {
     const resource_t *r = &p->res[p->buf_res[s->buf]];
-    piece_iter_t it = { r, piece_of(r, s->offset), s->offset + s->count };
+    const size_t lo = span_lo(p, s);
+    piece_iter_t it = { r, piece_of(r, lo), lo + s->count };
     return it;
 }
 
@@ -427,45 +490,45 @@ static int partitionable(starpu_data_handle_t h)
     return starpu_data_get_sequential_consistency_flag(h) && starpu_data_get_nb_children(h) == 0;
 }
 
+/* @refs: the caller's views, from ext_refs() (sorted). */
 static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, starfold_context_t ctx,
-                                    const starpu_data_handle_t *inputs, const starpu_data_handle_t *outputs)
+                                    const ext_ref_t *refs, size_t nrefs)
 {
     const size_t nn = g->nnodes, nb = g->nbufs;
-    const size_t nin = (size_t)g->num_inputs * g->num_tensors, nout = (size_t)g->num_outputs * g->num_tensors;
     memset(p, 0, sizeof *p);
     p->g = g;
     p->ctx = ctx;
-    p->res = calloc(nb + 1, sizeof *p->res);
+    size_t maxres = 0; /* distinct handles, then temporaries */
+    for (size_t i = 0; i < nrefs; i++) maxres += i == 0 || refs[i].handle != refs[i - 1].handle;
+    for (size_t b = 0; b < nb; b++) maxres += g->bufs[b].kind == SF_BUF_TEMP && g->bufs[b].count > 0;
+    p->res = calloc(maxres + 1, sizeof *p->res);
     p->buf_res = malloc(sizeof(size_t) * (nb + 1));
+    p->buf_base = calloc(nb + 1, sizeof(size_t));
     p->skip = calloc(nn + 1, 1);
     p->deps = calloc(nn + 1, sizeof *p->deps);
     p->ndeps = calloc(nn + 1, sizeof(size_t));
     p->cap_deps = calloc(nn + 1, sizeof(size_t));
-    ext_ref_t *refs = malloc(sizeof *refs * (nin + nout + 1));
-    if (!p->res || !p->buf_res || !p->skip || !p->deps || !p->ndeps || !p->cap_deps || !refs) {
-        free(refs);
+    if (!p->res || !p->buf_res || !p->buf_base || !p->skip || !p->deps || !p->ndeps || !p->cap_deps)
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory planning %zu tasks", nn);
-    }
 
-    /* Resources: caller handles grouped (an in-place output shares its input's handle), then temporaries. */
-    size_t nrefs = 0;
-    for (size_t i = 0; i < nin; i++)
-        if (inputs[i]) refs[nrefs++] = (ext_ref_t){ inputs[i], g->input_buf[i] };
-    for (size_t i = 0; i < nout; i++)
-        if (outputs[i]) refs[nrefs++] = (ext_ref_t){ outputs[i], g->output_buf[i] };
-    qsort(refs, nrefs, sizeof *refs, ext_ref_cmp);
+    /*
+     * Resources: caller handles grouped (an in-place output shares its input's view; views share
+     * their vector), then temporaries. A buffer starts at its view's offset in its resource.
+     */
     for (size_t b = 0; b < nb; b++) p->buf_res[b] = SF_NONE;
     for (size_t i = 0; i < nrefs; i++) {
         if (i == 0 || refs[i].handle != refs[i - 1].handle) {
             resource_t *r = &p->res[p->nres++];
             r->handle = refs[i].handle;
             r->temp_buf = SF_NONE;
-            r->count = g->bufs[refs[i].buf].count;
-            r->elemsize = starfold_dtype_size(g->bufs[refs[i].buf].dtype);
+            r->count = starpu_vector_get_nx(refs[i].handle);
+            r->elemsize = starpu_vector_get_elemsize(refs[i].handle);
         }
+        resource_t *r = &p->res[p->nres - 1];
+        if (refs[i].lo != 0 || refs[i].hi != r->count) r->views = 1;
         p->buf_res[refs[i].buf] = p->nres - 1;
+        p->buf_base[refs[i].buf] = refs[i].lo;
     }
-    free(refs);
     for (size_t b = 0; b < nb; b++)
         if (g->bufs[b].kind == SF_BUF_TEMP && g->bufs[b].count > 0) {
             resource_t *r = &p->res[p->nres];
@@ -500,7 +563,7 @@ static starfold_status_t plan_build(plan_t *p, const struct starfold_graph *g, s
             }
             if (!write && ctx->nodes[g->bufs[s->buf].device] == here) continue;
             if (SF_GROW(rg, nrg, cap_rg)) goto oom_rg;
-            rg[nrg++] = (cut_range_t){ r, s->offset, s->offset + s->count, write };
+            rg[nrg++] = (cut_range_t){ r, span_lo(p, s), span_lo(p, s) + s->count, write };
         }
         if (nrg > 1) qsort(rg, nrg, sizeof *rg, cut_range_cmp);
         for (size_t k = 0; k < nrg;) {
@@ -665,17 +728,47 @@ static starfold_status_t plan_check_memory(const plan_t *p)
     return st;
 }
 
+/* Bytes of a temporary piece in a main-memory block: 64-byte aligned, so kernels stream whole lines. */
+static size_t temp_piece_bytes(const resource_t *x, const unit_t *u)
+{
+    return ((u->hi - u->lo) * x->elemsize + 63) / 64 * 64;
+}
+
+/* Whether temporary resource @x lives in main memory (its device is a CPU device). */
+static int temp_in_main_memory(const plan_t *p, const resource_t *x)
+{
+    return p->ctx->nodes[p->g->bufs[x->temp_buf].device] == STARPU_MAIN_RAM;
+}
+
 /*
- * Gives every piece its handle: temporaries' pieces are registered (home node -1, allocated by their
- * first writer, sequential consistency off: only the graph's edges order them) and recorded in the
- * request for release; a caller's handle of several pieces gets a partition plan, its children being
- * the pieces. On failure everything registered so far stays recorded: plan_release() undoes it.
+ * Gives every piece its handle: temporaries' pieces are registered (sequential consistency off: only
+ * the graph's edges order them) and recorded in the request for release; a caller's handle of several
+ * pieces gets a partition plan, its children being the pieces. A temporary in main memory is a range
+ * of one block the request takes from the context's pool (home node: main memory, pages warm from the
+ * last submission, exec_pool.c); one on a device has home node -1 and is allocated there by StarPU
+ * for its first writer (StarPU keeps freed device memory for reuse itself). On failure everything
+ * registered so far stays recorded: plan_release() and the request's release undo it.
  */
 static starfold_status_t plan_register(plan_t *p, struct starfold_request *req)
 {
+    size_t host_bytes = 0, host_at = 0;
+    for (size_t r = 0; r < p->nres; r++) {
+        const resource_t *x = &p->res[r];
+        if (x->temp_buf == SF_NONE || !temp_in_main_memory(p, x)) continue;
+        for (size_t k = 0; k < x->npieces; k++)
+            if (p->units[x->unit0 + k].first_writer != SF_NONE) host_bytes += temp_piece_bytes(x, &p->units[x->unit0 + k]);
+    }
+    if (host_bytes) {
+        req->temp_block = sf_pool_get(p->ctx->pool, host_bytes, &req->temp_block_bytes);
+        if (!req->temp_block)
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu bytes of temporaries",
+                            host_bytes);
+        req->pool = p->ctx->pool;
+    }
     for (size_t r = 0; r < p->nres; r++) {
         resource_t *x = &p->res[r];
         if (x->temp_buf != SF_NONE) {
+            const int host = temp_in_main_memory(p, x);
             for (size_t k = 0; k < x->npieces; k++) {
                 unit_t *u = &p->units[x->unit0 + k];
                 if (u->first_writer == SF_NONE) continue; /* no task touches it */
@@ -683,7 +776,14 @@ static starfold_status_t plan_register(plan_t *p, struct starfold_request *req)
                     return sf_error(STARFOLD_ERR_NOT_SUPPORTED,
                                     "starfold_submit: temporary piece of %zu elements (StarPU vectors hold at most %u)",
                                     u->hi - u->lo, (unsigned)UINT32_MAX);
-                starpu_vector_data_register(&u->handle, -1, 0, (uint32_t)(u->hi - u->lo), x->elemsize);
+                if (host) {
+                    starpu_vector_data_register(&u->handle, STARPU_MAIN_RAM,
+                                                (uintptr_t)((char *)req->temp_block + host_at),
+                                                (uint32_t)(u->hi - u->lo), x->elemsize);
+                    host_at += temp_piece_bytes(x, u);
+                } else {
+                    starpu_vector_data_register(&u->handle, -1, 0, (uint32_t)(u->hi - u->lo), x->elemsize);
+                }
                 starpu_data_set_sequential_consistency_flag(u->handle, 0);
                 req->temps[req->ntemps++] = u->handle;
             }
@@ -750,20 +850,24 @@ static size_t span_pieces(const plan_t *p, const sf_span_t *s)
 }
 
 /*
- * Segments of an element-wise node (REDUCE, SCALE): every span has the same count c; the segments cut
- * [0, c) wherever any of its spans crosses from one piece to the next, so within a segment each span
- * lies in one piece. Writes the ascending boundaries (0 and c included) into @cut, returns their number.
+ * Kernel segments of graph segment @q of an element-wise node (REDUCE, SCALE; a segmented REDUCE has
+ * several graph segments, every other node one): its spans (sources ps * q.., destinations pd * q..)
+ * have one count c; the kernel segments cut [0, c) wherever any of them crosses from one piece to the
+ * next, so within a kernel segment each span lies in one piece. Writes the ascending boundaries (0
+ * and c included) into @cut, returns their number.
  */
-static size_t node_segments(const plan_t *p, const sf_node_t *n, size_t *cut)
+static size_t node_segments(const plan_t *p, const sf_node_t *n, size_t q, size_t *cut)
 {
-    const size_t c = n->nsrc ? n->src[0].count : n->dst[0].count;
+    const size_t ps = n->nsrc / n->nseg, pd = n->ndst / n->nseg;
+    const size_t c = n->dst[q * pd].count;
     size_t m = 0;
     cut[m++] = 0;
-    for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
-        const sf_span_t *s = k < n->nsrc ? &n->src[k] : &n->dst[k - n->nsrc];
+    for (size_t k = 0; k < ps + pd; k++) {
+        const sf_span_t *s = k < ps ? &n->src[q * ps + k] : &n->dst[q * pd + k - ps];
+        const size_t lo = span_lo(p, s);
         size_t u;
         for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);)
-            if (p->units[u].lo > s->offset) cut[m++] = p->units[u].lo - s->offset;
+            if (p->units[u].lo > lo) cut[m++] = p->units[u].lo - lo;
     }
     cut[m++] = c;
     qsort(cut, m, sizeof(size_t), size_cmp);
@@ -785,18 +889,38 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
     const starfold_context_t ctx = req->context;
     const int elementwise = n->kind == STARFOLD_TASK_REDUCE || n->kind == STARFOLD_TASK_SCALE;
 
-    /* How many kernel spans: per piece for a copy, per segment and span for an element-wise node. */
-    size_t npieces = 0, nseg = 1, *cut = NULL;
+    /*
+     * How many kernel spans: per piece for a copy; per kernel segment and span for an element-wise
+     * node, whose graph segments (empty ones dropped) are cut into kernel segments at pieces:
+     * cut[cut_at[q] .. cut_at[q + 1]) holds graph segment q's boundaries.
+     */
+    size_t npieces = 0, nseg = 1, *cut = NULL, *cut_at = NULL;
+    const size_t gseg = elementwise ? n->nseg : 1;
+    const size_t ps = n->nsrc / gseg, pd = n->ndst / gseg;
     for (size_t k = 0; k < n->nsrc; k++)
         if (n->src[k].count) npieces += span_pieces(p, &n->src[k]);
     for (size_t k = 0; k < n->ndst; k++)
         if (n->dst[k].count) npieces += span_pieces(p, &n->dst[k]);
     if (elementwise) {
-        cut = malloc(sizeof(size_t) * (npieces + 2));
-        if (!cut) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
-        nseg = node_segments(p, n, cut) - 1;
+        cut = malloc(sizeof(size_t) * (npieces + 2 * gseg + 1));
+        cut_at = malloc(sizeof(size_t) * (gseg + 1));
+        if (!cut || !cut_at) {
+            free(cut);
+            free(cut_at);
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
+        }
+        nseg = 0;
+        size_t at = 0;
+        for (size_t q = 0; q < gseg; q++) {
+            cut_at[q] = at;
+            if (n->dst[q * pd].count == 0) continue; /* an empty tensor of a batch: no kernel segment */
+            const size_t m = node_segments(p, n, q, cut + at);
+            nseg += m - 1;
+            at += m;
+        }
+        cut_at[gseg] = at;
     }
-    const size_t nkspans = elementwise ? nseg * (n->nsrc + n->ndst) : npieces;
+    const size_t nkspans = elementwise ? nseg * (ps + pd) : npieces;
 
     sf_kernel_args_t *a = malloc(sizeof *a + sizeof(sf_kspan_t) * (nkspans + 1));
     task_buf_t *tb = malloc(sizeof *tb * (npieces + 1));
@@ -826,29 +950,30 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
     /* Distinct pieces in order of first appearance; kernel spans point at them. */
     size_t nbuf = 0, ks = 0;
     if (elementwise) {
-        a->nsrc = n->nsrc;
-        a->ndst = n->ndst;
-        for (size_t sg = 0; sg < nseg; sg++)
-            for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
-                const int is_src = k < n->nsrc;
-                const sf_span_t *s = is_src ? &n->src[k] : &n->dst[k - n->nsrc];
-                const resource_t *r = &p->res[p->buf_res[s->buf]];
-                const size_t at = s->offset + cut[sg], len = cut[sg + 1] - cut[sg];
-                const size_t u = r->unit0 + piece_of(r, at);
-                const unsigned j = task_buf_index(p, i, tb, &nbuf, u);
-                if (is_src) tb[j].read = 1;
-                else tb[j].written = 1, tb[j].covered += len;
-                a->spans[ks++] = (sf_kspan_t){ j, at - p->units[u].lo, len };
-            }
+        a->nsrc = ps;
+        a->ndst = pd;
+        for (size_t q = 0; q < gseg; q++)
+            for (size_t sg = cut_at[q]; sg + 1 < cut_at[q + 1]; sg++)
+                for (size_t k = 0; k < ps + pd; k++) {
+                    const int is_src = k < ps;
+                    const sf_span_t *s = is_src ? &n->src[q * ps + k] : &n->dst[q * pd + k - ps];
+                    const resource_t *r = &p->res[p->buf_res[s->buf]];
+                    const size_t at = span_lo(p, s) + cut[sg], len = cut[sg + 1] - cut[sg];
+                    const size_t u = r->unit0 + piece_of(r, at);
+                    const unsigned j = task_buf_index(p, i, tb, &nbuf, u);
+                    if (is_src) tb[j].read = 1;
+                    else tb[j].written = 1, tb[j].covered += len;
+                    a->spans[ks++] = (sf_kspan_t){ j, at - p->units[u].lo, len };
+                }
     } else {
         for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
             const int is_src = k < n->nsrc;
             const sf_span_t *s = is_src ? &n->src[k] : &n->dst[k - n->nsrc];
             if (s->count == 0) continue;
-            const size_t end = s->offset + s->count;
+            const size_t start = span_lo(p, s), end = start + s->count;
             size_t u;
             for (piece_iter_t it = pieces_of(p, s); piece_next(&it, &u);) {
-                const size_t lo = p->units[u].lo > s->offset ? p->units[u].lo : s->offset;
+                const size_t lo = p->units[u].lo > start ? p->units[u].lo : start;
                 const size_t hi = p->units[u].hi < end ? p->units[u].hi : end;
                 const unsigned j = task_buf_index(p, i, tb, &nbuf, u);
                 if (is_src) tb[j].read = 1, a->nsrc++;
@@ -858,6 +983,7 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
         }
     }
     free(cut);
+    free(cut_at);
 
     struct starpu_task *t = starpu_task_create();
     if (!t) {
@@ -888,7 +1014,8 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
         enum starpu_data_access_mode mode = STARPU_R;
         if (tb[j].written) {
             const int whole = tb[j].covered >= u->hi - u->lo;
-            const int first = u->first_writer == i && !u->input_read;
+            /* (in a vector holding views, the rest of the piece may be the caller's other data) */
+            const int first = u->first_writer == i && !u->input_read && !p->res[u->res].views;
             mode = tb[j].read ? STARPU_RW : (whole || first) ? STARPU_W : STARPU_RW;
         }
         if (nbuf > STARPU_NMAXBUFS) {
@@ -941,6 +1068,82 @@ static void keep_caller_data(struct starpu_task **tasks, size_t nqueued)
  * Submission
  */
 
+/*
+ * The caller's views, checked: each within its vector and of its tensor's element size (@exact: the
+ * vector is the tensor, as starfold_submit() wants); and no output overlapping another view but its
+ * in-place input. Identical ranges sort together (ext_ref_cmp), so each group of identical ranges may
+ * hold inputs only, or one output with at most its own device's input of the same tensor; a group
+ * with an output must then overlap no other group: swept in order, with the farthest end reached by
+ * any group and by any group holding an output.
+ */
+static starfold_status_t check_views(const struct starfold_graph *g, const starfold_view_t *inputs,
+                                     const starfold_view_t *outputs, int exact, const ext_ref_t *refs, size_t nrefs)
+{
+    const size_t T = g->num_tensors;
+    const char *fn = exact ? "starfold_submit" : "starfold_submit_views";
+    starfold_status_t st = STARFOLD_OK;
+    shape_cache_t sc = { NULL, 0, 0, 0 };
+    for (int s = 0; s < g->num_inputs; s++)
+        for (size_t t = 0; t < T; t++)
+            if ((st = check_view(&inputs[(size_t)s * T + t], &g->bufs[sf_graph_input(g, s, t)], "input", s, t,
+                                 exact, &sc)) != STARFOLD_OK)
+                return st;
+    /* Outputs have the graph's output dtype (float64 for a promoted integer MEAN). */
+    for (int d = 0; d < g->num_outputs; d++)
+        for (size_t t = 0; t < T; t++)
+            if ((st = check_view(&outputs[(size_t)d * T + t], &g->bufs[sf_graph_output(g, d, t)], "output", d, t,
+                                 exact, &sc)) != STARFOLD_OK)
+                return st;
+    size_t reach = 0, reach_out = 0;
+    for (size_t i = 0; i < nrefs && st == STARFOLD_OK; i++) {
+        if (i == 0 || refs[i].handle != refs[i - 1].handle) reach = reach_out = 0;
+        size_t j = i;
+        while (j + 1 < nrefs && refs[j + 1].handle == refs[i].handle && refs[j + 1].lo == refs[i].lo &&
+               refs[j + 1].hi == refs[i].hi)
+            j++;
+        /* Group refs[i..j]: one range of one vector. */
+        size_t nouts = 0, out_buf = SF_NONE;
+        for (size_t k = i; k <= j; k++)
+            if (g->bufs[refs[k].buf].kind == SF_BUF_OUTPUT) nouts++, out_buf = refs[k].buf;
+        const int empty = refs[i].lo == refs[i].hi;
+        if (nouts > 1 && !empty) {
+            st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: one %s given for several outputs", fn,
+                          exact ? "handle" : "range of a vector");
+        } else if (nouts == 1 && !empty) {
+            const sf_buffer_t *o = &g->bufs[out_buf];
+            for (size_t k = i; k <= j && st == STARFOLD_OK; k++) {
+                const sf_buffer_t *b = &g->bufs[refs[k].buf];
+                if (b->kind == SF_BUF_INPUT && (b->tensor != o->tensor || b->device != o->device))
+                    st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                  "%s: output slot %d tensor %zu is the %s of input slot %d tensor %zu; an output may "
+                                  "only be its own device's input of the same tensor",
+                                  fn, o->slot, o->tensor, exact ? "handle" : "range", b->slot, b->tensor);
+                else if (b->kind == SF_BUF_INPUT && b->dtype != o->dtype)
+                    st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                  "%s: output slot %d tensor %zu is %s, its input %s: it cannot be computed in place",
+                                  fn, o->slot, o->tensor, starfold_dtype_name(o->dtype), starfold_dtype_name(b->dtype));
+            }
+            if (st == STARFOLD_OK && refs[i].lo < reach)
+                st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                              "%s: output slot %d tensor %zu (elements [%zu, %zu) of its vector) overlaps another view",
+                              fn, o->slot, o->tensor, refs[i].lo, refs[i].hi);
+        }
+        if (st == STARFOLD_OK && !empty && refs[i].lo < reach_out) {
+            const sf_buffer_t *b = &g->bufs[refs[i].buf];
+            st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
+                          "%s: %s slot %d tensor %zu (elements [%zu, %zu) of its vector) overlaps an output", fn,
+                          b->kind == SF_BUF_OUTPUT ? "output" : "input", b->slot, b->tensor, refs[i].lo, refs[i].hi);
+        }
+        if (refs[i].hi > reach) reach = refs[i].hi;
+        if (nouts && refs[i].hi > reach_out) reach_out = refs[i].hi;
+        i = j;
+    }
+    return st;
+}
+
+static starfold_status_t submit(starfold_context_t context, starfold_graph_t graph, const starfold_view_t *inputs,
+                                const starfold_view_t *outputs, starfold_request_t *request, int exact);
+
 STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starfold_graph_t graph,
                                                const starpu_data_handle_t *inputs,
                                                const starpu_data_handle_t *outputs, starfold_request_t *request)
@@ -948,12 +1151,38 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     if (!context || !graph || !request)
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: NULL %s",
                         !context ? "context" : !graph ? "graph" : "request");
-    const struct starfold_graph *g = graph;
-    const size_t T = g->num_tensors;
-    const size_t nin = (size_t)g->num_inputs * T, nout = (size_t)g->num_outputs * T;
+    const size_t T = graph->num_tensors;
+    const size_t nin = (size_t)graph->num_inputs * T, nout = (size_t)graph->num_outputs * T;
     if ((nin && !inputs) || (nout && !outputs))
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: NULL %s array", !inputs ? "inputs" : "outputs");
+    starfold_view_t *views = malloc(sizeof *views * (nin + nout + 1));
+    if (!views) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+    for (size_t i = 0; i < nin; i++) views[i] = (starfold_view_t){ inputs[i], 0 };
+    for (size_t i = 0; i < nout; i++) views[nin + i] = (starfold_view_t){ outputs[i], 0 };
+    const starfold_status_t st = submit(context, graph, views, views + nin, request, 1);
+    free(views);
+    return st;
+}
 
+STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context, starfold_graph_t graph,
+                                                     const starfold_view_t *inputs, const starfold_view_t *outputs,
+                                                     starfold_request_t *request)
+{
+    if (!context || !graph || !request)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit_views: NULL %s",
+                        !context ? "context" : !graph ? "graph" : "request");
+    const size_t T = graph->num_tensors;
+    if ((graph->num_inputs && T && !inputs) || (graph->num_outputs && T && !outputs))
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit_views: NULL %s array",
+                        !inputs ? "inputs" : "outputs");
+    return submit(context, graph, inputs, outputs, request, 0);
+}
+
+/* starfold_submit() and starfold_submit_views(): arguments non-NULL; @exact as check_views(). */
+static starfold_status_t submit(starfold_context_t context, starfold_graph_t graph, const starfold_view_t *inputs,
+                                const starfold_view_t *outputs, starfold_request_t *request, int exact)
+{
+    const struct starfold_graph *g = graph;
     /*
      * Devices first: a graph for a bigger machine is NO_DEVICE whatever its handles, even when the
      * devices it happens to use exist here (it was compiled for another machine: its links and its
@@ -982,70 +1211,28 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
             return sf_error(STARFOLD_ERR_NO_DEVICE, "starfold_submit: task %zu runs on device %d, the context has %d", i,
                             g->nodes[i].device, context->num_devices);
 
-    /* Handles: vectors of the right shape; an output may only be its own device's input (in-place). */
-    starfold_status_t st = STARFOLD_OK;
-    for (int s = 0; s < g->num_inputs; s++)
-        for (size_t t = 0; t < T; t++)
-            if ((st = check_handle(inputs[(size_t)s * T + t], &g->bufs[sf_graph_input(g, s, t)], "input", s, t)) !=
-                STARFOLD_OK)
-                return st;
-    /* Outputs have the graph's output dtype (float64 for a promoted integer MEAN). */
-    for (int d = 0; d < g->num_outputs; d++)
-        for (size_t t = 0; t < T; t++)
-            if ((st = check_handle(outputs[(size_t)d * T + t], &g->bufs[sf_graph_output(g, d, t)], "output", d, t)) !=
-                STARFOLD_OK)
-                return st;
-    {
-        ext_ref_t *refs = malloc(sizeof *refs * (nin + nout + 1));
-        if (!refs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
-        size_t nrefs = 0;
-        for (size_t i = 0; i < nin; i++)
-            if (inputs[i]) refs[nrefs++] = (ext_ref_t){ inputs[i], g->input_buf[i] };
-        for (size_t i = 0; i < nout; i++)
-            if (outputs[i]) refs[nrefs++] = (ext_ref_t){ outputs[i], g->output_buf[i] };
-        qsort(refs, nrefs, sizeof *refs, ext_ref_cmp);
-        for (size_t i = 0; i < nrefs && st == STARFOLD_OK; i++) {
-            size_t j = i;
-            while (j + 1 < nrefs && refs[j + 1].handle == refs[i].handle) j++;
-            /* Group refs[i..j] shares one handle: any number of inputs, or exactly one output and the
-             * input of the same device and tensor. */
-            size_t nouts = 0, out_buf = SF_NONE;
-            for (size_t k = i; k <= j; k++)
-                if (g->bufs[refs[k].buf].kind == SF_BUF_OUTPUT) nouts++, out_buf = refs[k].buf;
-            if (nouts > 1) {
-                st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: one handle given for several outputs");
-            } else if (nouts == 1) {
-                const sf_buffer_t *o = &g->bufs[out_buf];
-                for (size_t k = i; k <= j && st == STARFOLD_OK; k++) {
-                    const sf_buffer_t *b = &g->bufs[refs[k].buf];
-                    if (b->kind == SF_BUF_INPUT && (b->tensor != o->tensor || b->device != o->device))
-                        st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                      "starfold_submit: output slot %d tensor %zu is the handle of input slot %d tensor "
-                                      "%zu; an output may only be its own device's input of the same tensor",
-                                      o->slot, o->tensor, b->slot, b->tensor);
-                    else if (b->kind == SF_BUF_INPUT && b->dtype != o->dtype)
-                        st = sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                      "starfold_submit: output slot %d tensor %zu is %s, its input %s: it cannot be "
-                                      "computed in place",
-                                      o->slot, o->tensor, starfold_dtype_name(o->dtype), starfold_dtype_name(b->dtype));
-                }
-            }
-            i = j;
-        }
-        free(refs);
-        if (st != STARFOLD_OK) return st;
-    }
-    for (size_t b = 0; b < g->nbufs; b++)
+    /* Views: vectors of the right shape; an output may only be its own device's input (in-place). */
+    size_t nrefs = 0;
+    ext_ref_t *refs = ext_refs(g, inputs, outputs, &nrefs);
+    if (!refs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+    starfold_status_t st = check_views(g, inputs, outputs, exact, refs, nrefs);
+    for (size_t b = 0; b < g->nbufs && st == STARFOLD_OK; b++)
         if (g->bufs[b].kind == SF_BUF_TEMP && g->bufs[b].count > UINT32_MAX)
-            return sf_error(STARFOLD_ERR_NOT_SUPPORTED, "starfold_submit: temporary of %zu elements (StarPU vectors hold "
-                                                        "at most %u)", g->bufs[b].count, (unsigned)UINT32_MAX);
+            st = sf_error(STARFOLD_ERR_NOT_SUPPORTED, "starfold_submit: temporary of %zu elements (StarPU vectors hold "
+                                                      "at most %u)", g->bufs[b].count, (unsigned)UINT32_MAX);
+    if (st != STARFOLD_OK) {
+        free(refs);
+        return st;
+    }
 
     /* Plan everything before creating anything in StarPU. */
     plan_t plan;
     struct starfold_request *req = NULL;
     struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
     size_t *task_node = NULL, *task_of_node = NULL, ntasks = 0, ncreated = 0;
-    SF_CHECK_GOTO(plan_build(&plan, g, context, inputs, outputs), st, fail_plan);
+    st = plan_build(&plan, g, context, refs, nrefs);
+    free(refs);
+    if (st != STARFOLD_OK) goto fail_plan;
     SF_CHECK_GOTO(plan_check_memory(&plan), st, fail_plan);
 
     req = request_new(context);

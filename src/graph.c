@@ -236,6 +236,7 @@ static starfold_status_t add_node(starfold_graph_t g, int device, starfold_task_
     memcpy(n->dst, dst, ndst * sizeof *dst);
     n->nsrc = nsrc;
     n->ndst = ndst;
+    n->nseg = 1;
     g->nnodes++; /* from here on graph_free owns the node */
 
     for (size_t i = 0; i < nsrc; i++)
@@ -288,6 +289,31 @@ starfold_status_t sf_graph_reduce_on(starfold_graph_t g, int device, starfold_op
             return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce destination %zu has %zu elements, destination 0 %zu",
                             g->algorithm, i, dst[i].count, dst[0].count);
     return add_node(g, device, STARFOLD_TASK_REDUCE, op, divisor, src, nsrc, dst, ndst, tag, node);
+}
+
+starfold_status_t sf_graph_reduce_segments(starfold_graph_t g, int device, starfold_op_t op, const sf_span_t *src,
+                                           size_t nsrc, const sf_span_t *dst, size_t ndst, size_t nseg,
+                                           uint32_t divisor, int tag, size_t *node)
+{
+    if (nsrc == 0 || ndst == 0 || nseg == 0)
+        return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce of no source, into nothing or of no segment", g->algorithm);
+    if (divisor == 0 || (divisor > 1 && op != STARFOLD_OP_SUM && op != STARFOLD_OP_MEAN))
+        return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce (%s) divided by %u", g->algorithm, starfold_op_name(op),
+                        divisor);
+    for (size_t q = 0; q < nseg; q++) {
+        const size_t c = dst[q * ndst].count;
+        for (size_t i = 0; i < nsrc + ndst; i++)
+            if ((i < nsrc ? src[q * nsrc + i] : dst[q * ndst + i - nsrc]).count != c)
+                return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce segment %zu: spans of different counts",
+                                g->algorithm, q);
+    }
+    size_t self;
+    starfold_status_t st =
+        add_node(g, device, STARFOLD_TASK_REDUCE, op, divisor, src, nsrc * nseg, dst, ndst * nseg, tag, &self);
+    if (st != STARFOLD_OK) return st;
+    g->nodes[self].nseg = nseg;
+    if (node) *node = self;
+    return STARFOLD_OK;
 }
 
 starfold_status_t sf_graph_reduce(starfold_graph_t g, starfold_op_t op, const sf_span_t *src, size_t nsrc,

@@ -19,7 +19,11 @@
  *   REDUCE: one or more dst spans; each dst[i] = op(src0[i], src1[i], ...) left to right, every span
  *           the same count. A dst may be exactly one of the src spans (accumulate in place); several
  *           dsts receive the same result (a reduce-and-broadcast in one pass over the data). With a
- *           divisor > 1 the result is divided as SCALE divides (MEAN in the same pass).
+ *           divisor > 1 the result is divided as SCALE divides (MEAN in the same pass). A segmented
+ *           REDUCE (nseg > 1) is nseg such reductions in one task, its spans segment after segment
+ *           (src: nseg groups of nsrc/nseg, dst: nseg groups of ndst/nseg), each segment's spans of
+ *           one count: a batch of small tensors reduced by one task straight from the caller's
+ *           buffers, without packing them first.
  *   SCALE:  one src, one dst of the same count; dst[i] = src[i] / divisor (integers truncate). A SCALE
  *           reading integers may write float64 (TensorFlow's promoting integer MEAN): dst = (double)src / d.
  * The node's dtype is its sources' dtype; every span has it, except that converting SCALE's dst.
@@ -71,6 +75,7 @@ typedef struct sf_node {
     size_t nsrc;
     sf_span_t *dst;
     size_t ndst;
+    size_t nseg;              /* REDUCE: segments (>= 1) the spans come in; 1 for every other kind */
     size_t *deps;             /* earlier node indices, ascending, no duplicates */
     size_t ndeps, cap_deps;
     int tag;                  /* pack index (or tensor index when unpacked), -1 if none: for labels */
@@ -152,6 +157,14 @@ starfold_status_t sf_graph_reduce_n(starfold_graph_t g, starfold_op_t op, const 
 starfold_status_t sf_graph_reduce_on(starfold_graph_t g, int device, starfold_op_t op, const sf_span_t *src,
                                      size_t nsrc, const sf_span_t *dst, size_t ndst, uint32_t divisor, int tag,
                                      size_t *node);
+
+/*
+ * As sf_graph_reduce_on(), for @nseg segments at once: src[q * nsrc + k] is source k of segment q,
+ * dst[q * ndst + d] destination d of segment q; each segment's spans one count (segments may differ).
+ */
+starfold_status_t sf_graph_reduce_segments(starfold_graph_t g, int device, starfold_op_t op, const sf_span_t *src,
+                                           size_t nsrc, const sf_span_t *dst, size_t ndst, size_t nseg,
+                                           uint32_t divisor, int tag, size_t *node);
 
 /* Appends a SCALE node: dst = src / divisor; runs on dst's device. */
 starfold_status_t sf_graph_scale(starfold_graph_t g, sf_span_t src, sf_span_t dst, uint32_t divisor, int tag,

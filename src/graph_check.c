@@ -120,6 +120,8 @@ static size_t concat_pos(const sf_span_t *spans, size_t k)
 static int maps_elementwise(const sf_node_t *n, size_t s, size_t d)
 {
     const int elementwise = n->kind == STARFOLD_TASK_REDUCE || n->kind == STARFOLD_TASK_SCALE;
+    /* A segmented REDUCE: only within one segment (another segment is another reduction). */
+    if (elementwise && n->nseg > 1 && s / (n->nsrc / n->nseg) != d / (n->ndst / n->nseg)) return 0;
     const size_t ps = elementwise ? 0 : concat_pos(n->src, s), pd = elementwise ? 0 : concat_pos(n->dst, d);
     return ps + n->dst[d].offset == pd + n->src[s].offset;
 }
@@ -190,18 +192,26 @@ static starfold_status_t check_arity(const struct starfold_graph *g, size_t i)
             snprintf(what, sizeof what, "a reduce (%s) divided by %u", starfold_op_name(n->op), n->divisor);
             return invalid_node(g, i, what);
         }
+        if (n->nseg < 1 || n->nsrc % n->nseg || n->ndst % n->nseg) {
+            snprintf(what, sizeof what, "%zu sources and %zu destinations in %zu segments", n->nsrc, n->ndst, n->nseg);
+            return invalid_node(g, i, what);
+        }
+        /* Segment q: sources [q * ps, (q + 1) * ps), destinations [q * pd, (q + 1) * pd), one count. */
+        const size_t ps = n->nsrc / n->nseg, pd = n->ndst / n->nseg;
         for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
-            const sf_span_t *s = k < n->nsrc ? &n->src[k] : &n->dst[k - n->nsrc];
-            if (s->count != n->dst[0].count) {
-                snprintf(what, sizeof what, "%s %zu has %zu elements, the destination %zu",
-                         k < n->nsrc ? "source" : "destination", k < n->nsrc ? k : k - n->nsrc, s->count,
-                         n->dst[0].count);
+            const int src = k < n->nsrc;
+            const size_t j = src ? k : k - n->nsrc, q = src ? j / ps : j / pd;
+            const sf_span_t *s = src ? &n->src[j] : &n->dst[j];
+            if (s->count != n->dst[q * pd].count) {
+                snprintf(what, sizeof what, "%s %zu has %zu elements, the destination%s %zu",
+                         src ? "source" : "destination", j, s->count, n->nseg > 1 ? " of its segment" : "",
+                         n->dst[q * pd].count);
                 return invalid_node(g, i, what);
             }
         }
         return STARFOLD_OK;
     case STARFOLD_TASK_SCALE:
-        if (n->ndst != 1 || n->nsrc != 1 || n->src[0].count != n->dst[0].count || n->divisor < 1) {
+        if (n->nseg != 1 || n->ndst != 1 || n->nsrc != 1 || n->src[0].count != n->dst[0].count || n->divisor < 1) {
             snprintf(what, sizeof what, "a scale needs 1 source and 1 destination of one count and a divisor >= 1");
             return invalid_node(g, i, what);
         }
@@ -209,7 +219,7 @@ static starfold_status_t check_arity(const struct starfold_graph *g, size_t i)
     case STARFOLD_TASK_COPY:
     case STARFOLD_TASK_PACK:
     case STARFOLD_TASK_UNPACK:
-        if (n->nsrc < 1 || span_total(n->src, n->nsrc) != span_total(n->dst, n->ndst)) {
+        if (n->nseg != 1 || n->nsrc < 1 || span_total(n->src, n->nsrc) != span_total(n->dst, n->ndst)) {
             snprintf(what, sizeof what, "moves %zu elements into %zu", span_total(n->src, n->nsrc),
                      span_total(n->dst, n->ndst));
             return invalid_node(g, i, what);

@@ -336,10 +336,10 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
     return STARFOLD_OK;
 }
 
-/* "reduce (sum)\npack 3\n4.0 MiB": what the task does, which pack or tensor, bytes it writes. */
+/* "reduce (sum)\npack 3\n4.0 MiB": what the task does, which pack or tensor(s), bytes it writes. */
 static void task_label(const exporter_t *x, const sf_node_t *n, Agnode_t *an)
 {
-    char what[48], tag[32] = "", size[32];
+    char what[48], tag[64] = "", size[32];
     uint64_t bytes = 0;
     for (size_t k = 0; k < n->ndst; k++) bytes += sf_span_bytes(x->g, n->dst[k]);
     human_bytes(bytes, size, sizeof size);
@@ -349,7 +349,10 @@ static void task_label(const exporter_t *x, const sf_node_t *n, Agnode_t *an)
         snprintf(what, sizeof what, "scale /%u", (unsigned)n->divisor);
     else
         snprintf(what, sizeof what, "%s", starfold_task_kind_name(n->kind));
-    if (n->tag >= 0) snprintf(tag, sizeof tag, "\\n%s %d", x->tags_are_packs ? "pack" : "tensor", n->tag);
+    if (n->kind == STARFOLD_TASK_REDUCE && n->nseg > 1) /* a segmented reduce: its tensors from the first */
+        snprintf(tag, sizeof tag, "\\ntensors %d+%zu", n->tag, n->nseg);
+    else if (n->tag >= 0)
+        snprintf(tag, sizeof tag, "\\n%s %d", x->tags_are_packs ? "pack" : "tensor", n->tag);
     sf_agset(an, "label", "%s%s\\n%s", what, tag, size);
 }
 

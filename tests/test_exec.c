@@ -405,6 +405,339 @@ static void test_compiled_promoted_mean(void)
 }
 
 /* ------------------------------------------------------------------------------------------------
+ * Views: every replica's tensors in one vector (starfold_submit_views()).
+ *
+ * Input vector of slot s: the tensors in reverse order, each behind a guard of VIEW_GUARD elements
+ * (and one at the end); output vector of slot d: the tensors in order, guards likewise, or, in place,
+ * the very input vector of its device with the same views. Guards hold values no reduction makes and
+ * must come back unchanged, from every memory node: elements outside every view are never touched.
+ */
+
+#define VIEW_GUARD 3
+#define VIEW_GUARD_VALUE 4242.0
+
+typedef struct view_layout {
+    size_t *off;  /* [nt] element offset of each tensor */
+    size_t total; /* elements of the vector */
+} view_layout_t;
+
+static void view_layout(const starfold_tensor_desc_t *t, size_t nt, int reverse, view_layout_t *l)
+{
+    size_t at = VIEW_GUARD;
+    for (size_t k = 0; k < nt; k++) {
+        const size_t i = reverse ? nt - 1 - k : k;
+        l->off[i] = at;
+        at += t[i].count + VIEW_GUARD;
+    }
+    l->total = at;
+}
+
+/* Runs @g (tensors of one dtype, outputs of that dtype) through views; 0 when every element is right. */
+static int run_views(starfold_graph_t graph, int in_place, const char *label)
+{
+    const struct starfold_graph *g = graph;
+    const size_t nt = g->num_tensors;
+    const starfold_dtype_t dt = g->tensors[0].dtype;
+    const size_t es = starfold_dtype_size(dt);
+    const int nin = g->num_inputs, nout = g->num_outputs;
+    int rc = -1;
+    starfold_status_t st;
+    starpu_data_handle_t vin[STARFOLD_MAX_DEVICES] = { 0 }, vout[STARFOLD_MAX_DEVICES] = { 0 };
+    int shared[STARFOLD_MAX_DEVICES] = { 0 }; /* output slot d uses input slot shared[d] - 1 */
+    void *host_in[STARFOLD_MAX_DEVICES] = { 0 };
+    size_t off_in[64], off_out[64];
+    view_layout_t lin = { off_in, 0 }, lout = { off_out, 0 };
+    starfold_view_t *vi = calloc((size_t)nin * nt + 1, sizeof *vi), *vo = calloc((size_t)nout * nt + 1, sizeof *vo);
+    void *buf = NULL;
+    double *expect = NULL;
+    const void **srcs = calloc((size_t)nin + 1, sizeof *srcs);
+    if (nt > 64 || !vi || !vo || !srcs) goto out;
+    view_layout(g->tensors, nt, 1, &lin);
+    view_layout(g->tensors, nt, 0, &lout);
+
+    for (int s = 0; s < nin; s++) {
+        if (!(host_in[s] = sf_tu_alloc(dt, lin.total))) goto out;
+        for (size_t i = 0; i < lin.total; i++) sf_tu_set(host_in[s], dt, i, VIEW_GUARD_VALUE);
+        for (size_t t = 0; t < nt; t++)
+            sf_tu_fill((char *)host_in[s] + off_in[t] * es, dt, g->tensors[t].count, g->op, s, t);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, g->input_devices[s], dt, lin.total, &vin[s]), STARFOLD_OK);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vin[s], host_in[s], lin.total * es), STARFOLD_OK);
+        for (size_t t = 0; t < nt; t++) vi[(size_t)s * nt + t] = (starfold_view_t){ vin[s], off_in[t] };
+    }
+    if (!(buf = sf_tu_alloc(dt, lout.total > lin.total ? lout.total : lin.total))) goto out;
+    for (int d = 0; d < nout; d++) {
+        for (int s = 0; in_place && s < nin; s++)
+            if (g->input_devices[s] == g->output_devices[d]) shared[d] = s + 1;
+        if (shared[d]) {
+            for (size_t t = 0; t < nt; t++) vo[(size_t)d * nt + t] = vi[(size_t)(shared[d] - 1) * nt + t];
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, g->output_devices[d], dt, lout.total, &vout[d]), STARFOLD_OK);
+        for (size_t i = 0; i < lout.total; i++) sf_tu_set(buf, dt, i, VIEW_GUARD_VALUE);
+        for (size_t t = 0; t < nt; t++) sf_tu_fill_sentinel((char *)buf + off_out[t] * es, dt, g->tensors[t].count);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vout[d], buf, lout.total * es), STARFOLD_OK);
+        for (size_t t = 0; t < nt; t++) vo[(size_t)d * nt + t] = (starfold_view_t){ vout[d], off_out[t] };
+    }
+
+    starfold_request_t req = NULL;
+    if ((st = starfold_submit_views(ctx, graph, vi, vo, &req)) != STARFOLD_OK) {
+        fprintf(stderr, "%s: submit_views: %s (%s)\n", label, starfold_status_string(st), starfold_last_error());
+        goto out;
+    }
+    st = starfold_request_wait(req);
+    starfold_request_destroy(req);
+    if (st != STARFOLD_OK) goto out;
+
+    rc = 0;
+    for (int d = 0; d < nout && rc == 0; d++) {
+        const starpu_data_handle_t h = shared[d] ? vin[shared[d] - 1] : vout[d];
+        const size_t *off = shared[d] ? off_in : off_out;
+        const size_t total = shared[d] ? lin.total : lout.total;
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_read(h, buf, total * es), STARFOLD_OK);
+        for (size_t t = 0; t < nt && rc == 0; t++) {
+            char why[160];
+            free(expect);
+            expect = malloc(sizeof(double) * (g->tensors[t].count + 1));
+            if (!expect) {
+                rc = -1;
+                break;
+            }
+            if (g->kind == STARFOLD_COLL_BROADCAST) {
+                for (size_t i = 0; i < g->tensors[t].count; i++)
+                    expect[i] = sf_tu_get((char *)host_in[0] + off_in[t] * es, dt, i);
+            } else {
+                for (int s = 0; s < nin; s++) srcs[s] = (char *)host_in[s] + off_in[t] * es;
+                sf_tu_reference(g->op, dt, srcs, nin, g->tensors[t].count, expect);
+            }
+            if (sf_tu_compare((char *)buf + off[t] * es, dt, expect, g->tensors[t].count, why, sizeof why)) {
+                fprintf(stderr, "%s: output slot %d tensor %zu: %s\n", label, d, t, why);
+                rc = -1;
+            }
+        }
+        /* guards: everything outside the views */
+        for (size_t i = 0, t = 0; i < total && rc == 0; i++) {
+            int in_view = 0;
+            for (t = 0; t < nt && !in_view; t++) in_view = i >= off[t] && i < off[t] + g->tensors[t].count;
+            if (!in_view && sf_tu_get(buf, dt, i) != VIEW_GUARD_VALUE) {
+                fprintf(stderr, "%s: output slot %d: element %zu outside every view was written\n", label, d, i);
+                rc = -1;
+            }
+        }
+    }
+    /* inputs not shared with an output: unchanged, guards included */
+    for (int s = 0; s < nin && rc == 0; s++) {
+        int used = 0;
+        for (int d = 0; d < nout; d++) used |= shared[d] == s + 1;
+        if (used) continue;
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_read(vin[s], buf, lin.total * es), STARFOLD_OK);
+        if (memcmp(buf, host_in[s], lin.total * es)) {
+            fprintf(stderr, "%s: input slot %d was modified\n", label, s);
+            rc = -1;
+        }
+    }
+out:
+    for (int s = 0; s < nin; s++) {
+        if (vin[s]) starfold_vector_destroy(ctx, vin[s]);
+        free(host_in[s]);
+    }
+    for (int d = 0; d < nout; d++)
+        if (vout[d]) starfold_vector_destroy(ctx, vout[d]);
+    free(vi);
+    free(vo);
+    free(buf);
+    free(expect);
+    free(srcs);
+    return rc;
+}
+
+static int run_views_compiled(const char *algo, starfold_collective_t kind, starfold_op_t op, int n,
+                              const starfold_tensor_desc_t *tensors, size_t nt, int in_place)
+{
+    starfold_topology_t topo = topo_of(n);
+    if (!topo) return -1;
+    const starfold_collective_desc_t desc = { .kind = kind, .op = op,
+                                              .num_sources = kind == STARFOLD_COLL_BROADCAST ? 1 : n,
+                                              .sources = devices, .num_destinations = kind == STARFOLD_COLL_BROADCAST ? n : 0,
+                                              .destinations = kind == STARFOLD_COLL_BROADCAST ? devices : NULL,
+                                              .num_tensors = nt, .tensors = tensors };
+    starfold_graph_t g = NULL;
+    starfold_status_t st = starfold_graph_compile(topo, algo, &desc, NULL, &g);
+    const int refuses = sf_tu_refuses(topo, algo);
+    starfold_topology_destroy(topo);
+    if (refuses) {
+        CU_ASSERT_EQUAL(st, STARFOLD_ERR_NOT_SUPPORTED);
+        starfold_graph_destroy(g);
+        return 0;
+    }
+    if (st != STARFOLD_OK) {
+        fprintf(stderr, "%s: compile: %s\n", algo, starfold_last_error());
+        return -1;
+    }
+    char label[160];
+    snprintf(label, sizeof label, "views %s %s N=%d %s%s", algo, kind == STARFOLD_COLL_BROADCAST ? "broadcast" : "reduce",
+             n, starfold_op_name(op), in_place ? " in place" : "");
+    const int rc = run_views(g, in_place, label);
+    starfold_graph_destroy(g);
+    return rc;
+}
+
+/*
+ * Every algorithm through views, out of place and in place, with small tensors (one-pass's segmented
+ * batches, hierarchical copy's packs) and tensors big enough to be cut into pieces: on the emulated
+ * box each piece of a view moves between memory nodes, and nothing outside the views may.
+ */
+static void test_views(void)
+{
+    const starfold_tensor_desc_t small[5] = { { STARFOLD_FLOAT32, 1000 }, { STARFOLD_FLOAT32, 1 },
+                                              { STARFOLD_FLOAT32, 0 },    { STARFOLD_FLOAT32, 1001 },
+                                              { STARFOLD_FLOAT32, 37 } };
+    const starfold_tensor_desc_t big[3] = { { STARFOLD_FLOAT64, 70001 }, { STARFOLD_FLOAT64, 3 },
+                                            { STARFOLD_FLOAT64, 40000 } };
+    const int n = EMULATED ? 8 : 5;
+    for (int a = 0; a < NUM_ALGORITHMS; a++) {
+        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, n, small, 5, 0), 0);
+        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, n, big, 3, 1), 0);
+        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_MAX, 3, small, 5, 1), 0);
+        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 3, big, 3, 0), 0);
+    }
+}
+
+/* The pool of main-memory blocks for temporaries (exec_pool.c), alone and under submissions. */
+static void test_temp_pool(void)
+{
+    sf_pool_t *p = sf_pool_create();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    size_t got = 0, got2 = 0;
+    void *a = sf_pool_get(p, 100, &got);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT(got >= 100);
+    CU_ASSERT_EQUAL((uintptr_t)a % 64, 0);
+    memset(a, 1, got);
+    sf_pool_put(p, a, got);
+    void *b = sf_pool_get(p, 50, &got2); /* the free block is large enough: the same one */
+    CU_ASSERT_PTR_EQUAL(b, a);
+    CU_ASSERT_EQUAL(got2, got);
+    void *c = sf_pool_get(p, (size_t)3 << 20, &got); /* none free: a new one, 2 MiB-aligned */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT(c != b);
+    CU_ASSERT_EQUAL((uintptr_t)c % ((size_t)2 << 20), 0);
+    sf_pool_put(p, b, got2);
+    sf_pool_put(p, c, got);
+    void *d = sf_pool_get(p, 1000, &got2); /* the smallest that fits: b's, not c's */
+    CU_ASSERT_PTR_EQUAL(d, b);
+    /* more blocks given back than the pool keeps: the smallest go */
+    void *blk[12];
+    size_t sz[12];
+    for (int i = 0; i < 12; i++) blk[i] = sf_pool_get(p, (size_t)(i + 1) << 16, &sz[i]);
+    for (int i = 0; i < 12; i++) sf_pool_put(p, blk[i], sz[i]);
+    void *e = sf_pool_get(p, (size_t)12 << 16, &got);
+    CU_ASSERT_PTR_EQUAL(e, blk[11]);
+    /* closed with blocks still out: they are freed when given back, the pool with the last one */
+    sf_pool_close(p);
+    sf_pool_put(p, e, got);
+    sf_pool_put(p, d, got2);
+
+    /* A graph with temporaries submitted twice: the second submission gets the first one's block. */
+    if (EMULATED) return; /* temporaries live in the devices' memories there */
+    const starfold_tensor_desc_t t[1] = { { STARFOLD_FLOAT32, 100000 } };
+    starfold_topology_t topo = topo_of(4);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = 4,
+                                              .sources = devices, .num_tensors = 1, .tensors = t };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, "hierarchical-copy", &desc, NULL, &g), STARFOLD_OK);
+    starfold_topology_destroy(topo);
+    starpu_data_handle_t h[4];
+    float *host = calloc(100000, sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+    for (int s = 0; s < 4; s++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, 100000, &h[s]), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_vector_write(h[s], host, 100000 * sizeof(float)), STARFOLD_OK);
+    }
+    void *first = NULL;
+    for (int round = 0; round < 2; round++) {
+        starfold_request_t req = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_submit(ctx, g, h, h, &req), STARFOLD_OK);
+        CU_ASSERT_PTR_NOT_NULL(req->temp_block);
+        if (round == 0) first = req->temp_block;
+        else CU_ASSERT_PTR_EQUAL(req->temp_block, first);
+        CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+        CU_ASSERT_PTR_NULL(req->temp_block); /* given back once the temporaries are released */
+        starfold_request_destroy(req);
+    }
+    for (int s = 0; s < 4; s++) starfold_vector_destroy(ctx, h[s]);
+    free(host);
+    starfold_graph_destroy(g);
+}
+
+/* Views the executor must refuse, with nothing submitted: the same call with good views then works. */
+static void test_views_errors(void)
+{
+    const starfold_tensor_desc_t t[2] = { { STARFOLD_FLOAT32, 10 }, { STARFOLD_FLOAT32, 20 } };
+    starfold_topology_t topo = topo_of(2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = 2,
+                                              .sources = devices, .num_tensors = 2, .tensors = t };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, "reduce-to-one", &desc, NULL, &g), STARFOLD_OK);
+    starfold_topology_destroy(topo);
+    starpu_data_handle_t in[2], out[2], f64 = NULL;
+    float zero[64] = { 0 };
+    for (int s = 0; s < 2; s++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, 30, &in[s]), STARFOLD_OK);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, 64, &out[s]), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_vector_write(in[s], zero, 30 * sizeof(float)), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_vector_write(out[s], zero, 64 * sizeof(float)), STARFOLD_OK);
+    }
+    CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, 0, STARFOLD_FLOAT64, 30, &f64), STARFOLD_OK);
+    starfold_view_t vi[4] = { { in[0], 0 }, { in[0], 10 }, { in[1], 0 }, { in[1], 10 } };
+    starfold_view_t vo[4] = { { out[0], 0 }, { out[0], 10 }, { out[1], 0 }, { out[1], 30 } };
+    starfold_request_t req = NULL;
+    struct {
+        starfold_view_t *v;
+        size_t at;
+        starfold_view_t bad;
+        const char *words;
+    } cases[] = {
+        { vi, 1, { in[0], 11 }, "lie outside its vector of 30" },          /* [11, 31) */
+        { vo, 3, { out[1], 50 }, "lie outside its vector of 64" },
+        { vi, 0, { f64, 0 }, "vector of 8-byte elements, the tensor is float32" },
+        { vo, 1, { out[0], 5 }, "overlaps" },                               /* two outputs overlap */
+        { vo, 2, { in[1], 5 }, "overlaps" },                                /* an output over another input */
+        { vo, 1, { in[0], 10 }, "overlaps" },                               /* in place on reduce-to-one's inputs: fine */
+        { vo, 3, { in[0], 10 }, "only be its own device's input" },         /* another device's input range */
+        { vo, 0, { NULL, 0 }, "NULL handle" },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const starfold_view_t keep = cases[c].v[cases[c].at];
+        cases[c].v[cases[c].at] = cases[c].bad;
+        const starfold_status_t st = starfold_submit_views(ctx, g, vi, vo, &req);
+        if (c == 5) { /* output 1 of slot 0 = the same range of slot 0's input of tensor 1: in place, accepted */
+            CU_ASSERT_EQUAL(st, STARFOLD_OK);
+            if (st == STARFOLD_OK) CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+            starfold_request_destroy(req);
+        } else {
+            CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+            if (!strstr(starfold_last_error(), cases[c].words))
+                fprintf(stderr, "views case %zu: '%s' does not say '%s'\n", c, starfold_last_error(), cases[c].words);
+            CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), cases[c].words));
+        }
+        cases[c].v[cases[c].at] = keep;
+    }
+    CU_ASSERT_EQUAL(starfold_submit_views(ctx, g, vi, vo, &req), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+    starfold_request_destroy(req);
+    CU_ASSERT_EQUAL(starfold_submit_views(ctx, g, NULL, vo, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_submit_views(ctx, NULL, vi, vo, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    for (int s = 0; s < 2; s++) {
+        starfold_vector_destroy(ctx, in[s]);
+        starfold_vector_destroy(ctx, out[s]);
+    }
+    starfold_vector_destroy(ctx, f64);
+    starfold_graph_destroy(g);
+}
+
+/* ------------------------------------------------------------------------------------------------
  * Caller tasks: a writer of an input before starfold_submit(), a reader of an output after it.
  */
 
@@ -1158,6 +1491,9 @@ int main(int argc, char **argv)
         { "compiled reduce to one and broadcast", test_compiled_reduce_broadcast },
         { "compiled in place", test_compiled_in_place },
         { "compiled promoted integer mean", test_compiled_promoted_mean },
+        { "views of shared vectors", test_views },
+        { "views refused", test_views_errors },
+        { "pool of temporaries", test_temp_pool },
         { "transfers follow the graph", test_transfers_follow_graph },
         { "caller tasks overlap", test_caller_overlap },
         { "request test and wait_timeout", test_request_progress },

@@ -679,6 +679,55 @@ static void test_check_structure(void)
     starfold_topology_destroy(tp);
 }
 
+/* A one-pass batch of small tensors on the host: segmented REDUCE tasks, a segment per tensor. */
+static starfold_graph_t build_segmented(starfold_topology_t tp)
+{
+    static const starfold_tensor_desc_t t[] = { { STARFOLD_FLOAT32, 100 }, { STARFOLD_FLOAT32, 50 },
+                                                { STARFOLD_FLOAT32, 0 }, { STARFOLD_FLOAT32, 70 } };
+    static const int dev[] = { 0, 1, 2 };
+    const starfold_collective_desc_t d = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_MEAN, .num_sources = 3,
+                                           .sources = dev, .num_tensors = 4, .tensors = t };
+    starfold_graph_t g = NULL;
+    OK(starfold_graph_compile(tp, "one-pass", &d, NULL, &g));
+    return g;
+}
+
+/* The checker on segmented REDUCE nodes: valid as compiled; each corruption named. */
+static void test_check_segments(void)
+{
+    starfold_topology_t full = NULL, tp = NULL;
+    OK(starfold_topology_builtin("host", &full));
+    OK(starfold_topology_subset(full, 3, &tp));
+    starfold_graph_t g = build_segmented(tp);
+    CU_ASSERT_EQUAL_FATAL(g->nnodes, 1); /* 220 elements: one task, three segments (the empty tensor none) */
+    CU_ASSERT_EQUAL(g->nodes[0].nseg, 3);
+    CU_ASSERT_EQUAL(g->nodes[0].nsrc, 9);
+    CU_ASSERT_EQUAL(g->nodes[0].ndst, 9);
+    CU_ASSERT_EQUAL(g->nodes[0].divisor, 3);
+    CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+    starfold_graph_destroy(g);
+
+    g = build_segmented(tp);
+    g->nodes[0].nseg = 2; /* 9 spans do not split in 2 */
+    expect_invalid(g, "9 sources and 9 destinations in 2 segments", "segments that do not divide");
+
+    g = build_segmented(tp);
+    g->nodes[0].src[4].count = 49; /* segment 1 (tensor 1, 50 elements): source 1 */
+    expect_invalid(g, "source 4 has 49 elements, the destination of its segment 50", "segment arity");
+
+    g = build_segmented(tp);
+    g->nodes[0].nseg = 1; /* one segment of spans of 100, 50 and 70 elements */
+    expect_invalid(g, "source 3 has 50 elements, the destination 100", "segments taken as one");
+
+    g = build_segmented(tp);
+    /* segment 1's first destination made segment 0's source 0 buffer: another reduction's input */
+    g->nodes[0].dst[3] = g->nodes[0].src[0];
+    g->nodes[0].dst[3].count = 50;
+    expect_invalid(g, "writes input buffer", "segment writing another segment's source");
+    starfold_topology_destroy(tp);
+    starfold_topology_destroy(full);
+}
+
 /*
  * 20,000 tasks: 16 chunks, each reduced through 1,248 rounds of fresh temporaries, every round also
  * reading the next chunk's previous round, so late tasks have nearly every task as an ancestor. The
@@ -750,6 +799,7 @@ int main(void)
     CU_add_test(ck, "read before write, outputs, races", test_check_dataflow);
     CU_add_test(ck, "in-place safety", test_check_in_place);
     CU_add_test(ck, "structure", test_check_structure);
+    CU_add_test(ck, "segmented reduce", test_check_segments);
     CU_add_test(ck, "20,000 tasks", test_check_large);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -66,16 +66,21 @@ static void interp_run(interp_t *in)
         const sf_node_t *n = &g->nodes[k];
         const size_t es = starfold_dtype_size(n->dtype);
         if (n->kind == STARFOLD_TASK_REDUCE) { /* every dst = op(src...) [/ divisor]; reads before writes */
-            for (size_t i = 0; i < n->dst[0].count; i++) {
-                double v = load(in->mem[n->src[0].buf], n->dtype, n->src[0].offset + i);
-                for (size_t s = 1; s < n->nsrc; s++)
-                    v = apply(n->op, n->dtype, v, load(in->mem[n->src[s].buf], n->dtype, n->src[s].offset + i));
-                if (n->divisor > 1) {
-                    if (n->dtype == STARFOLD_INT32 || n->dtype == STARFOLD_INT64) v = trunc(v / n->divisor);
-                    else if (n->dtype == STARFOLD_FLOAT32) v = (float)v / (float)n->divisor;
-                    else v = v / n->divisor;
+            /* segment q: sources [q * ps, +ps), destinations [q * pd, +pd) */
+            const size_t ps = n->nsrc / n->nseg, pd = n->ndst / n->nseg;
+            for (size_t q = 0; q < n->nseg; q++) {
+                const sf_span_t *src = n->src + q * ps, *dst = n->dst + q * pd;
+                for (size_t i = 0; i < dst[0].count; i++) {
+                    double v = load(in->mem[src[0].buf], n->dtype, src[0].offset + i);
+                    for (size_t s = 1; s < ps; s++)
+                        v = apply(n->op, n->dtype, v, load(in->mem[src[s].buf], n->dtype, src[s].offset + i));
+                    if (n->divisor > 1) {
+                        if (n->dtype == STARFOLD_INT32 || n->dtype == STARFOLD_INT64) v = trunc(v / n->divisor);
+                        else if (n->dtype == STARFOLD_FLOAT32) v = (float)v / (float)n->divisor;
+                        else v = v / n->divisor;
+                    }
+                    for (size_t d = 0; d < pd; d++) store(in->mem[dst[d].buf], n->dtype, dst[d].offset + i, v);
                 }
-                for (size_t d = 0; d < n->ndst; d++) store(in->mem[n->dst[d].buf], n->dtype, n->dst[d].offset + i, v);
             }
         } else if (n->kind == STARFOLD_TASK_SCALE) {
             for (size_t i = 0; i < n->dst[0].count; i++) {
