@@ -24,14 +24,22 @@
  * destination). A promoted integer MEAN (float64 outputs) reduces each chunk into a temporary, then
  * divides it into each output.
  *
- * Small tensors: a task per tensor costs StarPU a task and 2n handles for a few KiB of data, so
- * consecutive tensors of one dtype under ONE_PASS_SMALL bytes are batched, up to a chunk each batch:
+ * Small tensors: a task per tensor costs StarPU a task for a few KiB of data, so consecutive tensors
+ * of one dtype under ONE_PASS_SMALL bytes are batched, up to a chunk each batch, and a batch is split
+ * into groups of whole tensors of about equal bytes (as many groups as a tensor of the batch's size
+ * would have chunks). Each group is ONE segmented REDUCE task, a segment per tensor, reading the
+ * inputs and writing every output directly:
+ *
+ *     group g = tensors [ta, tb):   for t in [ta, tb):  out_*[t] = in_0[t] op ... op in_n-1[t]  (/n)
+ *
+ * so tasks grow with groups, not tensors, and the memory traffic is still n reads + m writes per
+ * element, no pack and no temporary. (StarPU still tracks each tensor's handles; given as views of
+ * one vector per replica, starfold_submit_views(), a group touches 2 handles per replica.)
+ * A promoted integer MEAN batch (float64 outputs) packs instead:
  *
  *     in_r[t0..tk] --PACK (one task per replica)--> pack_r          (every source r)
- *     pack_0 .. pack_n-1 --reduce (/n), chunk by chunk--> sum         (one buffer, on a source device)
- *     sum --UNPACK (one task per destination)--> out_d[t0..tk]       (every destination d)
- *
- * so tasks grow with batches, not tensors; the extra passes are over data that fits in cache.
+ *     pack_0 .. pack_n-1 --reduce, chunk by chunk--> sum --/n (float64)--> result
+ *     result --UNPACK (one task per destination)--> out_d[t0..tk]    (every destination d)
  *
  * In place: the task reading in_d[c] is the task writing out_d[c], element for element, so the same
  * handle may be both (a batch's UNPACK into out_d runs after every PACK has read the inputs). Devices
@@ -107,11 +115,47 @@ static starfold_status_t one_tensor(one_pass_t *o, size_t t)
 }
 
 /*
- * Tensors [t0, t1) (one dtype, each small) as one batch: PACK per source, reduce the packs chunk by
- * chunk into one sum (divided for MEAN, then converted for a promoted MEAN), UNPACK per destination.
+ * Tensors [t0, t1) (one dtype, each small, not a promoted MEAN): groups of whole tensors of about
+ * total / chunks bytes each, one segmented REDUCE per group (see the top of the file).
+ */
+static starfold_status_t batch_segments(one_pass_t *o, size_t t0, size_t t1)
+{
+    starfold_graph_t g = o->g;
+    const starfold_dtype_t dt = g->tensors[t0].dtype;
+    const uint32_t divisor = o->mean ? (uint32_t)o->n : 1;
+    size_t total = 0, nt = 0;
+    for (size_t t = t0; t < t1; t++) total += g->tensors[t].count, nt += g->tensors[t].count > 0;
+    const size_t groups = chunks_of(o, total, dt);
+    sf_span_t *src = malloc(sizeof *src * nt * (size_t)o->n + 1), *dst = malloc(sizeof *dst * nt * (size_t)o->m + 1);
+    starfold_status_t st = STARFOLD_OK;
+    if (!src || !dst) st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "one-pass: out of memory");
+    /* Group k (1-based) closes once the tensors so far hold k / groups of the batch's elements. */
+    size_t k = 1, q = 0, done = 0;
+    for (size_t t = t0; t < t1 && st == STARFOLD_OK; t++) {
+        if (g->tensors[t].count == 0) continue;
+        for (int s = 0; s < o->n; s++) src[q * (size_t)o->n + (size_t)s] = sf_whole(g, sf_graph_input(g, s, t));
+        for (int d = 0; d < o->m; d++) dst[q * (size_t)o->m + (size_t)d] = sf_whole(g, sf_graph_output(g, d, t));
+        q++;
+        done += g->tensors[t].count;
+        if (done < total / groups * k + total % groups * k / groups && done < total) continue;
+        while (k < groups && done >= total / groups * k + total % groups * k / groups) k++;
+        const int device = g->input_devices[o->turn++ % (size_t)o->n];
+        st = sf_graph_reduce_segments(g, device, o->acc, src, (size_t)o->n, dst, (size_t)o->m, q, divisor, (int)t0,
+                                      NULL);
+        q = 0;
+    }
+    free(src);
+    free(dst);
+    return st;
+}
+
+/*
+ * Tensors [t0, t1) of a promoted integer MEAN as one batch: PACK per source, reduce the packs chunk by
+ * chunk into one sum, divide it into a float64 result, UNPACK per destination.
  */
 static starfold_status_t batch(one_pass_t *o, size_t t0, size_t t1)
 {
+    if (!promoted(o, o->g->tensors[t0].dtype)) return batch_segments(o, t0, t1);
     starfold_status_t st = STARFOLD_OK;
     starfold_graph_t g = o->g;
     const starfold_dtype_t dt = g->tensors[t0].dtype, out_dt = sf_graph_out_dtype(g, dt);
