@@ -55,6 +55,7 @@ typedef enum cli_opt_id {
     OPT_BACKWARD,
     OPT_BUCKET_BYTES,
     OPT_MODEL,
+    OPT_VIEWS,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) (1u << (id))
@@ -102,6 +103,7 @@ typedef struct cli_opts {
     double backward_us;         /* --backward US (simulate): the backward pass's compute; < 0 = "balanced" */
     uint64_t bucket_bytes;      /* --bucket-bytes (simulate --backward), default 25 MiB */
     int model;                  /* --model (bench): the cost model's prediction beside each measured row */
+    int views;                  /* --views (bench): each replica's tensors as views of one vector */
 } cli_opts_t;
 
 /*
@@ -175,14 +177,21 @@ typedef struct cli_machine {
 int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, cli_machine_t *m);
 void cli_machine_close(cli_machine_t *m);
 
-/* One input and one output vector per replica and tensor, on the replica's device. */
+/*
+ * One input and one output vector per replica and tensor, on the replica's device; or, bucketed, one
+ * input and one output vector per replica holding every tensor one after another (tensors of one
+ * dtype), each tensor a view (starfold_submit_views()).
+ */
 typedef struct cli_replicas {
     starfold_context_t ctx;
     int n;                                 /* replicas = devices 0..n-1 */
     size_t nt;                             /* tensors per replica */
     const starfold_tensor_desc_t *tensors; /* borrowed */
     starfold_op_t op;                      /* the values suit this op (no overflow, exact results) */
-    starpu_data_handle_t *in, *out;        /* [n * nt], replica-major (starfold_submit's layout) */
+    starpu_data_handle_t *in, *out;        /* [n * nt], replica-major (starfold_submit's layout); NULL bucketed */
+    int bucketed;                          /* the bucket layout: */
+    starpu_data_handle_t *bin, *bout;      /* [n] each replica's input and output vector */
+    starfold_view_t *vin, *vout;           /* [n * nt] the tensors as views of them */
 } cli_replicas_t;
 
 /*
@@ -203,6 +212,11 @@ double cli_reference(starfold_op_t op, starfold_dtype_t dtype, int n, size_t t, 
 /* Allocates the vectors and fills the inputs. Returns a status (message in starfold_last_error()). */
 starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
                                       starfold_op_t op, cli_replicas_t *rep);
+/* The same, bucketed (every tensor of one dtype, else STARFOLD_ERR_INVALID_ARGUMENT). */
+starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
+                                               size_t nt, starfold_op_t op, cli_replicas_t *rep);
+/* Submits @g on the replicas (starfold_submit(), or starfold_submit_views() when bucketed). */
+starfold_status_t cli_replicas_submit(cli_replicas_t *rep, starfold_graph_t g, starfold_request_t *req);
 /* Fills every output with a sentinel no reduction produces (so a missed write is seen). */
 starfold_status_t cli_replicas_clear(cli_replicas_t *rep);
 /* Counts wrong elements over every output; @checked gets the number compared. */

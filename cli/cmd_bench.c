@@ -68,7 +68,8 @@ static void print_header(bench_t *b)
     fprintf(f, "# starfold bench: all-reduce, out-of-place, %s\n", b->m.description);
     fprintf(f, "# algorithms:");
     for (int a = 0; a < b->nalgorithms; a++) fprintf(f, "%s %s", a ? "," : "", b->algorithms[a]);
-    if (b->o.baselines)
+    if (b->o.views) fprintf(f, "; each replica's tensors as views of one vector (--views), no baselines");
+    else if (b->o.baselines)
         fprintf(f, "; baselines: copy (each input copied to its output by its device: the memory-traffic bound), "
                    "host-loop (one host thread), starpu-redux (STARPU_REDUX)");
     fprintf(f, "\n# %d timed iterations after %d warm-up, each submitted and waited for; check %d\n", b->o.iters,
@@ -294,7 +295,7 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
         if (st != STARFOLD_OK) break;
         starfold_request_t req = NULL;
         const double t0 = cli_now();
-        st = starfold_submit(b->m.ctx, g, rep->in, rep->out, &req);
+        st = cli_replicas_submit(rep, g, &req);
         if (st == STARFOLD_OK) st = starfold_request_wait(req);
         const double dt = cli_now() - t0;
         starfold_request_destroy(req);
@@ -547,7 +548,8 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
     const starfold_dtype_t dtype = tensors[0].dtype;
     const uint64_t bytes = cli_tensors_bytes(tensors, nt), count = cli_tensors_elements(tensors, nt);
     cli_replicas_t rep;
-    starfold_status_t st = cli_replicas_create(b->m.ctx, b->m.num_devices, tensors, nt, op, &rep);
+    starfold_status_t st = b->o.views ? cli_replicas_create_bucketed(b->m.ctx, b->m.num_devices, tensors, nt, op, &rep)
+                                      : cli_replicas_create(b->m.ctx, b->m.num_devices, tensors, nt, op, &rep);
     if (st != STARFOLD_OK) {
         cli_fail(b->cmd, st, "cannot create the replicas (%llu bytes each)", (unsigned long long)bytes);
         b->failed = 1;
@@ -561,7 +563,7 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
         if (m == 0) add_row(b, b->algorithms[a], op, dtype, bytes, count, s, wrong), times[a] = s;
         else if (m < 0) b->failed = 1;
     }
-    if (b->o.baselines) {
+    if (b->o.baselines && !b->o.views) {
         double copy = 0.0;
         if (measure_copy(b, tensors, nt, &rep, &copy) == 0) {
             if (b->o.model) model_notes(b, tensors, nt, op, times, copy, rep.n, bytes);
@@ -682,13 +684,14 @@ const cli_command_t cli_cmd_bench = {
                 CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_MODEL) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_JSON) | CLI_OPT(OPT_CSV) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) |
                 CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) |
-                CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES),
+                CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES) |
+                CLI_OPT(OPT_VIEWS),
     .allow_all = 1,
     .usage =
         "Usage: starfold bench [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
         "                      [--algorithm A|all] [--op OP|all] [-d|--dtype D|all] [--tensors SPEC]\n"
         "                      [--topology T] [-g|--devices N] [--num-packs K | --bytes-per-pack B]\n"
-        "                      [--baselines 0|1] [--json | --csv] [--plot FILE.svg] [--emulated]\n"
+        "                      [--baselines 0|1] [--views] [--json | --csv] [--plot FILE.svg] [--emulated]\n"
         "\n"
         "Measures all-reduce in the style of nccl-tests' all_reduce_perf: one row per size and algorithm,\n"
         "printed as soon as it is measured, with size (bytes per replica), count (elements), type, redop,\n"
@@ -719,6 +722,9 @@ const cli_command_t cli_cmd_bench = {
         "  --num-packs K, --bytes-per-pack B   hierarchical-copy's packing (ignored by reduce-to-one\n"
         "                          under --algorithm all)\n"
         "  --baselines 0|1         measure copy, host-loop and starpu-redux (default 1)\n"
+        "  --views                 each replica's tensors one after another in one input and one output\n"
+        "                          vector, each tensor a view (starfold_submit_views: StarPU tracks 2n\n"
+        "                          vectors, not 2n per tensor; the graph is the same); no baselines\n"
         "  --model                 beside each size, the cost model's prediction of each algorithm (starfold\n"
         "                          simulate) and its error against the measured time; on CPU workers the model\n"
         "                          is calibrated from the same run (workers, memory bandwidth from copy)\n"

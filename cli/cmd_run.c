@@ -337,15 +337,27 @@ uint64_t cli_tensors_elements(const starfold_tensor_desc_t *tensors, size_t nt)
 
 #define CLI_SENTINEL (-7777.0) /* outside every reduction's range, see cli_value() */
 
-/* A host buffer for the largest tensor (at least one byte). */
+/* Elements of all tensors together (a bucket). */
+static size_t total_count(const cli_replicas_t *rep)
+{
+    size_t c = 0;
+    for (size_t t = 0; t < rep->nt; t++) c += rep->tensors[t].count;
+    return c;
+}
+
+/* A host buffer for the largest tensor, or for a whole bucket (at least one byte). */
 static void *host_buffer(const cli_replicas_t *rep)
 {
     size_t most = 1;
-    for (size_t t = 0; t < rep->nt; t++) {
-        const size_t b = rep->tensors[t].count * starfold_dtype_size(rep->tensors[t].dtype);
-        if (b > most) most = b;
+    if (rep->bucketed) {
+        most = total_count(rep) * starfold_dtype_size(rep->tensors[0].dtype);
+    } else {
+        for (size_t t = 0; t < rep->nt; t++) {
+            const size_t b = rep->tensors[t].count * starfold_dtype_size(rep->tensors[t].dtype);
+            if (b > most) most = b;
+        }
     }
-    return malloc(most);
+    return malloc(most ? most : 1);
 }
 
 void cli_replicas_destroy(cli_replicas_t *rep)
@@ -355,13 +367,21 @@ void cli_replicas_destroy(cli_replicas_t *rep)
         if (rep->in && rep->in[k]) starfold_vector_destroy(rep->ctx, rep->in[k]);
         if (rep->out && rep->out[k]) starfold_vector_destroy(rep->ctx, rep->out[k]);
     }
+    for (int r = 0; r < rep->n; r++) {
+        if (rep->bin && rep->bin[r]) starfold_vector_destroy(rep->ctx, rep->bin[r]);
+        if (rep->bout && rep->bout[r]) starfold_vector_destroy(rep->ctx, rep->bout[r]);
+    }
     free(rep->in);
     free(rep->out);
+    free(rep->bin);
+    free(rep->bout);
+    free(rep->vin);
+    free(rep->vout);
     memset(rep, 0, sizeof *rep);
 }
 
-starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
-                                      starfold_op_t op, cli_replicas_t *rep)
+static void replicas_init(cli_replicas_t *rep, starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
+                          size_t nt, starfold_op_t op)
 {
     memset(rep, 0, sizeof *rep);
     rep->ctx = ctx;
@@ -369,6 +389,12 @@ starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starf
     rep->nt = nt;
     rep->tensors = tensors;
     rep->op = op;
+}
+
+starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
+                                      starfold_op_t op, cli_replicas_t *rep)
+{
+    replicas_init(rep, ctx, n, tensors, nt, op);
     rep->in = calloc((size_t)n * nt, sizeof *rep->in);
     rep->out = calloc((size_t)n * nt, sizeof *rep->out);
     void *host = host_buffer(rep);
@@ -391,11 +417,63 @@ fail:
     return st;
 }
 
+starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
+                                               size_t nt, starfold_op_t op, cli_replicas_t *rep)
+{
+    replicas_init(rep, ctx, n, tensors, nt, op);
+    for (size_t t = 1; t < nt; t++)
+        if (tensors[t].dtype != tensors[0].dtype) return STARFOLD_ERR_INVALID_ARGUMENT;
+    rep->bucketed = 1;
+    const starfold_dtype_t dt = nt ? tensors[0].dtype : STARFOLD_FLOAT32;
+    const size_t total = total_count(rep);
+    rep->bin = calloc((size_t)n, sizeof *rep->bin);
+    rep->bout = calloc((size_t)n, sizeof *rep->bout);
+    rep->vin = calloc((size_t)n * nt + 1, sizeof *rep->vin);
+    rep->vout = calloc((size_t)n * nt + 1, sizeof *rep->vout);
+    void *host = host_buffer(rep);
+    starfold_status_t st = STARFOLD_ERR_OUT_OF_MEMORY;
+    if (!rep->bin || !rep->bout || !rep->vin || !rep->vout || !host) goto fail;
+    for (int r = 0; r < n; r++) {
+        if ((st = starfold_vector_create(ctx, r, dt, total, &rep->bin[r])) != STARFOLD_OK) goto fail;
+        if ((st = starfold_vector_create(ctx, r, dt, total, &rep->bout[r])) != STARFOLD_OK) goto fail;
+        size_t at = 0;
+        for (size_t t = 0; t < nt; t++) {
+            const size_t k = (size_t)r * nt + t;
+            rep->vin[k] = (starfold_view_t){ rep->bin[r], at };
+            rep->vout[k] = (starfold_view_t){ rep->bout[r], at };
+            for (size_t i = 0; i < tensors[t].count; i++) cli_store(host, dt, at + i, cli_value(op, dt, r, t, i));
+            at += tensors[t].count;
+        }
+        if ((st = starfold_vector_write(rep->bin[r], host, total * starfold_dtype_size(dt))) != STARFOLD_OK) goto fail;
+    }
+    free(host);
+    return STARFOLD_OK;
+fail:
+    free(host);
+    cli_replicas_destroy(rep);
+    return st;
+}
+
+starfold_status_t cli_replicas_submit(cli_replicas_t *rep, starfold_graph_t g, starfold_request_t *req)
+{
+    if (rep->bucketed) return starfold_submit_views(rep->ctx, g, rep->vin, rep->vout, req);
+    return starfold_submit(rep->ctx, g, rep->in, rep->out, req);
+}
+
 starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
 {
     void *host = host_buffer(rep);
     if (!host) return STARFOLD_ERR_OUT_OF_MEMORY;
     starfold_status_t st = STARFOLD_OK;
+    if (rep->bucketed) {
+        const starfold_dtype_t dt = rep->nt ? rep->tensors[0].dtype : STARFOLD_FLOAT32;
+        const size_t total = total_count(rep);
+        for (size_t i = 0; i < total; i++) cli_store(host, dt, i, CLI_SENTINEL);
+        for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
+            st = starfold_vector_write(rep->bout[r], host, total * starfold_dtype_size(dt));
+        free(host);
+        return st;
+    }
     for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
         const starfold_dtype_t dt = rep->tensors[t].dtype;
         for (size_t i = 0; i < rep->tensors[t].count; i++) cli_store(host, dt, i, CLI_SENTINEL);
@@ -417,7 +495,19 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
     double *ref = malloc(most * sizeof *ref);
     starfold_status_t st = STARFOLD_OK;
     if (!host || !ref) st = STARFOLD_ERR_OUT_OF_MEMORY;
-    for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
+    if (rep->bucketed) { /* every replica's bucket read once, its tensors checked in place */
+        const starfold_dtype_t dt = rep->nt ? rep->tensors[0].dtype : STARFOLD_FLOAT32;
+        for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
+            st = starfold_vector_read(rep->bout[r], host, total_count(rep) * starfold_dtype_size(dt));
+            for (size_t t = 0, at = 0; t < rep->nt && st == STARFOLD_OK; at += rep->tensors[t++].count) {
+                for (size_t i = 0; i < rep->tensors[t].count; i++)
+                    if (!cli_close_enough(dt, cli_load(host, dt, at + i), cli_reference(rep->op, dt, rep->n, t, i)))
+                        bad++;
+                seen += rep->tensors[t].count;
+            }
+        }
+    }
+    for (size_t t = 0; t < rep->nt && st == STARFOLD_OK && !rep->bucketed; t++) {
         const starfold_dtype_t dt = rep->tensors[t].dtype;
         const size_t count = rep->tensors[t].count;
         /* The reference once per tensor, then every replica against it. */

@@ -58,6 +58,7 @@ static const opt_def_t opt_defs[] = {
     { OPT_BACKWARD, "backward", NULL, 0, 1 },
     { OPT_BUCKET_BYTES, "bucket-bytes", NULL, 0, 1 },
     { OPT_MODEL, "model", NULL, 0, 0 },
+    { OPT_VIEWS, "views", NULL, 0, 0 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -284,6 +285,7 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
     case OPT_CSV: o->csv = 1; break;
     case OPT_EMULATED: o->emulated = 1; break;
     case OPT_MODEL: o->model = 1; break;
+    case OPT_VIEWS: o->views = 1; break;
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);
