@@ -356,6 +356,22 @@ static ext_ref_t *ext_refs(const struct starfold_graph *g, const starfold_view_t
         }
         refs[n++] = (ext_ref_t){ v->handle, v->offset, v->offset + g->bufs[b].count, b };
     }
+    /* Already grouped (each handle's views in one run, as a bucket per replica gives): no copy. */
+    size_t runs = n > 0;
+    for (size_t i = 1; i < n; i++) runs += gid[i] != gid[i - 1];
+    if (runs == ngroups) {
+        for (size_t i = 0, j; i < n; i = j) {
+            for (j = i + 1; j < n && gid[j] == gid[i]; j++) {}
+            size_t k = i + 1;
+            while (k < j && ext_ref_range_cmp(&refs[k - 1], &refs[k]) <= 0) k++;
+            if (k < j) qsort(refs + i, j - i, sizeof *refs, ext_ref_range_cmp);
+        }
+        free(gid);
+        free(slots);
+        free(slot_group);
+        *nrefs = n;
+        return refs;
+    }
     /* Counting pass: group k's views at out[start[k] .. start[k + 1]), in their order. */
     out = malloc(sizeof *out * (n + 1));
     start = calloc(ngroups + 1, sizeof *start);
