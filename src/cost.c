@@ -40,6 +40,7 @@ STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *p)
     p->gpu_memory_GBps = 800.0;
     p->cpu_memory_GBps = 20.0;
     p->cpu_workers = 0;
+    p->submit_overhead_us = 0.0;
 }
 
 /* A directed hop of a transfer path. */
@@ -429,10 +430,12 @@ static starfold_status_t check_params(const starfold_cost_params_t *params, star
     if (params) *p = *params;
     else starfold_cost_params_init(p);
     if (!(p->task_overhead_us >= 0) || !(p->gpu_memory_GBps > 0) || !(p->cpu_memory_GBps > 0) ||
-        !isfinite(p->task_overhead_us) || !isfinite(p->gpu_memory_GBps) || !isfinite(p->cpu_memory_GBps))
+        !isfinite(p->task_overhead_us) || !isfinite(p->gpu_memory_GBps) || !isfinite(p->cpu_memory_GBps) ||
+        !(p->submit_overhead_us >= 0) || !isfinite(p->submit_overhead_us))
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
-                        "cost parameters must be finite with overhead >= 0 and bandwidths > 0 (got %g us, %g, %g GB/s)",
-                        p->task_overhead_us, p->gpu_memory_GBps, p->cpu_memory_GBps);
+                        "cost parameters must be finite with overheads >= 0 and bandwidths > 0 (got %g us per task, "
+                        "%g us per submission, %g, %g GB/s)",
+                        p->task_overhead_us, p->submit_overhead_us, p->gpu_memory_GBps, p->cpu_memory_GBps);
     if (p->cpu_workers < 0 || p->cpu_workers > 4096)
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "cost parameters: cpu_workers must be 0 to 4096, got %d",
                         p->cpu_workers);
@@ -481,10 +484,10 @@ STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, c
     if (st == STARFOLD_OK) st = run(&s);
     if (st == STARFOLD_OK) {
         starfold_prediction_t r = { 0 };
-        r.time_us = s.end;
+        r.time_us = s.end + s.p.submit_overhead_us;
         for (size_t t = 0; t < graph->num_tensors; t++)
             r.bytes += (uint64_t)graph->tensors[t].count * starfold_dtype_size(graph->tensors[t].dtype);
-        r.algbw_GBps = s.end > 0 ? (double)r.bytes / s.end / 1e3 : 0;
+        r.algbw_GBps = r.time_us > 0 ? (double)r.bytes / r.time_us / 1e3 : 0;
         r.busbw_GBps = r.algbw_GBps * bus_factor(graph);
         r.bottleneck_from = r.bottleneck_to = -1;
         double worst = 0;

@@ -232,6 +232,14 @@ static void test_host_memory(void)
     p.cpu_workers = 1;
     CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &r), STARFOLD_OK);
     CU_ASSERT(NEAR(r.time_us, 2 * (1.0 + 2e6 / 1e4)));
+    /* a fixed cost per submission comes before the first task */
+    p.submit_overhead_us = 50.0;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, &p, &r), STARFOLD_OK);
+    CU_ASSERT(NEAR(r.time_us, 50.0 + 2 * (1.0 + 2e6 / 1e4)));
+    CU_ASSERT(NEAR(r.algbw_GBps, (double)r.bytes / r.time_us / 1e3));
+    p.submit_overhead_us = -1.0;
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    p.submit_overhead_us = 0.0;
     p.cpu_workers = -1;
     CU_ASSERT_EQUAL(starfold_graph_simulate(g, &p, &r), STARFOLD_ERR_INVALID_ARGUMENT);
     starfold_graph_destroy(g);

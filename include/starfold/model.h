@@ -40,6 +40,12 @@ typedef struct starfold_cost_params {
      * running on worker d mod W, as a starfold context maps logical devices onto StarPU's CPU workers.
      */
     int cpu_workers;
+    /**
+     * Fixed cost of one submission before its first task can start: planning the graph, StarPU's
+     * bookkeeping of its handles and partitions, the wake-up of the waiting thread (default 0: the
+     * graph alone). Added to the predicted time of starfold_graph_simulate().
+     */
+    double submit_overhead_us;
 } starfold_cost_params_t;
 
 /** @brief Fills @p params with the defaults. */
