@@ -1009,7 +1009,13 @@ static size_t node_segments(const plan_t *p, const sf_node_t *n, size_t q, size_
             if (p->units[u].lo > lo) cut[m++] = p->units[u].lo - lo;
     }
     cut[m++] = c;
-    qsort(cut, m, sizeof(size_t), size_cmp);
+    if (m == 2) return 2; /* every span within one piece: the usual case, nothing to sort */
+    for (size_t k = 1; k < m; k++) { /* insertion sort: a handful of boundaries */
+        const size_t x = cut[k];
+        size_t j = k;
+        for (; j > 0 && cut[j - 1] > x; j--) cut[j] = cut[j - 1];
+        cut[j] = x;
+    }
     size_t d = 0;
     for (size_t k = 0; k < m; k++)
         if (d == 0 || cut[d - 1] != cut[k]) cut[d++] = cut[k];
@@ -1089,21 +1095,40 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
     /* Distinct pieces in order of first appearance; kernel spans point at them. */
     size_t nbuf = 0, ks = 0;
     if (elementwise) {
+        /*
+         * Kernel segment after kernel segment; one that continues the previous one in every span (the
+         * same piece, the next element: tensors that are consecutive views of one vector per replica)
+         * is merged into it, so a batch of views reduces like one tensor, and the kernel streams it.
+         */
+        const size_t w = ps + pd;
+        size_t kseg = 0;
         a->nsrc = ps;
         a->ndst = pd;
         for (size_t q = 0; q < gseg; q++)
-            for (size_t sg = cut_at[q]; sg + 1 < cut_at[q + 1]; sg++)
-                for (size_t k = 0; k < ps + pd; k++) {
+            for (size_t sg = cut_at[q]; sg + 1 < cut_at[q + 1]; sg++) {
+                const size_t len = cut[sg + 1] - cut[sg];
+                sf_kspan_t *seg = a->spans + ks, *prev = kseg ? seg - w : NULL;
+                int follows = prev != NULL;
+                for (size_t k = 0; k < w; k++) {
                     const int is_src = k < ps;
                     const sf_span_t *s = is_src ? &n->src[q * ps + k] : &n->dst[q * pd + k - ps];
                     const resource_t *r = &p->res[p->buf_res[s->buf]];
-                    const size_t at = span_lo(p, s) + cut[sg], len = cut[sg + 1] - cut[sg];
+                    const size_t at = span_lo(p, s) + cut[sg];
                     const size_t u = r->unit0 + piece_of(r, at);
                     const unsigned j = task_buf_index(p, i, tb, &nbuf, u);
                     if (is_src) tb[j].read = 1;
                     else tb[j].written = 1, tb[j].covered += len;
-                    a->spans[ks++] = (sf_kspan_t){ j, at - p->units[u].lo, len };
+                    seg[k] = (sf_kspan_t){ j, at - p->units[u].lo, len };
+                    follows = follows && prev[k].buf == j && prev[k].offset + prev[k].count == seg[k].offset;
                 }
+                if (follows) {
+                    for (size_t k = 0; k < w; k++) prev[k].count += len;
+                } else {
+                    ks += w;
+                    kseg++;
+                }
+            }
+        a->nseg = kseg;
     } else {
         for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
             const int is_src = k < n->nsrc;
