@@ -360,7 +360,7 @@ static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_
  * context maps them; the per-task overhead stays the model's default. Elsewhere the defaults apply
  * (the emulated box's transfers are staged through host memory, not the topology's links).
  */
-static int cli_double_cmp(const void *pa, const void *pb)
+static int double_cmp(const void *pa, const void *pb)
 {
     const double a = *(const double *)pa, b = *(const double *)pb;
     return a < b ? -1 : a > b;
@@ -403,7 +403,7 @@ static double time_tiny_graph(bench_t *b, size_t nt, size_t *tasks)
     cli_replicas_destroy(&rep);
     starfold_graph_destroy(g);
     if (!ok) return -1;
-    qsort(times + 3, 15, sizeof(double), cli_double_cmp);
+    qsort(times + 3, 15, sizeof(double), double_cmp);
     *tasks = gs.num_tasks;
     return times[3 + 7];
 }

@@ -153,13 +153,12 @@ static starfold_status_t batch_segments(one_pass_t *o, size_t t0, size_t t1)
  * Tensors [t0, t1) of a promoted integer MEAN as one batch: PACK per source, reduce the packs chunk by
  * chunk into one sum, divide it into a float64 result, UNPACK per destination.
  */
-static starfold_status_t batch(one_pass_t *o, size_t t0, size_t t1)
+static starfold_status_t batch_promoted(one_pass_t *o, size_t t0, size_t t1)
 {
-    if (!promoted(o, o->g->tensors[t0].dtype)) return batch_segments(o, t0, t1);
     starfold_status_t st = STARFOLD_OK;
     starfold_graph_t g = o->g;
     const starfold_dtype_t dt = g->tensors[t0].dtype, out_dt = sf_graph_out_dtype(g, dt);
-    const int prom = promoted(o, dt), tag = (int)t0;
+    const int tag = (int)t0;
     size_t total = 0, nt = 0;
     for (size_t t = t0; t < t1; t++) total += g->tensors[t].count, nt += g->tensors[t].count > 0;
     sf_span_t *segs = malloc(sizeof *segs * (nt ? nt : 1));
@@ -179,18 +178,15 @@ static starfold_status_t batch(one_pass_t *o, size_t t0, size_t t1)
     const int home = g->input_devices[o->turn % (size_t)o->n];
     size_t sum, result;
     SF_CHECK_GOTO(sf_graph_add_temp(g, home, dt, total, tag, &sum), st, out);
-    result = sum;
-    if (prom) SF_CHECK_GOTO(sf_graph_add_temp(g, home, out_dt, total, tag, &result), st, out);
+    SF_CHECK_GOTO(sf_graph_add_temp(g, home, out_dt, total, tag, &result), st, out);
     const size_t chunks = chunks_of(o, total, dt);
     for (size_t c = 0; c < chunks; c++) {
         const size_t lo = total * c / chunks, len = total * (c + 1) / chunks - lo;
         const int device = g->input_devices[o->turn++ % (size_t)o->n];
         for (int s = 0; s < o->n; s++) o->src[s] = sf_span(packs[s], lo, len);
         const sf_span_t part = sf_span(sum, lo, len);
-        SF_CHECK_GOTO(sf_graph_reduce_on(g, device, o->acc, o->src, (size_t)o->n, &part, 1,
-                                         o->mean && !prom ? (uint32_t)o->n : 1, tag, NULL),
-                      st, out);
-        if (prom) SF_CHECK_GOTO(sf_graph_scale(g, part, sf_span(result, lo, len), (uint32_t)o->n, tag, NULL), st, out);
+        SF_CHECK_GOTO(sf_graph_reduce_on(g, device, o->acc, o->src, (size_t)o->n, &part, 1, 1, tag, NULL), st, out);
+        SF_CHECK_GOTO(sf_graph_scale(g, part, sf_span(result, lo, len), (uint32_t)o->n, tag, NULL), st, out);
     }
     const sf_span_t from = sf_whole(g, result);
     for (int d = 0; d < o->m; d++) {
@@ -240,7 +236,7 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
             e++;
         }
         if (big >= 2) {
-            SF_CHECK_GOTO(batch(&o, t, e), st, out);
+            SF_CHECK_GOTO(promoted(&o, dt) ? batch_promoted(&o, t, e) : batch_segments(&o, t, e), st, out);
             t = e;
             continue;
         }

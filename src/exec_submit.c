@@ -356,46 +356,39 @@ static ext_ref_t *ext_refs(const struct starfold_graph *g, const starfold_view_t
         }
         refs[n++] = (ext_ref_t){ v->handle, v->offset, v->offset + g->bufs[b].count, b };
     }
-    /* Already grouped (each handle's views in one run, as a bucket per replica gives): no copy. */
+    /*
+     * Each handle's views in one run already (a bucket per replica gives that): nothing to move.
+     * Otherwise a counting pass puts group k's views at out[start[k] .. start[k + 1]), in their order.
+     */
     size_t runs = n > 0;
     for (size_t i = 1; i < n; i++) runs += gid[i] != gid[i - 1];
-    if (runs == ngroups) {
-        for (size_t i = 0, j; i < n; i = j) {
-            for (j = i + 1; j < n && gid[j] == gid[i]; j++) {}
-            size_t k = i + 1;
-            while (k < j && ext_ref_range_cmp(&refs[k - 1], &refs[k]) <= 0) k++;
-            if (k < j) qsort(refs + i, j - i, sizeof *refs, ext_ref_range_cmp);
-        }
-        free(gid);
-        free(slots);
-        free(slot_group);
-        *nrefs = n;
-        return refs;
+    if (runs != ngroups) {
+        out = malloc(sizeof *out * (n + 1));
+        start = calloc(ngroups + 1, sizeof *start);
+        group_of = malloc(sizeof *group_of * (ngroups + 1));
+        if (!out || !start || !group_of) goto fail;
+        for (size_t i = 0; i < n; i++) start[gid[i] + 1]++;
+        for (size_t k = 0; k < ngroups; k++) start[k + 1] += start[k];
+        memcpy(group_of, start, sizeof *start * ngroups);
+        for (size_t i = 0; i < n; i++) out[group_of[gid[i]]++] = refs[i];
+        free(refs);
+        refs = out;
+        out = NULL;
     }
-    /* Counting pass: group k's views at out[start[k] .. start[k + 1]), in their order. */
-    out = malloc(sizeof *out * (n + 1));
-    start = calloc(ngroups + 1, sizeof *start);
-    group_of = malloc(sizeof *group_of * (ngroups + 1));
-    if (!out || !start || !group_of) goto fail;
-    for (size_t i = 0; i < n; i++) start[gid[i] + 1]++;
-    for (size_t k = 0; k < ngroups; k++) start[k + 1] += start[k];
-    memcpy(group_of, start, sizeof *start * ngroups);
-    for (size_t i = 0; i < n; i++) out[group_of[gid[i]]++] = refs[i];
-    for (size_t k = 0; k < ngroups; k++) {
-        ext_ref_t *a = out + start[k];
-        const size_t m = start[k + 1] - start[k];
-        size_t i = 1;
-        while (i < m && ext_ref_range_cmp(&a[i - 1], &a[i]) <= 0) i++;
-        if (i < m) qsort(a, m, sizeof *a, ext_ref_range_cmp);
+    /* Each handle's views by range: sorted only when they do not come sorted. */
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && refs[j].handle == refs[i].handle; j++) {}
+        size_t k = i + 1;
+        while (k < j && ext_ref_range_cmp(&refs[k - 1], &refs[k]) <= 0) k++;
+        if (k < j) qsort(refs + i, j - i, sizeof *refs, ext_ref_range_cmp);
     }
-    free(refs);
     free(gid);
     free(start);
     free(group_of);
     free(slots);
     free(slot_group);
     *nrefs = n;
-    return out;
+    return refs;
 fail:
     free(refs);
     free(out);

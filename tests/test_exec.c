@@ -602,6 +602,19 @@ static void test_views(void)
     }
 }
 
+/* @algo's all-reduce (SUM) of @t on the first @n devices, compiled and checked fatal. */
+static starfold_graph_t compile_all_reduce(const char *algo, int n, const starfold_tensor_desc_t *t, size_t nt)
+{
+    starfold_topology_t topo = topo_of(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
+                                              .sources = devices, .num_tensors = nt, .tensors = t };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, algo, &desc, NULL, &g), STARFOLD_OK);
+    starfold_topology_destroy(topo);
+    return g;
+}
+
 /* The pool of main-memory blocks for temporaries (exec_pool.c), alone and under submissions. */
 static void test_temp_pool(void)
 {
@@ -640,13 +653,7 @@ static void test_temp_pool(void)
     /* A graph with temporaries submitted twice: the second submission gets the first one's block. */
     if (EMULATED) return; /* temporaries live in the devices' memories there */
     const starfold_tensor_desc_t t[1] = { { STARFOLD_FLOAT32, 100000 } };
-    starfold_topology_t topo = topo_of(4);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
-    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = 4,
-                                              .sources = devices, .num_tensors = 1, .tensors = t };
-    starfold_graph_t g = NULL;
-    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, "hierarchical-copy", &desc, NULL, &g), STARFOLD_OK);
-    starfold_topology_destroy(topo);
+    starfold_graph_t g = compile_all_reduce("hierarchical-copy", 4, t, 1);
     starpu_data_handle_t h[4];
     float *host = calloc(100000, sizeof(float));
     CU_ASSERT_PTR_NOT_NULL_FATAL(host);
@@ -674,13 +681,7 @@ static void test_temp_pool(void)
 static void test_views_errors(void)
 {
     const starfold_tensor_desc_t t[2] = { { STARFOLD_FLOAT32, 10 }, { STARFOLD_FLOAT32, 20 } };
-    starfold_topology_t topo = topo_of(2);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
-    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = 2,
-                                              .sources = devices, .num_tensors = 2, .tensors = t };
-    starfold_graph_t g = NULL;
-    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, "reduce-to-one", &desc, NULL, &g), STARFOLD_OK);
-    starfold_topology_destroy(topo);
+    starfold_graph_t g = compile_all_reduce("reduce-to-one", 2, t, 2);
     starpu_data_handle_t in[2], out[2], f64 = NULL;
     float zero[64] = { 0 };
     for (int s = 0; s < 2; s++) {

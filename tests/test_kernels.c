@@ -69,7 +69,7 @@ static void random_value(int dt, int op, void *p)
     }
 }
 
-/* acc op x, as the kernels define it (integers wrap, MIN/MAX keep the accumulated NaN). */
+/* acc op x, as the kernels define it (integers wrap through UT, MIN/MAX keep the accumulated NaN). */
 #define REF_COMBINE(T, UT, acc, x, op)                                                                 \
     do {                                                                                               \
         switch (op) {                                                                                  \
@@ -80,65 +80,32 @@ static void random_value(int dt, int op, void *p)
         }                                                                                              \
     } while (0)
 
+/*
+ * Element @i: out = src[0] op ... op src[ns-1] [/ divisor] in T (UT: its wrapping counterpart for
+ * integers, T itself for floats), the division in DT as the kernels divide (floats in their type,
+ * integers in int64, truncating).
+ */
+#define REF_ELEMENT(T, UT, DT)                                                                         \
+    do {                                                                                               \
+        T acc, x;                                                                                      \
+        memcpy(&acc, src[0] + i * sizeof(T), sizeof(T));                                               \
+        for (size_t k = 1; k < ns; k++) {                                                              \
+            memcpy(&x, src[k] + i * sizeof(T), sizeof(T));                                             \
+            REF_COMBINE(T, UT, acc, x, op);                                                            \
+        }                                                                                              \
+        if (divisor > 1) acc = (T)((DT)acc / (DT)divisor);                                             \
+        memcpy(out + i * sizeof(T), &acc, sizeof(T));                                                  \
+    } while (0)
+
 /* out[i] = src[0][i] op ... op src[ns-1][i] [/ divisor], in the element type. */
 static void reference(int dt, int op, uint32_t divisor, const char *const *src, size_t ns, size_t count, char *out)
 {
     for (size_t i = 0; i < count; i++) {
         switch (dt) {
-        case SF_K_FLOAT32: {
-            float acc, x;
-            memcpy(&acc, src[0] + i * 4, 4);
-            for (size_t k = 1; k < ns; k++) {
-                memcpy(&x, src[k] + i * 4, 4);
-                switch (op) {
-                case SF_K_PROD: acc = acc * x; break;
-                case SF_K_MIN: acc = x < acc ? x : acc; break;
-                case SF_K_MAX: acc = x > acc ? x : acc; break;
-                default: acc = acc + x; break;
-                }
-            }
-            if (divisor > 1) acc = acc / (float)divisor;
-            memcpy(out + i * 4, &acc, 4);
-            break;
-        }
-        case SF_K_FLOAT64: {
-            double acc, x;
-            memcpy(&acc, src[0] + i * 8, 8);
-            for (size_t k = 1; k < ns; k++) {
-                memcpy(&x, src[k] + i * 8, 8);
-                switch (op) {
-                case SF_K_PROD: acc = acc * x; break;
-                case SF_K_MIN: acc = x < acc ? x : acc; break;
-                case SF_K_MAX: acc = x > acc ? x : acc; break;
-                default: acc = acc + x; break;
-                }
-            }
-            if (divisor > 1) acc = acc / (double)divisor;
-            memcpy(out + i * 8, &acc, 8);
-            break;
-        }
-        case SF_K_INT32: {
-            int32_t acc, x;
-            memcpy(&acc, src[0] + i * 4, 4);
-            for (size_t k = 1; k < ns; k++) {
-                memcpy(&x, src[k] + i * 4, 4);
-                REF_COMBINE(int32_t, uint32_t, acc, x, op);
-            }
-            if (divisor > 1) acc = (int32_t)((int64_t)acc / (int64_t)divisor);
-            memcpy(out + i * 4, &acc, 4);
-            break;
-        }
-        default: {
-            int64_t acc, x;
-            memcpy(&acc, src[0] + i * 8, 8);
-            for (size_t k = 1; k < ns; k++) {
-                memcpy(&x, src[k] + i * 8, 8);
-                REF_COMBINE(int64_t, uint64_t, acc, x, op);
-            }
-            if (divisor > 1) acc = acc / (int64_t)divisor;
-            memcpy(out + i * 8, &acc, 8);
-            break;
-        }
+        case SF_K_FLOAT32: REF_ELEMENT(float, float, float); break;
+        case SF_K_FLOAT64: REF_ELEMENT(double, double, double); break;
+        case SF_K_INT32: REF_ELEMENT(int32_t, uint32_t, int64_t); break;
+        default: REF_ELEMENT(int64_t, uint64_t, int64_t); break;
         }
     }
 }
