@@ -1,6 +1,14 @@
 /*
  * starfold_submit(): a graph becomes StarPU tasks; and the request that tracks them.
  *
+ * Two halves. prepare() does everything that depends only on the graph, the context and the caller's
+ * views: checks, the plan (pieces, which nodes are tasks, dependencies), each task's template (its
+ * pieces, access modes and kernel arguments) and the partition plans of the caller's vectors. start()
+ * turns the templates into StarPU tasks for one request and submits them. starfold_submit() and
+ * starfold_submit_views() do both; a persistent submission (starfold_persistent_create()) keeps the
+ * first half and runs the second per starfold_persistent_start(): for 1,000 tensors as views on 8
+ * replicas the first half is most of the cost.
+ *
  * One task per node, pinned to the worker of the node's device, its buffers the distinct handles its
  * spans name. Handles: inputs and outputs are the caller's (sequential consistency kept, so the
  * caller's own tasks before and after are ordered by StarPU's data dependencies); temporaries are new
@@ -237,12 +245,12 @@ typedef struct shape_cache {
  * exactly the tensor (starfold_submit), else the range must lie within it (starfold_submit_views).
  */
 static starfold_status_t check_view(const starfold_view_t *v, const sf_buffer_t *b, const char *what, int slot,
-                                    size_t tensor, int exact, shape_cache_t *sc)
+                                    size_t tensor, int exact, shape_cache_t *sc, const char *fn)
 {
     starpu_data_handle_t h = v->handle;
     if (!h) {
         if (b->count == 0) return STARFOLD_OK; /* nothing to move: no handle needed */
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: %s slot %d tensor %zu: NULL handle", what, slot,
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s slot %d tensor %zu: NULL handle", fn, what, slot,
                         tensor);
     }
     if (sc->handle != h) {
@@ -251,27 +259,27 @@ static starfold_status_t check_view(const starfold_view_t *v, const sf_buffer_t 
         if (sc->vector) sc->nx = starpu_vector_get_nx(h), sc->elemsize = starpu_vector_get_elemsize(h);
     }
     if (!sc->vector)
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: %s slot %d tensor %zu: not a StarPU vector",
-                        what, slot, tensor);
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s slot %d tensor %zu: not a StarPU vector",
+                        fn, what, slot, tensor);
     const size_t nx = sc->nx, elem = sc->elemsize;
     if (!exact) {
         if (elem != starfold_dtype_size(b->dtype))
             return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
-                            "starfold_submit_views: %s slot %d tensor %zu: vector of %zu-byte elements, the tensor is "
+                            "%s: %s slot %d tensor %zu: vector of %zu-byte elements, the tensor is "
                             "%s",
-                            what, slot, tensor, elem, starfold_dtype_name(b->dtype));
+                            fn, what, slot, tensor, elem, starfold_dtype_name(b->dtype));
         if (v->offset > nx || b->count > nx - v->offset)
             return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
-                            "starfold_submit_views: %s slot %d tensor %zu: elements [%zu, %zu + %zu) lie outside its "
+                            "%s: %s slot %d tensor %zu: elements [%zu, %zu + %zu) lie outside its "
                             "vector of %zu",
-                            what, slot, tensor, v->offset, v->offset, b->count, nx);
+                            fn, what, slot, tensor, v->offset, v->offset, b->count, nx);
         return STARFOLD_OK;
     }
     if (nx != b->count || elem != starfold_dtype_size(b->dtype))
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT,
-                        "starfold_submit: %s slot %d tensor %zu: vector of %zu elements of %zu bytes, the graph wants "
+                        "%s: %s slot %d tensor %zu: vector of %zu elements of %zu bytes, the graph wants "
                         "%zu elements of %zu bytes (%s)",
-                        what, slot, tensor, nx, elem, b->count, starfold_dtype_size(b->dtype),
+                        fn, what, slot, tensor, nx, elem, b->count, starfold_dtype_size(b->dtype),
                         starfold_dtype_name(b->dtype));
     return STARFOLD_OK;
 }
@@ -438,6 +446,8 @@ typedef struct resource {
     size_t ncuts, cap_cuts;
     size_t npieces, unit0;          /* its pieces are units[unit0 .. unit0 + npieces) */
     int views;                      /* a caller's vector holding more (or other) than one graph buffer */
+    int host;                       /* a temporary in main memory (its device is a CPU device) */
+    int planned;                    /* a caller's handle partition-planned, until plan_unpartition() */
     starpu_data_handle_t *children; /* [npieces] once a caller handle is partition-planned */
     long *lengths;                  /* [npieces] the filter's argument, kept until the plan is cleaned */
 } resource_t;
@@ -465,20 +475,11 @@ typedef struct plan {
     size_t *unit_mark, *unit_pos;   /* [nunits] scratch of make_task (task_buf_index) */
 } plan_t;
 
-static void plan_free(plan_t *p)
+/* Frees what only planning needs (per-node state and scratch), and forgets the graph. */
+static void plan_drop_scratch(plan_t *p)
 {
     if (p->deps)
         for (size_t i = 0; i < p->g->nnodes; i++) free(p->deps[i]);
-    if (p->res)
-        for (size_t r = 0; r < p->nres; r++) {
-            free(p->res[r].cuts);
-            free(p->res[r].children);
-            free(p->res[r].lengths);
-        }
-    free(p->res);
-    free(p->buf_res);
-    free(p->buf_base);
-    free(p->units);
     free(p->deps);
     free(p->ndeps);
     free(p->cap_deps);
@@ -486,6 +487,25 @@ static void plan_free(plan_t *p)
     free(p->stamp);
     free(p->unit_mark);
     free(p->unit_pos);
+    free(p->buf_res);
+    free(p->buf_base);
+    p->deps = NULL;
+    p->ndeps = p->cap_deps = p->stamp = p->unit_mark = p->unit_pos = p->buf_res = p->buf_base = NULL;
+    p->skip = NULL;
+    p->g = NULL;
+}
+
+static void plan_free(plan_t *p)
+{
+    if (p->g) plan_drop_scratch(p);
+    if (p->res)
+        for (size_t r = 0; r < p->nres; r++) {
+            free(p->res[r].cuts);
+            free(p->res[r].children);
+            free(p->res[r].lengths);
+        }
+    free(p->res);
+    free(p->units);
 }
 
 /* First element of span @s in its resource (a view starts inside its caller's vector). */
@@ -873,80 +893,55 @@ static int temp_in_main_memory(const plan_t *p, const resource_t *x)
 }
 
 /*
- * Gives every piece its handle: temporaries' pieces are registered (sequential consistency off: only
- * the graph's edges order them) and recorded in the request for release; a caller's handle of several
- * pieces gets a partition plan, its children being the pieces. A temporary in main memory is a range
- * of one block the request takes from the context's pool (home node: main memory, pages warm from the
- * last submission, exec_pool.c); one on a device has home node -1 and is allocated there by StarPU
- * for its first writer (StarPU keeps freed device memory for reuse itself). On failure everything
- * registered so far stays recorded: plan_release() and the request's release undo it.
+ * Partition plans, made once per persistent submission: a caller's handle of several pieces gets a
+ * partition plan (starpu_data_partition_plan()), its children being the pieces. Each start partitions
+ * it and unpartitions it again around its tasks; the plan is cleaned when the persistent submission is
+ * destroyed (persistent_free()). On failure what was planned stays recorded for persistent_free().
  */
-static starfold_status_t plan_register(plan_t *p, struct starfold_request *req)
+static starfold_status_t plan_partition(plan_t *p)
 {
-    size_t host_bytes = 0, host_at = 0;
-    for (size_t r = 0; r < p->nres; r++) {
-        const resource_t *x = &p->res[r];
-        if (x->temp_buf == SF_NONE || !temp_in_main_memory(p, x)) continue;
-        for (size_t k = 0; k < x->npieces; k++)
-            if (p->units[x->unit0 + k].first_writer != SF_NONE) host_bytes += temp_piece_bytes(x, &p->units[x->unit0 + k]);
-    }
-    if (host_bytes) {
-        req->temp_block = sf_pool_get(p->ctx->pool, host_bytes, &req->temp_block_bytes);
-        if (!req->temp_block)
-            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu bytes of temporaries",
-                            host_bytes);
-        req->pool = p->ctx->pool;
-    }
     for (size_t r = 0; r < p->nres; r++) {
         resource_t *x = &p->res[r];
-        if (x->temp_buf != SF_NONE) {
-            const int host = temp_in_main_memory(p, x);
-            for (size_t k = 0; k < x->npieces; k++) {
-                unit_t *u = &p->units[x->unit0 + k];
-                if (u->first_writer == SF_NONE) continue; /* no task touches it */
-                if (u->hi - u->lo > UINT32_MAX)
-                    return sf_error(STARFOLD_ERR_NOT_SUPPORTED,
-                                    "starfold_submit: temporary piece of %zu elements (StarPU vectors hold at most %u)",
-                                    u->hi - u->lo, (unsigned)UINT32_MAX);
-                if (host) {
-                    starpu_vector_data_register(&u->handle, STARPU_MAIN_RAM,
-                                                (uintptr_t)((char *)req->temp_block + host_at),
-                                                (uint32_t)(u->hi - u->lo), x->elemsize);
-                    host_at += temp_piece_bytes(x, u);
-                } else {
-                    starpu_vector_data_register(&u->handle, -1, 0, (uint32_t)(u->hi - u->lo), x->elemsize);
-                }
-                starpu_data_set_sequential_consistency_flag(u->handle, 0);
-                req->temps[req->ntemps++] = u->handle;
-            }
-        } else if (x->npieces > 1) {
-            x->children = malloc(sizeof *x->children * x->npieces);
-            x->lengths = malloc(sizeof *x->lengths * x->npieces);
-            if (!x->children || !x->lengths)
-                return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory partitioning a vector");
-            for (size_t k = 0; k < x->npieces; k++) x->lengths[k] = (long)(x->cuts[k + 1] - x->cuts[k]);
-            struct starpu_data_filter f = {
-                .filter_func = starpu_vector_filter_list_long,
-                .nchildren = (unsigned)x->npieces,
-                .filter_arg_ptr = x->lengths,
-            };
-            starpu_data_partition_plan(x->handle, &f, x->children);
-            for (size_t k = 0; k < x->npieces; k++) p->units[x->unit0 + k].handle = x->children[k];
-        }
+        if (x->temp_buf != SF_NONE || x->npieces < 2) continue;
+        x->children = malloc(sizeof *x->children * x->npieces);
+        x->lengths = malloc(sizeof *x->lengths * x->npieces);
+        if (!x->children || !x->lengths)
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory partitioning a vector");
+        for (size_t k = 0; k < x->npieces; k++) x->lengths[k] = (long)(x->cuts[k + 1] - x->cuts[k]);
+        struct starpu_data_filter f = {
+            .filter_func = starpu_vector_filter_list_long,
+            .nchildren = (unsigned)x->npieces,
+            .filter_arg_ptr = x->lengths,
+        };
+        starpu_data_partition_plan(x->handle, &f, x->children);
+        x->planned = 1;
+        for (size_t k = 0; k < x->npieces; k++) p->units[x->unit0 + k].handle = x->children[k];
     }
     return STARFOLD_OK;
 }
 
-/* Drops the partition plans of a graph that was never submitted (children never activated). */
-static void plan_release(plan_t *p)
+/* Drops the partition plans (their children are unregistered once the tasks using them are done). */
+static void plan_unpartition(plan_t *p)
 {
     for (size_t r = 0; r < p->nres; r++) {
         resource_t *x = &p->res[r];
-        if (x->children && x->handle && x->npieces > 1 && p->units[x->unit0].handle) {
-            starpu_data_partition_clean(x->handle, (unsigned)x->npieces, x->children);
-            p->units[x->unit0].handle = NULL;
-        }
+        if (!x->planned) continue;
+        starpu_data_partition_clean(x->handle, (unsigned)x->npieces, x->children);
+        x->planned = 0;
     }
+}
+
+/* Bytes of the main-memory temporaries a start takes from the context's pool. */
+static size_t plan_host_bytes(const plan_t *p)
+{
+    size_t bytes = 0;
+    for (size_t r = 0; r < p->nres; r++) {
+        const resource_t *x = &p->res[r];
+        if (x->temp_buf == SF_NONE || !temp_in_main_memory(p, x)) continue;
+        for (size_t k = 0; k < x->npieces; k++)
+            if (p->units[x->unit0 + k].first_writer != SF_NONE) bytes += temp_piece_bytes(x, &p->units[x->unit0 + k]);
+    }
+    return bytes;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -959,6 +954,20 @@ typedef struct task_buf {
     int read, written;
     size_t covered;   /* elements of the piece the node writes (its dst ranges never overlap) */
 } task_buf_t;
+
+/* A task of a persistent submission, all but its request (make_template()). */
+typedef struct task_tmpl {
+    size_t node;                         /* the graph node it runs, for messages */
+    starfold_task_kind_t kind;
+    int device;
+    unsigned worker;                     /* the StarPU worker of its device */
+    size_t nbuf;                         /* distinct handles */
+    size_t *units;                       /* [nbuf] the piece behind each */
+    enum starpu_data_access_mode *modes; /* [nbuf] */
+    sf_kernel_args_t *args;              /* kernel arguments, the request's flags NULL; args_size bytes */
+    size_t args_size;
+    size_t *deps, ndeps;                 /* earlier tasks (indices among the persistent's tasks) */
+} task_tmpl_t;
 
 /*
  * Index of @unit in node @i's buffer list, appended when new. unit_mark[u] == i + 1 says unit u is in
@@ -1016,15 +1025,15 @@ static size_t node_segments(const plan_t *p, const sf_node_t *n, size_t q, size_
 }
 
 /*
- * Creates the (not yet submitted) task of node @i: its distinct pieces with their modes, and its
- * kernel arguments (stored in *args_out, owned by the request).
+ * Everything of node @i's task a start does not change, computed once: its distinct pieces with their
+ * access modes, its kernel arguments (but the request's flags), its worker. @tt zeroed by the caller;
+ * on failure what it holds is freed by tmpl_free().
  */
-static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size_t i,
-                                   struct starpu_task **task_out, sf_kernel_args_t **args_out)
+static starfold_status_t make_template(plan_t *p, size_t i, task_tmpl_t *tt)
 {
     const struct starfold_graph *g = p->g;
     const sf_node_t *n = &g->nodes[i];
-    const starfold_context_t ctx = req->context;
+    const starfold_context_t ctx = p->ctx;
     const int elementwise = n->kind == STARFOLD_TASK_REDUCE || n->kind == STARFOLD_TASK_SCALE;
 
     /*
@@ -1066,12 +1075,11 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
         free(a);
         free(tb);
         free(cut);
+        free(cut_at);
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
     }
     memset(a, 0, sizeof *a);
     a->spans = (sf_kspan_t *)(void *)(a + 1);
-    a->cancelled = &req->cancelled;
-    a->status = &req->status;
     a->kind = n->kind == STARFOLD_TASK_REDUCE ? SF_KERNEL_REDUCE
               : n->kind == STARFOLD_TASK_SCALE ? SF_KERNEL_SCALE
                                                : SF_KERNEL_COPY;
@@ -1142,22 +1150,20 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
     free(cut);
     free(cut_at);
 
-    struct starpu_task *t = starpu_task_create();
-    if (!t) {
-        free(a);
+    tt->node = i;
+    tt->kind = n->kind;
+    tt->device = n->device;
+    tt->worker = (unsigned)ctx->workers[n->device];
+    tt->args_size = sizeof *a + sizeof(sf_kspan_t) * ks; /* merged segments may leave spans unused */
+    tt->args = realloc(a, tt->args_size);
+    if (!tt->args) tt->args = a;
+    tt->args->spans = (sf_kspan_t *)(void *)(tt->args + 1);
+    tt->nbuf = nbuf;
+    tt->units = malloc(sizeof *tt->units * (nbuf + 1));
+    tt->modes = malloc(sizeof *tt->modes * (nbuf + 1));
+    if (!tt->units || !tt->modes) {
         free(tb);
         return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
-    }
-    t->destroy = 0; /* until submitted: a task that never gets submitted is destroyed by us */
-    if (nbuf > STARPU_NMAXBUFS) {
-        t->dyn_handles = malloc(sizeof(starpu_data_handle_t) * nbuf);
-        t->dyn_modes = malloc(sizeof(enum starpu_data_access_mode) * nbuf);
-        if (!t->dyn_handles || !t->dyn_modes) {
-            starpu_task_destroy(t); /* frees dyn_handles and dyn_modes */
-            free(a);
-            free(tb);
-            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", i);
-        }
     }
     /*
      * Access modes: read only -> R; read and written -> RW; only written -> W when the node writes
@@ -1175,27 +1181,59 @@ static starfold_status_t make_task(plan_t *p, struct starfold_request *req, size
             const int first = u->first_writer == i && !u->input_read && !p->res[u->res].views;
             mode = tb[j].read ? STARPU_RW : (whole || first) ? STARPU_W : STARPU_RW;
         }
-        if (nbuf > STARPU_NMAXBUFS) {
-            t->dyn_handles[j] = u->handle;
-            t->dyn_modes[j] = mode;
-        } else {
-            t->handles[j] = u->handle;
-            t->modes[j] = mode;
-        }
+        tt->units[j] = tb[j].unit;
+        tt->modes[j] = mode;
     }
     free(tb);
+    return STARFOLD_OK;
+}
+
+/*
+ * Creates the (not yet submitted) task of template @tt for request @req, the pieces' handles in @uh:
+ * a copy of the template's kernel arguments (owned by the request, req->args[req->nargs++]) pointing
+ * at the request's flags.
+ */
+static starfold_status_t make_task(const task_tmpl_t *tt, const starpu_data_handle_t *uh,
+                                   struct starfold_request *req, struct starpu_task **task_out)
+{
+    const size_t nbuf = tt->nbuf;
+    sf_kernel_args_t *a = malloc(tt->args_size);
+    if (!a) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", tt->node);
+    memcpy(a, tt->args, tt->args_size);
+    a->spans = (sf_kspan_t *)(void *)(a + 1);
+    a->cancelled = &req->cancelled;
+    a->status = &req->status;
+    req->args[req->nargs++] = a;
+
+    struct starpu_task *t = starpu_task_create();
+    if (!t) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", tt->node);
+    t->destroy = 0; /* until submitted: a task that never gets submitted is destroyed by us */
+    if (nbuf > STARPU_NMAXBUFS) {
+        t->dyn_handles = malloc(sizeof(starpu_data_handle_t) * nbuf);
+        t->dyn_modes = malloc(sizeof(enum starpu_data_access_mode) * nbuf);
+        if (!t->dyn_handles || !t->dyn_modes) {
+            starpu_task_destroy(t); /* frees dyn_handles and dyn_modes */
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory creating task %zu", tt->node);
+        }
+        for (size_t j = 0; j < nbuf; j++) t->dyn_handles[j] = uh[tt->units[j]];
+        memcpy(t->dyn_modes, tt->modes, sizeof *tt->modes * nbuf);
+    } else {
+        for (size_t j = 0; j < nbuf; j++) {
+            t->handles[j] = uh[tt->units[j]];
+            t->modes[j] = tt->modes[j];
+        }
+    }
     t->nbuffers = (int)nbuf;
     t->cl = &sf_codelet;
     t->cl_arg = a;
-    t->cl_arg_size = sizeof *a + sizeof(sf_kspan_t) * nkspans;
+    t->cl_arg_size = tt->args_size;
     t->cl_arg_free = 0;
     t->callback_func = task_done;
     t->callback_arg = req;
     t->execute_on_a_specific_worker = 1;
-    t->workerid = (unsigned)ctx->workers[n->device];
-    t->name = starfold_task_kind_name(n->kind);
+    t->workerid = tt->worker;
+    t->name = starfold_task_kind_name(tt->kind);
     *task_out = t;
-    *args_out = a;
     return STARFOLD_OK;
 }
 
@@ -1234,22 +1272,22 @@ static void keep_caller_data(struct starpu_task **tasks, size_t nqueued)
  * farthest end reached by any group and by any group holding an output.
  */
 static starfold_status_t check_views(const struct starfold_graph *g, const starfold_view_t *inputs,
-                                     const starfold_view_t *outputs, int exact, const ext_ref_t *refs, size_t nrefs)
+                                     const starfold_view_t *outputs, int exact, const ext_ref_t *refs, size_t nrefs,
+                                     const char *fn)
 {
     const size_t T = g->num_tensors;
-    const char *fn = exact ? "starfold_submit" : "starfold_submit_views";
     starfold_status_t st = STARFOLD_OK;
     shape_cache_t sc = { NULL, 0, 0, 0 };
     for (int s = 0; s < g->num_inputs; s++)
         for (size_t t = 0; t < T; t++)
             if ((st = check_view(&inputs[(size_t)s * T + t], &g->bufs[sf_graph_input(g, s, t)], "input", s, t,
-                                 exact, &sc)) != STARFOLD_OK)
+                                 exact, &sc, fn)) != STARFOLD_OK)
                 return st;
     /* Outputs have the graph's output dtype (float64 for a promoted integer MEAN). */
     for (int d = 0; d < g->num_outputs; d++)
         for (size_t t = 0; t < T; t++)
             if ((st = check_view(&outputs[(size_t)d * T + t], &g->bufs[sf_graph_output(g, d, t)], "output", d, t,
-                                 exact, &sc)) != STARFOLD_OK)
+                                 exact, &sc, fn)) != STARFOLD_OK)
                 return st;
     size_t reach = 0, reach_out = 0;
     for (size_t i = 0; i < nrefs && st == STARFOLD_OK; i++) {
@@ -1298,46 +1336,56 @@ static starfold_status_t check_views(const struct starfold_graph *g, const starf
     return st;
 }
 
-static starfold_status_t submit(starfold_context_t context, starfold_graph_t graph, const starfold_view_t *inputs,
-                                const starfold_view_t *outputs, starfold_request_t *request, int exact);
+/*
+ * A persistent submission: a graph bound to its caller's views once (checked, planned, its tasks'
+ * pieces, access modes and kernel arguments computed, its vectors partition-planned), started as
+ * often as wanted. A start only creates the tasks from their templates, registers the temporaries
+ * (from the context's pool) and submits. starfold_submit() is a persistent submission started once.
+ *
+ * Ownership: the persistent submission owns the plan's resources and pieces and the partition plans
+ * on the caller's vectors (cleaned by persistent_free()); each start's request owns its kernel
+ * arguments and temporaries, so a persistent submission may be destroyed while its starts run.
+ * Nothing a start writes is shared between starts: two starts in flight at once are ordered by
+ * StarPU's sequential consistency on the caller's vectors, each with its own temporaries.
+ */
+struct starfold_persistent {
+    starfold_context_t context;
+    plan_t plan;                  /* its res[] and units[] (lo, hi, first_writer, the callers' handles) */
+    task_tmpl_t *tasks;           /* [ntasks] in graph order, so deps name earlier tasks */
+    size_t ntasks;
+    size_t ntemps;                /* temporary pieces some task touches, registered by each start */
+    size_t host_bytes;            /* of them, the bytes in main memory (one pool block per start) */
+    size_t npartitioned;          /* caller's vectors partitioned by each start */
+};
 
-STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starfold_graph_t graph,
-                                               const starpu_data_handle_t *inputs,
-                                               const starpu_data_handle_t *outputs, starfold_request_t *request)
+static void tmpl_free(task_tmpl_t *tt)
 {
-    if (!context || !graph || !request)
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: NULL %s",
-                        !context ? "context" : !graph ? "graph" : "request");
-    const size_t T = graph->num_tensors;
-    const size_t nin = (size_t)graph->num_inputs * T, nout = (size_t)graph->num_outputs * T;
-    if ((nin && !inputs) || (nout && !outputs))
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit: NULL %s array", !inputs ? "inputs" : "outputs");
-    starfold_view_t *views = malloc(sizeof *views * (nin + nout + 1));
-    if (!views) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
-    for (size_t i = 0; i < nin; i++) views[i] = (starfold_view_t){ inputs[i], 0 };
-    for (size_t i = 0; i < nout; i++) views[nin + i] = (starfold_view_t){ outputs[i], 0 };
-    const starfold_status_t st = submit(context, graph, views, views + nin, request, 1);
-    free(views);
-    return st;
+    free(tt->units);
+    free(tt->modes);
+    free(tt->args);
+    free(tt->deps);
 }
 
-STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context, starfold_graph_t graph,
-                                                     const starfold_view_t *inputs, const starfold_view_t *outputs,
-                                                     starfold_request_t *request)
+static void persistent_free(struct starfold_persistent *P)
 {
-    if (!context || !graph || !request)
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit_views: NULL %s",
-                        !context ? "context" : !graph ? "graph" : "request");
-    const size_t T = graph->num_tensors;
-    if ((graph->num_inputs && T && !inputs) || (graph->num_outputs && T && !outputs))
-        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_submit_views: NULL %s array",
-                        !inputs ? "inputs" : "outputs");
-    return submit(context, graph, inputs, outputs, request, 0);
+    if (P->plan.res) {
+        pthread_mutex_lock(&sf_submit_lock); /* no start's window may be between its partition and unpartition */
+        plan_unpartition(&P->plan);
+        pthread_mutex_unlock(&sf_submit_lock);
+    }
+    for (size_t k = 0; k < P->ntasks; k++) tmpl_free(&P->tasks[k]);
+    free(P->tasks);
+    plan_free(&P->plan);
+    free(P);
 }
 
-/* starfold_submit() and starfold_submit_views(): arguments non-NULL; @exact as check_views(). */
-static starfold_status_t submit(starfold_context_t context, starfold_graph_t graph, const starfold_view_t *inputs,
-                                const starfold_view_t *outputs, starfold_request_t *request, int exact)
+/*
+ * Checks @graph against @context and the caller's views (@exact as check_views()) and plans it, all
+ * before anything is created in StarPU; then the partition plans. @fn names the public call.
+ */
+static starfold_status_t prepare(starfold_context_t context, starfold_graph_t graph, const starfold_view_t *inputs,
+                                 const starfold_view_t *outputs, int exact, const char *fn,
+                                 struct starfold_persistent **out)
 {
     const struct starfold_graph *g = graph;
     /*
@@ -1356,86 +1404,181 @@ static starfold_status_t submit(starfold_context_t context, starfold_graph_t gra
                             starfold_topology_device_name(g->topology, context->num_devices),
                             starfold_topology_name(g->topology), topo_devices, context->num_devices);
         return sf_error(STARFOLD_ERR_NO_DEVICE,
-                        "starfold_submit: the graph was compiled for topology '%s' of %d devices, the context has %d",
+                        "%s: the graph was compiled for topology '%s' of %d devices, the context has %d", fn,
                         starfold_topology_name(g->topology), topo_devices, context->num_devices);
     }
     for (size_t b = 0; b < g->nbufs; b++)
         if (g->bufs[b].device < 0 || g->bufs[b].device >= context->num_devices)
-            return sf_error(STARFOLD_ERR_NO_DEVICE, "starfold_submit: the graph uses device %d, the context has %d",
+            return sf_error(STARFOLD_ERR_NO_DEVICE, "%s: the graph uses device %d, the context has %d", fn,
                             g->bufs[b].device, context->num_devices);
     for (size_t i = 0; i < g->nnodes; i++)
         if (g->nodes[i].device < 0 || g->nodes[i].device >= context->num_devices)
-            return sf_error(STARFOLD_ERR_NO_DEVICE, "starfold_submit: task %zu runs on device %d, the context has %d", i,
+            return sf_error(STARFOLD_ERR_NO_DEVICE, "%s: task %zu runs on device %d, the context has %d", fn, i,
                             g->nodes[i].device, context->num_devices);
 
     /* Views: vectors of the right shape; an output may only be its own device's input (in-place). */
     size_t nrefs = 0;
     ext_ref_t *refs = ext_refs(g, inputs, outputs, &nrefs);
-    if (!refs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
-    starfold_status_t st = check_views(g, inputs, outputs, exact, refs, nrefs);
+    if (!refs) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    starfold_status_t st = check_views(g, inputs, outputs, exact, refs, nrefs, fn);
     for (size_t b = 0; b < g->nbufs && st == STARFOLD_OK; b++)
         if (g->bufs[b].kind == SF_BUF_TEMP && g->bufs[b].count > UINT32_MAX)
-            st = sf_error(STARFOLD_ERR_NOT_SUPPORTED, "starfold_submit: temporary of %zu elements (StarPU vectors hold "
-                                                      "at most %u)", g->bufs[b].count, (unsigned)UINT32_MAX);
+            st = sf_error(STARFOLD_ERR_NOT_SUPPORTED, "%s: temporary of %zu elements (StarPU vectors hold at most %u)",
+                          fn, g->bufs[b].count, (unsigned)UINT32_MAX);
     if (st != STARFOLD_OK) {
         free(refs);
         return st;
     }
-
-    /* Plan everything before creating anything in StarPU. */
-    plan_t plan;
-    struct starfold_request *req = NULL;
-    struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
-    size_t *task_node = NULL, *task_of_node = NULL, ntasks = 0, ncreated = 0;
-    st = plan_build(&plan, g, context, refs, nrefs);
-    free(refs);
-    if (st != STARFOLD_OK) goto fail_plan;
-    SF_CHECK_GOTO(plan_check_memory(&plan), st, fail_plan);
-
-    req = request_new(context);
-    if (!req) {
-        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
-        goto fail_plan;
+    struct starfold_persistent *P = calloc(1, sizeof *P);
+    if (!P) {
+        free(refs);
+        return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    for (size_t i = 0; i < g->nnodes; i++) ntasks += !plan.skip[i];
-    tasks = calloc(ntasks + 1, sizeof *tasks);
-    task_node = malloc(sizeof(size_t) * (ntasks + 1));
-    deps = malloc(sizeof *deps * (ntasks + 1));
-    req->args = calloc(ntasks + 1, sizeof *req->args);
-    req->temps = calloc(plan.nunits + 1, sizeof *req->temps);
-    task_of_node = malloc(sizeof(size_t) * (g->nnodes + 1));
-    if (!tasks || !task_node || !deps || !req->args || !req->temps || !task_of_node) {
-        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu tasks", ntasks);
-        goto fail_tasks;
+    P->context = context;
+    plan_t *p = &P->plan;
+    st = plan_build(p, g, context, refs, nrefs);
+    free(refs);
+    if (st != STARFOLD_OK) goto fail;
+    SF_CHECK_GOTO(plan_check_memory(p), st, fail);
+
+    /* Templates of the tasks, their dependencies renumbered among tasks. */
+    size_t *task_of_node = malloc(sizeof(size_t) * (g->nnodes + 1));
+    for (size_t i = 0; i < g->nnodes; i++) P->ntasks += !p->skip[i];
+    P->tasks = calloc(P->ntasks + 1, sizeof *P->tasks);
+    if (!task_of_node || !P->tasks) {
+        free(task_of_node);
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tasks", fn, P->ntasks);
+        P->ntasks = 0;
+        goto fail;
     }
     for (size_t i = 0, k = 0; i < g->nnodes; i++) {
-        task_of_node[i] = plan.skip[i] ? SF_NONE : k;
-        if (!plan.skip[i]) task_node[k++] = i;
+        task_of_node[i] = p->skip[i] ? SF_NONE : k;
+        if (p->skip[i]) continue;
+        task_tmpl_t *tt = &P->tasks[k++];
+        if ((st = make_template(p, i, tt)) != STARFOLD_OK) break;
+        tt->deps = malloc(sizeof(size_t) * (p->ndeps[i] + 1));
+        if (!tt->deps) {
+            st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tasks", fn, P->ntasks);
+            break;
+        }
+        for (size_t e = 0; e < p->ndeps[i]; e++) tt->deps[tt->ndeps++] = task_of_node[p->deps[i][e]];
     }
+    free(task_of_node);
+    if (st != STARFOLD_OK) goto fail;
 
-    /* Every piece gets its handle: temporaries registered, partition plans for the caller's vectors. */
-    SF_CHECK_GOTO(plan_register(&plan, req), st, fail_tasks);
+    /* What each start needs: its temporaries, and the pieces of the caller's vectors. */
+    for (size_t r = 0; r < p->nres; r++) {
+        resource_t *x = &p->res[r];
+        if (x->temp_buf == SF_NONE) continue;
+        x->host = temp_in_main_memory(p, x);
+        for (size_t k = 0; k < x->npieces; k++) {
+            const unit_t *u = &p->units[x->unit0 + k];
+            if (u->first_writer == SF_NONE) continue; /* no task touches it */
+            if (u->hi - u->lo > UINT32_MAX) {
+                st = sf_error(STARFOLD_ERR_NOT_SUPPORTED,
+                              "%s: temporary piece of %zu elements (StarPU vectors hold at most %u)", fn, u->hi - u->lo,
+                              (unsigned)UINT32_MAX);
+                goto fail;
+            }
+            P->ntemps++;
+        }
+    }
+    P->host_bytes = plan_host_bytes(p);
+    SF_CHECK_GOTO(plan_partition(p), st, fail);
+    for (size_t r = 0; r < p->nres; r++) P->npartitioned += p->res[r].planned;
+    plan_drop_scratch(p); /* and the graph may go now: nothing left reads it */
+    *out = P;
+    return STARFOLD_OK;
+fail:
+    persistent_free(P);
+    return st;
+}
+
+/*
+ * Registers the temporaries of one start: each piece some task touches gets a vector with sequential
+ * consistency off (only the graph's edges order it), recorded in the request for release. Those in
+ * main memory are ranges of one block the request takes from the context's pool (pages warm from the
+ * last start, exec_pool.c); one on a device has home node -1 and is allocated there by StarPU for its
+ * first writer (StarPU keeps freed device memory for reuse itself). @uh[nunits]: every piece's handle,
+ * the temporaries' filled in here.
+ */
+static starfold_status_t register_temps(const struct starfold_persistent *P, struct starfold_request *req,
+                                        starpu_data_handle_t *uh)
+{
+    const plan_t *p = &P->plan;
+    if (P->host_bytes) {
+        req->temp_block = sf_pool_get(P->context->pool, P->host_bytes, &req->temp_block_bytes);
+        if (!req->temp_block)
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu bytes of temporaries",
+                            P->host_bytes);
+        req->pool = P->context->pool;
+    }
+    size_t host_at = 0;
+    for (size_t r = 0; r < p->nres; r++) {
+        const resource_t *x = &p->res[r];
+        if (x->temp_buf == SF_NONE) continue;
+        for (size_t k = 0; k < x->npieces; k++) {
+            const unit_t *u = &p->units[x->unit0 + k];
+            if (u->first_writer == SF_NONE) continue;
+            starpu_data_handle_t h;
+            if (x->host) {
+                starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)((char *)req->temp_block + host_at),
+                                            (uint32_t)(u->hi - u->lo), x->elemsize);
+                host_at += temp_piece_bytes(x, u);
+            } else {
+                starpu_vector_data_register(&h, -1, 0, (uint32_t)(u->hi - u->lo), x->elemsize);
+            }
+            starpu_data_set_sequential_consistency_flag(h, 0);
+            req->temps[req->ntemps++] = h;
+            uh[x->unit0 + k] = h;
+        }
+    }
+    return STARFOLD_OK;
+}
+
+/* One start of @P: a new request, its tasks created, declared and submitted (see the file's head). */
+static starfold_status_t start(struct starfold_persistent *P, starfold_request_t *request)
+{
+    const starfold_context_t context = P->context;
+    const plan_t *plan = &P->plan;
+    const size_t ntasks = P->ntasks;
+    starfold_status_t st = STARFOLD_OK;
+    struct starfold_request *req = request_new(context);
+    struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
+    starpu_data_handle_t *uh = NULL;
+    size_t ncreated = 0, maxdeps = 1;
+    if (!req) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+    for (size_t k = 0; k < ntasks; k++)
+        if (P->tasks[k].ndeps > maxdeps) maxdeps = P->tasks[k].ndeps;
+    tasks = calloc(ntasks + 1, sizeof *tasks);
+    deps = malloc(sizeof *deps * maxdeps);
+    uh = malloc(sizeof *uh * (plan->nunits + 1));
+    req->args = calloc(ntasks + 1, sizeof *req->args);
+    req->temps = calloc(P->ntemps + 1, sizeof *req->temps);
+    if (!tasks || !deps || !uh || !req->args || !req->temps) {
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu tasks", ntasks);
+        goto fail;
+    }
+    for (size_t u = 0; u < plan->nunits; u++) uh[u] = plan->units[u].handle;
+    SF_CHECK_GOTO(register_temps(P, req, uh), st, fail);
 
     /* Create every task; check each can run where it is pinned, while nothing is declared yet. */
     for (size_t k = 0; k < ntasks; k++) {
-        const size_t i = task_node[k];
-        SF_CHECK_GOTO(make_task(&plan, req, i, &tasks[k], &req->args[k]), st, fail_tasks);
-        req->nargs = ++ncreated;
+        const task_tmpl_t *tt = &P->tasks[k];
+        SF_CHECK_GOTO(make_task(tt, uh, req, &tasks[k]), st, fail);
+        ncreated = k + 1;
         if (!starpu_worker_can_execute_task(tasks[k]->workerid, tasks[k], 0)) {
             st = sf_error(STARFOLD_ERR_RUNTIME, "starfold_submit: worker %u of device %d cannot run a %s task",
-                          tasks[k]->workerid, g->nodes[i].device, starfold_task_kind_name(g->nodes[i].kind));
-            goto fail_tasks;
+                          tasks[k]->workerid, tt->device, starfold_task_kind_name(tt->kind));
+            goto fail;
         }
     }
+    if (ntasks == 0) goto done; /* nothing to move: the request is complete at once */
 
-    if (ntasks == 0) { /* nothing to move: the request is complete at once */
-        plan_release(&plan);
-        goto done;
-    }
     gate = starpu_task_create();
     if (!gate) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
-        goto fail_tasks;
+        goto fail;
     }
     gate->destroy = 0;
     gate->callback_func = task_done;
@@ -1443,13 +1586,11 @@ static starfold_status_t submit(starfold_context_t context, starfold_graph_t gra
     gate->name = "starfold-gate";
 
     /* From here on every task will be submitted: no more failure exits that leave tasks behind. */
-    size_t npartitioned = 0;
-    for (size_t r = 0; r < plan.nres; r++) npartitioned += plan.res[r].children != NULL;
-    req->pending = ntasks + 1 + npartitioned;
+    req->pending = ntasks + 1 + P->npartitioned;
     for (size_t k = 0; k < ntasks; k++) {
-        const size_t i = task_node[k];
+        const task_tmpl_t *tt = &P->tasks[k];
         size_t nd = 0;
-        for (size_t e = 0; e < plan.ndeps[i]; e++) deps[nd++] = tasks[task_of_node[plan.deps[i][e]]];
+        for (size_t e = 0; e < tt->ndeps; e++) deps[nd++] = tasks[tt->deps[e]];
         if (nd == 0) deps[nd++] = gate;
         starpu_task_declare_deps_array(tasks[k], (unsigned)nd, deps);
     }
@@ -1457,22 +1598,22 @@ static starfold_status_t submit(starfold_context_t context, starfold_graph_t gra
     /*
      * The submission window. The caller's partitioned vectors are partitioned first (after the
      * caller's earlier tasks on them, through sequential consistency), then the tasks go in, then the
-     * vectors are unpartitioned on their home nodes (after the graph's last task on them) and their
-     * plans dropped; the unpartitions count in the request. One window at a time in the process:
-     * StarPU allows one active partition per vector, and another graph touching the same vector
-     * whole in the middle of this window would unpartition it under our tasks.
+     * vectors are unpartitioned on their home nodes (after the graph's last task on them); the
+     * unpartitions count in the request. One window at a time in the process: StarPU allows one
+     * active partition per vector, and another graph touching the same vector whole in the middle of
+     * this window would unpartition it under our tasks.
      */
     pthread_mutex_lock(&sf_submit_lock);
     SF_TSAN_RELEASE(); /* the tasks' arguments, written above, go to StarPU's workers */
-    for (size_t r = 0; r < plan.nres; r++)
-        if (plan.res[r].children)
-            starpu_data_partition_submit(plan.res[r].handle, (unsigned)plan.res[r].npieces, plan.res[r].children);
+    for (size_t r = 0; r < plan->nres; r++)
+        if (plan->res[r].planned)
+            starpu_data_partition_submit(plan->res[r].handle, (unsigned)plan->res[r].npieces, plan->res[r].children);
     size_t refused_at = SF_NONE;
     int refused_ret = 0, lost = 0;
     for (size_t k = 0; k < ntasks; k++) {
         int ret;
         if (refused_at == SF_NONE) {
-            const int hook = context->test_refuse_task >= 0 && (size_t)context->test_refuse_task == task_node[k];
+            const int hook = context->test_refuse_task >= 0 && (size_t)context->test_refuse_task == P->tasks[k].node;
             tasks[k]->destroy = 1;
             ret = hook ? -ENODEV : starpu_task_submit(tasks[k]);
             if (ret == 0) continue;
@@ -1489,22 +1630,21 @@ static starfold_status_t submit(starfold_context_t context, starfold_graph_t gra
     }
     gate->destroy = 1;
     if (starpu_task_submit(gate) != 0) lost++;
-    for (size_t r = 0; r < plan.nres; r++) {
-        resource_t *x = &plan.res[r];
-        if (!x->children) continue;
-        starpu_data_unpartition_submit_sequential_consistency_cb(x->handle, (unsigned)x->npieces, x->children, -1, 1,
-                                                                 task_done, req);
-        starpu_data_partition_clean(x->handle, (unsigned)x->npieces, x->children);
+    for (size_t r = 0; r < plan->nres; r++) {
+        const resource_t *x = &plan->res[r];
+        if (x->planned)
+            starpu_data_unpartition_submit_sequential_consistency_cb(x->handle, (unsigned)x->npieces, x->children, -1,
+                                                                     1, task_done, req);
     }
     pthread_mutex_unlock(&sf_submit_lock);
 
     if (refused_at != SF_NONE || lost) {
         if (refused_at != SF_NONE) {
-            const sf_node_t *n = &g->nodes[task_node[refused_at]];
+            const task_tmpl_t *tt = &P->tasks[refused_at];
             st = sf_error(STARFOLD_ERR_RUNTIME,
                           "starfold_submit: StarPU refused task %zu (%s on device %d, error %d); the graph was "
                           "cancelled, nothing was written",
-                          task_node[refused_at], starfold_task_kind_name(n->kind), n->device, refused_ret);
+                          tt->node, starfold_task_kind_name(tt->kind), tt->device, refused_ret);
         }
         if (lost) {
             /* Unreachable in practice (an empty task is always accepted): tasks may still wait on what
@@ -1522,22 +1662,113 @@ done:
     *request = req;
     req = NULL;
 out:
-    free(task_of_node);
     free(tasks);
-    free(task_node);
     free(deps);
-    plan_free(&plan);
+    free(uh);
     return st;
 
-fail_tasks:
-    /* Nothing was submitted or declared: destroy what was created, give the temporaries back, drop the
-     * partition plans. */
-    for (size_t k = 0; k < ncreated; k++)
-        if (tasks[k]) starpu_task_destroy(tasks[k]);
+fail:
+    /* Nothing was submitted or declared: destroy what was created; the request gives the temporaries back. */
+    for (size_t k = 0; k < ncreated; k++) starpu_task_destroy(tasks[k]);
     if (gate) starpu_task_destroy(gate);
-    plan_release(&plan);
-fail_plan:
-    if (req) request_free(req);
+    request_free(req);
     req = NULL;
     goto out;
+}
+
+/* The arguments of the public entry points: non-NULL where needed. */
+static starfold_status_t check_args(starfold_context_t context, starfold_graph_t graph, const void *inputs,
+                                    const void *outputs, const void *out, const char *fn, const char *out_name)
+{
+    if (!context || !graph || !out)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                        !context ? "context" : !graph ? "graph" : out_name);
+    const size_t T = graph->num_tensors;
+    if ((graph->num_inputs && T && !inputs) || (graph->num_outputs && T && !outputs))
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s array", fn, !inputs ? "inputs" : "outputs");
+    return STARFOLD_OK;
+}
+
+/* Handles as views at offset 0 (the vector must then be the tensor: prepare()'s @exact). */
+static starfold_status_t prepare_handles(starfold_context_t context, starfold_graph_t graph,
+                                         const starpu_data_handle_t *inputs, const starpu_data_handle_t *outputs,
+                                         const char *fn, struct starfold_persistent **out)
+{
+    const size_t T = graph->num_tensors;
+    const size_t nin = (size_t)graph->num_inputs * T, nout = (size_t)graph->num_outputs * T;
+    starfold_view_t *views = malloc(sizeof *views * (nin + nout + 1));
+    if (!views) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (size_t i = 0; i < nin; i++) views[i] = (starfold_view_t){ inputs[i], 0 };
+    for (size_t i = 0; i < nout; i++) views[nin + i] = (starfold_view_t){ outputs[i], 0 };
+    const starfold_status_t st = prepare(context, graph, views, views + nin, 1, fn, out);
+    free(views);
+    return st;
+}
+
+/* Prepares, starts once, and lets go (the request needs nothing of the persistent submission). */
+static starfold_status_t submit_once(struct starfold_persistent *P, starfold_status_t st, starfold_request_t *request)
+{
+    if (st != STARFOLD_OK) return st;
+    st = start(P, request);
+    persistent_free(P);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starfold_graph_t graph,
+                                               const starpu_data_handle_t *inputs,
+                                               const starpu_data_handle_t *outputs, starfold_request_t *request)
+{
+    static const char fn[] = "starfold_submit";
+    starfold_status_t st = check_args(context, graph, inputs, outputs, request, fn, "request");
+    if (st != STARFOLD_OK) return st;
+    struct starfold_persistent *P = NULL;
+    st = prepare_handles(context, graph, inputs, outputs, fn, &P);
+    return submit_once(P, st, request);
+}
+
+STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context, starfold_graph_t graph,
+                                                     const starfold_view_t *inputs, const starfold_view_t *outputs,
+                                                     starfold_request_t *request)
+{
+    static const char fn[] = "starfold_submit_views";
+    starfold_status_t st = check_args(context, graph, inputs, outputs, request, fn, "request");
+    if (st != STARFOLD_OK) return st;
+    struct starfold_persistent *P = NULL;
+    st = prepare(context, graph, inputs, outputs, 0, fn, &P);
+    return submit_once(P, st, request);
+}
+
+STARFOLD_API starfold_status_t starfold_persistent_create(starfold_context_t context, starfold_graph_t graph,
+                                                          const starpu_data_handle_t *inputs,
+                                                          const starpu_data_handle_t *outputs,
+                                                          starfold_persistent_t *persistent)
+{
+    static const char fn[] = "starfold_persistent_create";
+    const starfold_status_t st = check_args(context, graph, inputs, outputs, persistent, fn, "persistent");
+    if (st != STARFOLD_OK) return st;
+    return prepare_handles(context, graph, inputs, outputs, fn, persistent);
+}
+
+STARFOLD_API starfold_status_t starfold_persistent_create_views(starfold_context_t context, starfold_graph_t graph,
+                                                                const starfold_view_t *inputs,
+                                                                const starfold_view_t *outputs,
+                                                                starfold_persistent_t *persistent)
+{
+    static const char fn[] = "starfold_persistent_create_views";
+    const starfold_status_t st = check_args(context, graph, inputs, outputs, persistent, fn, "persistent");
+    if (st != STARFOLD_OK) return st;
+    return prepare(context, graph, inputs, outputs, 0, fn, persistent);
+}
+
+STARFOLD_API starfold_status_t starfold_persistent_start(starfold_persistent_t persistent, starfold_request_t *request)
+{
+    if (!persistent || !request)
+        return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_persistent_start: NULL %s",
+                        !persistent ? "persistent" : "request");
+    return start(persistent, request);
+}
+
+STARFOLD_API void starfold_persistent_destroy(starfold_persistent_t persistent)
+{
+    if (persistent) persistent_free(persistent);
 }

@@ -432,8 +432,32 @@ static void view_layout(const starfold_tensor_desc_t *t, size_t nt, int reverse,
     l->total = at;
 }
 
-/* Runs @g (tensors of one dtype, outputs of that dtype) through views; 0 when every element is right. */
-static int run_views(starfold_graph_t graph, int in_place, const char *label)
+/* How run_views() submits. */
+typedef enum views_mode {
+    VIEWS_SUBMIT,     /* starfold_submit_views() once */
+    VIEWS_PERSISTENT, /* starfold_persistent_create_views(), then 3 starts, each waited for and checked */
+    VIEWS_IN_FLIGHT,  /* 3 starts in flight at once, inputs rewritten between them, the last checked */
+} views_mode_t;
+#define VIEWS_ROUNDS 3
+
+/* Round @round's inputs: guards, and each tensor's values from sf_tu_fill() (replica s + 16 * round). */
+static void views_inputs(const struct starfold_graph *g, void *const *host_in, const size_t *off_in, size_t total,
+                         int round)
+{
+    const starfold_dtype_t dt = g->tensors[0].dtype;
+    const size_t es = starfold_dtype_size(dt);
+    for (int s = 0; s < g->num_inputs; s++) {
+        for (size_t i = 0; i < total; i++) sf_tu_set(host_in[s], dt, i, VIEW_GUARD_VALUE);
+        for (size_t t = 0; t < g->num_tensors; t++)
+            sf_tu_fill((char *)host_in[s] + off_in[t] * es, dt, g->tensors[t].count, g->op, s + 16 * round, t);
+    }
+}
+
+/*
+ * Runs @g (tensors of one dtype, outputs of that dtype) through views, as @mode says; 0 when every
+ * element is right after every checked round.
+ */
+static int run_views(starfold_graph_t graph, int in_place, views_mode_t mode, const char *label)
 {
     const struct starfold_graph *g = graph;
     const size_t nt = g->num_tensors;
@@ -451,15 +475,16 @@ static int run_views(starfold_graph_t graph, int in_place, const char *label)
     void *buf = NULL;
     double *expect = NULL;
     const void **srcs = calloc((size_t)nin + 1, sizeof *srcs);
+    starfold_persistent_t persistent = NULL;
+    starfold_request_t reqs[VIEWS_ROUNDS] = { 0 };
     if (nt > 64 || !vi || !vo || !srcs) goto out;
     view_layout(g->tensors, nt, 1, &lin);
     view_layout(g->tensors, nt, 0, &lout);
 
-    for (int s = 0; s < nin; s++) {
+    for (int s = 0; s < nin; s++)
         if (!(host_in[s] = sf_tu_alloc(dt, lin.total))) goto out;
-        for (size_t i = 0; i < lin.total; i++) sf_tu_set(host_in[s], dt, i, VIEW_GUARD_VALUE);
-        for (size_t t = 0; t < nt; t++)
-            sf_tu_fill((char *)host_in[s] + off_in[t] * es, dt, g->tensors[t].count, g->op, s, t);
+    views_inputs(g, host_in, off_in, lin.total, 0);
+    for (int s = 0; s < nin; s++) {
         CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, g->input_devices[s], dt, lin.total, &vin[s]), STARFOLD_OK);
         CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vin[s], host_in[s], lin.total * es), STARFOLD_OK);
         for (size_t t = 0; t < nt; t++) vi[(size_t)s * nt + t] = (starfold_view_t){ vin[s], off_in[t] };
@@ -473,69 +498,99 @@ static int run_views(starfold_graph_t graph, int in_place, const char *label)
             continue;
         }
         CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, g->output_devices[d], dt, lout.total, &vout[d]), STARFOLD_OK);
-        for (size_t i = 0; i < lout.total; i++) sf_tu_set(buf, dt, i, VIEW_GUARD_VALUE);
-        for (size_t t = 0; t < nt; t++) sf_tu_fill_sentinel((char *)buf + off_out[t] * es, dt, g->tensors[t].count);
-        CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vout[d], buf, lout.total * es), STARFOLD_OK);
         for (size_t t = 0; t < nt; t++) vo[(size_t)d * nt + t] = (starfold_view_t){ vout[d], off_out[t] };
     }
-
-    starfold_request_t req = NULL;
-    if ((st = starfold_submit_views(ctx, graph, vi, vo, &req)) != STARFOLD_OK) {
-        fprintf(stderr, "%s: submit_views: %s (%s)\n", label, starfold_status_string(st), starfold_last_error());
+    if (mode != VIEWS_SUBMIT && (st = starfold_persistent_create_views(ctx, graph, vi, vo, &persistent)) != STARFOLD_OK) {
+        fprintf(stderr, "%s: persistent_create_views: %s (%s)\n", label, starfold_status_string(st),
+                starfold_last_error());
         goto out;
     }
-    st = starfold_request_wait(req);
-    starfold_request_destroy(req);
-    if (st != STARFOLD_OK) goto out;
 
+    const int rounds = mode == VIEWS_SUBMIT ? 1 : VIEWS_ROUNDS;
     rc = 0;
-    for (int d = 0; d < nout && rc == 0; d++) {
-        const starpu_data_handle_t h = shared[d] ? vin[shared[d] - 1] : vout[d];
-        const size_t *off = shared[d] ? off_in : off_out;
-        const size_t total = shared[d] ? lin.total : lout.total;
-        CU_ASSERT_EQUAL_FATAL(starfold_vector_read(h, buf, total * es), STARFOLD_OK);
-        for (size_t t = 0; t < nt && rc == 0; t++) {
-            char why[160];
-            free(expect);
-            expect = malloc(sizeof(double) * (g->tensors[t].count + 1));
-            if (!expect) {
-                rc = -1;
-                break;
-            }
-            if (g->kind == STARFOLD_COLL_BROADCAST) {
-                for (size_t i = 0; i < g->tensors[t].count; i++)
-                    expect[i] = sf_tu_get((char *)host_in[0] + off_in[t] * es, dt, i);
-            } else {
-                for (int s = 0; s < nin; s++) srcs[s] = (char *)host_in[s] + off_in[t] * es;
-                sf_tu_reference(g->op, dt, srcs, nin, g->tensors[t].count, expect);
-            }
-            if (sf_tu_compare((char *)buf + off[t] * es, dt, expect, g->tensors[t].count, why, sizeof why)) {
-                fprintf(stderr, "%s: output slot %d tensor %zu: %s\n", label, d, t, why);
-                rc = -1;
-            }
+    for (int round = 0; round < rounds && rc == 0; round++) {
+        if (round > 0) { /* new inputs (in flight: ordered after the previous start's reads by StarPU) */
+            views_inputs(g, host_in, off_in, lin.total, round);
+            for (int s = 0; s < nin; s++)
+                CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vin[s], host_in[s], lin.total * es), STARFOLD_OK);
         }
-        /* guards: everything outside the views */
-        for (size_t i = 0, t = 0; i < total && rc == 0; i++) {
-            int in_view = 0;
-            for (t = 0; t < nt && !in_view; t++) in_view = i >= off[t] && i < off[t] + g->tensors[t].count;
-            if (!in_view && sf_tu_get(buf, dt, i) != VIEW_GUARD_VALUE) {
-                fprintf(stderr, "%s: output slot %d: element %zu outside every view was written\n", label, d, i);
-                rc = -1;
+        if (round == 0 || mode == VIEWS_PERSISTENT) /* outputs: guards, and a sentinel in the views */
+            for (int d = 0; d < nout; d++) {
+                if (shared[d]) continue;
+                for (size_t i = 0; i < lout.total; i++) sf_tu_set(buf, dt, i, VIEW_GUARD_VALUE);
+                for (size_t t = 0; t < nt; t++) sf_tu_fill_sentinel((char *)buf + off_out[t] * es, dt, g->tensors[t].count);
+                CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vout[d], buf, lout.total * es), STARFOLD_OK);
             }
-        }
-    }
-    /* inputs not shared with an output: unchanged, guards included */
-    for (int s = 0; s < nin && rc == 0; s++) {
-        int used = 0;
-        for (int d = 0; d < nout; d++) used |= shared[d] == s + 1;
-        if (used) continue;
-        CU_ASSERT_EQUAL_FATAL(starfold_vector_read(vin[s], buf, lin.total * es), STARFOLD_OK);
-        if (memcmp(buf, host_in[s], lin.total * es)) {
-            fprintf(stderr, "%s: input slot %d was modified\n", label, s);
+        st = persistent ? starfold_persistent_start(persistent, &reqs[round])
+                        : starfold_submit_views(ctx, graph, vi, vo, &reqs[round]);
+        if (st != STARFOLD_OK) {
+            fprintf(stderr, "%s: round %d: %s (%s)\n", label, round, starfold_status_string(st), starfold_last_error());
             rc = -1;
+            break;
+        }
+        if (mode == VIEWS_IN_FLIGHT && round + 1 < rounds) continue;
+        if (mode == VIEWS_IN_FLIGHT) { /* a persistent submission may go while its starts run */
+            starfold_persistent_destroy(persistent);
+            persistent = NULL;
+        }
+        for (int r = 0; r <= round; r++) {
+            if (!reqs[r]) continue;
+            if ((st = starfold_request_wait(reqs[r])) != STARFOLD_OK) rc = -1;
+            starfold_request_destroy(reqs[r]);
+            reqs[r] = NULL;
+        }
+
+        for (int d = 0; d < nout && rc == 0; d++) {
+            const starpu_data_handle_t h = shared[d] ? vin[shared[d] - 1] : vout[d];
+            const size_t *off = shared[d] ? off_in : off_out;
+            const size_t total = shared[d] ? lin.total : lout.total;
+            CU_ASSERT_EQUAL_FATAL(starfold_vector_read(h, buf, total * es), STARFOLD_OK);
+            for (size_t t = 0; t < nt && rc == 0; t++) {
+                char why[160];
+                free(expect);
+                expect = malloc(sizeof(double) * (g->tensors[t].count + 1));
+                if (!expect) {
+                    rc = -1;
+                    break;
+                }
+                if (g->kind == STARFOLD_COLL_BROADCAST) {
+                    for (size_t i = 0; i < g->tensors[t].count; i++)
+                        expect[i] = sf_tu_get((char *)host_in[0] + off_in[t] * es, dt, i);
+                } else {
+                    for (int s = 0; s < nin; s++) srcs[s] = (char *)host_in[s] + off_in[t] * es;
+                    sf_tu_reference(g->op, dt, srcs, nin, g->tensors[t].count, expect);
+                }
+                if (sf_tu_compare((char *)buf + off[t] * es, dt, expect, g->tensors[t].count, why, sizeof why)) {
+                    fprintf(stderr, "%s: round %d: output slot %d tensor %zu: %s\n", label, round, d, t, why);
+                    rc = -1;
+                }
+            }
+            /* guards: everything outside the views */
+            for (size_t i = 0, t = 0; i < total && rc == 0; i++) {
+                int in_view = 0;
+                for (t = 0; t < nt && !in_view; t++) in_view = i >= off[t] && i < off[t] + g->tensors[t].count;
+                if (!in_view && sf_tu_get(buf, dt, i) != VIEW_GUARD_VALUE) {
+                    fprintf(stderr, "%s: round %d: output slot %d: element %zu outside every view was written\n",
+                            label, round, d, i);
+                    rc = -1;
+                }
+            }
+        }
+        /* inputs not shared with an output: unchanged, guards included */
+        for (int s = 0; s < nin && rc == 0; s++) {
+            int used = 0;
+            for (int d = 0; d < nout; d++) used |= shared[d] == s + 1;
+            if (used) continue;
+            CU_ASSERT_EQUAL_FATAL(starfold_vector_read(vin[s], buf, lin.total * es), STARFOLD_OK);
+            if (memcmp(buf, host_in[s], lin.total * es)) {
+                fprintf(stderr, "%s: round %d: input slot %d was modified\n", label, round, s);
+                rc = -1;
+            }
         }
     }
 out:
+    for (int r = 0; r < VIEWS_ROUNDS; r++) starfold_request_destroy(reqs[r]);
+    starfold_persistent_destroy(persistent);
     for (int s = 0; s < nin; s++) {
         if (vin[s]) starfold_vector_destroy(ctx, vin[s]);
         free(host_in[s]);
@@ -551,7 +606,7 @@ out:
 }
 
 static int run_views_compiled(const char *algo, starfold_collective_t kind, starfold_op_t op, int n,
-                              const starfold_tensor_desc_t *tensors, size_t nt, int in_place)
+                              const starfold_tensor_desc_t *tensors, size_t nt, int in_place, views_mode_t mode)
 {
     starfold_topology_t topo = topo_of(n);
     if (!topo) return -1;
@@ -574,9 +629,11 @@ static int run_views_compiled(const char *algo, starfold_collective_t kind, star
         return -1;
     }
     char label[160];
-    snprintf(label, sizeof label, "views %s %s N=%d %s%s", algo, kind == STARFOLD_COLL_BROADCAST ? "broadcast" : "reduce",
-             n, starfold_op_name(op), in_place ? " in place" : "");
-    const int rc = run_views(g, in_place, label);
+    static const char *const mode_name[] = { "", " persistent", " persistent in flight" };
+    snprintf(label, sizeof label, "views %s %s N=%d %s%s%s", algo,
+             kind == STARFOLD_COLL_BROADCAST ? "broadcast" : "reduce", n, starfold_op_name(op),
+             in_place ? " in place" : "", mode_name[mode]);
+    const int rc = run_views(g, in_place, mode, label);
     starfold_graph_destroy(g);
     return rc;
 }
@@ -595,10 +652,38 @@ static void test_views(void)
                                             { STARFOLD_FLOAT64, 40000 } };
     const int n = EMULATED ? 8 : 5;
     for (int a = 0; a < NUM_ALGORITHMS; a++) {
-        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, n, small, 5, 0), 0);
-        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, n, big, 3, 1), 0);
-        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_MAX, 3, small, 5, 1), 0);
-        CU_ASSERT_EQUAL(run_views_compiled(algorithms_at(a), STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 3, big, 3, 0), 0);
+        const char *algo = algorithms_at(a);
+        CU_ASSERT_EQUAL(run_views_compiled(algo, STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, n, small, 5, 0, VIEWS_SUBMIT), 0);
+        CU_ASSERT_EQUAL(run_views_compiled(algo, STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, n, big, 3, 1, VIEWS_SUBMIT), 0);
+        CU_ASSERT_EQUAL(run_views_compiled(algo, STARFOLD_COLL_REDUCE, STARFOLD_OP_MAX, 3, small, 5, 1, VIEWS_SUBMIT), 0);
+        CU_ASSERT_EQUAL(run_views_compiled(algo, STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 3, big, 3, 0, VIEWS_SUBMIT),
+                        0);
+    }
+}
+
+/*
+ * Persistent submissions of every algorithm: started three times with new inputs each round, each
+ * start waited for and checked (outputs reset to a sentinel, so a start that wrote nothing is seen);
+ * and three starts in flight at once, the inputs rewritten between them (StarPU orders the writes
+ * after the previous start's reads), the persistent submission destroyed before its requests are
+ * waited for, the last round's result checked. Small tensors out of place (one-pass's segmented
+ * tasks, hierarchical copy's packs: temporaries, one block per start) and pieces of big ones in place.
+ */
+static void test_persistent(void)
+{
+    const starfold_tensor_desc_t small[5] = { { STARFOLD_FLOAT32, 1000 }, { STARFOLD_FLOAT32, 1 },
+                                              { STARFOLD_FLOAT32, 0 },    { STARFOLD_FLOAT32, 1001 },
+                                              { STARFOLD_FLOAT32, 37 } };
+    const starfold_tensor_desc_t big[2] = { { STARFOLD_FLOAT64, 70001 }, { STARFOLD_FLOAT64, 3 } };
+    const int n = EMULATED ? 8 : 5;
+    for (int a = 0; a < NUM_ALGORITHMS; a++) {
+        const char *algo = algorithms_at(a);
+        CU_ASSERT_EQUAL(run_views_compiled(algo, STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, n, small, 5, 0, VIEWS_PERSISTENT),
+                        0);
+        CU_ASSERT_EQUAL(run_views_compiled(algo, STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, n, big, 2, 1, VIEWS_IN_FLIGHT),
+                        0);
+        CU_ASSERT_EQUAL(run_views_compiled(algo, STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 3, small, 5, 0, VIEWS_IN_FLIGHT),
+                        0);
     }
 }
 
@@ -1253,6 +1338,55 @@ static void test_refused_submission(void)
     fixture_free(&f);
 }
 
+/*
+ * Persistent submissions of handles: bad arguments refused as starfold_submit() refuses them, nothing
+ * created; the graph destroyed right after the create (the persistent submission needs none of it);
+ * a start refused halfway (testing hook) writes nothing and leaves the persistent submission usable.
+ */
+static void test_persistent_errors(void)
+{
+    fixture_t f;
+    fixture_init(&f, 4, 1000); /* tasks: 0 reduce, 1..4 copies */
+    starfold_persistent_t p = NULL;
+    starfold_request_t req = NULL;
+    CU_ASSERT_EQUAL(starfold_persistent_create(NULL, f.graph, f.in, f.out, &p), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_persistent_create(ctx, NULL, f.in, f.out, &p), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_persistent_create(ctx, f.graph, NULL, f.out, &p), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_persistent_create(ctx, f.graph, f.in, f.out, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_persistent_create_views(ctx, f.graph, NULL, NULL, &p), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_persistent_start(NULL, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    starpu_data_handle_t in[4], shorter;
+    memcpy(in, f.in, sizeof in);
+    CHECK_OK(starfold_vector_create(ctx, 1, STARFOLD_FLOAT32, f.count - 1, &shorter));
+    in[1] = shorter;
+    CU_ASSERT_EQUAL(starfold_persistent_create(ctx, f.graph, in, f.out, &p), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "starfold_persistent_create: input slot 1 tensor 0"));
+    starfold_view_t vi[4], vo[4];
+    for (int d = 0; d < 4; d++) vi[d] = (starfold_view_t){ f.in[d], 0 }, vo[d] = (starfold_view_t){ f.out[d], 1 };
+    CU_ASSERT_EQUAL(starfold_persistent_create_views(ctx, f.graph, vi, vo, &p), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "starfold_persistent_create_views: output slot 0"));
+    CU_ASSERT_PTR_NULL(p); /* never set on failure */
+    starfold_vector_destroy(ctx, shorter);
+    starfold_persistent_destroy(NULL);
+
+    CHECK_OK(starfold_persistent_create(ctx, f.graph, f.in, f.out, &p));
+    starfold_graph_destroy(f.graph);
+    f.graph = NULL;
+    ctx->test_refuse_task = 2;
+    CU_ASSERT_EQUAL(starfold_persistent_start(p, &req), STARFOLD_ERR_RUNTIME);
+    CU_ASSERT_PTR_NULL(req);
+    ctx->test_refuse_task = -1;
+    for (int d = 0; d < f.n; d++) CU_ASSERT(fixture_untouched(&f, d));
+    for (int round = 0; round < 2; round++) {
+        CHECK_OK(starfold_persistent_start(p, &req));
+        CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+        starfold_request_destroy(req);
+        for (int d = 0; d < f.n; d++) CU_ASSERT_EQUAL(fixture_check(&f, d, NULL), 0);
+    }
+    starfold_persistent_destroy(p);
+    fixture_free(&f);
+}
+
 /* A kernel that fails (testing hook): the request reports TASK_FAILED. */
 static void test_kernel_failure(void)
 {
@@ -1494,6 +1628,8 @@ int main(int argc, char **argv)
         { "compiled promoted integer mean", test_compiled_promoted_mean },
         { "views of shared vectors", test_views },
         { "views refused", test_views_errors },
+        { "persistent submissions", test_persistent },
+        { "persistent submissions: errors and a refused start", test_persistent_errors },
         { "pool of temporaries", test_temp_pool },
         { "transfers follow the graph", test_transfers_follow_graph },
         { "caller tasks overlap", test_caller_overlap },

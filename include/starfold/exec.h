@@ -33,6 +33,10 @@
  * moves all of it). A handle homed in main memory but written on a device is gathered back to main
  * memory by the unpartition.
  *
+ * Repeated submissions: a training loop reduces the same buffers every step. A persistent submission
+ * (starfold_persistent_create(), MPI-4's persistent collectives) checks and plans the graph on its
+ * handles once; each starfold_persistent_start() then only creates and submits the tasks.
+ *
  * Memory: before submitting, the graph's temporaries and copies on each memory node are added up;
  * when StarPU knows the node's capacity and they exceed it, the submission fails with
  * ::STARFOLD_ERR_OUT_OF_MEMORY and nothing runs.
@@ -63,6 +67,8 @@ extern "C" {
 typedef struct starfold_context *starfold_context_t;
 /** @brief Opaque handle of one submitted graph. */
 typedef struct starfold_request *starfold_request_t;
+/** @brief Opaque handle of a graph bound to its data once and started many times. */
+typedef struct starfold_persistent *starfold_persistent_t;
 
 /** @brief Which StarPU workers carry the logical devices. */
 typedef enum starfold_device_mode {
@@ -170,6 +176,57 @@ typedef struct starfold_view {
 STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context, starfold_graph_t graph,
                                                      const starfold_view_t *inputs, const starfold_view_t *outputs,
                                                      starfold_request_t *request);
+
+/**
+ * @brief Binds @p graph to its data once, for starting it many times (MPI-4's persistent collectives,
+ *        MPI_Allreduce_init() and MPI_Start()).
+ *
+ * A training loop reduces the same buckets every step. starfold_submit() checks the handles, plans the
+ * pieces of every vector and computes each task's buffers and kernel arguments on every call; for
+ * 1,000 tensors as views that is most of the submission's cost. A persistent submission does all of
+ * it here, once, and each starfold_persistent_start() only creates the tasks, takes its temporaries
+ * and submits: the same tasks, the same guarantees and the same errors as starfold_submit() with
+ * these arguments.
+ *
+ * The graph may be destroyed once this returns; the context, and every handle given, must outlive
+ * the persistent submission. The caller's vectors that the graph uses in several pieces keep a
+ * StarPU partition plan until starfold_persistent_destroy(): they must not be unregistered before
+ * it, nor partitioned by the caller while a start is being submitted. Between starts, and around
+ * them, the caller uses its vectors whole as usual (sequential consistency orders everything).
+ *
+ * @param [in] inputs  as starfold_submit()
+ * @param [in] outputs as starfold_submit()
+ * @param [out] persistent to start, and destroy
+ * @return as starfold_submit() (but a refused task, which only a start can meet)
+ */
+STARFOLD_API starfold_status_t starfold_persistent_create(starfold_context_t context, starfold_graph_t graph,
+                                                          const starpu_data_handle_t *inputs,
+                                                          const starpu_data_handle_t *outputs,
+                                                          starfold_persistent_t *persistent);
+
+/** @brief As starfold_persistent_create(), with views, checked as starfold_submit_views() checks them. */
+STARFOLD_API starfold_status_t starfold_persistent_create_views(starfold_context_t context, starfold_graph_t graph,
+                                                                const starfold_view_t *inputs,
+                                                                const starfold_view_t *outputs,
+                                                                starfold_persistent_t *persistent);
+
+/**
+ * @brief Submits the persistent submission's tasks once, like starfold_submit(): returns without
+ *        waiting, with a request of its own.
+ *
+ * A start may begin before the previous one completed: StarPU's sequential consistency on the
+ * caller's vectors orders the two, and each start has its own temporaries. Starts from several
+ * threads are safe. Each request is independent of the persistent submission, which may be
+ * destroyed while its starts run.
+ *
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, ::STARFOLD_ERR_OUT_OF_MEMORY,
+ *         ::STARFOLD_ERR_RUNTIME when StarPU refuses a task (the start is cancelled: nothing is written)
+ */
+STARFOLD_API starfold_status_t starfold_persistent_start(starfold_persistent_t persistent,
+                                                         starfold_request_t *request);
+
+/** @brief Drops the partition plans and frees; requests of earlier starts stay valid. NULL is ignored. */
+STARFOLD_API void starfold_persistent_destroy(starfold_persistent_t persistent);
 
 /** @brief Waits until every task of the request has run; the first failure, or ::STARFOLD_OK. */
 STARFOLD_API starfold_status_t starfold_request_wait(starfold_request_t request);
