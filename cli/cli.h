@@ -56,6 +56,7 @@ typedef enum cli_opt_id {
     OPT_BUCKET_BYTES,
     OPT_MODEL,
     OPT_VIEWS,
+    OPT_PERSISTENT,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) (1u << (id))
@@ -104,6 +105,7 @@ typedef struct cli_opts {
     uint64_t bucket_bytes;      /* --bucket-bytes (simulate --backward), default 25 MiB */
     int model;                  /* --model (bench): the cost model's prediction beside each measured row */
     int views;                  /* --views (bench): each replica's tensors as views of one vector */
+    int persistent;             /* --persistent (bench): each graph bound once, started every iteration */
 } cli_opts_t;
 
 /*
@@ -217,6 +219,8 @@ starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, co
                                                size_t nt, starfold_op_t op, cli_replicas_t *rep);
 /* Submits @g on the replicas (starfold_submit(), or starfold_submit_views() when bucketed). */
 starfold_status_t cli_replicas_submit(cli_replicas_t *rep, starfold_graph_t g, starfold_request_t *req);
+/* Binds @g to the replicas once (starfold_persistent_create(), or _create_views() when bucketed). */
+starfold_status_t cli_replicas_persistent(cli_replicas_t *rep, starfold_graph_t g, starfold_persistent_t *p);
 /* Fills every output with a sentinel no reduction produces (so a missed write is seen). */
 starfold_status_t cli_replicas_clear(cli_replicas_t *rep);
 /* Counts wrong elements over every output; @checked gets the number compared. */

@@ -8,7 +8,9 @@
  *             every output element checked against the float64 reference (-c 1), one row printed
  *
  * Every iteration is one submission waited for (starfold_submit .. starfold_request_wait), so the
- * time includes StarPU's task submission: time_us is the mean over the timed iterations.
+ * time includes StarPU's task submission: time_us is the mean over the timed iterations. With
+ * --persistent the graph is bound to the replicas once, before the warm-up, and every iteration is
+ * starfold_persistent_start .. starfold_request_wait (the planning is left out, as in a training loop).
  * algbw = bytes per replica / time, busbw = algbw * 2(n-1)/n (the nccl-tests all-reduce definitions).
  *
  * Baselines, measured on the same data in the same run:
@@ -72,6 +74,7 @@ static void print_header(bench_t *b)
     fprintf(f, "# starfold bench: all-reduce, out-of-place, %s\n", b->m.description);
     fprintf(f, "# algorithms:");
     for (int a = 0; a < b->nalgorithms; a++) fprintf(f, "%s %s", a ? "," : "", b->algorithms[a]);
+    if (b->o.persistent) fprintf(f, "; each graph bound once, started every iteration (--persistent)");
     if (b->o.views) fprintf(f, "; each replica's tensors as views of one vector (--views), no baselines");
     else if (b->o.baselines)
         fprintf(f, "; baselines: copy (each input copied to its output by its device: the memory-traffic bound), "
@@ -294,17 +297,20 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
         return -1;
     }
     double total = 0.0;
+    starfold_persistent_t persistent = NULL; /* --persistent: bound once, outside the timed loop */
+    if (b->o.persistent) st = cli_replicas_persistent(rep, g, &persistent);
     for (int it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK; it++) {
         if (it == b->o.warmup && b->o.check) st = cli_replicas_clear(rep);
         if (st != STARFOLD_OK) break;
         starfold_request_t req = NULL;
         const double t0 = cli_now();
-        st = cli_replicas_submit(rep, g, &req);
+        st = persistent ? starfold_persistent_start(persistent, &req) : cli_replicas_submit(rep, g, &req);
         if (st == STARFOLD_OK) st = starfold_request_wait(req);
         const double dt = cli_now() - t0;
         starfold_request_destroy(req);
         if (it >= b->o.warmup) total += dt;
     }
+    starfold_persistent_destroy(persistent);
     starfold_graph_destroy(g);
     if (st != STARFOLD_OK) {
         cli_fail(b->cmd, st, "%s: run failed", algorithm);
@@ -774,13 +780,14 @@ const cli_command_t cli_cmd_bench = {
                 CLI_OPT(OPT_JSON) | CLI_OPT(OPT_CSV) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) |
                 CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) |
                 CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES) |
-                CLI_OPT(OPT_VIEWS),
+                CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_PERSISTENT),
     .allow_all = 1,
     .usage =
         "Usage: starfold bench [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
         "                      [--algorithm A|all] [--op OP|all] [-d|--dtype D|all] [--tensors SPEC]\n"
         "                      [--topology T] [-g|--devices N] [--num-packs K | --bytes-per-pack B]\n"
-        "                      [--baselines 0|1] [--views] [--json | --csv] [--plot FILE.svg] [--emulated]\n"
+        "                      [--baselines 0|1] [--views] [--persistent] [--json | --csv] [--plot FILE.svg]\n"
+        "                      [--emulated]\n"
         "\n"
         "Measures all-reduce in the style of nccl-tests' all_reduce_perf: one row per size and algorithm,\n"
         "printed as soon as it is measured, with size (bytes per replica), count (elements), type, redop,\n"
@@ -814,6 +821,9 @@ const cli_command_t cli_cmd_bench = {
         "  --views                 each replica's tensors one after another in one input and one output\n"
         "                          vector, each tensor a view (starfold_submit_views: StarPU tracks 2n\n"
         "                          vectors, not 2n per tensor; the graph is the same); no baselines\n"
+        "  --persistent            bind each graph to the replicas once (starfold_persistent_create) and\n"
+        "                          start it every iteration (starfold_persistent_start): the time of a\n"
+        "                          training loop's step, planning left out; the baselines are unchanged\n"
         "  --model                 beside each size, the cost model's prediction of each algorithm (starfold\n"
         "                          simulate) and its error against the measured time; on CPU workers the model\n"
         "                          is calibrated on the machine first (workers; memory bandwidth of a copy;\n"

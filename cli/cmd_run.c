@@ -460,6 +460,12 @@ starfold_status_t cli_replicas_submit(cli_replicas_t *rep, starfold_graph_t g, s
     return starfold_submit(rep->ctx, g, rep->in, rep->out, req);
 }
 
+starfold_status_t cli_replicas_persistent(cli_replicas_t *rep, starfold_graph_t g, starfold_persistent_t *p)
+{
+    if (rep->bucketed) return starfold_persistent_create_views(rep->ctx, g, rep->vin, rep->vout, p);
+    return starfold_persistent_create(rep->ctx, g, rep->in, rep->out, p);
+}
+
 starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
 {
     void *host = host_buffer(rep);

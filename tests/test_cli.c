@@ -983,6 +983,19 @@ static void test_bench_table(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--rings"));
     result_free(&r);
 
+    /* Persistent submissions, checked: each algorithm bound once, with and without views. */
+    run(&r, "bench -g 3 --algorithm all --tensors 3x1K,12 -n 2 -w 1 --persistent --baselines 0");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(--persistent)"));
+    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 64), starfold_algorithm_count());
+    for (int i = 0; i < starfold_algorithm_count(); i++) CU_ASSERT_STRING_EQUAL(rows[i].wrong, "0");
+    result_free(&r);
+    run(&r, "bench -g 3 --algorithm one-pass --tensors 3x1K,12 -n 2 -w 1 --persistent --views");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 64), 1);
+    CU_ASSERT_STRING_EQUAL(rows[0].wrong, "0");
+    result_free(&r);
+
     /* Every algorithm, every op, a batch, unchecked. */
     run(&r, "bench -g 3 --algorithm all --op all --tensors 2x1K,12 -n 1 -w 0 -c 0 --baselines 0");
     CU_ASSERT_EQUAL(r.status, 0);
