@@ -623,6 +623,33 @@ static void test_submit(void)
         starfold_graph_destroy(g3);
         starfold_topology_destroy(three);
     }
+    /* Persistent submissions: the same checks, named after the call made; nothing created. */
+    {
+        starfold_persistent_t per = (starfold_persistent_t)(uintptr_t)0x5eed;
+        const starfold_persistent_t per_sentinel = per;
+        BAD(starfold_persistent_create(ctx, f.graph, f.in, f.out, NULL), STARFOLD_ERR_INVALID_ARGUMENT,
+            "starfold_persistent_create: NULL persistent");
+        BAD(starfold_persistent_create(ctx, NULL, f.in, f.out, &per), STARFOLD_ERR_INVALID_ARGUMENT, "NULL graph");
+        memcpy(in, f.in, sizeof in);
+        in[2] = f.in[3];
+        BAD(starfold_persistent_create(ctx, f.graph, in, f.out, &per), STARFOLD_ERR_INVALID_ARGUMENT,
+            "starfold_persistent_create: input slot 1 tensor 0");
+        memcpy(out, f.out, sizeof out);
+        out[0] = f.in[2];
+        BAD(starfold_persistent_create(ctx, f.graph, f.in, out, &per), STARFOLD_ERR_INVALID_ARGUMENT,
+            "its own device's input");
+        starfold_view_t vin[4], vout[4];
+        for (int i = 0; i < 4; i++) vin[i] = (starfold_view_t){ f.in[i], 0 }, vout[i] = (starfold_view_t){ f.out[i], 0 };
+        vout[3].offset = 1000;
+        BAD(starfold_persistent_create_views(ctx, f.graph, vin, vout, &per), STARFOLD_ERR_INVALID_ARGUMENT,
+            "starfold_persistent_create_views: output slot 1 tensor 1: elements [1000, 1000 + 7)");
+        BAD(starfold_persistent_start(NULL, &req), STARFOLD_ERR_INVALID_ARGUMENT, "NULL persistent");
+        CU_ASSERT_PTR_EQUAL(per, per_sentinel);
+        CHECK_OK(starfold_persistent_create(ctx, f.graph, f.in, f.out, &per));
+        BAD(starfold_persistent_start(per, NULL), STARFOLD_ERR_INVALID_ARGUMENT, "NULL request");
+        starfold_persistent_destroy(per);
+        starfold_persistent_destroy(NULL);
+    }
     CU_ASSERT_PTR_EQUAL(req, sentinel);
     CU_ASSERT_EQUAL(sf_untouched(&f), 0);
 
