@@ -4,9 +4,10 @@
  * A backward pass is emulated by StarPU compute tasks: layer L-1 down to 0, one task per replica and
  * layer, each writing that layer's gradient on its replica's device (and doing arithmetic for a time
  * proportional to the layer's size). Gradients are packed into buckets in the order they are produced
- * (as PyTorch DDP fills its buckets in reverse layer order); each bucket's all-reduce graph is
- * submitted the moment its last gradient's tasks are, so StarPU starts reducing a bucket while the
- * earlier layers are still computing:
+ * (as PyTorch DDP fills its buckets in reverse layer order); each bucket's all-reduce graph is bound
+ * to the bucket's gradients once (a persistent submission) and started the moment its last
+ * gradient's tasks are submitted, so StarPU starts reducing a bucket while the earlier layers are
+ * still computing:
  *
  *   replica r:  [grad L-1][grad L-2][grad L-3][grad L-4] ... [grad 0]
  *   buckets:    \___ bucket 0 ___/ \___ bucket 1 ___/ ...
@@ -78,6 +79,7 @@ typedef struct model {
     starpu_data_handle_t *grad, *out; /* [replica * layers + layer] */
     int *bucket_first, *bucket_len;  /* buckets over layers in production order (L-1 down to 0) */
     starfold_graph_t *graph;         /* [bucket] */
+    starfold_persistent_t *allreduce; /* [bucket] its graph bound to its gradients, started every step */
     struct layer_arg *args;          /* [replica * layers + layer] */
 } model_t;
 
@@ -95,8 +97,8 @@ static int submit_backward(model_t *m, int layer)
     return 0;
 }
 
-/* Bucket b's handles in starfold_submit's layout (replica-major), inputs and outputs. */
-static starfold_status_t submit_bucket(model_t *m, int b, starfold_request_t *req)
+/* Binds bucket b's graph to its handles in starfold_submit's layout (replica-major), inputs and outputs. */
+static starfold_status_t bind_bucket(model_t *m, int b)
 {
     const int len = m->bucket_len[b];
     starpu_data_handle_t *in = malloc(sizeof *in * (size_t)(m->n * len)), *out = malloc(sizeof *out * (size_t)(m->n * len));
@@ -111,7 +113,7 @@ static starfold_status_t submit_bucket(model_t *m, int b, starfold_request_t *re
             in[r * len + k] = m->grad[r * m->layers + layer];
             out[r * len + k] = m->out[r * m->layers + layer];
         }
-    starfold_status_t st = starfold_submit(m->ctx, m->graph[b], in, out, req);
+    starfold_status_t st = starfold_persistent_create(m->ctx, m->graph[b], in, out, &m->allreduce[b]);
     free(in);
     free(out);
     return st;
@@ -128,7 +130,7 @@ static double step(model_t *m, int compute, int reduce)
         if (compute && submit_backward(m, layer) != 0) ok = 0;
         /* a bucket is complete once its last (lowest) layer's tasks are submitted */
         if (reduce && ok && layer == m->bucket_first[b] - m->bucket_len[b] + 1) {
-            if (submit_bucket(m, b, &req[b]) != STARFOLD_OK) ok = 0;
+            if (starfold_persistent_start(m->allreduce[b], &req[b]) != STARFOLD_OK) ok = 0;
             b++;
         }
     }
@@ -172,7 +174,10 @@ int main(int argc, char **argv)
     m.bucket_first = calloc((size_t)layers, sizeof(int));
     m.bucket_len = calloc((size_t)layers, sizeof(int));
     m.graph = calloc((size_t)layers, sizeof *m.graph);
-    if (st != STARFOLD_OK || !m.count || !m.grad || !m.out || !m.args || !m.bucket_first || !m.bucket_len || !m.graph) goto out;
+    m.allreduce = calloc((size_t)layers, sizeof *m.allreduce);
+    if (st != STARFOLD_OK || !m.count || !m.grad || !m.out || !m.args || !m.bucket_first || !m.bucket_len || !m.graph ||
+        !m.allreduce)
+        goto out;
 
     /* Layers of 16K to 128K floats; buckets of about BUCKET_BYTES in reverse layer order. */
     size_t total = 0;
@@ -204,6 +209,7 @@ int main(int argc, char **argv)
         starfold_collective_desc_t d = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
                                          .sources = devices, .num_tensors = (size_t)m.bucket_len[b], .tensors = t };
         if ((st = starfold_graph_compile(topo, "hierarchical-copy", &d, NULL, &m.graph[b])) != STARFOLD_OK) goto out;
+        if ((st = bind_bucket(&m, b)) != STARFOLD_OK) goto out;
     }
 
     printf("Backward pass of %d layers (%.2f MiB of gradients per replica) on %d devices, %d buckets of ~%zu KiB\n",
@@ -235,12 +241,14 @@ int main(int argc, char **argv)
     rc = wrong == 0 ? 0 : 1;
 out:
     if (rc && st != STARFOLD_OK) fprintf(stderr, "overlap_backward: %s (%s)\n", starfold_status_string(st), starfold_last_error());
+    for (int b = 0; b < layers && m.allreduce; b++) starfold_persistent_destroy(m.allreduce[b]);
     for (int b = 0; b < layers && m.graph; b++) starfold_graph_destroy(m.graph[b]);
     for (int i = 0; i < n * layers && m.grad; i++) {
         if (m.grad[i]) starfold_vector_destroy(m.ctx, m.grad[i]);
         if (m.out[i]) starfold_vector_destroy(m.ctx, m.out[i]);
     }
     free(m.count), free(m.grad), free(m.out), free(m.args), free(m.bucket_first), free(m.bucket_len), free(m.graph);
+    free(m.allreduce);
     starfold_topology_destroy(topo);
     starfold_context_destroy(m.ctx);
     return rc;
