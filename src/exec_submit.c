@@ -1503,13 +1503,13 @@ fail:
  * the temporaries' filled in here.
  */
 static starfold_status_t register_temps(const struct starfold_persistent *P, struct starfold_request *req,
-                                        starpu_data_handle_t *uh)
+                                        starpu_data_handle_t *uh, const char *fn)
 {
     const plan_t *p = &P->plan;
     if (P->host_bytes) {
         req->temp_block = sf_pool_get(P->context->pool, P->host_bytes, &req->temp_block_bytes);
         if (!req->temp_block)
-            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu bytes of temporaries",
+            return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of temporaries", fn,
                             P->host_bytes);
         req->pool = P->context->pool;
     }
@@ -1537,7 +1537,7 @@ static starfold_status_t register_temps(const struct starfold_persistent *P, str
 }
 
 /* One start of @P: a new request, its tasks created, declared and submitted (see the file's head). */
-static starfold_status_t start(struct starfold_persistent *P, starfold_request_t *request)
+static starfold_status_t start(struct starfold_persistent *P, starfold_request_t *request, const char *fn)
 {
     const starfold_context_t context = P->context;
     const plan_t *plan = &P->plan;
@@ -1547,7 +1547,7 @@ static starfold_status_t start(struct starfold_persistent *P, starfold_request_t
     struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
     starpu_data_handle_t *uh = NULL;
     size_t ncreated = 0, maxdeps = 1;
-    if (!req) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+    if (!req) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     for (size_t k = 0; k < ntasks; k++)
         if (P->tasks[k].ndeps > maxdeps) maxdeps = P->tasks[k].ndeps;
     tasks = calloc(ntasks + 1, sizeof *tasks);
@@ -1556,11 +1556,11 @@ static starfold_status_t start(struct starfold_persistent *P, starfold_request_t
     req->args = calloc(ntasks + 1, sizeof *req->args);
     req->temps = calloc(P->ntemps + 1, sizeof *req->temps);
     if (!tasks || !deps || !uh || !req->args || !req->temps) {
-        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory for %zu tasks", ntasks);
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tasks", fn, ntasks);
         goto fail;
     }
     for (size_t u = 0; u < plan->nunits; u++) uh[u] = plan->units[u].handle;
-    SF_CHECK_GOTO(register_temps(P, req, uh), st, fail);
+    SF_CHECK_GOTO(register_temps(P, req, uh, fn), st, fail);
 
     /* Create every task; check each can run where it is pinned, while nothing is declared yet. */
     for (size_t k = 0; k < ntasks; k++) {
@@ -1568,7 +1568,7 @@ static starfold_status_t start(struct starfold_persistent *P, starfold_request_t
         SF_CHECK_GOTO(make_task(tt, uh, req, &tasks[k]), st, fail);
         ncreated = k + 1;
         if (!starpu_worker_can_execute_task(tasks[k]->workerid, tasks[k], 0)) {
-            st = sf_error(STARFOLD_ERR_RUNTIME, "starfold_submit: worker %u of device %d cannot run a %s task",
+            st = sf_error(STARFOLD_ERR_RUNTIME, "%s: worker %u of device %d cannot run a %s task", fn,
                           tasks[k]->workerid, tt->device, starfold_task_kind_name(tt->kind));
             goto fail;
         }
@@ -1577,7 +1577,7 @@ static starfold_status_t start(struct starfold_persistent *P, starfold_request_t
 
     gate = starpu_task_create();
     if (!gate) {
-        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_submit: out of memory");
+        st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto fail;
     }
     gate->destroy = 0;
@@ -1642,14 +1642,14 @@ static starfold_status_t start(struct starfold_persistent *P, starfold_request_t
         if (refused_at != SF_NONE) {
             const task_tmpl_t *tt = &P->tasks[refused_at];
             st = sf_error(STARFOLD_ERR_RUNTIME,
-                          "starfold_submit: StarPU refused task %zu (%s on device %d, error %d); the graph was "
+                          "%s: StarPU refused task %zu (%s on device %d, error %d); the graph was "
                           "cancelled, nothing was written",
-                          tt->node, starfold_task_kind_name(tt->kind), tt->device, refused_ret);
+                          fn, tt->node, starfold_task_kind_name(tt->kind), tt->device, refused_ret);
         }
         if (lost) {
             /* Unreachable in practice (an empty task is always accepted): tasks may still wait on what
              * was lost, so the request cannot be freed safely; it is leaked rather than crash. */
-            st = sf_error(STARFOLD_ERR_RUNTIME, "starfold_submit: StarPU refused %d empty tasks; request leaked", lost);
+            st = sf_error(STARFOLD_ERR_RUNTIME, "%s: StarPU refused %d empty tasks; request leaked", fn, lost);
         } else {
             request_wait_all(req);
             request_free(req);
@@ -1706,10 +1706,11 @@ static starfold_status_t prepare_handles(starfold_context_t context, starfold_gr
 }
 
 /* Prepares, starts once, and lets go (the request needs nothing of the persistent submission). */
-static starfold_status_t submit_once(struct starfold_persistent *P, starfold_status_t st, starfold_request_t *request)
+static starfold_status_t submit_once(struct starfold_persistent *P, starfold_status_t st, starfold_request_t *request,
+                                     const char *fn)
 {
     if (st != STARFOLD_OK) return st;
-    st = start(P, request);
+    st = start(P, request, fn);
     persistent_free(P);
     return st;
 }
@@ -1723,7 +1724,7 @@ STARFOLD_API starfold_status_t starfold_submit(starfold_context_t context, starf
     if (st != STARFOLD_OK) return st;
     struct starfold_persistent *P = NULL;
     st = prepare_handles(context, graph, inputs, outputs, fn, &P);
-    return submit_once(P, st, request);
+    return submit_once(P, st, request, fn);
 }
 
 STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context, starfold_graph_t graph,
@@ -1735,7 +1736,7 @@ STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context,
     if (st != STARFOLD_OK) return st;
     struct starfold_persistent *P = NULL;
     st = prepare(context, graph, inputs, outputs, 0, fn, &P);
-    return submit_once(P, st, request);
+    return submit_once(P, st, request, fn);
 }
 
 STARFOLD_API starfold_status_t starfold_persistent_create(starfold_context_t context, starfold_graph_t graph,
@@ -1765,7 +1766,7 @@ STARFOLD_API starfold_status_t starfold_persistent_start(starfold_persistent_t p
     if (!persistent || !request)
         return sf_error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_persistent_start: NULL %s",
                         !persistent ? "persistent" : "request");
-    return start(persistent, request);
+    return start(persistent, request, "starfold_persistent_start");
 }
 
 STARFOLD_API void starfold_persistent_destroy(starfold_persistent_t persistent)

@@ -1375,6 +1375,7 @@ static void test_persistent_errors(void)
     ctx->test_refuse_task = 2;
     CU_ASSERT_EQUAL(starfold_persistent_start(p, &req), STARFOLD_ERR_RUNTIME);
     CU_ASSERT_PTR_NULL(req);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "starfold_persistent_start: StarPU refused task 2"));
     ctx->test_refuse_task = -1;
     for (int d = 0; d < f.n; d++) CU_ASSERT(fixture_untouched(&f, d));
     for (int round = 0; round < 2; round++) {
