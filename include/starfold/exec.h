@@ -217,7 +217,7 @@ STARFOLD_API starfold_status_t starfold_persistent_create_views(starfold_context
  * A start may begin before the previous one completed: StarPU's sequential consistency on the
  * caller's vectors orders the two, and each start has its own temporaries. Starts from several
  * threads are safe. Each request is independent of the persistent submission, which may be
- * destroyed while its starts run.
+ * destroyed while the tasks of its starts run (not while a thread is inside this call on it).
  *
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, ::STARFOLD_ERR_OUT_OF_MEMORY,
  *         ::STARFOLD_ERR_RUNTIME when StarPU refuses a task (the start is cancelled: nothing is written)
