@@ -1342,20 +1342,32 @@ static starfold_status_t check_views(const struct starfold_graph *g, const starf
  * often as wanted. A start only creates the tasks from their templates, registers the temporaries
  * (from the context's pool) and submits. starfold_submit() is a persistent submission started once.
  *
- * Ownership: the persistent submission owns the plan's resources and pieces and the partition plans
- * on the caller's vectors (cleaned by persistent_free()); each start's request owns its kernel
- * arguments and temporaries, so a persistent submission may be destroyed while its starts run.
- * Nothing a start writes is shared between starts: two starts in flight at once are ordered by
- * StarPU's sequential consistency on the caller's vectors, each with its own temporaries.
+ * Ownership: the persistent submission owns the plan's resources and pieces, the partition plans on
+ * the caller's vectors (cleaned by persistent_free()) and, when created by starfold_persistent_create*(),
+ * its temporaries, registered once with sequential consistency on: two starts in flight at once are
+ * ordered by StarPU on the caller's vectors and on the temporaries alike, and destroying it waits for
+ * the tasks still using them. Each start's request owns its kernel arguments (and, for a submission
+ * started once, its own temporaries, sequential consistency off).
  */
 struct starfold_persistent {
     starfold_context_t context;
     plan_t plan;                  /* its res[] and units[] (lo, hi, first_writer, the callers' handles) */
     task_tmpl_t *tasks;           /* [ntasks] in graph order, so deps name earlier tasks */
     size_t ntasks;
-    size_t ntemps;                /* temporary pieces some task touches, registered by each start */
-    size_t host_bytes;            /* of them, the bytes in main memory (one pool block per start) */
+    size_t ntemps;                /* temporary pieces some task touches */
+    size_t host_bytes;            /* of them, the bytes in main memory (one pool block) */
     size_t npartitioned;          /* caller's vectors partitioned by each start */
+    /*
+     * Kept temporaries (starfold_persistent_create*() only; a submission started once registers them
+     * per request): registered once with sequential consistency on, so StarPU orders each start's
+     * accesses after the previous start's, as it does for the caller's vectors. uh[] is then every
+     * piece's handle, the same for every start.
+     */
+    starpu_data_handle_t *uh;     /* [nunits], or NULL: temporaries registered by each start */
+    starpu_data_handle_t *temps;  /* [ntemps] kept */
+    size_t nkept;
+    void *temp_block;             /* their main-memory block from the context's pool */
+    size_t temp_block_bytes;
 };
 
 static void tmpl_free(task_tmpl_t *tt)
@@ -1368,6 +1380,11 @@ static void tmpl_free(task_tmpl_t *tt)
 
 static void persistent_free(struct starfold_persistent *P)
 {
+    /* Kept temporaries: each unregistration waits for the starts' tasks on it (sequential consistency). */
+    for (size_t i = 0; i < P->nkept; i++) starpu_data_unregister_no_coherency(P->temps[i]);
+    if (P->temp_block) sf_pool_put(P->context->pool, P->temp_block, P->temp_block_bytes);
+    free(P->temps);
+    free(P->uh);
     if (P->plan.res) {
         pthread_mutex_lock(&sf_submit_lock); /* no start's window may be between its partition and unpartition */
         plan_unpartition(&P->plan);
@@ -1495,23 +1512,23 @@ fail:
 }
 
 /*
- * Registers the temporaries of one start: each piece some task touches gets a vector with sequential
- * consistency off (only the graph's edges order it), recorded in the request for release. Those in
- * main memory are ranges of one block the request takes from the context's pool (pages warm from the
- * last start, exec_pool.c); one on a device has home node -1 and is allocated there by StarPU for its
- * first writer (StarPU keeps freed device memory for reuse itself). @uh[nunits]: every piece's handle,
- * the temporaries' filled in here.
+ * Registers the temporaries: each piece some task touches gets a vector, recorded in @temps (*@ntemps
+ * of them so far, also on failure) and in @uh[nunits] (every piece's handle). Those in main memory are
+ * ranges of one block taken from the context's pool into *@block (pages warm from the last use,
+ * exec_pool.c); one on a device has home node -1 and is allocated there by StarPU for its first
+ * writer (StarPU keeps freed device memory for reuse itself). @seq: sequential consistency - off for
+ * one start's temporaries (only the graph's edges order them), on for kept ones (the starts too).
  */
-static starfold_status_t register_temps(const struct starfold_persistent *P, struct starfold_request *req,
-                                        starpu_data_handle_t *uh, const char *fn)
+static starfold_status_t register_temps(const struct starfold_persistent *P, int seq, void **block, size_t *block_bytes,
+                                        starpu_data_handle_t *temps, size_t *ntemps, starpu_data_handle_t *uh,
+                                        const char *fn)
 {
     const plan_t *p = &P->plan;
     if (P->host_bytes) {
-        req->temp_block = sf_pool_get(P->context->pool, P->host_bytes, &req->temp_block_bytes);
-        if (!req->temp_block)
+        *block = sf_pool_get(P->context->pool, P->host_bytes, block_bytes);
+        if (!*block)
             return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of temporaries", fn,
                             P->host_bytes);
-        req->pool = P->context->pool;
     }
     size_t host_at = 0;
     for (size_t r = 0; r < p->nres; r++) {
@@ -1522,18 +1539,35 @@ static starfold_status_t register_temps(const struct starfold_persistent *P, str
             if (u->first_writer == SF_NONE) continue;
             starpu_data_handle_t h;
             if (x->host) {
-                starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)((char *)req->temp_block + host_at),
+                starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)((char *)*block + host_at),
                                             (uint32_t)(u->hi - u->lo), x->elemsize);
                 host_at += temp_piece_bytes(x, u);
             } else {
                 starpu_vector_data_register(&h, -1, 0, (uint32_t)(u->hi - u->lo), x->elemsize);
             }
-            starpu_data_set_sequential_consistency_flag(h, 0);
-            req->temps[req->ntemps++] = h;
+            starpu_data_set_sequential_consistency_flag(h, (unsigned)seq);
+            temps[(*ntemps)++] = h;
             uh[x->unit0 + k] = h;
         }
     }
     return STARFOLD_OK;
+}
+
+/* Keeps the temporaries of persistent submission @P registered from one start to the next. */
+static starfold_status_t keep_temps(struct starfold_persistent *P, const char *fn)
+{
+    const plan_t *p = &P->plan;
+    P->uh = malloc(sizeof *P->uh * (p->nunits + 1));
+    P->temps = malloc(sizeof *P->temps * (P->ntemps + 1));
+    if (!P->uh || !P->temps) return sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (size_t u = 0; u < p->nunits; u++) P->uh[u] = p->units[u].handle;
+    const starfold_status_t st =
+        register_temps(P, 1, &P->temp_block, &P->temp_block_bytes, P->temps, &P->nkept, P->uh, fn);
+    if (st != STARFOLD_OK) {
+        free(P->uh); /* persistent_free() releases what was registered; starts would not use uh[] */
+        P->uh = NULL;
+    }
+    return st;
 }
 
 /* One start of @P: a new request, its tasks created, declared and submitted (see the file's head). */
@@ -1552,20 +1586,27 @@ static starfold_status_t start(struct starfold_persistent *P, starfold_request_t
         if (P->tasks[k].ndeps > maxdeps) maxdeps = P->tasks[k].ndeps;
     tasks = calloc(ntasks + 1, sizeof *tasks);
     deps = malloc(sizeof *deps * maxdeps);
-    uh = malloc(sizeof *uh * (plan->nunits + 1));
     req->args = calloc(ntasks + 1, sizeof *req->args);
-    req->temps = calloc(P->ntemps + 1, sizeof *req->temps);
-    if (!tasks || !deps || !uh || !req->args || !req->temps) {
+    if (!P->uh) { /* this request's own temporaries */
+        uh = malloc(sizeof *uh * (plan->nunits + 1));
+        req->temps = calloc(P->ntemps + 1, sizeof *req->temps);
+    }
+    if (!tasks || !deps || !req->args || (!P->uh && (!uh || !req->temps))) {
         st = sf_error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tasks", fn, ntasks);
         goto fail;
     }
-    for (size_t u = 0; u < plan->nunits; u++) uh[u] = plan->units[u].handle;
-    SF_CHECK_GOTO(register_temps(P, req, uh, fn), st, fail);
+    if (!P->uh) {
+        for (size_t u = 0; u < plan->nunits; u++) uh[u] = plan->units[u].handle;
+        st = register_temps(P, 0, &req->temp_block, &req->temp_block_bytes, req->temps, &req->ntemps, uh, fn);
+        if (req->temp_block) req->pool = context->pool;
+        if (st != STARFOLD_OK) goto fail;
+    }
+    const starpu_data_handle_t *handles = P->uh ? P->uh : uh;
 
     /* Create every task; check each can run where it is pinned, while nothing is declared yet. */
     for (size_t k = 0; k < ntasks; k++) {
         const task_tmpl_t *tt = &P->tasks[k];
-        SF_CHECK_GOTO(make_task(tt, uh, req, &tasks[k]), st, fail);
+        SF_CHECK_GOTO(make_task(tt, handles, req, &tasks[k]), st, fail);
         ncreated = k + 1;
         if (!starpu_worker_can_execute_task(tasks[k]->workerid, tasks[k], 0)) {
             st = sf_error(STARFOLD_ERR_RUNTIME, "%s: worker %u of device %d cannot run a %s task", fn,
@@ -1739,15 +1780,29 @@ STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context,
     return submit_once(P, st, request, fn);
 }
 
+/* The public half of a persistent create: its temporaries kept; *@out set only on success. */
+static starfold_status_t persistent_keep(struct starfold_persistent *P, starfold_persistent_t *out, const char *fn)
+{
+    const starfold_status_t st = keep_temps(P, fn);
+    if (st != STARFOLD_OK) {
+        persistent_free(P);
+        return st;
+    }
+    *out = P;
+    return STARFOLD_OK;
+}
+
 STARFOLD_API starfold_status_t starfold_persistent_create(starfold_context_t context, starfold_graph_t graph,
                                                           const starpu_data_handle_t *inputs,
                                                           const starpu_data_handle_t *outputs,
                                                           starfold_persistent_t *persistent)
 {
     static const char fn[] = "starfold_persistent_create";
-    const starfold_status_t st = check_args(context, graph, inputs, outputs, persistent, fn, "persistent");
+    starfold_status_t st = check_args(context, graph, inputs, outputs, persistent, fn, "persistent");
     if (st != STARFOLD_OK) return st;
-    return prepare_handles(context, graph, inputs, outputs, fn, persistent);
+    struct starfold_persistent *P = NULL;
+    if ((st = prepare_handles(context, graph, inputs, outputs, fn, &P)) != STARFOLD_OK) return st;
+    return persistent_keep(P, persistent, fn);
 }
 
 STARFOLD_API starfold_status_t starfold_persistent_create_views(starfold_context_t context, starfold_graph_t graph,
@@ -1756,9 +1811,11 @@ STARFOLD_API starfold_status_t starfold_persistent_create_views(starfold_context
                                                                 starfold_persistent_t *persistent)
 {
     static const char fn[] = "starfold_persistent_create_views";
-    const starfold_status_t st = check_args(context, graph, inputs, outputs, persistent, fn, "persistent");
+    starfold_status_t st = check_args(context, graph, inputs, outputs, persistent, fn, "persistent");
     if (st != STARFOLD_OK) return st;
-    return prepare(context, graph, inputs, outputs, 0, fn, persistent);
+    struct starfold_persistent *P = NULL;
+    if ((st = prepare(context, graph, inputs, outputs, 0, fn, &P)) != STARFOLD_OK) return st;
+    return persistent_keep(P, persistent, fn);
 }
 
 STARFOLD_API starfold_status_t starfold_persistent_start(starfold_persistent_t persistent, starfold_request_t *request)

@@ -529,7 +529,7 @@ static int run_views(starfold_graph_t graph, int in_place, views_mode_t mode, co
             break;
         }
         if (mode == VIEWS_IN_FLIGHT && round + 1 < rounds) continue;
-        if (mode == VIEWS_IN_FLIGHT) { /* a persistent submission may go while its starts run */
+        if (mode == VIEWS_IN_FLIGHT) { /* destroyed before the waits: it waits for its starts itself */
             starfold_persistent_destroy(persistent);
             persistent = NULL;
         }
@@ -667,7 +667,7 @@ static void test_views(void)
  * and three starts in flight at once, the inputs rewritten between them (StarPU orders the writes
  * after the previous start's reads), the persistent submission destroyed before its requests are
  * waited for, the last round's result checked. Small tensors out of place (one-pass's segmented
- * tasks, hierarchical copy's packs: temporaries, one block per start) and pieces of big ones in place.
+ * tasks, hierarchical copy's packs: temporaries kept from start to start) and pieces of big ones in place.
  */
 static void test_persistent(void)
 {
@@ -757,6 +757,20 @@ static void test_temp_pool(void)
         CU_ASSERT_PTR_NULL(req->temp_block); /* given back once the temporaries are released */
         starfold_request_destroy(req);
     }
+    /* A persistent submission keeps its temporaries: its starts' requests hold none, two may be in flight. */
+    starfold_persistent_t per = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_persistent_create(ctx, g, h, h, &per), STARFOLD_OK);
+    starfold_request_t r2[2] = { NULL, NULL };
+    for (int round = 0; round < 2; round++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_persistent_start(per, &r2[round]), STARFOLD_OK);
+        CU_ASSERT_PTR_NULL(r2[round]->temp_block);
+        CU_ASSERT_EQUAL(r2[round]->ntemps, 0);
+    }
+    for (int round = 0; round < 2; round++) {
+        CU_ASSERT_EQUAL(starfold_request_wait(r2[round]), STARFOLD_OK);
+        starfold_request_destroy(r2[round]);
+    }
+    starfold_persistent_destroy(per);
     for (int s = 0; s < 4; s++) starfold_vector_destroy(ctx, h[s]);
     free(host);
     starfold_graph_destroy(g);

@@ -189,7 +189,9 @@ STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context,
  * these arguments.
  *
  * The graph may be destroyed once this returns; the context, and every handle given, must outlive
- * the persistent submission. The caller's vectors that the graph uses in several pieces keep a
+ * the persistent submission. Its temporaries are registered once and kept until
+ * starfold_persistent_destroy() (in main memory from the context's pool, on devices through StarPU),
+ * so starts do not register and release them. The caller's vectors that the graph uses in several pieces keep a
  * StarPU partition plan until starfold_persistent_destroy(): they must not be unregistered before
  * it, nor partitioned by the caller while a start is being submitted. Between starts, and around
  * them, the caller uses its vectors whole as usual (sequential consistency orders everything).
@@ -215,9 +217,7 @@ STARFOLD_API starfold_status_t starfold_persistent_create_views(starfold_context
  *        waiting, with a request of its own.
  *
  * A start may begin before the previous one completed: StarPU's sequential consistency on the
- * caller's vectors orders the two, and each start has its own temporaries. Starts from several
- * threads are safe. Each request is independent of the persistent submission, which may be
- * destroyed while the tasks of its starts run (not while a thread is inside this call on it).
+ * caller's vectors and on the kept temporaries orders the two. Starts from several threads are safe.
  *
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, ::STARFOLD_ERR_OUT_OF_MEMORY,
  *         ::STARFOLD_ERR_RUNTIME when StarPU refuses a task (the start is cancelled: nothing is written)
@@ -225,7 +225,11 @@ STARFOLD_API starfold_status_t starfold_persistent_create_views(starfold_context
 STARFOLD_API starfold_status_t starfold_persistent_start(starfold_persistent_t persistent,
                                                          starfold_request_t *request);
 
-/** @brief Drops the partition plans and frees; requests of earlier starts stay valid. NULL is ignored. */
+/**
+ * @brief Waits for the tasks of starts still running on its temporaries, releases them, drops the
+ *        partition plans and frees. Requests of earlier starts stay valid (wait on them and destroy
+ *        them as usual). Not while a thread is inside starfold_persistent_start() on it. NULL is ignored.
+ */
 STARFOLD_API void starfold_persistent_destroy(starfold_persistent_t persistent);
 
 /** @brief Waits until every task of the request has run; the first failure, or ::STARFOLD_OK. */
