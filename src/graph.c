@@ -276,19 +276,7 @@ starfold_status_t sf_graph_reduce_on(starfold_graph_t g, int device, starfold_op
                                      size_t nsrc, const sf_span_t *dst, size_t ndst, uint32_t divisor, int tag,
                                      size_t *node)
 {
-    if (nsrc == 0 || ndst == 0) return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce of no source or into nothing", g->algorithm);
-    if (divisor == 0 || (divisor > 1 && op != STARFOLD_OP_SUM && op != STARFOLD_OP_MEAN))
-        return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce (%s) divided by %u", g->algorithm, starfold_op_name(op),
-                        divisor);
-    for (size_t i = 0; i < nsrc; i++)
-        if (src[i].count != dst[0].count)
-            return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce source %zu has %zu elements, destination %zu",
-                            g->algorithm, i, src[i].count, dst[0].count);
-    for (size_t i = 1; i < ndst; i++)
-        if (dst[i].count != dst[0].count)
-            return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce destination %zu has %zu elements, destination 0 %zu",
-                            g->algorithm, i, dst[i].count, dst[0].count);
-    return add_node(g, device, STARFOLD_TASK_REDUCE, op, divisor, src, nsrc, dst, ndst, tag, node);
+    return sf_graph_reduce_segments(g, device, op, src, nsrc, dst, ndst, 1, divisor, tag, node);
 }
 
 starfold_status_t sf_graph_reduce_segments(starfold_graph_t g, int device, starfold_op_t op, const sf_span_t *src,
@@ -302,10 +290,15 @@ starfold_status_t sf_graph_reduce_segments(starfold_graph_t g, int device, starf
                         divisor);
     for (size_t q = 0; q < nseg; q++) {
         const size_t c = dst[q * ndst].count;
-        for (size_t i = 0; i < nsrc + ndst; i++)
-            if ((i < nsrc ? src[q * nsrc + i] : dst[q * ndst + i - nsrc]).count != c)
-                return sf_error(STARFOLD_ERR_INTERNAL, "%s: reduce segment %zu: spans of different counts",
-                                g->algorithm, q);
+        for (size_t i = 0; i < nsrc + ndst; i++) {
+            const int is_src = i < nsrc;
+            const size_t k = is_src ? i : i - nsrc;
+            const size_t got = is_src ? src[q * nsrc + k].count : dst[q * ndst + k].count;
+            if (got != c)
+                return sf_error(STARFOLD_ERR_INTERNAL,
+                                "%s: reduce segment %zu: %s %zu has %zu elements, destination 0 %zu", g->algorithm, q,
+                                is_src ? "source" : "destination", k, got, c);
+        }
     }
     size_t self;
     starfold_status_t st =
