@@ -931,19 +931,6 @@ static void plan_unpartition(plan_t *p)
     }
 }
 
-/* Bytes of the main-memory temporaries a start takes from the context's pool. */
-static size_t plan_host_bytes(const plan_t *p)
-{
-    size_t bytes = 0;
-    for (size_t r = 0; r < p->nres; r++) {
-        const resource_t *x = &p->res[r];
-        if (x->temp_buf == SF_NONE || !temp_in_main_memory(p, x)) continue;
-        for (size_t k = 0; k < x->npieces; k++)
-            if (p->units[x->unit0 + k].first_writer != SF_NONE) bytes += temp_piece_bytes(x, &p->units[x->unit0 + k]);
-    }
-    return bytes;
-}
-
 /* ------------------------------------------------------------------------------------------------
  * Tasks
  */
@@ -1498,9 +1485,9 @@ static starfold_status_t prepare(starfold_context_t context, starfold_graph_t gr
                 goto fail;
             }
             P->ntemps++;
+            if (x->host) P->host_bytes += temp_piece_bytes(x, u);
         }
     }
-    P->host_bytes = plan_host_bytes(p);
     SF_CHECK_GOTO(plan_partition(p), st, fail);
     for (size_t r = 0; r < p->nres; r++) P->npartitioned += p->res[r].planned;
     plan_drop_scratch(p); /* and the graph may go now: nothing left reads it */
