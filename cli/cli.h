@@ -22,6 +22,8 @@
 
 #include <starfold.h>
 
+#include "tools.h"
+
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 /* cli_parse() result when --help was given and printed: the command exits 0 at once. */
 #define CLI_HELP_DONE (-1)

@@ -14,12 +14,12 @@
  * algbw = bytes per replica / time, busbw = algbw * 2(n-1)/n (the nccl-tests all-reduce definitions).
  *
  * Baselines, measured on the same data in the same run:
- *   copy          every input copied to its output by its device's worker (starfold_baseline_copy()):
+ *   copy          every input copied to its output by its device's worker (starfold_tools_baseline_copy()):
  *                 the n reads and n writes no all-reduce on one memory can avoid, so its time is the
  *                 memory-traffic bound; a note gives each algorithm's share of it;
  *   host-loop     one host thread reads the n inputs and writes the n outputs once, in blocks (what
  *                 a single-threaded reduction costs);
- *   starpu-redux  StarPU's own STARPU_REDUX reduction (starfold_baseline_starpu_redux()).
+ *   starpu-redux  StarPU's own STARPU_REDUX reduction (starfold_tools_baseline_starpu_redux()).
  */
 #include "cli.h"
 
@@ -331,7 +331,7 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
 
 /*
  * The memory-traffic reference: every replica's input copied to its output by its device's worker
- * (starfold_baseline_copy()), the n reads and n writes an all-reduce on one memory cannot avoid.
+ * (starfold_tools_baseline_copy()), the n reads and n writes an all-reduce on one memory cannot avoid.
  * Nothing to verify: its outputs are copies, not a reduction.
  */
 static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, cli_replicas_t *rep,
@@ -348,7 +348,7 @@ static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_
                 out[r] = rep->out[(size_t)r * nt + t];
             }
             double s = 0.0;
-            st = starfold_baseline_copy(b->m.ctx, tensors[t].dtype, n, in, out, &s);
+            st = starfold_tools_baseline_copy(b->m.ctx, tensors[t].dtype, n, in, out, &s);
             if (it >= b->o.warmup) total += s;
         }
     if (st != STARFOLD_OK) {
@@ -510,7 +510,7 @@ static int measure_starpu_redux(bench_t *b, const starfold_tensor_desc_t *tensor
                 out[r] = rep->out[(size_t)r * nt + t];
             }
             double s = 0.0;
-            st = starfold_baseline_starpu_redux(b->m.ctx, tensors[t].dtype, rep->op, n, in, out, &s);
+            st = starfold_tools_baseline_starpu_redux(b->m.ctx, tensors[t].dtype, rep->op, n, in, out, &s);
             if (it >= b->o.warmup) total += s;
         }
     }
@@ -766,7 +766,7 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     r = b.failed || b.wrong_total ? CLI_FAIL : CLI_OK;
     cli_machine_close(&b.m);
 out_tensors:
-    for (int k = 0; k < STARFOLD_DTYPE_COUNT; k++) starfold_tensors_free(batches[k]);
+    for (int k = 0; k < STARFOLD_DTYPE_COUNT; k++) starfold_tools_tensors_free(batches[k]);
     free(b.rows);
     return r;
 }

@@ -7,7 +7,7 @@
  *      hierarchical copy with two packs), verified element by element, its graph drawn.
  */
 #include "cli.h"
-#include "../examples/linreg.h"
+#include "linreg.h"
 
 #include <string.h>
 

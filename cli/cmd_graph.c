@@ -78,7 +78,7 @@ static int graph_main(const cli_command_t *cmd, int argc, char **argv)
     if ((r = cli_parse_tensors(cmd, spec, o.dtype, &tensors, &nt)) != CLI_OK) return r;
     starfold_topology_t topo = NULL;
     if ((r = cli_open_topology(cmd, &o, "dgx1-v100", &topo)) != CLI_OK) {
-        starfold_tensors_free(tensors);
+        starfold_tools_tensors_free(tensors);
         return r;
     }
 
@@ -126,7 +126,7 @@ out:
     free(pairs);
     starfold_graph_destroy(g);
     starfold_topology_destroy(topo);
-    starfold_tensors_free(tensors);
+    starfold_tools_tensors_free(tensors);
     return r;
 }
 

@@ -30,7 +30,7 @@
  */
 
 /* "FILE:LINE: device D ('NAME') is one more than StarPU has": the first device of the file StarPU lacks. */
-static int sf_cli_no_device(const cli_command_t *cmd, const char *file, int line, int have, const char *name)
+static int starfold__cli_no_device(const cli_command_t *cmd, const char *file, int line, int have, const char *name)
 {
     return cli_fail(cmd, STARFOLD_ERR_NO_DEVICE, "%s:%d: device %d ('%s') is one more than the %d StarPU has; pass "
                                                  "-g/--devices %d or fewer",
@@ -185,7 +185,7 @@ int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, 
             const char *file = starfold_topology_origin(topo);
             const int line = have > 0 ? starfold_topology_device_line(topo, have) : 0;
             if (file && line > 0) {
-                st = sf_cli_no_device(cmd, file, line, have, starfold_topology_device_name(topo, have));
+                st = starfold__cli_no_device(cmd, file, line, have, starfold_topology_device_name(topo, have));
                 starfold_topology_destroy(topo);
                 return st;
             }
@@ -569,7 +569,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     memset(&rep, 0, sizeof rep);
     starfold_graph_t g = NULL;
     if ((r = cli_machine_open(cmd, &o, stdout, &m)) != CLI_OK) {
-        starfold_tensors_free(tensors);
+        starfold_tools_tensors_free(tensors);
         return r;
     }
     printf("Devices: %s\n", m.description);
@@ -651,7 +651,7 @@ out:
     cli_replicas_destroy(&rep);
     starfold_graph_destroy(g);
     cli_machine_close(&m);
-    starfold_tensors_free(tensors);
+    starfold_tools_tensors_free(tensors);
     return r;
 }
 

@@ -142,7 +142,7 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
     if ((r = cli_parse_tensors(cmd, spec, o.dtype, &tensors, &nt)) != CLI_OK) return r;
     starfold_topology_t topo = NULL;
     if ((r = cli_open_topology(cmd, &o, "dgx1-v100", &topo)) != CLI_OK) {
-        starfold_tensors_free(tensors);
+        starfold_tools_tensors_free(tensors);
         return r;
     }
     const int n = starfold_topology_num_devices(topo);
@@ -155,7 +155,7 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
     if (o.given & CLI_OPT(OPT_BACKWARD)) {
         r = simulate_backward(cmd, &o, o.algorithm, topo, &desc);
         starfold_topology_destroy(topo);
-        starfold_tensors_free(tensors);
+        starfold_tools_tensors_free(tensors);
         return r;
     }
     if (!o.json) {
@@ -194,7 +194,7 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
         if (!all) break;
     }
     starfold_topology_destroy(topo);
-    starfold_tensors_free(tensors);
+    starfold_tools_tensors_free(tensors);
     return r;
 }
 

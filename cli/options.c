@@ -227,7 +227,7 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
     case OPT_MINBYTES:
     case OPT_MAXBYTES:
     case OPT_STEPBYTES:
-        if (starfold_size_parse(v, &bytes) != STARFOLD_OK)
+        if (starfold_tools_size_parse(v, &bytes) != STARFOLD_OK)
             return cli_usage_error(cmd, "%s: bad size '%s': %s", shown, v, starfold_last_error());
         if (d->id == OPT_CHUNK_BYTES || d->id == OPT_BUCKET_BYTES) {
             if (bytes == 0)
@@ -435,7 +435,7 @@ int cli_open_topology(const cli_command_t *cmd, const cli_opts_t *o, const char 
 int cli_parse_tensors(const cli_command_t *cmd, const char *spec, starfold_dtype_t dtype,
                       starfold_tensor_desc_t **tensors, size_t *count)
 {
-    starfold_status_t st = starfold_tensors_parse(spec, dtype, tensors, count);
+    starfold_status_t st = starfold_tools_tensors_parse(spec, dtype, tensors, count);
     if (st == STARFOLD_ERR_PARSE) return cli_usage_error(cmd, "--tensors: %s", starfold_last_error());
     if (st != STARFOLD_OK) return cli_fail(cmd, st, "--tensors");
     return CLI_OK;

@@ -18,6 +18,7 @@
 
 #include <starfold.h>
 
+#include "tools.h"
 #include "util.h"
 
 static int num_cases;
@@ -411,23 +412,23 @@ static void test_spec(void)
     starfold_tensor_desc_t *t = sentinel;
     size_t n = 77;
     uint64_t bytes = 77;
-    BAD(starfold_tensors_parse(NULL, STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT, "NULL");
-    BAD(starfold_tensors_parse("4", (starfold_dtype_t)-1, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT, "dtype");
-    BAD(starfold_tensors_parse("", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, NULL);
-    BAD(starfold_tensors_parse("4x1MiB,,8", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "item 2");
-    BAD(starfold_tensors_parse("1KB", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "ambiguous");
-    BAD(starfold_tensors_parse("6", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "multiple");
-    BAD(starfold_tensors_parse("0x4", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, NULL);
-    BAD(starfold_tensors_parse("1048577x4", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, NULL);
-    BAD(starfold_tensors_parse("99999999999999999999", STARFOLD_INT64, &t, &n), STARFOLD_ERR_PARSE, "too large");
-    BAD(starfold_tensors_parse("1048576x16TiB", STARFOLD_INT64, &t, &n), STARFOLD_ERR_PARSE, NULL);
-    BAD(starfold_tensors_parse("resnet51", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "resnet51");
+    BAD(starfold_tools_tensors_parse(NULL, STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT, "NULL");
+    BAD(starfold_tools_tensors_parse("4", (starfold_dtype_t)-1, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT, "dtype");
+    BAD(starfold_tools_tensors_parse("", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, NULL);
+    BAD(starfold_tools_tensors_parse("4x1MiB,,8", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "item 2");
+    BAD(starfold_tools_tensors_parse("1KB", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "ambiguous");
+    BAD(starfold_tools_tensors_parse("6", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "multiple");
+    BAD(starfold_tools_tensors_parse("0x4", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, NULL);
+    BAD(starfold_tools_tensors_parse("1048577x4", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, NULL);
+    BAD(starfold_tools_tensors_parse("99999999999999999999", STARFOLD_INT64, &t, &n), STARFOLD_ERR_PARSE, "too large");
+    BAD(starfold_tools_tensors_parse("1048576x16TiB", STARFOLD_INT64, &t, &n), STARFOLD_ERR_PARSE, NULL);
+    BAD(starfold_tools_tensors_parse("resnet51", STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_PARSE, "resnet51");
     CU_ASSERT_PTR_EQUAL(t, sentinel);
     CU_ASSERT_EQUAL(n, 77);
-    BAD(starfold_size_parse("1Q", &bytes), STARFOLD_ERR_PARSE, "unit 'Q'");
-    BAD(starfold_size_parse("-5", &bytes), STARFOLD_ERR_PARSE, NULL);
-    BAD(starfold_size_parse(NULL, &bytes), STARFOLD_ERR_INVALID_ARGUMENT, "NULL");
-    BAD(starfold_size_parse("16777216T", &bytes), STARFOLD_ERR_PARSE, "too large");
+    BAD(starfold_tools_size_parse("1Q", &bytes), STARFOLD_ERR_PARSE, "unit 'Q'");
+    BAD(starfold_tools_size_parse("-5", &bytes), STARFOLD_ERR_PARSE, NULL);
+    BAD(starfold_tools_size_parse(NULL, &bytes), STARFOLD_ERR_INVALID_ARGUMENT, "NULL");
+    BAD(starfold_tools_size_parse("16777216T", &bytes), STARFOLD_ERR_PARSE, "too large");
     CU_ASSERT_EQUAL(bytes, 77);
 }
 
@@ -491,7 +492,7 @@ typedef struct {
     starpu_data_handle_t in[4], out[4];
 } submit_fixture_t;
 
-static void sf_init(submit_fixture_t *f, const char *algorithm)
+static void starfold__init(submit_fixture_t *f, const char *algorithm)
 {
     static const int devs[2] = { 0, 1 };
     static const starfold_tensor_desc_t tensors[2] = { { STARFOLD_FLOAT32, 100 }, { STARFOLD_INT64, 7 } };
@@ -507,29 +508,29 @@ static void sf_init(submit_fixture_t *f, const char *algorithm)
         for (int t = 0; t < 2; t++) {
             CHECK_OK(starfold_vector_create(ctx, s, tensors[t].dtype, tensors[t].count, &f->in[s * 2 + t]));
             CHECK_OK(starfold_vector_create(ctx, s, tensors[t].dtype, tensors[t].count, &f->out[s * 2 + t]));
-            void *buf = sf_tu_alloc(tensors[t].dtype, tensors[t].count);
-            sf_tu_fill(buf, tensors[t].dtype, tensors[t].count, STARFOLD_OP_SUM, s, (size_t)t);
+            void *buf = starfold_tools_alloc(tensors[t].dtype, tensors[t].count);
+            starfold_tools_fill(buf, tensors[t].dtype, tensors[t].count, STARFOLD_OP_SUM, s, (size_t)t);
             CHECK_OK(starfold_vector_write(f->in[s * 2 + t], buf, tensors[t].count * starfold_dtype_size(tensors[t].dtype)));
-            sf_tu_fill_sentinel(buf, tensors[t].dtype, tensors[t].count);
+            starfold_tools_fill_sentinel(buf, tensors[t].dtype, tensors[t].count);
             CHECK_OK(starfold_vector_write(f->out[s * 2 + t], buf, tensors[t].count * starfold_dtype_size(tensors[t].dtype)));
             free(buf);
         }
 }
 
 /* 0 when every output still holds the sentinel and every input its data. */
-static int sf_untouched(submit_fixture_t *f)
+static int starfold__untouched(submit_fixture_t *f)
 {
     static const starfold_tensor_desc_t tensors[2] = { { STARFOLD_FLOAT32, 100 }, { STARFOLD_INT64, 7 } };
     int bad = 0;
     for (int s = 0; s < 2; s++)
         for (int t = 0; t < 2; t++) {
             const size_t c = tensors[t].count, bytes = c * starfold_dtype_size(tensors[t].dtype);
-            void *got = sf_tu_alloc(tensors[t].dtype, c), *want = sf_tu_alloc(tensors[t].dtype, c);
+            void *got = starfold_tools_alloc(tensors[t].dtype, c), *want = starfold_tools_alloc(tensors[t].dtype, c);
             starfold_vector_read(f->in[s * 2 + t], got, bytes);
-            sf_tu_fill(want, tensors[t].dtype, c, STARFOLD_OP_SUM, s, (size_t)t);
+            starfold_tools_fill(want, tensors[t].dtype, c, STARFOLD_OP_SUM, s, (size_t)t);
             bad |= memcmp(got, want, bytes) != 0;
             starfold_vector_read(f->out[s * 2 + t], got, bytes);
-            sf_tu_fill_sentinel(want, tensors[t].dtype, c);
+            starfold_tools_fill_sentinel(want, tensors[t].dtype, c);
             bad |= memcmp(got, want, bytes) != 0;
             free(got);
             free(want);
@@ -537,7 +538,7 @@ static int sf_untouched(submit_fixture_t *f)
     return bad ? -1 : 0;
 }
 
-static void sf_free(submit_fixture_t *f)
+static void starfold__free(submit_fixture_t *f)
 {
     for (int i = 0; i < 4; i++) {
         starfold_vector_destroy(ctx, f->in[i]);
@@ -550,7 +551,7 @@ static void sf_free(submit_fixture_t *f)
 static void test_submit(void)
 {
     submit_fixture_t f;
-    sf_init(&f, "reduce-to-one");
+    starfold__init(&f, "reduce-to-one");
     starfold_request_t req = (starfold_request_t)(uintptr_t)0x5eed;
     const starfold_request_t sentinel = req;
     starpu_data_handle_t in[4], out[4];
@@ -651,7 +652,7 @@ static void test_submit(void)
         starfold_persistent_destroy(NULL);
     }
     CU_ASSERT_PTR_EQUAL(req, sentinel);
-    CU_ASSERT_EQUAL(sf_untouched(&f), 0);
+    CU_ASSERT_EQUAL(starfold__untouched(&f), 0);
 
     /* Requests. */
     BAD(starfold_request_wait(NULL), STARFOLD_ERR_INVALID_ARGUMENT, "NULL request");
@@ -664,19 +665,19 @@ static void test_submit(void)
 
     /* The baseline. */
     const starpu_data_handle_t bin[2] = { f.in[0], f.in[2] }, bout[2] = { f.out[0], f.out[2] };
-    BAD(starfold_baseline_starpu_redux(ctx, STARFOLD_FLOAT32, STARFOLD_OP_SUM, 0, bin, bout, NULL),
+    BAD(starfold_tools_baseline_starpu_redux(ctx, STARFOLD_FLOAT32, STARFOLD_OP_SUM, 0, bin, bout, NULL),
         STARFOLD_ERR_INVALID_ARGUMENT, "0 replicas");
-    BAD(starfold_baseline_starpu_redux(ctx, STARFOLD_FLOAT32, STARFOLD_OP_SUM, 3, bin, bout, NULL),
+    BAD(starfold_tools_baseline_starpu_redux(ctx, STARFOLD_FLOAT32, STARFOLD_OP_SUM, 3, bin, bout, NULL),
         STARFOLD_ERR_INVALID_ARGUMENT, "3 replicas");
-    BAD(starfold_baseline_starpu_redux(ctx, STARFOLD_FLOAT32, (starfold_op_t)11, 2, bin, bout, NULL),
+    BAD(starfold_tools_baseline_starpu_redux(ctx, STARFOLD_FLOAT32, (starfold_op_t)11, 2, bin, bout, NULL),
         STARFOLD_ERR_INVALID_ARGUMENT, "unknown op 11");
-    BAD(starfold_baseline_starpu_redux(ctx, STARFOLD_INT64, STARFOLD_OP_SUM, 2, bin, bout, NULL),
+    BAD(starfold_tools_baseline_starpu_redux(ctx, STARFOLD_INT64, STARFOLD_OP_SUM, 2, bin, bout, NULL),
         STARFOLD_ERR_INVALID_ARGUMENT, NULL);
 
     starpu_data_unregister(var);
     starfold_vector_destroy(ctx, wide);
     starfold_vector_destroy(ctx, shared);
-    sf_free(&f);
+    starfold__free(&f);
 }
 
 /* ------------------------------------------------------------------------------------------------ */

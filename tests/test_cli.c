@@ -3,7 +3,7 @@
  * through /bin/sh with its stdout and stderr captured, and what it prints is checked - tables, JSON
  * (parsed by a small parser below and compared with the library's own numbers), CSV, the files it
  * writes, exit statuses (0 success, 1 failure, 2 bad arguments with exactly one line on stderr).
- * Plus the library's tensor-list parser (starfold_tensors_parse, starfold_size_parse): models,
+ * Plus the library's tensor-list parser (starfold_tools_tensors_parse, starfold_tools_size_parse): models,
  * grammar, every error, and a small fuzz loop.
  *
  * StarPU runs CPU-only here (tests/run-test.sh: 2 CPU workers); one `run --emulated` exercises the
@@ -38,6 +38,8 @@
 #include <unistd.h>
 
 #include <starfold.h>
+
+#include "tools.h"
 
 extern char **environ;
 
@@ -588,7 +590,7 @@ static starfold_graph_t library_graph(const char *topology, int devices, const c
     } else {
         t = full;
     }
-    if (t && starfold_tensors_parse(spec, dtype, &tensors, &nt) == STARFOLD_OK) {
+    if (t && starfold_tools_tensors_parse(spec, dtype, &tensors, &nt) == STARFOLD_OK) {
         const int n = starfold_topology_num_devices(t);
         int dev[STARFOLD_MAX_DEVICES];
         for (int d = 0; d < n; d++) dev[d] = d;
@@ -600,7 +602,7 @@ static starfold_graph_t library_graph(const char *topology, int devices, const c
         opt.num_packs = num_packs;
         if (starfold_graph_compile(t, algorithm, &desc, &opt, &g) != STARFOLD_OK) g = NULL;
     }
-    starfold_tensors_free(tensors);
+    starfold_tools_tensors_free(tensors);
     starfold_topology_destroy(t);
     return g;
 }
@@ -1114,27 +1116,27 @@ static void test_spec_models(void)
 {
     starfold_tensor_desc_t *t = NULL;
     size_t n = 0;
-    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse("resnet50", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_tools_tensors_parse("resnet50", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
     CU_ASSERT_EQUAL(n, 161);
     CU_ASSERT_EQUAL(total_elements(t, n), 25557032ull);
     CU_ASSERT_EQUAL(t[0].count, 7 * 7 * 3 * 64); /* conv1 */
     CU_ASSERT_EQUAL(t[n - 2].count, 2048 * 1000); /* fc */
     CU_ASSERT_EQUAL(t[n - 1].count, 1000);
     for (size_t i = 0; i < n; i++) CU_ASSERT_EQUAL(t[i].dtype, STARFOLD_FLOAT32);
-    starfold_tensors_free(t);
+    starfold_tools_tensors_free(t);
 
-    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse(" ResNet50 ", STARFOLD_FLOAT64, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_tools_tensors_parse(" ResNet50 ", STARFOLD_FLOAT64, &t, &n), STARFOLD_OK);
     CU_ASSERT_EQUAL(total_elements(t, n), 25557032ull);
     CU_ASSERT_EQUAL(t[0].dtype, STARFOLD_FLOAT64);
-    starfold_tensors_free(t);
+    starfold_tools_tensors_free(t);
 
-    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse("bert-base", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_tools_tensors_parse("bert-base", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
     CU_ASSERT_EQUAL(n, 199);
     CU_ASSERT_EQUAL(total_elements(t, n), 109482240ull);
     CU_ASSERT_EQUAL(t[0].count, 30522 * 768);
-    starfold_tensors_free(t);
+    starfold_tools_tensors_free(t);
 
-    const char *const *names = starfold_tensors_model_names();
+    const char *const *names = starfold_tools_tensors_model_names();
     CU_ASSERT_STRING_EQUAL(names[0], "resnet50");
     CU_ASSERT_STRING_EQUAL(names[1], "bert-base");
     CU_ASSERT_PTR_NULL(names[2]);
@@ -1144,32 +1146,32 @@ static void test_spec_lists(void)
 {
     starfold_tensor_desc_t *t = NULL;
     size_t n = 0;
-    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse("4x1MiB,10x4KiB,1000", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_tools_tensors_parse("4x1MiB,10x4KiB,1000", STARFOLD_FLOAT32, &t, &n), STARFOLD_OK);
     CU_ASSERT_EQUAL(n, 15);
     for (size_t i = 0; i < 4; i++) CU_ASSERT_EQUAL(t[i].count, 262144);
     for (size_t i = 4; i < 14; i++) CU_ASSERT_EQUAL(t[i].count, 1024);
     CU_ASSERT_EQUAL(t[14].count, 250);
-    starfold_tensors_free(t);
+    starfold_tools_tensors_free(t);
 
     /* Suffixes in any case, blanks around items, 0 bytes, X for x. */
-    CU_ASSERT_EQUAL_FATAL(starfold_tensors_parse(" 2X1k , 1m,1G, 0 ,8B,3x16kib ", STARFOLD_INT64, &t, &n), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_tools_tensors_parse(" 2X1k , 1m,1G, 0 ,8B,3x16kib ", STARFOLD_INT64, &t, &n), STARFOLD_OK);
     CU_ASSERT_EQUAL(n, 9);
     const size_t want[9] = { 128, 128, 131072, 134217728, 0, 1, 2048, 2048, 2048 };
     for (size_t i = 0; i < 9 && i < n; i++) CU_ASSERT_EQUAL(t[i].count, want[i]);
-    starfold_tensors_free(t);
+    starfold_tools_tensors_free(t);
 
     uint64_t b = 0;
-    CU_ASSERT_EQUAL(starfold_size_parse("1K", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("1K", &b), STARFOLD_OK);
     CU_ASSERT_EQUAL(b, 1024);
-    CU_ASSERT_EQUAL(starfold_size_parse("3MiB", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("3MiB", &b), STARFOLD_OK);
     CU_ASSERT_EQUAL(b, 3ull << 20);
-    CU_ASSERT_EQUAL(starfold_size_parse("2g", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("2g", &b), STARFOLD_OK);
     CU_ASSERT_EQUAL(b, 2ull << 30);
-    CU_ASSERT_EQUAL(starfold_size_parse("1TiB", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("1TiB", &b), STARFOLD_OK);
     CU_ASSERT_EQUAL(b, 1ull << 40);
-    CU_ASSERT_EQUAL(starfold_size_parse("  77 ", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("  77 ", &b), STARFOLD_OK);
     CU_ASSERT_EQUAL(b, 77);
-    CU_ASSERT_EQUAL(starfold_size_parse("18446744073709551615", &b), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("18446744073709551615", &b), STARFOLD_OK);
     CU_ASSERT_EQUAL(b, UINT64_MAX);
 }
 
@@ -1212,10 +1214,10 @@ static void test_spec_errors(void)
         starfold_tensor_desc_t sentinel_t = { STARFOLD_INT32, 12345 };
         starfold_tensor_desc_t *t = &sentinel_t;
         size_t n = 777;
-        starfold_status_t st = starfold_tensors_parse(bad[i].spec, STARFOLD_FLOAT32, &t, &n);
+        starfold_status_t st = starfold_tools_tensors_parse(bad[i].spec, STARFOLD_FLOAT32, &t, &n);
         if (!bad[i].mention) {
             CU_ASSERT_EQUAL(st, STARFOLD_OK);
-            if (st == STARFOLD_OK) starfold_tensors_free(t);
+            if (st == STARFOLD_OK) starfold_tools_tensors_free(t);
             continue;
         }
         const int ok = st == STARFOLD_ERR_PARSE && t == &sentinel_t && n == 777 && strstr(starfold_last_error(), bad[i].mention);
@@ -1225,15 +1227,15 @@ static void test_spec_errors(void)
     starfold_tensor_desc_t *t = NULL;
     size_t n = 0;
     uint64_t b = 5;
-    CU_ASSERT_EQUAL(starfold_tensors_parse(NULL, STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_EQUAL(starfold_tensors_parse("1K", STARFOLD_FLOAT32, NULL, &n), STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_EQUAL(starfold_tensors_parse("1K", (starfold_dtype_t)99, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_EQUAL(starfold_size_parse(NULL, &b), STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_EQUAL(starfold_size_parse("1KB", &b), STARFOLD_ERR_PARSE);
-    CU_ASSERT_EQUAL(starfold_size_parse("", &b), STARFOLD_ERR_PARSE);
-    CU_ASSERT_EQUAL(starfold_size_parse("18446744073709551616", &b), STARFOLD_ERR_PARSE);
+    CU_ASSERT_EQUAL(starfold_tools_tensors_parse(NULL, STARFOLD_FLOAT32, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_tools_tensors_parse("1K", STARFOLD_FLOAT32, NULL, &n), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_tools_tensors_parse("1K", (starfold_dtype_t)99, &t, &n), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse(NULL, &b), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("1KB", &b), STARFOLD_ERR_PARSE);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("", &b), STARFOLD_ERR_PARSE);
+    CU_ASSERT_EQUAL(starfold_tools_size_parse("18446744073709551616", &b), STARFOLD_ERR_PARSE);
     CU_ASSERT_EQUAL(b, 5);
-    starfold_tensors_free(NULL);
+    starfold_tools_tensors_free(NULL);
 }
 
 /* Random texts over the grammar's alphabet: a valid result is consistent, a failure leaves the outputs. */
@@ -1254,17 +1256,17 @@ static void test_spec_fuzz(void)
         starfold_tensor_desc_t sentinel_t, *t = &sentinel_t;
         size_t n = 0;
         const starfold_dtype_t dt = (starfold_dtype_t)(iter % STARFOLD_DTYPE_COUNT);
-        const starfold_status_t st = starfold_tensors_parse(text, dt, &t, &n);
+        const starfold_status_t st = starfold_tools_tensors_parse(text, dt, &t, &n);
         if (st == STARFOLD_OK) {
             valid++;
-            CU_ASSERT(n >= 1 && n <= STARFOLD_TENSORS_MAX);
+            CU_ASSERT(n >= 1 && n <= STARFOLD_TOOLS_TENSORS_MAX);
             uint64_t bytes = 0;
             for (size_t i = 0; i < n; i++) {
                 CU_ASSERT_EQUAL(t[i].dtype, dt);
                 bytes += t[i].count * starfold_dtype_size(dt);
             }
             CU_ASSERT(bytes / starfold_dtype_size(dt) == total_elements(t, n));
-            starfold_tensors_free(t);
+            starfold_tools_tensors_free(t);
         } else {
             CU_ASSERT(st == STARFOLD_ERR_PARSE);
             CU_ASSERT(t == &sentinel_t && n == 0);

@@ -24,7 +24,7 @@
 
 #include <starfold.h>
 
-#include "distribute.h"
+#include "distribute/distribute.h"
 #include "util.h"
 
 #define NDEV 8
@@ -117,13 +117,13 @@ static float read_scalar_f32(starfold_value_t v, int c)
     return x;
 }
 
-static sf_trace_entry_t last_trace(void)
+static starfold__trace_entry_t last_trace(void)
 {
-    sf_trace_entry_t e;
+    starfold__trace_entry_t e;
     memset(&e, 0, sizeof e);
     e.path = SF_PATH_COUNT;
-    const size_t n = sf_trace_count();
-    if (n > 0) sf_trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
+    const size_t n = starfold__trace_count();
+    if (n > 0) starfold__trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
     return e;
 }
 
@@ -417,7 +417,7 @@ static void test_all_reduce_every_op(void)
             const float base = op == STARFOLD_OP_PROD ? 0.5f : -20.0f;
             starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, count, base), r = NULL;
             const starfold_destination_t dst = starfold_destination_value(v);
-            sf_trace_reset();
+            starfold__trace_reset();
             CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(ops, op, v, &dst, NULL, &r), STARFOLD_OK);
             CU_ASSERT_EQUAL(starfold_value_kind(r), STARFOLD_VALUE_MIRRORED);
             CU_ASSERT_EQUAL(starfold_value_num_components(r), 4);
@@ -427,7 +427,7 @@ static void test_all_reduce_every_op(void)
             float first;
             CU_ASSERT_EQUAL(starfold_value_read(v, 3, &first, sizeof first), STARFOLD_OK);
             CU_ASSERT_EQUAL(first, base + 30.0f); /* input unchanged */
-            CU_ASSERT_EQUAL(sf_trace_count(), 1);
+            CU_ASSERT_EQUAL(starfold__trace_count(), 1);
             CU_ASSERT_EQUAL(last_trace().path, all_reduce ? SF_PATH_ALL_REDUCE : SF_PATH_REDUCE);
             starfold_value_destroy(r);
             starfold_value_destroy(v);
@@ -483,7 +483,7 @@ static void test_destinations(void)
     const int rev[4] = { 3, 2, 1, 0 };
     starfold_value_t w = make_f32(STARFOLD_VALUE_MIRRORED, 4, rev, 33, 0.0f);
     starfold_destination_t d = starfold_destination_value(w);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
     CU_ASSERT_EQUAL(last_trace().path, SF_PATH_ALL_REDUCE);
     CU_ASSERT_STRING_EQUAL(last_trace().algorithm, "hierarchical-copy");
@@ -560,7 +560,7 @@ static void test_one_value_shortcut(void)
     starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 1, &one, 10, 4.0f), r = NULL;
     for (int o = 0; o < STARFOLD_OP_COUNT; o++) {
         starfold_destination_t d = starfold_destination_device(1);
-        sf_trace_reset();
+        starfold__trace_reset();
         CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, (starfold_op_t)o, v, &d, NULL, &r), STARFOLD_OK);
         CU_ASSERT_EQUAL(last_trace().path, SF_PATH_SHORTCUT);
         CU_ASSERT_EQUAL(starfold_value_device(r, 0), 1);
@@ -633,9 +633,9 @@ static void test_batch_reduce(void)
         { c, starfold_destination_value(c) },
     };
     starfold_value_t res[4] = { NULL };
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_SUM, 4, pairs, NULL, res), STARFOLD_OK);
-    CU_ASSERT_EQUAL(sf_trace_count(), 1);
+    CU_ASSERT_EQUAL(starfold__trace_count(), 1);
     CU_ASSERT_EQUAL(last_trace().path, SF_PATH_ALL_REDUCE);
     CU_ASSERT_EQUAL(last_trace().num_tensors, 4);
     /* One result per pair, in input order, each over its pair's destination devices in their order. */
@@ -654,12 +654,12 @@ static void test_batch_reduce(void)
 
     /* One pair mismatching: the matching pairs still share one all-reduce graph, the other falls back. */
     pairs[1].destinations = starfold_destination_device(2);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_MEAN, 4, pairs, NULL, res), STARFOLD_OK);
-    CU_ASSERT_EQUAL(sf_trace_count(), 2);
-    sf_trace_entry_t t0, t1;
-    sf_trace_get(0, &t0);
-    sf_trace_get(1, &t1);
+    CU_ASSERT_EQUAL(starfold__trace_count(), 2);
+    starfold__trace_entry_t t0, t1;
+    starfold__trace_get(0, &t0);
+    starfold__trace_get(1, &t1);
     CU_ASSERT_EQUAL(t0.path, SF_PATH_ALL_REDUCE);
     CU_ASSERT_EQUAL(t0.num_tensors, 3);
     CU_ASSERT_EQUAL(t1.path, SF_PATH_FALLBACK);
@@ -673,11 +673,11 @@ static void test_batch_reduce(void)
 
     /* ReductionToOneDevice: TensorFlow reduces pair by pair; starfold packs the same-device pairs into one graph. */
     pairs[1].destinations = starfold_destination_value(a);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(r2o, STARFOLD_OP_SUM, 4, pairs, NULL, res), STARFOLD_OK);
     /* b's sources are in another order (its reduction order): its own graph. */
-    CU_ASSERT_EQUAL(sf_trace_count(), 2);
-    sf_trace_get(0, &t0);
+    CU_ASSERT_EQUAL(starfold__trace_count(), 2);
+    starfold__trace_get(0, &t0);
     CU_ASSERT_EQUAL(t0.path, SF_PATH_REDUCE);
     CU_ASSERT_EQUAL(t0.num_tensors, 3);
     for (int k = 0; k < 4; k++) CU_ASSERT_EQUAL(starfold_value_device(res[1], k), k);
@@ -692,11 +692,11 @@ static void test_batch_reduce(void)
                     STARFOLD_ERR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "at least one"));
     memset(&pairs[2].destinations, 0, sizeof pairs[2].destinations);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_SUM, 4, pairs, NULL, res),
                     STARFOLD_ERR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destinations can not be empty"));
-    CU_ASSERT_EQUAL(sf_trace_count(), 0); /* nothing submitted */
+    CU_ASSERT_EQUAL(starfold__trace_count(), 0); /* nothing submitted */
     CU_ASSERT_PTR_EQUAL(res[0], sentinel);
 
     starfold_value_destroy(a);
@@ -834,7 +834,7 @@ static void test_broadcast(void)
     CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, 3, d3, STARFOLD_FLOAT32, 1, NULL, &dst),
                           STARFOLD_OK);
     starfold_destination_t d = starfold_destination_value(dst);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_broadcast(ops, v, &d, &r), STARFOLD_OK);
     CU_ASSERT_EQUAL(last_trace().path, SF_PATH_BROADCAST);
     CU_ASSERT_EQUAL(starfold_value_kind(r), STARFOLD_VALUE_MIRRORED);
@@ -927,9 +927,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     CU_basic_run_tests();
-    printf("elapsed: %.2f s\n", sf_tu_now() - t0);
+    printf("elapsed: %.2f s\n", starfold_tools_now() - t0);
     const unsigned failed = CU_get_number_of_failures();
     CU_cleanup_registry();
     suite_cleanup();

@@ -34,8 +34,8 @@
 
 #include <starfold.h>
 
-#include "exec.h"
-#include "graph.h"
+#include "exec/exec.h"
+#include "graph/graph.h"
 #include "util.h"
 
 #if defined(SF_TEST_MODE_EMULATED)
@@ -102,7 +102,7 @@ static starfold_topology_t topo_of(int n)
  * Hand-built graphs
  */
 
-/* Copies @desc with the destinations resolved (sf_graph_create wants them explicit). */
+/* Copies @desc with the destinations resolved (starfold__graph_create wants them explicit). */
 static starfold_status_t hand_create(starfold_topology_t topo, const starfold_collective_desc_t *desc,
                                      const char *name, starfold_graph_t *g)
 {
@@ -111,7 +111,7 @@ static starfold_status_t hand_create(starfold_topology_t topo, const starfold_co
         d.num_destinations = d.num_sources;
         d.destinations = d.sources;
     }
-    return sf_graph_create(topo, name, &d, g);
+    return starfold__graph_create(topo, name, &d, g);
 }
 
 static starfold_status_t build_hand_reduce(starfold_topology_t topo, const starfold_collective_desc_t *desc, int root,
@@ -120,34 +120,34 @@ static starfold_status_t build_hand_reduce(starfold_topology_t topo, const starf
     starfold_graph_t g;
     starfold_status_t st = hand_create(topo, desc, "hand-reduce", &g);
     if (st != STARFOLD_OK) return st;
-    sf_span_t src[STARFOLD_MAX_DEVICES];
+    starfold__span_t src[STARFOLD_MAX_DEVICES];
     for (size_t t = 0; t < g->num_tensors && st == STARFOLD_OK; t++) {
         const size_t count = g->tensors[t].count;
         if (g->kind == STARFOLD_COLL_BROADCAST) {
-            sf_span_t s = sf_whole(g, sf_graph_input(g, 0, t));
+            starfold__span_t s = starfold__whole(g, starfold__graph_input(g, 0, t));
             for (int d = 0; d < g->num_outputs && st == STARFOLD_OK; d++) {
-                sf_span_t o = sf_whole(g, sf_graph_output(g, d, t));
-                st = sf_graph_copy(g, STARFOLD_TASK_COPY, &s, 1, &o, 1, (int)t, NULL);
+                starfold__span_t o = starfold__whole(g, starfold__graph_output(g, d, t));
+                st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &s, 1, &o, 1, (int)t, NULL);
             }
             continue;
         }
         size_t acc;
-        if ((st = sf_graph_add_temp(g, root, g->tensors[t].dtype, count, (int)t, &acc)) != STARFOLD_OK) break;
-        for (int s = 0; s < g->num_inputs; s++) src[s] = sf_whole(g, sf_graph_input(g, s, t));
-        sf_span_t a = sf_whole(g, acc);
-        if ((st = sf_graph_reduce(g, g->op, src, (size_t)g->num_inputs, a, (int)t, NULL)) != STARFOLD_OK) break;
-        if (g->op == STARFOLD_OP_MEAN && (st = sf_graph_scale(g, a, a, (uint32_t)g->num_inputs, (int)t, NULL)))
+        if ((st = starfold__graph_add_temp(g, root, g->tensors[t].dtype, count, (int)t, &acc)) != STARFOLD_OK) break;
+        for (int s = 0; s < g->num_inputs; s++) src[s] = starfold__whole(g, starfold__graph_input(g, s, t));
+        starfold__span_t a = starfold__whole(g, acc);
+        if ((st = starfold__graph_reduce(g, g->op, src, (size_t)g->num_inputs, a, (int)t, NULL)) != STARFOLD_OK) break;
+        if (g->op == STARFOLD_OP_MEAN && (st = starfold__graph_scale(g, a, a, (uint32_t)g->num_inputs, (int)t, NULL)))
             break;
         for (int d = 0; d < g->num_outputs && st == STARFOLD_OK; d++) {
-            sf_span_t o = sf_whole(g, sf_graph_output(g, d, t));
-            st = sf_graph_copy(g, STARFOLD_TASK_COPY, &a, 1, &o, 1, (int)t, NULL);
+            starfold__span_t o = starfold__whole(g, starfold__graph_output(g, d, t));
+            st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &a, 1, &o, 1, (int)t, NULL);
         }
     }
     if (st != STARFOLD_OK) {
         starfold_graph_destroy(g);
         return st;
     }
-    sf_graph_seal(g);
+    starfold__graph_seal(g);
     *out = g;
     return STARFOLD_OK;
 }
@@ -163,31 +163,31 @@ static starfold_status_t build_hand_packed(starfold_topology_t topo, const starf
     const size_t nt = g->num_tensors;
     size_t total = 0, pk[STARFOLD_MAX_DEVICES];
     for (size_t t = 0; t < nt; t++) total += g->tensors[t].count;
-    sf_span_t *segs = malloc(sizeof *segs * nt);
-    sf_span_t src[STARFOLD_MAX_DEVICES];
+    starfold__span_t *segs = malloc(sizeof *segs * nt);
+    starfold__span_t src[STARFOLD_MAX_DEVICES];
     if (!segs) st = STARFOLD_ERR_OUT_OF_MEMORY;
     for (int p = 0; p < n && st == STARFOLD_OK; p++) {
-        if ((st = sf_graph_add_temp(g, g->input_devices[p], g->tensors[0].dtype, total, 0, &pk[p]))) break;
-        for (size_t t = 0; t < nt; t++) segs[t] = sf_whole(g, sf_graph_input(g, p, t));
-        sf_span_t dst = sf_whole(g, pk[p]);
-        st = sf_graph_copy(g, STARFOLD_TASK_PACK, segs, nt, &dst, 1, 0, NULL);
+        if ((st = starfold__graph_add_temp(g, g->input_devices[p], g->tensors[0].dtype, total, 0, &pk[p]))) break;
+        for (size_t t = 0; t < nt; t++) segs[t] = starfold__whole(g, starfold__graph_input(g, p, t));
+        starfold__span_t dst = starfold__whole(g, pk[p]);
+        st = starfold__graph_copy(g, STARFOLD_TASK_PACK, segs, nt, &dst, 1, 0, NULL);
         src[p] = dst;
     }
-    sf_span_t r = st == STARFOLD_OK ? sf_whole(g, pk[root]) : sf_span(0, 0, 0);
-    if (st == STARFOLD_OK) st = sf_graph_reduce(g, g->op, src, (size_t)n, r, 0, NULL);
-    if (st == STARFOLD_OK && g->op == STARFOLD_OP_MEAN) st = sf_graph_scale(g, r, r, (uint32_t)n, 0, NULL);
+    starfold__span_t r = st == STARFOLD_OK ? starfold__whole(g, pk[root]) : starfold__span(0, 0, 0);
+    if (st == STARFOLD_OK) st = starfold__graph_reduce(g, g->op, src, (size_t)n, r, 0, NULL);
+    if (st == STARFOLD_OK && g->op == STARFOLD_OP_MEAN) st = starfold__graph_scale(g, r, r, (uint32_t)n, 0, NULL);
     for (int p = 0; p < n && st == STARFOLD_OK; p++) {
-        if (p != root) st = sf_graph_copy(g, STARFOLD_TASK_COPY, &r, 1, &src[p], 1, 0, NULL);
+        if (p != root) st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &r, 1, &src[p], 1, 0, NULL);
         if (st != STARFOLD_OK) break;
-        for (size_t t = 0; t < nt; t++) segs[t] = sf_whole(g, sf_graph_output(g, p, t));
-        st = sf_graph_copy(g, STARFOLD_TASK_UNPACK, &src[p], 1, segs, nt, 0, NULL);
+        for (size_t t = 0; t < nt; t++) segs[t] = starfold__whole(g, starfold__graph_output(g, p, t));
+        st = starfold__graph_copy(g, STARFOLD_TASK_UNPACK, &src[p], 1, segs, nt, 0, NULL);
     }
     free(segs);
     if (st != STARFOLD_OK) {
         starfold_graph_destroy(g);
         return st;
     }
-    sf_graph_seal(g);
+    starfold__graph_seal(g);
     *out = g;
     return STARFOLD_OK;
 }
@@ -214,7 +214,7 @@ static int run_hand(int packed, int n, const starfold_tensor_desc_t *tensors, si
     char label[160];
     snprintf(label, sizeof label, "%s N=%d %s %s root %d%s", packed ? "hand-packed" : "hand-reduce", n,
              starfold_dtype_name(tensors[0].dtype), starfold_op_name(op), root, in_place ? " in place" : "");
-    if (rc == 0) rc = sf_tu_run_graph(ctx, g, in_place, label);
+    if (rc == 0) rc = starfold__tu_run_graph(ctx, g, in_place, label);
     starfold_graph_destroy(g);
     return rc;
 }
@@ -292,7 +292,7 @@ static int run_compiled_ex(const char *algo, starfold_collective_t kind, starfol
     starfold_algo_options_t opt;
     starfold_algo_options_init(&opt);
     opt.num_packs = num_packs;
-    int rc = sf_tu_run_collective(ctx, topo, algo, &desc, &opt, in_place);
+    int rc = starfold__tu_run_collective(ctx, topo, algo, &desc, &opt, in_place);
     starfold_topology_destroy(topo);
     return rc;
 }
@@ -440,16 +440,16 @@ typedef enum views_mode {
 } views_mode_t;
 #define VIEWS_ROUNDS 3
 
-/* Round @round's inputs: guards, and each tensor's values from sf_tu_fill() (replica s + 16 * round). */
+/* Round @round's inputs: guards, and each tensor's values from starfold_tools_fill() (replica s + 16 * round). */
 static void views_inputs(const struct starfold_graph *g, void *const *host_in, const size_t *off_in, size_t total,
                          int round)
 {
     const starfold_dtype_t dt = g->tensors[0].dtype;
     const size_t es = starfold_dtype_size(dt);
     for (int s = 0; s < g->num_inputs; s++) {
-        for (size_t i = 0; i < total; i++) sf_tu_set(host_in[s], dt, i, VIEW_GUARD_VALUE);
+        for (size_t i = 0; i < total; i++) starfold_tools_set(host_in[s], dt, i, VIEW_GUARD_VALUE);
         for (size_t t = 0; t < g->num_tensors; t++)
-            sf_tu_fill((char *)host_in[s] + off_in[t] * es, dt, g->tensors[t].count, g->op, s + 16 * round, t);
+            starfold_tools_fill((char *)host_in[s] + off_in[t] * es, dt, g->tensors[t].count, g->op, s + 16 * round, t);
     }
 }
 
@@ -482,14 +482,14 @@ static int run_views(starfold_graph_t graph, int in_place, views_mode_t mode, co
     view_layout(g->tensors, nt, 0, &lout);
 
     for (int s = 0; s < nin; s++)
-        if (!(host_in[s] = sf_tu_alloc(dt, lin.total))) goto out;
+        if (!(host_in[s] = starfold_tools_alloc(dt, lin.total))) goto out;
     views_inputs(g, host_in, off_in, lin.total, 0);
     for (int s = 0; s < nin; s++) {
         CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, g->input_devices[s], dt, lin.total, &vin[s]), STARFOLD_OK);
         CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vin[s], host_in[s], lin.total * es), STARFOLD_OK);
         for (size_t t = 0; t < nt; t++) vi[(size_t)s * nt + t] = (starfold_view_t){ vin[s], off_in[t] };
     }
-    if (!(buf = sf_tu_alloc(dt, lout.total > lin.total ? lout.total : lin.total))) goto out;
+    if (!(buf = starfold_tools_alloc(dt, lout.total > lin.total ? lout.total : lin.total))) goto out;
     for (int d = 0; d < nout; d++) {
         for (int s = 0; in_place && s < nin; s++)
             if (g->input_devices[s] == g->output_devices[d]) shared[d] = s + 1;
@@ -517,8 +517,8 @@ static int run_views(starfold_graph_t graph, int in_place, views_mode_t mode, co
         if (round == 0 || mode == VIEWS_PERSISTENT) /* outputs: guards, and a sentinel in the views */
             for (int d = 0; d < nout; d++) {
                 if (shared[d]) continue;
-                for (size_t i = 0; i < lout.total; i++) sf_tu_set(buf, dt, i, VIEW_GUARD_VALUE);
-                for (size_t t = 0; t < nt; t++) sf_tu_fill_sentinel((char *)buf + off_out[t] * es, dt, g->tensors[t].count);
+                for (size_t i = 0; i < lout.total; i++) starfold_tools_set(buf, dt, i, VIEW_GUARD_VALUE);
+                for (size_t t = 0; t < nt; t++) starfold_tools_fill_sentinel((char *)buf + off_out[t] * es, dt, g->tensors[t].count);
                 CU_ASSERT_EQUAL_FATAL(starfold_vector_write(vout[d], buf, lout.total * es), STARFOLD_OK);
             }
         st = persistent ? starfold_persistent_start(persistent, &reqs[round])
@@ -555,12 +555,12 @@ static int run_views(starfold_graph_t graph, int in_place, views_mode_t mode, co
                 }
                 if (g->kind == STARFOLD_COLL_BROADCAST) {
                     for (size_t i = 0; i < g->tensors[t].count; i++)
-                        expect[i] = sf_tu_get((char *)host_in[0] + off_in[t] * es, dt, i);
+                        expect[i] = starfold_tools_get((char *)host_in[0] + off_in[t] * es, dt, i);
                 } else {
                     for (int s = 0; s < nin; s++) srcs[s] = (char *)host_in[s] + off_in[t] * es;
-                    sf_tu_reference(g->op, dt, srcs, nin, g->tensors[t].count, expect);
+                    starfold_tools_reference(g->op, dt, srcs, nin, g->tensors[t].count, expect);
                 }
-                if (sf_tu_compare((char *)buf + off[t] * es, dt, expect, g->tensors[t].count, why, sizeof why)) {
+                if (starfold_tools_compare((char *)buf + off[t] * es, dt, expect, g->tensors[t].count, why, sizeof why)) {
                     fprintf(stderr, "%s: round %d: output slot %d tensor %zu: %s\n", label, round, d, t, why);
                     rc = -1;
                 }
@@ -569,7 +569,7 @@ static int run_views(starfold_graph_t graph, int in_place, views_mode_t mode, co
             for (size_t i = 0, t = 0; i < total && rc == 0; i++) {
                 int in_view = 0;
                 for (t = 0; t < nt && !in_view; t++) in_view = i >= off[t] && i < off[t] + g->tensors[t].count;
-                if (!in_view && sf_tu_get(buf, dt, i) != VIEW_GUARD_VALUE) {
+                if (!in_view && starfold_tools_get(buf, dt, i) != VIEW_GUARD_VALUE) {
                     fprintf(stderr, "%s: round %d: output slot %d: element %zu outside every view was written\n",
                             label, round, d, i);
                     rc = -1;
@@ -617,7 +617,7 @@ static int run_views_compiled(const char *algo, starfold_collective_t kind, star
                                               .num_tensors = nt, .tensors = tensors };
     starfold_graph_t g = NULL;
     starfold_status_t st = starfold_graph_compile(topo, algo, &desc, NULL, &g);
-    const int refuses = sf_tu_refuses(topo, algo);
+    const int refuses = starfold__tu_refuses(topo, algo);
     starfold_topology_destroy(topo);
     if (refuses) {
         CU_ASSERT_EQUAL(st, STARFOLD_ERR_NOT_SUPPORTED);
@@ -703,37 +703,37 @@ static starfold_graph_t compile_all_reduce(const char *algo, int n, const starfo
 /* The pool of main-memory blocks for temporaries (exec_pool.c), alone and under submissions. */
 static void test_temp_pool(void)
 {
-    sf_pool_t *p = sf_pool_create();
+    starfold__pool_t *p = starfold__pool_create();
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     size_t got = 0, got2 = 0;
-    void *a = sf_pool_get(p, 100, &got);
+    void *a = starfold__pool_get(p, 100, &got);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT(got >= 100);
     CU_ASSERT_EQUAL((uintptr_t)a % 64, 0);
     memset(a, 1, got);
-    sf_pool_put(p, a, got);
-    void *b = sf_pool_get(p, 50, &got2); /* the free block is large enough: the same one */
+    starfold__pool_put(p, a, got);
+    void *b = starfold__pool_get(p, 50, &got2); /* the free block is large enough: the same one */
     CU_ASSERT_PTR_EQUAL(b, a);
     CU_ASSERT_EQUAL(got2, got);
-    void *c = sf_pool_get(p, (size_t)3 << 20, &got); /* none free: a new one, 2 MiB-aligned */
+    void *c = starfold__pool_get(p, (size_t)3 << 20, &got); /* none free: a new one, 2 MiB-aligned */
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT(c != b);
     CU_ASSERT_EQUAL((uintptr_t)c % ((size_t)2 << 20), 0);
-    sf_pool_put(p, b, got2);
-    sf_pool_put(p, c, got);
-    void *d = sf_pool_get(p, 1000, &got2); /* the smallest that fits: b's, not c's */
+    starfold__pool_put(p, b, got2);
+    starfold__pool_put(p, c, got);
+    void *d = starfold__pool_get(p, 1000, &got2); /* the smallest that fits: b's, not c's */
     CU_ASSERT_PTR_EQUAL(d, b);
     /* more blocks given back than the pool keeps: the smallest go */
     void *blk[12];
     size_t sz[12];
-    for (int i = 0; i < 12; i++) blk[i] = sf_pool_get(p, (size_t)(i + 1) << 16, &sz[i]);
-    for (int i = 0; i < 12; i++) sf_pool_put(p, blk[i], sz[i]);
-    void *e = sf_pool_get(p, (size_t)12 << 16, &got);
+    for (int i = 0; i < 12; i++) blk[i] = starfold__pool_get(p, (size_t)(i + 1) << 16, &sz[i]);
+    for (int i = 0; i < 12; i++) starfold__pool_put(p, blk[i], sz[i]);
+    void *e = starfold__pool_get(p, (size_t)12 << 16, &got);
     CU_ASSERT_PTR_EQUAL(e, blk[11]);
     /* closed with blocks still out: they are freed when given back, the pool with the last one */
-    sf_pool_close(p);
-    sf_pool_put(p, e, got);
-    sf_pool_put(p, d, got2);
+    starfold__pool_close(p);
+    starfold__pool_put(p, e, got);
+    starfold__pool_put(p, d, got2);
 
     /* A graph with temporaries submitted twice: the second submission gets the first one's block. */
     if (EMULATED) return; /* temporaries live in the devices' memories there */
@@ -952,13 +952,13 @@ static void fixture_init(fixture_t *f, int n, size_t count)
                                               .sources = devices, .num_tensors = 1, .tensors = &t };
     CHECK_OK(build_hand_reduce(topo, &desc, n - 1, &f->graph));
     starfold_topology_destroy(topo);
-    float *sentinel = sf_tu_alloc(STARFOLD_FLOAT32, count);
+    float *sentinel = starfold_tools_alloc(STARFOLD_FLOAT32, count);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sentinel);
-    sf_tu_fill_sentinel(sentinel, STARFOLD_FLOAT32, count);
+    starfold_tools_fill_sentinel(sentinel, STARFOLD_FLOAT32, count);
     for (int s = 0; s < n; s++) {
-        f->host[s] = sf_tu_alloc(STARFOLD_FLOAT32, count);
+        f->host[s] = starfold_tools_alloc(STARFOLD_FLOAT32, count);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f->host[s]);
-        sf_tu_fill(f->host[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+        starfold_tools_fill(f->host[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
         CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &f->in[s]));
         CHECK_OK(starfold_vector_write(f->in[s], f->host[s], count * sizeof(float)));
         CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &f->out[s]));
@@ -971,13 +971,13 @@ static void fixture_init(fixture_t *f, int n, size_t count)
 static int fixture_check(const fixture_t *f, int d, const float *got)
 {
     double *expect = malloc(sizeof(double) * f->count);
-    float *buf = sf_tu_alloc(STARFOLD_FLOAT32, f->count);
+    float *buf = starfold_tools_alloc(STARFOLD_FLOAT32, f->count);
     int rc = -1;
     if (expect && buf) {
-        sf_tu_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)f->host, f->n, f->count, expect);
+        starfold_tools_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)f->host, f->n, f->count, expect);
         if (!got && starfold_vector_read(f->out[d], buf, f->count * sizeof(float)) == STARFOLD_OK) got = buf;
         char why[160] = "";
-        rc = got ? sf_tu_compare(got, STARFOLD_FLOAT32, expect, f->count, why, sizeof why) : -1;
+        rc = got ? starfold_tools_compare(got, STARFOLD_FLOAT32, expect, f->count, why, sizeof why) : -1;
         if (rc) fprintf(stderr, "output %d: %s\n", d, why);
     }
     free(expect);
@@ -988,9 +988,9 @@ static int fixture_check(const fixture_t *f, int d, const float *got)
 /* Whether output @d still holds the sentinel everywhere. */
 static int fixture_untouched(const fixture_t *f, int d)
 {
-    float *buf = sf_tu_alloc(STARFOLD_FLOAT32, f->count);
+    float *buf = starfold_tools_alloc(STARFOLD_FLOAT32, f->count);
     int ok = buf && starfold_vector_read(f->out[d], buf, f->count * sizeof(float)) == STARFOLD_OK;
-    for (size_t i = 0; ok && i < f->count; i++) ok = buf[i] == (float)SF_TU_SENTINEL;
+    for (size_t i = 0; ok && i < f->count; i++) ok = buf[i] == (float)STARFOLD_TOOLS_SENTINEL;
     free(buf);
     return ok;
 }
@@ -1005,19 +1005,19 @@ static void fixture_free(fixture_t *f)
     starfold_graph_destroy(f->graph);
 }
 
-/* Output @h against the float32 SUM of replicas 0..n-1 filled by sf_tu_fill; 0 when right. */
+/* Output @h against the float32 SUM of replicas 0..n-1 filled by starfold_tools_fill; 0 when right. */
 static int check_output_sum(starpu_data_handle_t h, int n, size_t count)
 {
     void *src[STARFOLD_MAX_DEVICES] = { 0 };
     double *expect = malloc(sizeof(double) * count);
-    float *got = sf_tu_alloc(STARFOLD_FLOAT32, count);
+    float *got = starfold_tools_alloc(STARFOLD_FLOAT32, count);
     int rc = -1;
     for (int s = 0; s < n; s++)
-        if ((src[s] = sf_tu_alloc(STARFOLD_FLOAT32, count))) sf_tu_fill(src[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+        if ((src[s] = starfold_tools_alloc(STARFOLD_FLOAT32, count))) starfold_tools_fill(src[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
     if (expect && got && src[n - 1] && starfold_vector_read(h, got, count * sizeof(float)) == STARFOLD_OK) {
         char why[160] = "";
-        sf_tu_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)src, n, count, expect);
-        rc = sf_tu_compare(got, STARFOLD_FLOAT32, expect, count, why, sizeof why);
+        starfold_tools_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)src, n, count, expect);
+        rc = starfold_tools_compare(got, STARFOLD_FLOAT32, expect, count, why, sizeof why);
         if (rc) fprintf(stderr, "%s\n", why);
     }
     for (int s = 0; s < n; s++) free(src[s]);
@@ -1056,11 +1056,11 @@ static void test_transfers_follow_graph(void)
     starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
     const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
                                               .sources = devices, .num_tensors = 1, .tensors = &t };
-    float *host = sf_tu_alloc(STARFOLD_FLOAT32, count);
+    float *host = starfold_tools_alloc(STARFOLD_FLOAT32, count);
     CU_ASSERT_PTR_NOT_NULL_FATAL(host);
     starpu_data_handle_t in[8], out[8];
     for (int s = 0; s < n; s++) {
-        sf_tu_fill(host, STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+        starfold_tools_fill(host, STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
         CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &in[s]));
         CHECK_OK(starfold_vector_write(in[s], host, count * sizeof(float)));
         CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &out[s]));
@@ -1068,7 +1068,7 @@ static void test_transfers_follow_graph(void)
     starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
     for (int a = 0; a < starfold_algorithm_count(); a++) {
         const char *name = starfold_algorithm_name(a);
-        if (sf_tu_refuses(topo8, name)) continue;
+        if (starfold__tu_refuses(topo8, name)) continue;
         starfold_algo_options_t opt;
         starfold_algo_options_init(&opt);
         opt.chunk_bytes = 16 * 1024; /* several ring rounds */
@@ -1112,10 +1112,10 @@ static void test_caller_overlap(void)
     fixture_t f;
     fixture_init(&f, 4, 1000);
     /* The writer replaces replica 0's data: the reduction must see the new values. */
-    float *fresh = sf_tu_alloc(STARFOLD_FLOAT32, f.count), *seen = sf_tu_alloc(STARFOLD_FLOAT32, f.count);
+    float *fresh = starfold_tools_alloc(STARFOLD_FLOAT32, f.count), *seen = starfold_tools_alloc(STARFOLD_FLOAT32, f.count);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fresh);
     CU_ASSERT_PTR_NOT_NULL_FATAL(seen);
-    sf_tu_fill(fresh, STARFOLD_FLOAT32, f.count, STARFOLD_OP_SUM, 42, 0);
+    starfold_tools_fill(fresh, STARFOLD_FLOAT32, f.count, STARFOLD_OP_SUM, 42, 0);
     caller_arg_t wa = { fresh, f.count * sizeof(float), 0, 50 }, ra = { seen, f.count * sizeof(float), 0, 0 };
 
     struct starpu_task *w = caller_task(&writer_cl, f.in[0], &wa, 0);
@@ -1167,7 +1167,7 @@ static void test_null_handles_for_empty(void)
     starpu_data_handle_t in[4] = { NULL }, out[4] = { NULL };
     int32_t host[2][5], got[5];
     for (int s = 0; s < 2; s++) {
-        sf_tu_fill(host[s], STARFOLD_INT32, 5, STARFOLD_OP_MAX, s, 1);
+        starfold_tools_fill(host[s], STARFOLD_INT32, 5, STARFOLD_OP_MAX, s, 1);
         CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_INT32, 5, &in[s * 2 + 1]));
         CHECK_OK(starfold_vector_write(in[s * 2 + 1], host[s], sizeof host[s]));
         CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_INT32, 5, &out[s * 2 + 1]));
@@ -1233,9 +1233,9 @@ static void test_request_progress(void)
     CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
 
     CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_ERR_IN_PROGRESS);
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, 0.05), STARFOLD_ERR_TIMEOUT);
-    CU_ASSERT(sf_tu_now() - t0 >= 0.045);
+    CU_ASSERT(starfold_tools_now() - t0 >= 0.045);
     CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, 0.0), STARFOLD_ERR_TIMEOUT);
     CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, -1.0), STARFOLD_ERR_INVALID_ARGUMENT);
     CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_ERR_IN_PROGRESS);
@@ -1497,7 +1497,7 @@ static void test_vectors(void)
     for (int di = 0; di < STARFOLD_DTYPE_COUNT; di++) {
         const starfold_dtype_t dt = all_dtypes[di];
         const size_t es = starfold_dtype_size(dt);
-        void *a = sf_tu_alloc(dt, count), *b = sf_tu_alloc(dt, count);
+        void *a = starfold_tools_alloc(dt, count), *b = starfold_tools_alloc(dt, count);
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
         CU_ASSERT_PTR_NOT_NULL_FATAL(b);
         const int dev = (di * 3) % starfold_context_num_devices(ctx);
@@ -1506,16 +1506,16 @@ static void test_vectors(void)
         CU_ASSERT_EQUAL(starpu_vector_get_nx(h), count);
         CU_ASSERT_EQUAL(starpu_vector_get_elemsize(h), es);
         CU_ASSERT_EQUAL(starpu_data_get_home_node(h), starfold_context_device_node(ctx, dev));
-        sf_tu_fill(a, dt, count, STARFOLD_OP_SUM, di, 1);
+        starfold_tools_fill(a, dt, count, STARFOLD_OP_SUM, di, 1);
         CHECK_OK(starfold_vector_write(h, a, count * es));
         memset(b, 0, count * es);
         CHECK_OK(starfold_vector_read(h, b, count * es));
         CU_ASSERT_EQUAL(memcmp(a, b, count * es), 0);
         /* a partial write keeps the rest; a partial read reads the beginning */
-        sf_tu_fill_sentinel(b, dt, 10);
+        starfold_tools_fill_sentinel(b, dt, 10);
         CHECK_OK(starfold_vector_write(h, b, 10 * es));
         CHECK_OK(starfold_vector_read(h, b, count * es));
-        CU_ASSERT_EQUAL(sf_tu_get(b, dt, 9), SF_TU_SENTINEL);
+        CU_ASSERT_EQUAL(starfold_tools_get(b, dt, 9), STARFOLD_TOOLS_SENTINEL);
         CU_ASSERT_EQUAL(memcmp((char *)a + 10 * es, (char *)b + 10 * es, (count - 10) * es), 0);
         CHECK_OK(starfold_vector_read(h, b, 5 * es));
         /* errors */
@@ -1664,9 +1664,9 @@ int main(int argc, char **argv)
         if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
     if (!CU_add_test(life, "init and shutdown", test_lifecycle)) return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     CU_basic_run_tests();
-    printf("elapsed: %.2f s\n", sf_tu_now() - t0);
+    printf("elapsed: %.2f s\n", starfold_tools_now() - t0);
     const unsigned failed = CU_get_number_of_failures();
     const unsigned suite_failures = CU_get_number_of_suites_failed();
     CU_cleanup_registry();

@@ -20,8 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <starfold.h>
-#include "graph.h"
+#include <starfold/topology.h>
+#include <starfold/graph.h>
+#include <starfold/model.h>
+#include "graph/graph.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Files                                                                                          */
@@ -112,7 +114,7 @@ static starfold_graph_t new_graph(starfold_topology_t tp, const char *algo, star
     static const int devs[] = { 0, 1, 2 };
     const starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, op, n, devs, n, devs, nt, tensors };
     starfold_graph_t g = NULL;
-    CU_ASSERT_EQUAL_FATAL(sf_graph_create(tp, algo, &d, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold__graph_create(tp, algo, &d, &g), STARFOLD_OK);
     return g;
 }
 
@@ -134,20 +136,20 @@ static starfold_graph_t build_reduce(starfold_topology_t tp)
     static const starfold_tensor_desc_t t[] = { { STARFOLD_FLOAT32, 1000 } };
     starfold_graph_t g = new_graph(tp, "hand-reduce", STARFOLD_OP_MEAN, 3, 1, t);
     size_t acc;
-    OK(sf_graph_add_temp(g, 1, STARFOLD_FLOAT32, 1000, 0, &acc));
-    const sf_span_t A = sf_whole(g, acc);
-    const sf_span_t in[3] = { sf_whole(g, sf_graph_input(g, 0, 0)), sf_whole(g, sf_graph_input(g, 1, 0)),
-                              sf_whole(g, sf_graph_input(g, 2, 0)) };
-    const sf_span_t out[3] = { sf_whole(g, sf_graph_output(g, 0, 0)), sf_whole(g, sf_graph_output(g, 1, 0)),
-                               sf_whole(g, sf_graph_output(g, 2, 0)) };
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &in[1], 1, &A, 1, 0, NULL));
-    const sf_span_t r1[2] = { A, in[0] }, r2[2] = { A, in[2] };
-    OK(sf_graph_reduce(g, STARFOLD_OP_MEAN, r1, 2, A, 0, NULL));
-    OK(sf_graph_reduce(g, STARFOLD_OP_MEAN, r2, 2, A, 0, NULL));
-    OK(sf_graph_scale(g, A, out[1], 3, -1, NULL));
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &out[1], 1, &out[0], 1, -1, NULL));
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &out[0], 1, &out[2], 1, -1, NULL));
-    sf_graph_seal(g);
+    OK(starfold__graph_add_temp(g, 1, STARFOLD_FLOAT32, 1000, 0, &acc));
+    const starfold__span_t A = starfold__whole(g, acc);
+    const starfold__span_t in[3] = { starfold__whole(g, starfold__graph_input(g, 0, 0)), starfold__whole(g, starfold__graph_input(g, 1, 0)),
+                              starfold__whole(g, starfold__graph_input(g, 2, 0)) };
+    const starfold__span_t out[3] = { starfold__whole(g, starfold__graph_output(g, 0, 0)), starfold__whole(g, starfold__graph_output(g, 1, 0)),
+                               starfold__whole(g, starfold__graph_output(g, 2, 0)) };
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &in[1], 1, &A, 1, 0, NULL));
+    const starfold__span_t r1[2] = { A, in[0] }, r2[2] = { A, in[2] };
+    OK(starfold__graph_reduce(g, STARFOLD_OP_MEAN, r1, 2, A, 0, NULL));
+    OK(starfold__graph_reduce(g, STARFOLD_OP_MEAN, r2, 2, A, 0, NULL));
+    OK(starfold__graph_scale(g, A, out[1], 3, -1, NULL));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &out[1], 1, &out[0], 1, -1, NULL));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &out[0], 1, &out[2], 1, -1, NULL));
+    starfold__graph_seal(g);
     return g;
 }
 
@@ -168,25 +170,25 @@ static starfold_graph_t build_packed_of(starfold_topology_t tp, const char *algo
     starfold_graph_t g = new_graph(tp, algo, STARFOLD_OP_SUM, 2, nt, tensors);
     size_t total = 0, p[2], q1;
     for (size_t i = 0; i < nt; i++) total += tensors[i].count;
-    OK(sf_graph_add_temp(g, 0, tensors[0].dtype, total, 0, &p[0]));
-    OK(sf_graph_add_temp(g, 1, tensors[0].dtype, total, 0, &p[1]));
-    OK(sf_graph_add_temp(g, 1, tensors[0].dtype, total, 0, &q1));
-    sf_span_t *spans = malloc(nt * sizeof *spans);
+    OK(starfold__graph_add_temp(g, 0, tensors[0].dtype, total, 0, &p[0]));
+    OK(starfold__graph_add_temp(g, 1, tensors[0].dtype, total, 0, &p[1]));
+    OK(starfold__graph_add_temp(g, 1, tensors[0].dtype, total, 0, &q1));
+    starfold__span_t *spans = malloc(nt * sizeof *spans);
     CU_ASSERT_PTR_NOT_NULL_FATAL(spans);
     for (int s = 0; s < 2; s++) {
-        for (size_t i = 0; i < nt; i++) spans[i] = sf_whole(g, sf_graph_input(g, s, i));
-        const sf_span_t P = sf_whole(g, p[s]);
-        OK(sf_graph_copy(g, STARFOLD_TASK_PACK, spans, nt, &P, 1, 0, NULL));
+        for (size_t i = 0; i < nt; i++) spans[i] = starfold__whole(g, starfold__graph_input(g, s, i));
+        const starfold__span_t P = starfold__whole(g, p[s]);
+        OK(starfold__graph_copy(g, STARFOLD_TASK_PACK, spans, nt, &P, 1, 0, NULL));
     }
-    const sf_span_t r[2] = { sf_whole(g, p[0]), sf_whole(g, p[1]) }, Q = sf_whole(g, q1);
-    OK(sf_graph_reduce(g, STARFOLD_OP_SUM, r, 2, r[0], 0, NULL));
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &r[0], 1, &Q, 1, 0, NULL));
+    const starfold__span_t r[2] = { starfold__whole(g, p[0]), starfold__whole(g, p[1]) }, Q = starfold__whole(g, q1);
+    OK(starfold__graph_reduce(g, STARFOLD_OP_SUM, r, 2, r[0], 0, NULL));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &r[0], 1, &Q, 1, 0, NULL));
     for (int d = 0; d < 2; d++) {
-        for (size_t i = 0; i < nt; i++) spans[i] = sf_whole(g, sf_graph_output(g, d, i));
-        OK(sf_graph_copy(g, STARFOLD_TASK_UNPACK, d ? &Q : &r[0], 1, spans, nt, 0, NULL));
+        for (size_t i = 0; i < nt; i++) spans[i] = starfold__whole(g, starfold__graph_output(g, d, i));
+        OK(starfold__graph_copy(g, STARFOLD_TASK_UNPACK, d ? &Q : &r[0], 1, spans, nt, 0, NULL));
     }
     free(spans);
-    sf_graph_seal(g);
+    starfold__graph_seal(g);
     return g;
 }
 
@@ -216,12 +218,12 @@ static starfold_graph_t build_elementwise(starfold_topology_t tp)
     static const starfold_tensor_desc_t t[] = { { STARFOLD_INT32, 4 }, { STARFOLD_INT32, 5 }, { STARFOLD_INT32, 6 } };
     starfold_graph_t g = new_graph(tp, "elementwise", STARFOLD_OP_MAX, 2, 3, t);
     for (size_t i = 0; i < 3; i++) {
-        const sf_span_t in[2] = { sf_whole(g, sf_graph_input(g, 0, i)), sf_whole(g, sf_graph_input(g, 1, i)) };
-        const sf_span_t o0 = sf_whole(g, sf_graph_output(g, 0, i)), o1 = sf_whole(g, sf_graph_output(g, 1, i));
-        OK(sf_graph_reduce(g, STARFOLD_OP_MAX, in, 2, o0, (int)i, NULL));
-        OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &o0, 1, &o1, 1, (int)i, NULL));
+        const starfold__span_t in[2] = { starfold__whole(g, starfold__graph_input(g, 0, i)), starfold__whole(g, starfold__graph_input(g, 1, i)) };
+        const starfold__span_t o0 = starfold__whole(g, starfold__graph_output(g, 0, i)), o1 = starfold__whole(g, starfold__graph_output(g, 1, i));
+        OK(starfold__graph_reduce(g, STARFOLD_OP_MAX, in, 2, o0, (int)i, NULL));
+        OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &o0, 1, &o1, 1, (int)i, NULL));
     }
-    sf_graph_seal(g);
+    starfold__graph_seal(g);
     return g;
 }
 
@@ -513,7 +515,7 @@ static void test_check_dataflow(void)
 
     /* t0 now fills a temporary nobody reads: t1 reads acc, which no ancestor wrote. */
     g = build_reduce(tp);
-    OK(sf_graph_add_temp(g, 1, STARFOLD_FLOAT32, 1000, 0, &extra));
+    OK(starfold__graph_add_temp(g, 1, STARFOLD_FLOAT32, 1000, 0, &extra));
     g->nodes[0].dst[0].buf = extra;
     expect_invalid(g, "node 1 (reduce on device 1) reads elements [0, 1000) of temporary buffer 6", "read before write");
 
@@ -526,10 +528,10 @@ static void test_check_dataflow(void)
 
     /* A second writer of out0, ordered after the first. (Sealed graphs infer no deps: added by hand.) */
     g = build_reduce(tp);
-    const sf_span_t in0 = sf_whole(g, sf_graph_input(g, 0, 0)), out0 = sf_whole(g, sf_graph_output(g, 0, 0));
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &in0, 1, &out0, 1, -1, NULL));
-    OK(sf_graph_add_dep(g, 4, 6));
-    OK(sf_graph_add_dep(g, 5, 6));
+    const starfold__span_t in0 = starfold__whole(g, starfold__graph_input(g, 0, 0)), out0 = starfold__whole(g, starfold__graph_output(g, 0, 0));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &in0, 1, &out0, 1, -1, NULL));
+    OK(starfold__graph_add_dep(g, 4, 6));
+    OK(starfold__graph_add_dep(g, 5, 6));
     expect_invalid(g, "elements [0, 1000) of output buffer 3 (slot 0, tensor 0 on device 0) are written twice",
                    "output written twice");
 
@@ -541,16 +543,16 @@ static void test_check_dataflow(void)
 
     /* Two unordered writers of one range: t6, appended after sealing, has no dependency. */
     g = build_reduce(tp);
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &(sf_span_t){ sf_graph_input(g, 1, 0), 0, 600 }, 1,
-                     &(sf_span_t){ 6, 0, 600 }, 1, -1, NULL));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &(starfold__span_t){ starfold__graph_input(g, 1, 0), 0, 600 }, 1,
+                     &(starfold__span_t){ 6, 0, 600 }, 1, -1, NULL));
     CU_ASSERT_EQUAL(g->nodes[6].ndeps, 0);
     expect_invalid(g, "race: node 0 (copy on device 1) and node 6 (copy on device 1) are unordered", "write race");
 
     /* A write after a read, unordered: t6 overwrites acc after its writers, but t3 may still read it. */
     g = build_reduce(tp);
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &(sf_span_t){ sf_graph_input(g, 1, 0), 0, 1000 }, 1,
-                     &(sf_span_t){ 6, 0, 1000 }, 1, -1, NULL));
-    for (size_t d = 0; d < 3; d++) OK(sf_graph_add_dep(g, d, 6));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &(starfold__span_t){ starfold__graph_input(g, 1, 0), 0, 1000 }, 1,
+                     &(starfold__span_t){ 6, 0, 1000 }, 1, -1, NULL));
+    for (size_t d = 0; d < 3; d++) OK(starfold__graph_add_dep(g, d, 6));
     expect_invalid(g, "race: node 3 (scale on device 1) and node 6 (copy on device 1)", "read/write race");
 
     starfold_topology_destroy(tp);
@@ -568,13 +570,13 @@ static void test_check_in_place(void)
     starfold_topology_t tp = tri_topology();
     starfold_graph_t g = new_graph(tp, "hand-alias", STARFOLD_OP_SUM, 2, 1, t);
     size_t tmp;
-    OK(sf_graph_add_temp(g, 1, STARFOLD_FLOAT32, 64, 0, &tmp));
-    const sf_span_t in[2] = { sf_whole(g, sf_graph_input(g, 0, 0)), sf_whole(g, sf_graph_input(g, 1, 0)) };
-    const sf_span_t o0 = sf_whole(g, sf_graph_output(g, 0, 0)), o1 = sf_whole(g, sf_graph_output(g, 1, 0));
-    const sf_span_t T = sf_whole(g, tmp);
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &in[1], 1, &o0, 1, -1, NULL));
-    OK(sf_graph_reduce(g, STARFOLD_OP_SUM, in, 2, T, -1, NULL));
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &T, 1, &o1, 1, -1, NULL));
+    OK(starfold__graph_add_temp(g, 1, STARFOLD_FLOAT32, 64, 0, &tmp));
+    const starfold__span_t in[2] = { starfold__whole(g, starfold__graph_input(g, 0, 0)), starfold__whole(g, starfold__graph_input(g, 1, 0)) };
+    const starfold__span_t o0 = starfold__whole(g, starfold__graph_output(g, 0, 0)), o1 = starfold__whole(g, starfold__graph_output(g, 1, 0));
+    const starfold__span_t T = starfold__whole(g, tmp);
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &in[1], 1, &o0, 1, -1, NULL));
+    OK(starfold__graph_reduce(g, STARFOLD_OP_SUM, in, 2, T, -1, NULL));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &T, 1, &o1, 1, -1, NULL));
     expect_invalid(g,
                    "in-place hazard: node 0 (copy on device 0) writes elements [0, 64) of output buffer 2 (slot 0, "
                    "tensor 0 on device 0), which may be the same handle as input buffer 0",
@@ -582,12 +584,12 @@ static void test_check_in_place(void)
 
     /* Ordered (both readers of in1 before out1 is written, the reader of in0 before out0) it is fine. */
     g = new_graph(tp, "hand-alias", STARFOLD_OP_SUM, 2, 1, t);
-    OK(sf_graph_add_temp(g, 1, STARFOLD_FLOAT32, 64, 0, &tmp));
-    OK(sf_graph_reduce(g, STARFOLD_OP_SUM, in, 2, T, -1, NULL));
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &in[1], 1, &o0, 1, -1, NULL));
-    OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &T, 1, &o1, 1, -1, NULL));
-    OK(sf_graph_add_dep(g, 0, 1));
-    OK(sf_graph_add_dep(g, 1, 2));
+    OK(starfold__graph_add_temp(g, 1, STARFOLD_FLOAT32, 64, 0, &tmp));
+    OK(starfold__graph_reduce(g, STARFOLD_OP_SUM, in, 2, T, -1, NULL));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &in[1], 1, &o0, 1, -1, NULL));
+    OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &T, 1, &o1, 1, -1, NULL));
+    OK(starfold__graph_add_dep(g, 0, 1));
+    OK(starfold__graph_add_dep(g, 1, 2));
     CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
     starfold_graph_destroy(g);
 
@@ -597,12 +599,12 @@ static void test_check_in_place(void)
      */
     for (int rotate = 0; rotate < 2; rotate++) {
         g = new_graph(tp, "hand-alias", STARFOLD_OP_SUM, 2, 1, t);
-        OK(sf_graph_add_temp(g, 1, STARFOLD_FLOAT32, 64, 0, &tmp));
-        OK(sf_graph_reduce(g, STARFOLD_OP_SUM, in, 2, T, -1, NULL));
-        OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &T, 1, &o1, 1, -1, NULL));
-        const sf_span_t halves[2] = { { in[0].buf, rotate ? 32 : 0, 32 }, { in[0].buf, rotate ? 0 : 32, 32 } };
-        OK(sf_graph_copy(g, STARFOLD_TASK_COPY, halves, 2, &o0, 1, -1, NULL));
-        OK(sf_graph_add_dep(g, 0, 2));
+        OK(starfold__graph_add_temp(g, 1, STARFOLD_FLOAT32, 64, 0, &tmp));
+        OK(starfold__graph_reduce(g, STARFOLD_OP_SUM, in, 2, T, -1, NULL));
+        OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &T, 1, &o1, 1, -1, NULL));
+        const starfold__span_t halves[2] = { { in[0].buf, rotate ? 32 : 0, 32 }, { in[0].buf, rotate ? 0 : 32, 32 } };
+        OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, halves, 2, &o0, 1, -1, NULL));
+        OK(starfold__graph_add_dep(g, 0, 2));
         if (rotate)
             expect_invalid(g, "in-place hazard: node 2 (copy on device 0) writes elements [0, 32) of output buffer 2",
                            "rotating in-place copy");
@@ -638,7 +640,7 @@ static void test_check_structure(void)
     expect_invalid(g, "device outside the topology's 3 devices", "device outside the topology");
 
     g = build_reduce(tp);
-    g->nodes[4].dst[0].buf = sf_graph_input(g, 0, 0);
+    g->nodes[4].dst[0].buf = starfold__graph_input(g, 0, 0);
     expect_invalid(g, "node 4 (copy on device 0): writes input buffer 0", "write into an input");
 
     g = build_reduce(tp);
@@ -745,24 +747,24 @@ static void test_check_large(void)
     starfold_graph_t g = new_graph(tp, "chain", STARFOLD_OP_SUM, 2, 1, t);
     size_t prev[CHUNKS], cur[CHUNKS];
     for (size_t c = 0; c < CHUNKS; c++) {
-        OK(sf_graph_add_temp(g, 0, STARFOLD_FLOAT32, PER, -1, &prev[c]));
-        const sf_span_t x = { sf_graph_input(g, 0, 0), c * PER, PER }, a = sf_whole(g, prev[c]);
-        OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &x, 1, &a, 1, -1, NULL));
+        OK(starfold__graph_add_temp(g, 0, STARFOLD_FLOAT32, PER, -1, &prev[c]));
+        const starfold__span_t x = { starfold__graph_input(g, 0, 0), c * PER, PER }, a = starfold__whole(g, prev[c]);
+        OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &x, 1, &a, 1, -1, NULL));
     }
     for (size_t r = 1; r < ROUNDS; r++) {
         for (size_t c = 0; c < CHUNKS; c++) {
-            OK(sf_graph_add_temp(g, 0, STARFOLD_FLOAT32, PER, -1, &cur[c]));
-            const sf_span_t x[2] = { sf_whole(g, prev[c]), sf_whole(g, prev[(c + 1) % CHUNKS]) };
-            OK(sf_graph_reduce(g, STARFOLD_OP_SUM, x, 2, sf_whole(g, cur[c]), -1, NULL));
+            OK(starfold__graph_add_temp(g, 0, STARFOLD_FLOAT32, PER, -1, &cur[c]));
+            const starfold__span_t x[2] = { starfold__whole(g, prev[c]), starfold__whole(g, prev[(c + 1) % CHUNKS]) };
+            OK(starfold__graph_reduce(g, STARFOLD_OP_SUM, x, 2, starfold__whole(g, cur[c]), -1, NULL));
         }
         memcpy(prev, cur, sizeof prev);
     }
     for (int d = 0; d < 2; d++)
         for (size_t c = 0; c < CHUNKS; c++) {
-            const sf_span_t a = sf_whole(g, prev[c]), o = { sf_graph_output(g, d, 0), c * PER, PER };
-            OK(sf_graph_copy(g, STARFOLD_TASK_COPY, &a, 1, &o, 1, -1, NULL));
+            const starfold__span_t a = starfold__whole(g, prev[c]), o = { starfold__graph_output(g, d, 0), c * PER, PER };
+            OK(starfold__graph_copy(g, STARFOLD_TASK_COPY, &a, 1, &o, 1, -1, NULL));
         }
-    sf_graph_seal(g);
+    starfold__graph_seal(g);
     CU_ASSERT_EQUAL(g->nnodes, (size_t)CHUNKS * ROUNDS + 2 * CHUNKS);
     starfold_status_t st = starfold_graph_check(g);
     if (st != STARFOLD_OK) fprintf(stderr, "\n  chain: %s", starfold_last_error());
@@ -772,7 +774,7 @@ static void test_check_large(void)
     CU_ASSERT_EQUAL(s.critical_path_tasks, ROUNDS + 1);
 
     /* The same graph with one edge removed from the middle: t(last round, chunk 0) misses a writer. */
-    sf_node_t *n = &g->nodes[CHUNKS * (ROUNDS - 1)];
+    starfold__node_t *n = &g->nodes[CHUNKS * (ROUNDS - 1)];
     CU_ASSERT_EQUAL_FATAL(n->ndeps, 2);
     n->deps[0] = n->deps[1];
     n->ndeps = 1;

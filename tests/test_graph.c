@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <starfold.h>
-#include "graph.h"
+#include <starfold/topology.h>
+#include <starfold/graph.h>
+#include <starfold/model.h>
+#include "graph/graph.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* A host interpreter of the IR: buffers as byte arrays, tasks executed in node order.           */
@@ -63,13 +65,13 @@ static void interp_run(interp_t *in)
 {
     starfold_graph_t g = in->g;
     for (size_t k = 0; k < g->nnodes; k++) {
-        const sf_node_t *n = &g->nodes[k];
+        const starfold__node_t *n = &g->nodes[k];
         const size_t es = starfold_dtype_size(n->dtype);
         if (n->kind == STARFOLD_TASK_REDUCE) { /* every dst = op(src...) [/ divisor]; reads before writes */
             /* segment q: sources [q * ps, +ps), destinations [q * pd, +pd) */
             const size_t ps = n->nsrc / n->nseg, pd = n->ndst / n->nseg;
             for (size_t q = 0; q < n->nseg; q++) {
-                const sf_span_t *src = n->src + q * ps, *dst = n->dst + q * pd;
+                const starfold__span_t *src = n->src + q * ps, *dst = n->dst + q * pd;
                 for (size_t i = 0; i < dst[0].count; i++) {
                     double v = load(in->mem[src[0].buf], n->dtype, src[0].offset + i);
                     for (size_t s = 1; s < ps; s++)
@@ -135,7 +137,7 @@ static size_t interp_verify(starfold_graph_t g, int broadcast)
 {
     interp_t in = { g, calloc(g->nbufs, sizeof(unsigned char *)) };
     for (size_t b = 0; b < g->nbufs; b++) {
-        const sf_buffer_t *buf = &g->bufs[b];
+        const starfold__buffer_t *buf = &g->bufs[b];
         in.mem[b] = calloc(buf->count + 1, starfold_dtype_size(buf->dtype));
         if (buf->kind == SF_BUF_INPUT)
             for (size_t i = 0; i < buf->count; i++)
@@ -147,7 +149,7 @@ static size_t interp_verify(starfold_graph_t g, int broadcast)
     size_t wrong = 0;
     for (int d = 0; d < g->num_outputs; d++)
         for (size_t t = 0; t < g->num_tensors; t++) {
-            size_t b = sf_graph_output(g, d, t);
+            size_t b = starfold__graph_output(g, d, t);
             for (size_t i = 0; i < g->bufs[b].count; i++) {
                 double want = broadcast ? input_value(0, t, i, g->op)
                                         : reference(g->op, g->tensors[t].dtype, g->promote_integer_mean,
@@ -301,7 +303,7 @@ static void test_hierarchical_copy_is_tensorflows(void)
     CU_ASSERT_EQUAL(g->nnodes, 8 * 20);
     int reduces_seen = 0;
     for (size_t k = 0; k < g->nnodes; k++) {
-        const sf_node_t *n = &g->nodes[k];
+        const starfold__node_t *n = &g->nodes[k];
         if (n->kind != STARFOLD_TASK_REDUCE || n->nsrc != 4) continue;
         /* A group reduce: its sources are one quad, and it runs on a member of that quad. */
         int quad = g->bufs[n->src[0].buf].device / 4;

@@ -23,7 +23,7 @@
 
 #include <starpu.h>
 
-#include "kernels.h"
+#include "exec/kernels.h"
 
 #define MAX_SRC 70
 #define MAX_DST 8
@@ -169,7 +169,7 @@ static size_t run_case(const kcase_t *c)
     }
 
     const size_t per = c->ns + c->nd;
-    sf_kernel_args_t *a = calloc(1, sizeof *a + sizeof(sf_kspan_t) * per * c->nseg);
+    starfold__kernel_args_t *a = calloc(1, sizeof *a + sizeof(starfold__kspan_t) * per * c->nseg);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     int cancelled = 0, status = 0;
     a->cancelled = &cancelled;
@@ -182,16 +182,16 @@ static size_t run_case(const kcase_t *c)
     a->nseg = c->nseg;
     a->nsrc = c->ns;
     a->ndst = c->nd;
-    a->spans = (sf_kspan_t *)(a + 1);
+    a->spans = (starfold__kspan_t *)(a + 1);
     for (size_t sg = 0; sg < c->nseg; sg++) {
-        sf_kspan_t *sp = a->spans + sg * per;
+        starfold__kspan_t *sp = a->spans + sg * per;
         for (size_t k = 0; k < per; k++) {
             size_t b = k;
             if (k == c->ns && c->in_place) b = alias;
-            sp[k] = (sf_kspan_t){ (unsigned)b, off[b] + sg * c->count, c->count };
+            sp[k] = (starfold__kspan_t){ (unsigned)b, off[b] + sg * c->count, c->count };
         }
     }
-    sf_kernel_cpu(buffers, a);
+    starfold__kernel_cpu(buffers, a);
     CU_ASSERT_EQUAL(status, 0);
 
     for (size_t d = 0; d < c->nd; d++) {

@@ -38,12 +38,12 @@ static starfold_status_t run(size_t count, int *right)
     float *in[8], *out[8];
     starpu_data_handle_t hin[8], hout[8];
     for (int s = 0; s < n; s++) {
-        in[s] = sf_tu_alloc(STARFOLD_FLOAT32, count);
-        out[s] = sf_tu_alloc(STARFOLD_FLOAT32, count);
+        in[s] = starfold_tools_alloc(STARFOLD_FLOAT32, count);
+        out[s] = starfold_tools_alloc(STARFOLD_FLOAT32, count);
         CU_ASSERT_PTR_NOT_NULL_FATAL(in[s]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(out[s]);
-        sf_tu_fill(in[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
-        sf_tu_fill_sentinel(out[s], STARFOLD_FLOAT32, count);
+        starfold_tools_fill(in[s], STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+        starfold_tools_fill_sentinel(out[s], STARFOLD_FLOAT32, count);
         starpu_vector_data_register(&hin[s], STARPU_MAIN_RAM, (uintptr_t)in[s], (uint32_t)count, sizeof(float));
         starpu_vector_data_register(&hout[s], STARPU_MAIN_RAM, (uintptr_t)out[s], (uint32_t)count, sizeof(float));
     }
@@ -62,11 +62,11 @@ static starfold_status_t run(size_t count, int *right)
     /* Right results, or (refused) the outputs untouched. */
     double *expect = malloc(sizeof(double) * count);
     CU_ASSERT_PTR_NOT_NULL_FATAL(expect);
-    sf_tu_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)in, n, count, expect);
+    starfold_tools_reference(STARFOLD_OP_SUM, STARFOLD_FLOAT32, (const void *const *)in, n, count, expect);
     *right = 1;
     for (int s = 0; s < n; s++) {
         for (size_t i = 0; i < count; i++) {
-            const double want = st == STARFOLD_OK ? expect[i] : (double)(float)SF_TU_SENTINEL;
+            const double want = st == STARFOLD_OK ? expect[i] : (double)(float)STARFOLD_TOOLS_SENTINEL;
             if ((double)out[s][i] != want) {
                 *right = 0;
                 break;

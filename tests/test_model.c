@@ -11,8 +11,10 @@
 #include <math.h>
 #include <stdio.h>
 
-#include <starfold.h>
-#include "graph.h"
+#include <starfold/topology.h>
+#include <starfold/graph.h>
+#include <starfold/model.h>
+#include "graph/graph.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) <= 1e-6 * (1 + fabs(b)))
 
@@ -217,12 +219,12 @@ static void test_host_memory(void)
     starfold_tensor_desc_t td = { STARFOLD_FLOAT32, 250000 }; /* 1e6 bytes */
     starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, dev, 2, dev, 1, &td };
     starfold_graph_t g = NULL;
-    CU_ASSERT_EQUAL_FATAL(sf_graph_create(t, "hand", &d, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold__graph_create(t, "hand", &d, &g), STARFOLD_OK);
     for (int s = 0; s < 2; s++) { /* out_s = in_s: two independent kernels, one per device */
-        sf_span_t in = sf_whole(g, sf_graph_input(g, s, 0)), out = sf_whole(g, sf_graph_output(g, s, 0));
-        CU_ASSERT_EQUAL_FATAL(sf_graph_copy(g, STARFOLD_TASK_COPY, &in, 1, &out, 1, 0, NULL), STARFOLD_OK);
+        starfold__span_t in = starfold__whole(g, starfold__graph_input(g, s, 0)), out = starfold__whole(g, starfold__graph_output(g, s, 0));
+        CU_ASSERT_EQUAL_FATAL(starfold__graph_copy(g, STARFOLD_TASK_COPY, &in, 1, &out, 1, 0, NULL), STARFOLD_OK);
     }
-    sf_graph_seal(g);
+    starfold__graph_seal(g);
     starfold_cost_params_t p = params();
     p.cpu_memory_GBps = 10.0; /* 1e4 B/us */
     starfold_prediction_t r;

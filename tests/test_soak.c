@@ -46,7 +46,7 @@
 
 #include <starfold.h>
 
-#include "exec.h"
+#include "exec/exec.h"
 #include "util.h"
 
 /* Resident memory may grow by at most this much between the warm-up and the end (see above). A leak
@@ -160,7 +160,7 @@ static int random_collective(uint64_t *rng, long index, int quiet)
         fprintf(stderr, "%s: check: %s\n", label, starfold_last_error());
         rc = -1;
     }
-    if (sf_tu_run_graph(ctx, g, in_place, label) != 0) rc = -1;
+    if (starfold__tu_run_graph(ctx, g, in_place, label) != 0) rc = -1;
     if (!quiet && rc == 0 && index % 1000 == 999) printf("  %ld collectives verified\n", index + 1);
     starfold_graph_destroy(g);
     return rc;
@@ -187,7 +187,7 @@ static void test_in_place_every_algorithm(void)
                 starfold_algo_options_t o;
                 starfold_algo_options_init(&o);
                 o.num_packs = 1 + (op % 3);
-                failures += sf_tu_run_collective(ctx, topo, starfold_algorithm_name(a), &d, &o, 1) != 0;
+                failures += starfold__tu_run_collective(ctx, topo, starfold_algorithm_name(a), &d, &o, 1) != 0;
                 runs++;
             }
     printf("  in place: %d collectives, %d failed\n", runs, failures);
@@ -230,7 +230,7 @@ static void test_usable_after_failure(void)
             starfold_vector_destroy(ctx, out[i]);
         }
         /* The same graph, again, on fresh data: the exact result. */
-        CU_ASSERT_EQUAL(sf_tu_run_graph(ctx, g, a % 2, starfold_algorithm_name(a)), 0);
+        CU_ASSERT_EQUAL(starfold__tu_run_graph(ctx, g, a % 2, starfold_algorithm_name(a)), 0);
         starfold_graph_destroy(g);
     }
 }
@@ -240,7 +240,7 @@ static void test_soak(void)
     uint64_t rng = seed * 2654435761ULL + 1;
     const long warm = num_collectives / 10 > 200 ? num_collectives / 10 : 200;
     long rss_warm = -1, failures = 0;
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     printf("\n  soak: %ld collectives, seed %lu (SF_SOAK_SEED)\n", num_collectives, seed);
     for (long i = 0; i < num_collectives; i++) {
         if (i == warm) rss_warm = resident_kib();
@@ -251,7 +251,7 @@ static void test_soak(void)
     const long rss_end = resident_kib();
     printf("  soak: %ld collectives in %.1f s, %ld failed; " SOAK_MEMORY_WHAT " %ld KiB after %ld, %ld KiB at the end "
            "(margin %d KiB)\n",
-           num_collectives, sf_tu_now() - t0, failures, rss_warm, warm, rss_end, SOAK_RSS_MARGIN_KIB);
+           num_collectives, starfold_tools_now() - t0, failures, rss_warm, warm, rss_end, SOAK_RSS_MARGIN_KIB);
     CU_ASSERT_EQUAL(failures, 0);
     if (num_collectives > warm) {
         CU_ASSERT(rss_warm > 0 && rss_end > 0);
@@ -278,7 +278,7 @@ static void test_concurrent(void)
     pthread_t th[NUM_THREADS];
     worker_t w[NUM_THREADS];
     long per = num_collectives / 4 > 25 ? num_collectives / 4 : 25;
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     for (int i = 0; i < NUM_THREADS; i++) {
         w[i] = (worker_t){ i, per, 0 };
         CU_ASSERT_FATAL(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
@@ -288,7 +288,7 @@ static void test_concurrent(void)
         pthread_join(th[i], NULL);
         failures += w[i].failures;
     }
-    printf("\n  %d threads x %ld collectives in %.1f s, %ld failed\n", NUM_THREADS, per, sf_tu_now() - t0, failures);
+    printf("\n  %d threads x %ld collectives in %.1f s, %ld failed\n", NUM_THREADS, per, starfold_tools_now() - t0, failures);
     CU_ASSERT_EQUAL(failures, 0);
 }
 
@@ -328,9 +328,9 @@ int main(int argc, char **argv)
         !CU_add_test(s, "4 threads submitting concurrently", test_concurrent))
         return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     CU_basic_run_tests();
-    printf("elapsed: %.2f s\n", sf_tu_now() - t0);
+    printf("elapsed: %.2f s\n", starfold_tools_now() - t0);
     const unsigned failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
     CU_cleanup_registry();
     return failed ? 1 : 0;

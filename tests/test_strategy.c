@@ -27,8 +27,8 @@
 
 #include <starfold.h>
 
-#include "common.h"
-#include "distribute.h"
+#include "base/common.h"
+#include "distribute/distribute.h"
 #include "util.h"
 
 #define NDEV 8
@@ -71,21 +71,21 @@ static float read_f32(starfold_value_t v, int c)
 /* Algorithm of the last graph the layer compiled ("" when none). */
 static const char *last_algorithm(void)
 {
-    static sf_trace_entry_t e;
+    static starfold__trace_entry_t e;
     memset(&e, 0, sizeof e);
-    const size_t n = sf_trace_count();
-    if (n > 0) sf_trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
+    const size_t n = starfold__trace_count();
+    if (n > 0) starfold__trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
     return e.algorithm;
 }
 
 /* Path of the last graph the layer compiled. */
-static sf_path_t last_trace_path(void)
+static starfold__path_t last_trace_path(void)
 {
-    sf_trace_entry_t e;
+    starfold__trace_entry_t e;
     memset(&e, 0, sizeof e);
     e.path = SF_PATH_COUNT;
-    const size_t n = sf_trace_count();
-    if (n > 0) sf_trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
+    const size_t n = starfold__trace_count();
+    if (n > 0) starfold__trace_get((n < SF_TRACE_MAX ? n : SF_TRACE_MAX) - 1, &e);
     return e.path;
 }
 
@@ -147,13 +147,13 @@ static void test_seed_all_reduce(void)
     starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
     seed_out_t out;
     memset(&out, 0, sizeof out);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL(starfold_strategy_run(s, step_all_reduce_one, &out), STARFOLD_OK);
     for (int r = 0; r < 2; r++) {
         CU_ASSERT_EQUAL(out.got[r][0], 2.0f);
         CU_ASSERT_EQUAL(out.devices[r], r); /* each replica's result is on its own device */
     }
-    CU_ASSERT_EQUAL(sf_trace_count(), 1);
+    CU_ASSERT_EQUAL(starfold__trace_count(), 1);
     starfold_strategy_destroy(s);
 }
 
@@ -183,16 +183,16 @@ static void test_seed_all_reduce_list(void)
     for (int k = 0; k < 2; k++) {
         seed_out_t out;
         memset(&out, 0, sizeof out);
-        sf_trace_reset();
+        starfold__trace_reset();
         CU_ASSERT_EQUAL(starfold_strategy_run(strategies[k], step_all_reduce_list, &out), STARFOLD_OK);
         for (int r = 0; r < 2; r++) {
             CU_ASSERT_EQUAL(out.got[r][0], 2.0f);
             CU_ASSERT_EQUAL(out.got[r][1], 4.0f);
         }
         /* Both values in ONE batched collective: one graph of two tensors. */
-        CU_ASSERT_EQUAL(sf_trace_count(), 1);
-        sf_trace_entry_t e;
-        sf_trace_get(0, &e);
+        CU_ASSERT_EQUAL(starfold__trace_count(), 1);
+        starfold__trace_entry_t e;
+        starfold__trace_get(0, &e);
         CU_ASSERT_EQUAL(e.num_tensors, 2);
         CU_ASSERT_EQUAL(e.path, SF_PATH_ALL_REDUCE); /* the default ("auto") and hierarchical copy alike */
         starfold_strategy_destroy(strategies[k]);
@@ -479,13 +479,13 @@ static void test_dgx1_all_reduce(void)
 {
     starfold_strategy_t s = mirrored(0, NULL, dgx1, NULL);
     many_arg_t m = { .count = 1000, .op = STARFOLD_OP_MEAN, .steps = 3 };
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL(starfold_strategy_run(s, step_many, &m), STARFOLD_OK);
     /* Last element (i = 999, i % 7 = 5), last step 2: mean over r of (r + 2 + 5) = 3.5 + 7. */
     for (int r = 0; r < NDEV; r++) CU_ASSERT_DOUBLE_EQUAL(m.got[r], 10.5, 1e-6);
-    CU_ASSERT_EQUAL(sf_trace_count(), 3);
-    sf_trace_entry_t e;
-    sf_trace_get(0, &e);
+    CU_ASSERT_EQUAL(starfold__trace_count(), 3);
+    starfold__trace_entry_t e;
+    starfold__trace_get(0, &e);
     CU_ASSERT_EQUAL(e.path, SF_PATH_ALL_REDUCE);
     CU_ASSERT_EQUAL(strncmp(e.algorithm, "auto:", 5), 0); /* the model's pick for this size on a DGX-1 */
     CU_ASSERT_EQUAL(e.num_sources, NDEV);
@@ -548,7 +548,7 @@ static void test_implementation_mapping(void)
                   { STARFOLD_COMMUNICATION_NCCL, "hierarchical-copy" } };
     for (size_t k = 0; k < 3; k++) {
         impl_arg_t ia = { cases[k].impl };
-        sf_trace_reset();
+        starfold__trace_reset();
         CU_ASSERT_EQUAL(starfold_strategy_run(s, step_impl, &ia), STARFOLD_OK);
         CU_ASSERT_EQUAL(strncmp(last_algorithm(), cases[k].algorithm, strlen(cases[k].algorithm)), 0);
     }
@@ -558,7 +558,7 @@ static void test_implementation_mapping(void)
     o.implementation = STARFOLD_COMMUNICATION_NCCL;
     CU_ASSERT_EQUAL(starfold_strategy_set_communication_options(s, &o), STARFOLD_OK);
     impl_arg_t ia = { STARFOLD_COMMUNICATION_AUTO };
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL(starfold_strategy_run(s, step_impl, &ia), STARFOLD_OK);
     CU_ASSERT_STRING_EQUAL(last_algorithm(), "hierarchical-copy");
     o.bytes_per_pack = -1;
@@ -570,7 +570,7 @@ static void test_implementation_mapping(void)
     CU_ASSERT_EQUAL_FATAL(starfold_reduction_to_one_device_create(-1, &r2o), STARFOLD_OK);
     s = mirrored(4, devs, NULL, r2o);
     ia.impl = STARFOLD_COMMUNICATION_RING;
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL(starfold_strategy_run(s, step_impl, &ia), STARFOLD_OK);
     CU_ASSERT_STRING_EQUAL(last_algorithm(), "reduce-to-one");
     CU_ASSERT_PTR_EQUAL(starfold_strategy_cross_device_ops(s), r2o);
@@ -605,18 +605,18 @@ static starfold_status_t step_timeout(starfold_replica_context_t rc, void *arg)
     starfold_communication_options_t o;
     starfold_communication_options_init(&o);
     o.timeout_seconds = ea->timeout;
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, &o, &res);
-    ea->elapsed[r] = sf_tu_now() - t0;
+    ea->elapsed[r] = starfold_tools_now() - t0;
     ea->st[r] = st;
     snprintf(ea->msg[r], sizeof ea->msg[r], "%s", starfold_last_error());
     ea->results_untouched[r] = res == sentinel;
     if (st == STARFOLD_OK) starfold_value_destroy(res);
     /* Every later collective of the run fails at once. */
     if (st != STARFOLD_OK) {
-        const double t1 = sf_tu_now();
+        const double t1 = starfold_tools_now();
         if (starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, &o, &res) == STARFOLD_OK) st = STARFOLD_ERR_INTERNAL;
-        if (sf_tu_now() - t1 > 0.5) st = STARFOLD_ERR_INTERNAL;
+        if (starfold_tools_now() - t1 > 0.5) st = STARFOLD_ERR_INTERNAL;
     }
     (void)starfold_value_read(v, 0, &ea->input_after[r], sizeof(float));
     starfold_value_destroy(v);
@@ -630,8 +630,8 @@ static void test_timeout(void)
     memset(&ea, 0, sizeof ea);
     ea.timeout = 0.2;
     ea.late_ms = 1200;
-    sf_trace_reset();
-    const double t0 = sf_tu_now();
+    starfold__trace_reset();
+    const double t0 = starfold_tools_now();
     starfold_status_t st = starfold_strategy_run(s, step_timeout, &ea);
     CU_ASSERT_EQUAL(st, STARFOLD_ERR_TIMEOUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "missing: replica 1"));
@@ -640,9 +640,9 @@ static void test_timeout(void)
     CU_ASSERT_TRUE(ea.elapsed[0] >= 0.19 && ea.elapsed[0] < 0.9);
     CU_ASSERT_EQUAL(ea.st[1], STARFOLD_ERR_TIMEOUT);
     CU_ASSERT_TRUE(ea.elapsed[1] < 0.5);
-    CU_ASSERT_TRUE(sf_tu_now() - t0 < 5.0);
+    CU_ASSERT_TRUE(starfold_tools_now() - t0 < 5.0);
     /* Nothing was submitted, the inputs are unchanged, the results untouched. */
-    CU_ASSERT_EQUAL(sf_trace_count(), 0);
+    CU_ASSERT_EQUAL(starfold__trace_count(), 0);
     CU_ASSERT_EQUAL(ea.input_after[0], 3.0f);
     CU_ASSERT_EQUAL(ea.input_after[1], 4.0f);
     CU_ASSERT_TRUE(ea.results_untouched[0] && ea.results_untouched[1]);
@@ -677,9 +677,9 @@ static starfold_status_t step_mismatch(starfold_replica_context_t rc, void *arg)
         sleep_ms(ea->late_ms); /* replica 0 is already waiting in its second merge_call */
         return STARFOLD_OK;
     }
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     st = starfold_replica_context_merge_call(rc, count_merge_fn, NULL, &res);
-    ea->elapsed[r] = sf_tu_now() - t0;
+    ea->elapsed[r] = starfold_tools_now() - t0;
     ea->st[r] = st;
     snprintf(ea->msg[r], sizeof ea->msg[r], "%s", starfold_last_error());
     return st;
@@ -692,7 +692,7 @@ static void test_mismatched_merge_calls(void)
         err_arg_t ea;
         memset(&ea, 0, sizeof ea);
         ea.late_ms = late ? 300 : 0; /* returns while replica 0 waits / before replica 0 calls */
-        const double t0 = sf_tu_now();
+        const double t0 = starfold_tools_now();
         /* No timeout anywhere: still no deadlock. */
         starfold_status_t st = starfold_strategy_run(s, step_mismatch, &ea);
         CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
@@ -701,7 +701,7 @@ static void test_mismatched_merge_calls(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "replica 0"));
         CU_ASSERT_EQUAL(ea.st[0], STARFOLD_ERR_INVALID_ARGUMENT);
         CU_ASSERT_PTR_NOT_NULL(strstr(ea.msg[0], "replica 1 returned from its function after 1 collective(s)"));
-        CU_ASSERT_TRUE(sf_tu_now() - t0 < 3.0);
+        CU_ASSERT_TRUE(starfold_tools_now() - t0 < 3.0);
         CU_ASSERT_TRUE(ea.elapsed[0] < ea.late_ms / 1000.0 + 1.0);
     }
     starfold_strategy_destroy(s);
@@ -744,7 +744,7 @@ static starfold_status_t step_replica_fails(starfold_replica_context_t rc, void 
     const int r = starfold_replica_context_replica_id_in_sync_group(rc);
     if (r == 2) {
         sleep_ms(100);
-        return ea->st[r] = sf_error(STARFOLD_ERR_NOT_SUPPORTED, "boom: the model does not fit");
+        return ea->st[r] = starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "boom: the model does not fit");
     }
     const float x = 1.0f;
     starfold_value_t v = NULL, res = NULL;
@@ -904,7 +904,7 @@ static starfold_status_t failing_merge_fn(starfold_strategy_t strategy, int n, v
     (void)n;
     (void)args;
     (void)results;
-    return sf_error(STARFOLD_ERR_NOT_SUPPORTED, "the merge function refuses");
+    return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "the merge function refuses");
 }
 
 static starfold_status_t sum_merge_fn(starfold_strategy_t strategy, int n, void *const *args, void **results)
@@ -1045,7 +1045,7 @@ static void test_cross_replica_methods(void)
     CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable(s, STARFOLD_FLOAT32, 1, &third, &var), STARFOLD_OK);
     CU_ASSERT_EQUAL(starfold_value_kind(var), STARFOLD_VALUE_MIRRORED);
     starfold_destination_t d = starfold_destination_value(var);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_MEAN, var, &d, NULL, &r), STARFOLD_OK);
     CU_ASSERT_EQUAL(last_trace_path(), SF_PATH_BROADCAST);
     for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(read_f32(r, c), 0.1f);
@@ -1104,7 +1104,7 @@ static void test_cross_replica_methods(void)
     CU_ASSERT_EQUAL(read_f32(cvar, 0), 7.0f);
     /* reduce_to under CentralStorage: reduce-to-one (on the first destination when the parameters are on the host). */
     d = starfold_destination_value(cvar);
-    sf_trace_reset();
+    starfold__trace_reset();
     CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, var, &d, NULL, &r), STARFOLD_OK);
     CU_ASSERT_EQUAL(last_trace_path(), SF_PATH_REDUCE);
     CU_ASSERT_EQUAL(read_f32(r, 0), 21.0f);
@@ -1195,9 +1195,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = sf_tu_now();
+    const double t0 = starfold_tools_now();
     CU_basic_run_tests();
-    printf("elapsed: %.2f s\n", sf_tu_now() - t0);
+    printf("elapsed: %.2f s\n", starfold_tools_now() - t0);
     const unsigned failed = CU_get_number_of_failures();
     CU_cleanup_registry();
     suite_cleanup();

@@ -17,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <starfold.h>
+#include <starfold/topology.h>
+#include <starfold/graph.h>
+#include <starfold/model.h>
 
-#include "topology.h" /* private layout: the reference count */
+#include "topology/topology.h" /* private layout: the reference count */
 
 /* ------------------------------------------------------------------------------------------------
  * Helpers

@@ -264,50 +264,6 @@ STARFOLD_API starfold_status_t starfold_vector_write(starpu_data_handle_t handle
 /** @brief Copies a vector's current content into host memory (waits for tasks writing it). */
 STARFOLD_API starfold_status_t starfold_vector_read(starpu_data_handle_t handle, void *dst, size_t bytes);
 
-/**
- * @brief Baseline for benchmarks: the same all-reduce done with StarPU's own STARPU_REDUX access mode
- *        (the "starpu-redux" rows of `starfold bench`).
- *
- * One task per replica, pinned to the replica's device, accumulates its input into a scratch handle
- * accessed in STARPU_REDUX mode. StarPU keeps one buffer per worker, initialised with the op's
- * identity, and reduces them in its own binary tree paired by worker index (tasks not pinned, no
- * topology awareness, no chunking); then one task per replica, pinned to its device, copies the
- * result into the replica's output (MEAN divides there, integers truncating toward zero).
- *
- * Blocks until every task has run. Calls are serialised process-wide: StarPU 1.3 gives reduction
- * methods no argument, so their failures are reported through a shared flag.
- *
- * @param [in]  context the devices: replica r runs on logical device r
- * @param [in]  dtype element type of every vector
- * @param [in]  op reduce operation
- * @param [in]  num_replicas 1 .. starfold_context_num_devices()
- * @param [in]  inputs num_replicas StarPU vectors of the same element count and @p dtype's element size
- * @param [in]  outputs num_replicas vectors of the same shape, each receiving the result; an output may
- *              be the input of the same replica (in place)
- * @param [out] seconds wall time from the scratch handle's registration to the last task's
- *              completion; may be NULL; untouched on error
- * @return ::STARFOLD_ERR_INVALID_ARGUMENT for mismatched vectors, ::STARFOLD_ERR_NO_DEVICE or
- *         ::STARFOLD_ERR_RUNTIME when StarPU refuses a task (the outputs are then unspecified),
- *         ::STARFOLD_ERR_TASK_FAILED when a kernel failed.
- */
-STARFOLD_API starfold_status_t starfold_baseline_starpu_redux(starfold_context_t context, starfold_dtype_t dtype,
-                                                              starfold_op_t op, int num_replicas,
-                                                              const starpu_data_handle_t *inputs,
-                                                              const starpu_data_handle_t *outputs, double *seconds);
-
-/**
- * @brief The memory-traffic reference: every replica's input copied to its output, one task per
- *        replica pinned to its device, no arithmetic.
- *
- * On devices sharing one memory an all-reduce must at least read every input once and write every
- * output once; this copy does exactly that much traffic on the same workers, so its time is the bound
- * `starfold bench` reports the algorithms against. Arguments as starfold_baseline_starpu_redux()
- * (the op is not needed); an output must not be its own input.
- */
-STARFOLD_API starfold_status_t starfold_baseline_copy(starfold_context_t context, starfold_dtype_t dtype,
-                                                      int num_replicas, const starpu_data_handle_t *inputs,
-                                                      const starpu_data_handle_t *outputs, double *seconds);
-
 #ifdef __cplusplus
 }
 #endif

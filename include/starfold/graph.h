@@ -233,59 +233,6 @@ STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, 
  */
 STARFOLD_API starfold_status_t starfold_graph_render(starfold_graph_t graph, const char *path);
 
-/**
- * @name Tensor lists from text
- *
- * What `starfold graph --tensors SPEC` reads: a comma-separated list of items, each `[COUNTx]SIZE`
- * (COUNT >= 1 tensors of SIZE bytes), or the name of a built-in model:
- *
- *     4x1MiB,10x4KiB,1000       four tensors of 1 MiB, ten of 4 KiB and one of 1000 bytes
- *     resnet50                  ResNet-50's 161 gradient tensors, 25,557,032 elements
- *     bert-base                 BERT-base's 199 gradient tensors (BertModel with pooler), 109,482,240 elements
- *
- * Sizes are decimal byte counts with an optional suffix, letters in any case: B, K or KiB (2^10),
- * M or MiB (2^20), G or GiB (2^30), T or TiB (2^40) - binary multiples, as nccl-tests reads its sizes.
- * "KB", "MB", "GB" and "TB" are rejected as ambiguous. Blanks around items are ignored.
- * @{
- */
-
-/** @brief Most tensors one list may describe. */
-#define STARFOLD_TENSORS_MAX 1048576
-
-/**
- * @brief Parses a byte size ("1M", "4KiB", "1000"), see above.
- * @param [in]  text the size; blanks around it are ignored
- * @param [out] bytes the value; untouched on error
- * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL, ::STARFOLD_ERR_PARSE for a malformed size, an unknown
- *         or ambiguous unit, or a value that does not fit in 64 bits.
- */
-STARFOLD_API starfold_status_t starfold_size_parse(const char *text, uint64_t *bytes);
-
-/**
- * @brief Parses a tensor list or a model name into tensor descriptions of type @p dtype.
- *
- * Every size must be a multiple of the element size (0 is allowed: an empty tensor). A model gives
- * its variables' element counts, in the order of the model's parameters, whatever @p dtype.
- * The input is untrusted: no overflow, at most ::STARFOLD_TENSORS_MAX tensors, total size within size_t.
- *
- * @param [in]  spec the text
- * @param [in]  dtype element type of every tensor
- * @param [out] tensors a malloc'ed array, to release with starfold_tensors_free(); untouched on error
- * @param [out] count its length (>= 1); untouched on error
- * @return ::STARFOLD_ERR_PARSE naming the offending item (its position and text) in starfold_last_error(),
- *         ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or an unknown dtype, ::STARFOLD_ERR_OUT_OF_MEMORY.
- */
-STARFOLD_API starfold_status_t starfold_tensors_parse(const char *spec, starfold_dtype_t dtype,
-                                                      starfold_tensor_desc_t **tensors, size_t *count);
-
-/** @brief Frees a list from starfold_tensors_parse(). NULL is a no-op. */
-STARFOLD_API void starfold_tensors_free(starfold_tensor_desc_t *tensors);
-
-/** @brief Names of the built-in models starfold_tensors_parse() knows, NULL-terminated. */
-STARFOLD_API const char *const *starfold_tensors_model_names(void);
-
-/** @} */
-
 #ifdef __cplusplus
 }
 #endif

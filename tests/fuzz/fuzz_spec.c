@@ -1,16 +1,18 @@
 /*
- * Fuzz harness for the tensor-spec parser: starfold_tensors_parse() and starfold_size_parse() on
+ * Fuzz harness for the tensor-spec parser: starfold_tools_tensors_parse() and starfold_tools_size_parse() on
  * arbitrary bytes. Built as a libFuzzer target by `make fuzz` and as a corpus replayer (with
  * tests/fuzz/replay.c) by `make check`; see fuzz_topology.c.
  *
  * The first byte picks the dtype (the rest is the text), so the corpus covers every element size.
- * Properties: on success, 1 <= count <= STARFOLD_TENSORS_MAX and every tensor has the dtype asked for;
+ * Properties: on success, 1 <= count <= STARFOLD_TOOLS_TENSORS_MAX and every tensor has the dtype asked for;
  * on failure, a parse status, a non-empty detail, outputs untouched.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <starfold.h>
+
+#include "tools.h"
 
 #define FUZZ_CHECK(cond) do { if (!(cond)) __builtin_trap(); } while (0)
 
@@ -27,12 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     starfold_tensor_desc_t *sentinel = (starfold_tensor_desc_t *)(uintptr_t)0x1, *tensors = sentinel;
     size_t count = 12345;
-    starfold_status_t st = starfold_tensors_parse(text, dtype, &tensors, &count);
+    starfold_status_t st = starfold_tools_tensors_parse(text, dtype, &tensors, &count);
     if (st == STARFOLD_OK) {
         FUZZ_CHECK(tensors != sentinel && tensors != NULL);
-        FUZZ_CHECK(count >= 1 && count <= STARFOLD_TENSORS_MAX);
+        FUZZ_CHECK(count >= 1 && count <= STARFOLD_TOOLS_TENSORS_MAX);
         for (size_t i = 0; i < count; i++) FUZZ_CHECK(tensors[i].dtype == dtype);
-        starfold_tensors_free(tensors);
+        starfold_tools_tensors_free(tensors);
     } else {
         FUZZ_CHECK(tensors == sentinel && count == 12345);
         FUZZ_CHECK(st == STARFOLD_ERR_PARSE || st == STARFOLD_ERR_OUT_OF_MEMORY);
@@ -40,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     uint64_t bytes = 777;
-    st = starfold_size_parse(text, &bytes);
+    st = starfold_tools_size_parse(text, &bytes);
     if (st != STARFOLD_OK) FUZZ_CHECK(st == STARFOLD_ERR_PARSE && bytes == 777);
     free(text);
     return 0;

@@ -1,14 +1,14 @@
 /*
  * The CUDA kernels against the CPU kernels, on a real GPU, without StarPU's runtime.
  *
- * sf_kernel_cuda() and sf_kernel_cpu() take the same arguments (kernels.h): StarPU vector interfaces
- * and a sf_kernel_args_t. This program builds those by hand - device allocations for CUDA, host
+ * starfold__kernel_cuda() and starfold__kernel_cpu() take the same arguments (kernels.h): StarPU vector interfaces
+ * and a starfold__kernel_args_t. This program builds those by hand - device allocations for CUDA, host
  * copies for the CPU - runs both on the same data and compares every byte of every buffer, the
  * untouched ones and the untouched margins included (an out-of-bounds write shows).
  *
  *     random case: kind x dtype x op x sources x destinations x divisor x segments x aliasing
- *         host buffers  --sf_kernel_cpu-->  expected
- *         device copies --sf_kernel_cuda--> got (copied back)      every byte equal
+ *         host buffers  --starfold__kernel_cpu-->  expected
+ *         device copies --starfold__kernel_cuda--> got (copied back)      every byte equal
  *
  * Every kernel reduces left to right in the dtype, so the results are bitwise equal, floats included.
  * Then it times the fused reduce (8 sources -> 1 and -> 8 destinations) against cudaMemcpy, the
@@ -26,7 +26,7 @@
 
 #include <starpu.h>
 
-#include "kernels.h"
+#include "exec/kernels.h"
 
 extern "C" cudaStream_t starpu_cuda_get_local_stream(void) { return 0; }
 
@@ -113,7 +113,7 @@ static int one_case(int index)
     bufset_t b;
     memset(&b, 0, sizeof b);
     int cancelled = 0, status = 0;
-    sf_kernel_args_t a;
+    starfold__kernel_args_t a;
     memset(&a, 0, sizeof a);
     a.cancelled = &cancelled;
     a.status = &status;
@@ -125,7 +125,7 @@ static int one_case(int index)
     const int prod = a.op == SF_K_PROD;
     const size_t counts[] = { 1, 7, 1000, 4099, 65537, 300001 };
     size_t count = counts[rnd(6)];
-    sf_kspan_t spans[2048];
+    starfold__kspan_t spans[2048];
     size_t ns = 0;
     int alias = 0;
     if (a.kind == SF_KERNEL_COPY) { /* concat(src) -> concat(dst), different cuts on each side */
@@ -137,7 +137,7 @@ static int one_case(int index)
             size_t at = 0;
             for (int p = 0; p < parts; p++) {
                 const size_t hi = p == parts - 1 ? count : count * (size_t)(p + 1) / (size_t)parts;
-                if (hi > at) spans[ns++] = (sf_kspan_t){ (unsigned)(side ? bd : bs), MARGIN + at, hi - at };
+                if (hi > at) spans[ns++] = (starfold__kspan_t){ (unsigned)(side ? bd : bs), MARGIN + at, hi - at };
                 at = hi;
             }
             if (side == 0) a.nsrc = ns;
@@ -168,18 +168,18 @@ static int one_case(int index)
         }
         for (size_t sg = 0; sg < a.nseg; sg++) {
             const size_t lo = count * sg / a.nseg, len = count * (sg + 1) / a.nseg - lo;
-            for (int s = 0; s < nsrc; s++) spans[ns++] = (sf_kspan_t){ (unsigned)src_buf[s], MARGIN + lo, len };
-            for (int d = 0; d < ndst; d++) spans[ns++] = (sf_kspan_t){ (unsigned)dst_buf[d], MARGIN + lo, len };
+            for (int s = 0; s < nsrc; s++) spans[ns++] = (starfold__kspan_t){ (unsigned)src_buf[s], MARGIN + lo, len };
+            for (int d = 0; d < ndst; d++) spans[ns++] = (starfold__kspan_t){ (unsigned)dst_buf[d], MARGIN + lo, len };
         }
     }
     a.elemsize = esize(a.dtype);
     a.dst_elemsize = esize(a.dst_dtype);
     a.spans = spans;
 
-    sf_kernel_cpu(b.cpu_ptrs, &a);
+    starfold__kernel_cpu(b.cpu_ptrs, &a);
     const int cpu_status = status;
     status = 0;
-    sf_kernel_cuda(b.gpu_ptrs, &a);
+    starfold__kernel_cuda(b.gpu_ptrs, &a);
     CHECK(cudaDeviceSynchronize());
     int bad = cpu_status != 0 || status != 0;
     for (int k = 0; k < b.n && !bad; k++) {
@@ -225,17 +225,17 @@ static void bandwidth(void)
     }
     int cancelled = 0, status = 0;
     for (int ndst = 1; ndst <= 8; ndst += 7) {
-        sf_kspan_t spans[16];
-        for (int k = 0; k < 8 + ndst; k++) spans[k] = (sf_kspan_t){ (unsigned)k, 0, n };
-        sf_kernel_args_t a;
+        starfold__kspan_t spans[16];
+        for (int k = 0; k < 8 + ndst; k++) spans[k] = (starfold__kspan_t){ (unsigned)k, 0, n };
+        starfold__kernel_args_t a;
         memset(&a, 0, sizeof a);
         a.cancelled = &cancelled, a.status = &status, a.kind = SF_KERNEL_REDUCE, a.dtype = a.dst_dtype = SF_K_FLOAT32;
         a.op = SF_K_SUM, a.divisor = 1, a.elemsize = a.dst_elemsize = 4, a.nseg = 1, a.nsrc = 8, a.ndst = (size_t)ndst;
         a.spans = spans;
-        sf_kernel_cuda(ptrs, &a); /* warm-up */
+        starfold__kernel_cuda(ptrs, &a); /* warm-up */
         const int reps = 20;
         const double t0 = now();
-        for (int r = 0; r < reps; r++) sf_kernel_cuda(ptrs, &a);
+        for (int r = 0; r < reps; r++) starfold__kernel_cuda(ptrs, &a);
         const double t = (now() - t0) / reps;
         printf("  fused reduce, 8 x 64 MiB -> %d: %8.3f ms, %7.1f GB/s (bytes read + written)\n", ndst, t * 1e3,
                (double)(8 + ndst) * n * 4 / t / 1e9);

@@ -1,0 +1,250 @@
+/*
+ * The algorithm registry and the compile entry point.
+ *
+ * starfold_graph_compile() owns everything that is the same for every algorithm: validating the
+ * collective (devices exist and are distinct, dtypes known, op known), resolving "destinations =
+ * sources", creating the graph with its input and output buffers, and sealing it after the
+ * algorithm's build() has appended its tasks. Algorithms only validate their own options.
+ */
+#include "config.h"
+
+#include "algorithms/algorithms.h"
+#include "base/common.h"
+#include "graph/graph.h"
+#include <starfold/model.h>
+
+#include <stdio.h>
+
+/* "auto" builds nothing itself: starfold_graph_compile() compiles the others and keeps the fastest. */
+static const starfold__algorithm_t starfold__algo_auto = {
+    .name = "auto",
+    .description = "the algorithm the cost model predicts fastest for this collective on this topology",
+    .build = NULL,
+};
+
+/* The registry: one entry per algorithm file, in the order `starfold` lists them. */
+static const starfold__algorithm_t *const registry[] = {
+    &starfold__algo_reduce_to_one,
+    &starfold__algo_hierarchical_copy,
+    &starfold__algo_ring,
+    &starfold__algo_halving_doubling,
+    &starfold__algo_trees,
+    &starfold__algo_one_pass,
+    &starfold__algo_auto,
+};
+#define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))
+
+STARFOLD_API int starfold_algorithm_count(void)
+{
+    return REGISTRY_SIZE;
+}
+
+STARFOLD_API const char *starfold_algorithm_name(int index)
+{
+    return index >= 0 && index < REGISTRY_SIZE ? registry[index]->name : NULL;
+}
+
+STARFOLD_API const char *starfold_algorithm_description(int index)
+{
+    return index >= 0 && index < REGISTRY_SIZE ? registry[index]->description : NULL;
+}
+
+const starfold__algorithm_t *starfold__algorithm_find(const char *name)
+{
+    for (int i = 0; name && i < REGISTRY_SIZE; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+STARFOLD_API void starfold_algo_options_init(starfold_algo_options_t *options)
+{
+    if (!options) return;
+    memset(options, 0, sizeof *options);
+    options->num_packs = 1;
+    options->reduce_to_device = -1;
+}
+
+/* Every device of @list exists in a topology of @ndev devices and appears once. */
+static starfold_status_t check_devices(const char *what, const int *list, int n, int ndev)
+{
+    if (n < 1 || !list) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: need at least one device", what);
+    if (n > ndev)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d devices but the topology has %d", what, n, ndev);
+    for (int i = 0; i < n; i++) {
+        if (list[i] < 0 || list[i] >= ndev)
+            return starfold__error(STARFOLD_ERR_NOT_FOUND, "%s[%d]: device %d is not in the topology (0..%d)", what, i,
+                            list[i], ndev - 1);
+        for (int j = 0; j < i; j++)
+            if (list[j] == list[i])
+                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: device %d appears twice (positions %d and %d)",
+                                what, list[i], j, i);
+    }
+    return STARFOLD_OK;
+}
+
+static starfold_status_t validate(starfold_topology_t topology, const starfold_collective_desc_t *desc)
+{
+    starfold_status_t st;
+    const int ndev = starfold_topology_num_devices(topology);
+    if ((int)desc->kind < 0 || desc->kind > STARFOLD_COLL_BROADCAST)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "unknown collective kind %d", (int)desc->kind);
+    if ((int)desc->op < 0 || (int)desc->op >= STARFOLD_OP_COUNT)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "unknown reduce op %d", (int)desc->op);
+    if ((st = check_devices("sources", desc->sources, desc->num_sources, ndev)) != STARFOLD_OK) return st;
+    if (desc->kind == STARFOLD_COLL_BROADCAST && desc->num_sources != 1)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "broadcast needs exactly one source, got %d",
+                        desc->num_sources);
+    if (desc->num_destinations != 0 || desc->destinations != NULL) {
+        if ((st = check_devices("destinations", desc->destinations, desc->num_destinations, ndev)) != STARFOLD_OK)
+            return st;
+    }
+    if (desc->num_tensors == 0 || !desc->tensors)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "a collective needs at least one tensor");
+    for (size_t t = 0; t < desc->num_tensors; t++) {
+        if ((int)desc->tensors[t].dtype < 0 || (int)desc->tensors[t].dtype >= STARFOLD_DTYPE_COUNT)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "tensor %zu: unknown dtype %d", t,
+                            (int)desc->tensors[t].dtype);
+        if (desc->tensors[t].count > ((size_t)1 << 48))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "tensor %zu: %zu elements is beyond any device", t,
+                            desc->tensors[t].count);
+    }
+    return STARFOLD_OK;
+}
+
+/*
+ * Options out of range are rejected whichever algorithm is asked for, even one that ignores the
+ * option: a negative num_packs given to reduce-to-one is as much a caller's mistake as one given to
+ * hierarchical-copy, and "auto" must not depend on which algorithm it happens to pick.
+ */
+static starfold_status_t validate_options(starfold_topology_t topology, const char *algorithm,
+                                          const starfold_collective_desc_t *desc, const starfold_algo_options_t *o)
+{
+    const int ndev = starfold_topology_num_devices(topology);
+    if (o->num_packs < 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", algorithm,
+                        o->num_packs);
+    if (o->num_rings < 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: num_rings must be >= 0 (0 = automatic), got %d", algorithm,
+                        o->num_rings);
+    if (o->reduce_to_device < -1 || o->reduce_to_device >= ndev)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: reduce_to_device %d is not a device (0..%d) or -1",
+                        algorithm, o->reduce_to_device, ndev - 1);
+    if (desc->promote_integer_mean != 0 && desc->promote_integer_mean != 1)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "promote_integer_mean must be 0 or 1, got %d",
+                        desc->promote_integer_mean);
+    return STARFOLD_OK;
+}
+
+/* Whether STARFOLD_CHECK_GRAPHS asks for the invariant checker after every compile (read once). */
+static int check_graphs(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("STARFOLD_CHECK_GRAPHS");
+        v = e && *e && strcmp(e, "0") != 0;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/*
+ * "auto": every other algorithm is compiled with the caller's options and replayed by the cost model;
+ * the fastest graph is returned, named "auto:<algorithm>". Ties go to the earlier registry entry.
+ */
+static starfold_status_t compile_auto(starfold_topology_t topology, const starfold_collective_desc_t *desc,
+                                      const starfold_algo_options_t *options, starfold_graph_t *graph)
+{
+    starfold_graph_t best = NULL;
+    double best_time = 0;
+    starfold_status_t st = STARFOLD_OK;
+    for (int i = 0; i < REGISTRY_SIZE; i++) {
+        if (!registry[i]->build) continue;
+        starfold_graph_t g = NULL;
+        starfold_prediction_t p;
+        if ((st = starfold_graph_compile(topology, registry[i]->name, desc, options, &g)) != STARFOLD_OK) {
+            if (st != STARFOLD_ERR_NOT_SUPPORTED) break;
+            st = STARFOLD_OK; /* this algorithm cannot do this collective here (one-pass without shared memory) */
+            continue;
+        }
+        if ((st = starfold_graph_simulate(g, NULL, &p)) != STARFOLD_OK) {
+            starfold_graph_destroy(g);
+            break;
+        }
+        if (!best || p.time_us < best_time) {
+            starfold_graph_destroy(best);
+            best = g;
+            best_time = p.time_us;
+        } else {
+            starfold_graph_destroy(g);
+        }
+    }
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(best);
+        return st;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "auto:%s", best->algorithm);
+    char *copy = starfold__strdup(name);
+    if (!copy) {
+        starfold_graph_destroy(best);
+        return STARFOLD_ERR_OUT_OF_MEMORY;
+    }
+    free(best->algorithm);
+    best->algorithm = copy;
+    *graph = best;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topology, const char *algorithm,
+                                                      const starfold_collective_desc_t *desc,
+                                                      const starfold_algo_options_t *options,
+                                                      starfold_graph_t *graph)
+{
+    starfold_status_t st;
+    if (!topology || !algorithm || !desc || !graph)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_graph_compile: NULL %s",
+                        !topology ? "topology" : !algorithm ? "algorithm" : !desc ? "description" : "graph");
+    const starfold__algorithm_t *algo = starfold__algorithm_find(algorithm);
+    if (!algo) {
+        char names[256] = "";
+        for (int i = 0; i < REGISTRY_SIZE; i++) {
+            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, registry[i]->name, sizeof names - strlen(names) - 1);
+        }
+        return starfold__error(STARFOLD_ERR_NOT_FOUND, "unknown algorithm '%s' (known: %s)", algorithm, names);
+    }
+    if ((st = starfold_topology_validate(topology)) != STARFOLD_OK) return st;
+    if ((st = validate(topology, desc)) != STARFOLD_OK) return st;
+
+    starfold_algo_options_t defaults;
+    starfold_algo_options_init(&defaults);
+    if (!options) options = &defaults;
+    if ((st = validate_options(topology, algo->name, desc, options)) != STARFOLD_OK) return st;
+
+    /* "No destinations" means the sources: an all-reduce. */
+    starfold_collective_desc_t d = *desc;
+    if (d.num_destinations == 0 && d.destinations == NULL) {
+        d.num_destinations = d.num_sources;
+        d.destinations = d.sources;
+    }
+
+    if (!algo->build) return compile_auto(topology, desc, options, graph);
+
+    starfold_graph_t g = NULL;
+    if ((st = starfold__graph_create(topology, algo->name, &d, &g)) != STARFOLD_OK) return st;
+    st = algo->build(g, options);
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(g);
+        return st;
+    }
+    starfold__graph_seal(g);
+    /* STARFOLD_CHECK_GRAPHS=1 (the test suite sets it): every graph compiled, here or through the
+     * distribute layer, passes the invariant checker before it is handed out. */
+    if (check_graphs() && (st = starfold_graph_check(g)) != STARFOLD_OK) {
+        starfold_graph_destroy(g);
+        return st;
+    }
+    *graph = g;
+    return STARFOLD_OK;
+}

@@ -1,0 +1,56 @@
+/*
+ * Error detail recording (thread-local, so concurrent callers do not see each other's messages) and
+ * small helpers every layer uses.
+ */
+#include "base/common.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char starfold__last_error[512];
+
+starfold_status_t starfold__error(starfold_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(starfold__last_error, sizeof starfold__last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+STARFOLD_API const char *starfold_last_error(void)
+{
+    return starfold__last_error;
+}
+
+int starfold__grow(void **items, size_t *cap, size_t n, size_t elem_size)
+{
+    if (n < *cap) return 0;
+    size_t ncap = *cap ? *cap * 2 : 8;
+    if (ncap < n + 1 || ncap > ((size_t)-1) / elem_size) return -1;
+    void *p = realloc(*items, ncap * elem_size);
+    if (!p) return -1;
+    *items = p;
+    *cap = ncap;
+    return 0;
+}
+
+char *starfold__strdup(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (!d) {
+        starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory copying a string of %zu bytes", n);
+        return NULL;
+    }
+    return memcpy(d, s, n);
+}
+
+int starfold__streq_nocase(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
+    return *a == *b;
+}

@@ -1,0 +1,47 @@
+/*
+ * Private helpers shared by every layer: error recording, the check-and-jump macro, growable arrays.
+ * Never installed.
+ */
+#ifndef STARFOLD_SRC_COMMON_H
+#define STARFOLD_SRC_COMMON_H
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <starfold/common.h>
+
+/* Every exported definition carries STARFOLD_API (the library is built with -fvisibility=hidden). */
+
+/*
+ * Records the detail of a failure for starfold_last_error() (thread-local) and returns @status, so a
+ * failing path reads `return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "num_packs must be >= 0, got %d", n);`.
+ */
+starfold_status_t starfold__error(starfold_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Clears nothing: a success leaves the last detail in place, like errno. */
+
+/*
+ * Evaluates @expr into the status variable named at the call site and jumps to the label named at the
+ * call site when it is not STARFOLD_OK. Both names are explicit: no hidden control flow.
+ */
+#define SF_CHECK_GOTO(expr, status_var, label)          \
+    do {                                                \
+        (status_var) = (expr);                          \
+        if ((status_var) != STARFOLD_OK) goto label;    \
+    } while (0)
+
+/*
+ * Growable arrays: `T *items; size_t n, cap;` grown by doubling. starfold__grow() makes room for one more
+ * element and returns 0, or -1 (array unchanged) when memory runs out.
+ */
+int starfold__grow(void **items, size_t *cap, size_t n, size_t elem_size);
+#define SF_GROW(items, n, cap) starfold__grow((void **)&(items), &(cap), (n), sizeof(*(items)))
+
+/* strdup that reports failure through starfold__error; NULL in gives NULL out without error. */
+char *starfold__strdup(const char *s);
+
+/* Case-insensitive ASCII string equality. */
+int starfold__streq_nocase(const char *a, const char *b);
+
+#endif /* STARFOLD_SRC_COMMON_H */

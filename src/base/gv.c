@@ -1,0 +1,90 @@
+/*
+ * Graphviz output shared by topology and graph exports. cgraph writes DOT in node-creation order,
+ * so an exporter that creates nodes deterministically gets byte-identical files (golden tests rely on
+ * it). Rendering lays out with "dot" through one gvc context for the process, created on first use
+ * and never freed: Graphviz 2.4x's gvFreeContext() frees the font-name cache while the pango plugin
+ * keeps a pointer into it, so every context after the first reads freed memory (valgrind, ASan).
+ * gvc keeps global state, so calls are serialised by a mutex.
+ */
+#include "config.h"
+
+#include "base/common.h"
+#include "base/gv.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <graphviz/gvc.h>
+
+static pthread_mutex_t gvc_lock = PTHREAD_MUTEX_INITIALIZER;
+static GVC_t *gvc_shared; /* guarded by gvc_lock; lives until exit */
+
+static const char *extension(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+starfold_status_t starfold__format_from_path(const char *path, starfold__format_t *format)
+{
+    if (!path || !*path) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "empty output path");
+    const char *ext = extension(path);
+    if (!strcmp(path, "-") || starfold__streq_nocase(ext, "dot") || starfold__streq_nocase(ext, "gv")) *format = SF_FORMAT_DOT;
+    else if (starfold__streq_nocase(ext, "svg")) *format = SF_FORMAT_SVG;
+    else if (starfold__streq_nocase(ext, "png")) *format = SF_FORMAT_PNG;
+    else
+        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: unknown output format '.%s' (use .dot, .svg or .png)", path,
+                        ext);
+    return STARFOLD_OK;
+}
+
+void starfold__agset(void *obj, const char *name, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    agsafeset(obj, (char *)name, buf, "");
+}
+
+starfold_status_t starfold__agraph_save(Agraph_t *g, const char *path)
+{
+    starfold__format_t format;
+    starfold_status_t st = starfold__format_from_path(path, &format);
+    if (st != STARFOLD_OK) return st;
+
+    if (format == SF_FORMAT_DOT) {
+        FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+        if (!f) return starfold__error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        int rc = agwrite(g, f);
+        int rc2 = f == stdout ? fflush(f) : fclose(f);
+        if (rc != 0 || rc2 != 0) return starfold__error(STARFOLD_ERR_IO, "%s: write failed", path);
+        return STARFOLD_OK;
+    }
+
+    /* gvRenderFilename() reports "Could not open" on stderr yet returns 0: open it here first. */
+    FILE *probe = fopen(path, "wb");
+    if (!probe) return starfold__error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    fclose(probe);
+
+    pthread_mutex_lock(&gvc_lock);
+    if (!gvc_shared) gvc_shared = gvContext();
+    GVC_t *gvc = gvc_shared;
+    if (!gvc) {
+        pthread_mutex_unlock(&gvc_lock);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a rendering context");
+    }
+    if (gvLayout(gvc, g, "dot") != 0) {
+        st = starfold__error(STARFOLD_ERR_RUNTIME, "Graphviz: dot layout failed for %s", path);
+    } else {
+        if (gvRenderFilename(gvc, g, format == SF_FORMAT_SVG ? "svg" : "png", path) != 0)
+            st = starfold__error(STARFOLD_ERR_IO, "%s: Graphviz could not render (is the %s plugin installed?)", path,
+                          format == SF_FORMAT_SVG ? "svg" : "png");
+        gvFreeLayout(gvc, g);
+    }
+    pthread_mutex_unlock(&gvc_lock);
+    return st;
+}

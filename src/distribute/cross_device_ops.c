@@ -1,0 +1,751 @@
+/*
+ * Cross-device ops: TensorFlow's CrossDeviceOps, ReductionToOneDevice and AllReduceCrossDeviceOps
+ * (HierarchicalCopyAllReduce) over any registered algorithm (tf-distribute-semantics.md sections 1-4).
+ *
+ * Dispatch of one (value, destinations) pair, as TensorFlow's reduce / reduce_implementation:
+ *
+ *     one component, devices match ........................ SHORTCUT   copy on that device (identity)
+ *     all-reduce algorithm, devices match, not the host ... ALL_REDUCE the algorithm, sources = value devices
+ *     otherwise ........................................... REDUCE (ReductionToOneDevice's own path) or
+ *                                                           FALLBACK (an all-reduce algorithm's fallback):
+ *                                                           reduce-to-one on R, copies to the destinations
+ *
+ * "Devices match" is TensorFlow's _devices_match: the same set, order-insensitive. R is the ops'
+ * reduce_to_device, else the first destination device, else (host destination) the value's first
+ * device. The host is never a graph device: a host destination is written by the task on R, a host
+ * source is read by the graph's source slot on R (or, for a copy, on the destination device).
+ *
+ * A batch is classified pair by pair, then the pairs are grouped: pairs whose graphs would have the
+ * same sources and destinations become ONE graph whose tensors are all their tensors (the algorithm
+ * packs them). When TensorFlow's _all_devices_match holds, the whole batch is one graph:
+ *
+ *     pairs:   (a, a)  (b, b)  (c, c)        a, b, c over devices {0, 1, 2, 3}
+ *     graph:   sources 0 1 2 3, destinations 0 1 2 3, tensors [a, b, c]   -> one starfold_submit()
+ *     results: [a', b', c'] in input order, each a new mirrored value
+ *
+ * Every graph of a batch is compiled and every result allocated before the first submission, so a
+ * failure leaves nothing behind; inputs are never written (results are always new vectors).
+ */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "base/common.h"
+#include "distribute/distribute.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * Test trace
+ */
+
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static starfold__trace_entry_t trace_ring[SF_TRACE_MAX];
+static size_t trace_total;
+
+void starfold__trace_reset(void)
+{
+    pthread_mutex_lock(&trace_lock);
+    trace_total = 0;
+    pthread_mutex_unlock(&trace_lock);
+}
+
+size_t starfold__trace_count(void)
+{
+    pthread_mutex_lock(&trace_lock);
+    const size_t n = trace_total;
+    pthread_mutex_unlock(&trace_lock);
+    return n;
+}
+
+int starfold__trace_get(size_t i, starfold__trace_entry_t *out)
+{
+    pthread_mutex_lock(&trace_lock);
+    const size_t kept = trace_total < SF_TRACE_MAX ? trace_total : SF_TRACE_MAX;
+    int ok = i < kept;
+    if (ok) *out = trace_ring[(trace_total - kept + i) % SF_TRACE_MAX];
+    pthread_mutex_unlock(&trace_lock);
+    return ok ? 0 : -1;
+}
+
+void starfold__trace_add(const starfold__trace_entry_t *e)
+{
+    pthread_mutex_lock(&trace_lock);
+    trace_ring[trace_total % SF_TRACE_MAX] = *e;
+    trace_total++;
+    pthread_mutex_unlock(&trace_lock);
+}
+
+const char *starfold__path_name(starfold__path_t p)
+{
+    static const char *const names[SF_PATH_COUNT] = { "shortcut", "all-reduce", "reduce-to-one", "fallback",
+                                                      "broadcast" };
+    return (int)p >= 0 && p < SF_PATH_COUNT ? names[p] : "unknown";
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Objects
+ */
+
+static const char *find_algorithm(const char *name)
+{
+    for (int i = 0; name && i < starfold_algorithm_count(); i++)
+        if (!strcmp(starfold_algorithm_name(i), name)) return starfold_algorithm_name(i);
+    return NULL;
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_create(const char *algorithm,
+                                                                const starfold_algo_options_t *options,
+                                                                starfold_topology_t topology,
+                                                                starfold_cross_device_ops_t *ops)
+{
+    if (!algorithm || !ops)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_cross_device_ops_create: NULL %s",
+                        !algorithm ? "algorithm" : "ops");
+    const char *name = find_algorithm(algorithm);
+    if (!name) {
+        char known[256] = "";
+        for (int i = 0; i < starfold_algorithm_count(); i++) {
+            strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+            strncat(known, starfold_algorithm_name(i), sizeof known - strlen(known) - 1);
+        }
+        return starfold__error(STARFOLD_ERR_NOT_FOUND, "unknown algorithm '%s' (known: %s)", algorithm, known);
+    }
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    if (options) o = *options;
+    if (o.num_packs < 0) {
+        if (!strcmp(name, "hierarchical-copy"))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "HierarchicalCopy requires num_packs >= 0, but %d is specified",
+                            o.num_packs);
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", name,
+                        o.num_packs);
+    }
+    if (o.reduce_to_device < -1)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "reduce_to_device %d is neither a device nor -1 (the first "
+                        "destination)", o.reduce_to_device);
+    if (topology && o.reduce_to_device >= starfold_topology_num_devices(topology))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "reduce_to_device %d is not in topology '%s' (devices 0..%d)",
+                        o.reduce_to_device, starfold_topology_name(topology), starfold_topology_num_devices(topology) - 1);
+    struct starfold_cross_device_ops *x = calloc(1, sizeof *x);
+    if (!x) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_cross_device_ops_create: out of memory");
+    if (pthread_mutex_init(&x->cache_lock, NULL) != 0) {
+        free(x);
+        return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_cross_device_ops_create: cannot create a mutex");
+    }
+    x->refs = 1;
+    x->algorithm = name;
+    x->all_reduce = strcmp(name, "reduce-to-one") != 0;
+    x->options = o;
+    x->topology = starfold_topology_retain(topology);
+    *ops = x;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_reduction_to_one_device_create(int reduce_to_device,
+                                                                       starfold_cross_device_ops_t *ops)
+{
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    o.reduce_to_device = reduce_to_device;
+    return starfold_cross_device_ops_create("reduce-to-one", &o, NULL, ops);
+}
+
+STARFOLD_API starfold_status_t starfold_hierarchical_copy_all_reduce_create(int num_packs,
+                                                                            starfold_cross_device_ops_t *ops)
+{
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    o.num_packs = num_packs;
+    return starfold_cross_device_ops_create("hierarchical-copy", &o, NULL, ops);
+}
+
+STARFOLD_API starfold_cross_device_ops_t starfold_cross_device_ops_retain(starfold_cross_device_ops_t ops)
+{
+    if (ops) __atomic_add_fetch(&ops->refs, 1, __ATOMIC_RELAXED);
+    return ops;
+}
+
+STARFOLD_API void starfold_cross_device_ops_destroy(starfold_cross_device_ops_t ops)
+{
+    if (!ops || __atomic_sub_fetch(&ops->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (int k = 0; k < SF_OPS_CACHE; k++) {
+        starfold_graph_destroy(ops->cache[k].graph);
+        free(ops->cache[k].key);
+    }
+    pthread_mutex_destroy(&ops->cache_lock);
+    starfold_topology_destroy(ops->topology);
+    free(ops);
+}
+
+STARFOLD_API const char *starfold_cross_device_ops_algorithm(starfold_cross_device_ops_t ops)
+{
+    return ops ? ops->algorithm : "";
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_options(starfold_cross_device_ops_t ops,
+                                                                 starfold_algo_options_t *options)
+{
+    if (!ops || !options)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_cross_device_ops_options: NULL %s",
+                        !ops ? "ops" : "options");
+    *options = ops->options;
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Planning
+ */
+
+/* One pair's graph: sources and destinations as graph devices (the host mapped to a device). */
+typedef struct item {
+    starfold__path_t path;
+    int nsrc, src[STARFOLD_MAX_DEVICES];
+    int ndst, dst[STARFOLD_MAX_DEVICES];
+    int reduce_device;   /* reduce-to-one graphs: R; -1 for the all-reduce */
+    int host_as;         /* the device standing for the host in this pair, -1 when no host is involved */
+    int group;
+} item_t;
+
+/* A group of items compiled into one graph. */
+typedef struct group {
+    size_t first;        /* first item: its sources and destinations are the graph's */
+    size_t *members;     /* item indices, in input order */
+    size_t nmembers;
+    starfold_graph_t graph;
+    int cached;          /* graph borrowed from the ops' cache (released, not destroyed) */
+    starfold__dist_req_t *req;
+} group_t;
+
+static int map_host(int device, int host_as)
+{
+    return device == STARFOLD_DEVICE_HOST ? host_as : device;
+}
+
+static void classify(starfold_cross_device_ops_t ops, const starfold__pair_t *p, item_t *it)
+{
+    const starfold_value_t v = p->value;
+    const starfold__dest_t *d = &p->dest;
+    const int vhost = v->devices[0] == STARFOLD_DEVICE_HOST;
+    const int match = (vhost && d->host) || (!vhost && !d->host && starfold__devices_match(v->n, v->devices, d->n, d->devices));
+    const int r2o = ops->options.reduce_to_device;
+    memset(it, 0, sizeof *it);
+    it->host_as = -1;
+    if (v->n == 1 && match) {
+        /* TensorFlow's one-value shortcut: identity on that device. */
+        const int x = vhost ? (r2o >= 0 ? r2o : 0) : v->devices[0];
+        it->path = SF_PATH_SHORTCUT;
+        it->nsrc = it->ndst = 1;
+        it->src[0] = it->dst[0] = it->reduce_device = x;
+        if (vhost) it->host_as = x;
+        return;
+    }
+    if (ops->all_reduce && match && !d->host) {
+        it->path = SF_PATH_ALL_REDUCE;
+        it->nsrc = it->ndst = v->n;
+        memcpy(it->src, v->devices, sizeof(int) * (size_t)v->n);
+        memcpy(it->dst, v->devices, sizeof(int) * (size_t)v->n);
+        it->reduce_device = -1;
+        return;
+    }
+    /* ReductionToOneDevice: R = reduce_to_device, else the first destination (the value's first device
+     * when the destination is the host). An all-reduce algorithm's fallback has no reduce_to_device. */
+    int r = ops->all_reduce ? -1 : r2o;
+    if (r < 0) r = d->host ? v->devices[0] : d->devices[0];
+    it->path = ops->all_reduce ? SF_PATH_FALLBACK : SF_PATH_REDUCE;
+    it->reduce_device = r;
+    if (vhost || d->host) it->host_as = r;
+    it->nsrc = v->n;
+    for (int s = 0; s < v->n; s++) it->src[s] = map_host(v->devices[s], r);
+    it->ndst = d->n;
+    for (int k = 0; k < d->n; k++) it->dst[k] = map_host(d->devices[k], r);
+}
+
+static int same_seq(int n, const int *a, int m, const int *b)
+{
+    return n == m && !memcmp(a, b, sizeof(int) * (size_t)n);
+}
+
+/* Whether items @a and @b can share a graph (see the header comment). */
+static int same_graph(const item_t *a, const item_t *b)
+{
+    if (a->path != b->path || a->reduce_device != b->reduce_device) return 0;
+    switch (a->path) {
+    case SF_PATH_SHORTCUT: return a->src[0] == b->src[0];
+    case SF_PATH_ALL_REDUCE: return starfold__devices_match(a->nsrc, a->src, b->nsrc, b->src);
+    default:
+        /* The reduction order is the value's component order: sources must be the same sequence. */
+        return same_seq(a->nsrc, a->src, b->nsrc, b->src) && starfold__devices_match(a->ndst, a->dst, b->ndst, b->dst);
+    }
+}
+
+/* The topology to plan on: the ops', else the hint, else the context's (*made is then set, to destroy). */
+static starfold_status_t pick_topology(starfold_cross_device_ops_t ops, starfold_topology_t hint,
+                                       starfold_context_t ctx, starfold_topology_t *topo, int *made)
+{
+    *made = 0;
+    if (ops && ops->topology) *topo = ops->topology;
+    else if (hint) *topo = hint;
+    else {
+        starfold_status_t st = starfold_context_topology(ctx, topo);
+        if (st != STARFOLD_OK) return st;
+        *made = 1;
+    }
+    return STARFOLD_OK;
+}
+
+/* Every graph device of @it exists in the topology and the context. */
+static starfold_status_t check_item_devices(const char *fn, const item_t *it, int ntopo, int nctx, size_t pair)
+{
+    for (int k = 0; k < it->nsrc + it->ndst; k++) {
+        const int d = k < it->nsrc ? it->src[k] : it->dst[k - it->nsrc];
+        if (d < 0 || d >= nctx)
+            return starfold__error(STARFOLD_ERR_NO_DEVICE, "%s: pair %zu: device %d, the context has devices 0..%d", fn, pair, d,
+                            nctx - 1);
+        if (d >= ntopo)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                            "%s: pair %zu: device %d is not in the topology (devices 0..%d)", fn, pair, d, ntopo - 1);
+    }
+    if (it->reduce_device >= ntopo || it->reduce_device >= nctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: reduce_to_device %d is not a device of the topology and "
+                        "the context", fn, it->reduce_device);
+    return STARFOLD_OK;
+}
+
+/* Component of a value (or result) that stands on graph device @gdev, the host counting as @host_as. */
+static int component_for(const int *devices, int n, int gdev, int host_as)
+{
+    for (int c = 0; c < n; c++)
+        if (map_host(devices[c], host_as) == gdev) return c;
+    return -1;
+}
+
+/* Gives back a graph borrowed from the ops' cache. */
+static void cache_release(starfold_cross_device_ops_t ops, starfold_graph_t graph)
+{
+    pthread_mutex_lock(&ops->cache_lock);
+    for (int k = 0; k < SF_OPS_CACHE; k++)
+        if (ops->cache[k].graph == graph && ops->cache[k].borrowed > 0) {
+            ops->cache[k].borrowed--;
+            break;
+        }
+    pthread_mutex_unlock(&ops->cache_lock);
+}
+
+/* Compiles group @g over @pairs/@items (or borrows the same graph compiled before from the ops' cache). */
+static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_op_t op,
+                                       const starfold__pair_t *pairs, const item_t *items, group_t *g,
+                                       const starfold_communication_options_t *options, const char *fn)
+{
+    const item_t *it = &items[g->first];
+    starfold_tensor_desc_t *tensors = malloc(sizeof *tensors * g->nmembers);
+    if (!tensors) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (size_t m = 0; m < g->nmembers; m++) {
+        const starfold_value_t v = pairs[g->members[m]].value;
+        tensors[m].dtype = v->dtype;
+        tensors[m].count = v->count;
+    }
+    starfold_collective_desc_t desc = {
+        .kind = STARFOLD_COLL_REDUCE,
+        .op = op,
+        .num_sources = it->nsrc,
+        .sources = it->src,
+        .num_destinations = it->ndst,
+        .destinations = it->dst,
+        .num_tensors = g->nmembers,
+        .tensors = tensors,
+        .promote_integer_mean = options->promote_integer_mean,
+    };
+    starfold_algo_options_t ao = ops->options;
+    if (options->bytes_per_pack > 0) ao.bytes_per_pack = (size_t)options->bytes_per_pack;
+    const char *algorithm = ops->algorithm;
+    if (it->path != SF_PATH_ALL_REDUCE) {
+        algorithm = "reduce-to-one";
+        ao.reduce_to_device = it->reduce_device;
+    }
+    /* The cache's key: everything the compile reads. */
+    unsigned char *key = NULL;
+    size_t keylen = 0;
+    {
+        const size_t alen = strlen(algorithm) + 1;
+        /* Field by field: a struct's padding bytes are not copied by assignment, so never compared. */
+        const size_t len = sizeof topo + alen + sizeof desc.kind + sizeof desc.op + sizeof desc.promote_integer_mean +
+                           3 * sizeof(int) + 2 * sizeof(size_t) + 2 * sizeof(int) +
+                           sizeof(int) * (size_t)(desc.num_sources + desc.num_destinations) +
+                           (sizeof(starfold_dtype_t) + sizeof(size_t)) * desc.num_tensors;
+        key = calloc(1, len);
+        if (key) {
+            unsigned char *w = key;
+#define SF_PUT(ptr, n) (memcpy(w, (ptr), (n)), w += (n))
+            SF_PUT(&topo, sizeof topo);
+            SF_PUT(algorithm, alen);
+            SF_PUT(&desc.kind, sizeof desc.kind);
+            SF_PUT(&desc.op, sizeof desc.op);
+            SF_PUT(&desc.promote_integer_mean, sizeof desc.promote_integer_mean);
+            SF_PUT(&ao.num_packs, sizeof(int));
+            SF_PUT(&ao.reduce_to_device, sizeof(int));
+            SF_PUT(&ao.num_rings, sizeof(int));
+            SF_PUT(&ao.bytes_per_pack, sizeof(size_t));
+            SF_PUT(&ao.chunk_bytes, sizeof(size_t));
+            SF_PUT(&desc.num_sources, sizeof(int));
+            SF_PUT(desc.sources, sizeof(int) * (size_t)desc.num_sources);
+            SF_PUT(&desc.num_destinations, sizeof(int));
+            SF_PUT(desc.destinations, sizeof(int) * (size_t)desc.num_destinations);
+            for (size_t t = 0; t < desc.num_tensors; t++) {
+                SF_PUT(&tensors[t].dtype, sizeof(starfold_dtype_t));
+                SF_PUT(&tensors[t].count, sizeof(size_t));
+            }
+#undef SF_PUT
+            keylen = (size_t)(w - key);
+        }
+    }
+    if (key) {
+        pthread_mutex_lock(&ops->cache_lock);
+        for (int k = 0; k < SF_OPS_CACHE; k++) {
+            starfold__graph_cache_entry_t *e = &ops->cache[k];
+            if (e->graph && e->keylen == keylen && memcmp(e->key, key, keylen) == 0) {
+                e->used = ++ops->clock;
+                e->borrowed++;
+                ops->cache_hits++;
+                g->graph = e->graph;
+                g->cached = 1;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&ops->cache_lock);
+        if (g->cached) {
+            free(key);
+            free(tensors);
+            return STARFOLD_OK;
+        }
+    }
+    starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, &ao, &g->graph);
+    free(tensors);
+    if (st == STARFOLD_OK && key) { /* keep it: into a free entry, else in place of the least recently used idle one */
+        pthread_mutex_lock(&ops->cache_lock);
+        starfold__graph_cache_entry_t *slot = NULL;
+        for (int k = 0; k < SF_OPS_CACHE; k++) {
+            starfold__graph_cache_entry_t *e = &ops->cache[k];
+            if (e->borrowed) continue;
+            if (!e->graph) {
+                slot = e;
+                break;
+            }
+            if (!slot || e->used < slot->used) slot = e;
+        }
+        if (slot) {
+            starfold_graph_destroy(slot->graph);
+            free(slot->key);
+            slot->key = key;
+            slot->keylen = keylen;
+            slot->graph = g->graph;
+            slot->used = ++ops->clock;
+            slot->borrowed = 1;
+            g->cached = 1;
+            key = NULL;
+        }
+        pthread_mutex_unlock(&ops->cache_lock);
+    }
+    free(key);
+    if (st != STARFOLD_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", starfold_last_error());
+        return starfold__error(st, "%s: %s", fn, why);
+    }
+    return STARFOLD_OK;
+}
+
+/* Submits group @g: inputs and outputs mapped by device; records the submission on the results. */
+static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items, group_t *g,
+                                      starfold_value_t *results, const char *fn)
+{
+    const item_t *it = &items[g->first];
+    const size_t nt = g->nmembers;
+    starfold_status_t st = STARFOLD_OK;
+    starpu_data_handle_t *in = malloc(sizeof *in * nt * (size_t)it->nsrc);
+    starpu_data_handle_t *out = malloc(sizeof *out * nt * (size_t)it->ndst);
+    if (!in || !out) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        const size_t i = g->members[t];
+        const starfold_value_t v = pairs[i].value, r = results[i];
+        for (int s = 0; s < it->nsrc; s++) {
+            int c = component_for(v->devices, v->n, it->src[s], items[i].host_as);
+            if (c < 0) {
+                st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no component for graph source %d", fn, i, s);
+                goto out;
+            }
+            in[(size_t)s * nt + t] = v->handles[c];
+        }
+        for (int s = 0; s < it->ndst; s++) {
+            int c = component_for(r->devices, r->n, it->dst[s], items[i].host_as);
+            if (c < 0) {
+                st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no result for graph destination %d", fn, i, s);
+                goto out;
+            }
+            out[(size_t)s * nt + t] = r->handles[c];
+        }
+    }
+    starfold_request_t req;
+    if ((st = starfold_submit(ctx, g->graph, in, out, &req)) != STARFOLD_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", starfold_last_error());
+        st = starfold__error(st, "%s: %s", fn, why);
+        goto out;
+    }
+    if (!(g->req = starfold__dist_req_new(req, 1))) {
+        starfold_request_destroy(req);
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) st = starfold__value_add_writer(results[g->members[t]], g->req);
+
+    starfold__trace_entry_t e = { .path = it->path, .num_tensors = nt, .num_sources = it->nsrc,
+                           .num_destinations = it->ndst, .reduce_device = it->reduce_device };
+    snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g->graph));
+    starfold__trace_add(&e);
+out:
+    free(in);
+    free(out);
+    return st;
+}
+
+starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                      starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+                                      const starfold_communication_options_t *options, const char *fn,
+                                      starfold_value_t *results)
+{
+    if (n == 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: batch_reduce needs at least one (value, destinations) pair",
+                        fn);
+    if ((int)op < 0 || (int)op >= STARFOLD_OP_COUNT)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op);
+    const starfold_context_t ctx = pairs[0].value->ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (pairs[i].value->ctx != ctx || (pairs[i].dest.ctx && pairs[i].dest.ctx != ctx))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: pair %zu: values and destinations of another context "
+                            "than pair 0's", fn, i);
+    }
+
+    starfold_status_t st = STARFOLD_OK;
+    starfold_topology_t topo = NULL;
+    int made_topo = 0;
+    item_t *items = calloc(n, sizeof *items);
+    group_t *groups = calloc(n, sizeof *groups);
+    size_t *member_store = calloc(n, sizeof *member_store);
+    starfold_value_t *res = calloc(n, sizeof *res);
+    size_t ngroups = 0;
+    if (!items || !groups || !member_store || !res) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    SF_CHECK_GOTO(pick_topology(ops, topology, ctx, &topo, &made_topo), st, out);
+    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
+
+    /* Classify, check devices, group (first appearance order). */
+    for (size_t i = 0; i < n; i++) {
+        classify(ops, &pairs[i], &items[i]);
+        SF_CHECK_GOTO(check_item_devices(fn, &items[i], ntopo, nctx, i), st, out);
+        size_t gi = 0;
+        while (gi < ngroups && !same_graph(&items[groups[gi].first], &items[i])) gi++;
+        if (gi == ngroups) groups[ngroups++].first = i;
+        items[i].group = (int)gi;
+    }
+    /* Members of each group, in input order, in one shared array. */
+    for (size_t gi = 0, pos = 0; gi < ngroups; gi++) {
+        groups[gi].members = &member_store[pos];
+        for (size_t i = 0; i < n; i++)
+            if (items[i].group == (int)gi) groups[gi].members[groups[gi].nmembers++] = i;
+        pos += groups[gi].nmembers;
+    }
+    /* Compile everything, then allocate every result: a failure here has submitted nothing. */
+    for (size_t gi = 0; gi < ngroups; gi++)
+        SF_CHECK_GOTO(compile_group(ops, topo, op, pairs, items, &groups[gi], options, fn), st, out);
+    for (size_t gi = 0; gi < ngroups; gi++)
+        for (size_t t = 0; t < groups[gi].nmembers; t++) {
+            const size_t i = groups[gi].members[t];
+            const starfold__dest_t *d = &pairs[i].dest;
+            SF_CHECK_GOTO(starfold__value_alloc(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices,
+                                         starfold_graph_output_dtype(groups[gi].graph, t), pairs[i].value->count, &res[i]),
+                          st, out);
+        }
+    for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(submit_group(ctx, pairs, items, &groups[gi], res, fn), st, out);
+
+    memcpy(results, res, sizeof *res * n);
+    memset(res, 0, sizeof *res * n); /* ownership moved to the caller */
+out:
+    /* On failure the results already submitted are destroyed: their records wait for the graphs. */
+    for (size_t i = 0; res && i < n; i++) starfold_value_destroy(res[i]);
+    for (size_t gi = 0; groups && gi < ngroups; gi++) {
+        if (groups[gi].cached) cache_release(ops, groups[gi].graph);
+        else starfold_graph_destroy(groups[gi].graph);
+        starfold__dist_req_release(groups[gi].req);
+    }
+    if (made_topo) starfold_topology_destroy(topo);
+    free(items);
+    free(groups);
+    free(member_store);
+    free(res);
+    return st;
+}
+
+/* One graph: broadcast of handle @src (device @sdev, host allowed) to @ndst devices; outputs given. */
+static starfold_status_t broadcast_graph(const char *algorithm, starfold_topology_t topology, starfold_context_t ctx,
+                                         starfold_dtype_t dtype, size_t count, starpu_data_handle_t src, int sdev,
+                                         int ndst, const int *dst_devices, const starpu_data_handle_t *outs,
+                                         const char *fn, starfold__dist_req_t **req_out)
+{
+    /* The host is no graph device: a host source is read on the first destination device, a host
+     * destination written on the source's device (device 0 when both are the host). */
+    int x = sdev;
+    if (x == STARFOLD_DEVICE_HOST) x = dst_devices[0] != STARFOLD_DEVICE_HOST ? dst_devices[0] : 0;
+    int dst[STARFOLD_MAX_DEVICES];
+    for (int k = 0; k < ndst; k++) dst[k] = map_host(dst_devices[k], x);
+
+    starfold_status_t st;
+    starfold_topology_t topo = NULL;
+    int made = 0;
+    if ((st = pick_topology(NULL, topology, ctx, &topo, &made)) != STARFOLD_OK) return st;
+    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
+    for (int k = -1; k < ndst; k++) {
+        const int d = k < 0 ? x : dst[k];
+        if (d < 0 || d >= ntopo || d >= nctx) {
+            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: device %d is not a device of the topology (0..%d) and the "
+                          "context (0..%d)", fn, d, ntopo - 1, nctx - 1);
+            goto out;
+        }
+    }
+    starfold_tensor_desc_t t = { dtype, count };
+    starfold_collective_desc_t desc = {
+        .kind = STARFOLD_COLL_BROADCAST, .op = STARFOLD_OP_SUM, .num_sources = 1, .sources = &x,
+        .num_destinations = ndst, .destinations = dst, .num_tensors = 1, .tensors = &t,
+    };
+    starfold_graph_t g = NULL;
+    if ((st = starfold_graph_compile(topo, algorithm, &desc, NULL, &g)) != STARFOLD_OK) goto out;
+    starfold_request_t req;
+    st = starfold_submit(ctx, g, &src, outs, &req);
+    if (st == STARFOLD_OK) {
+        if (!(*req_out = starfold__dist_req_new(req, 1))) {
+            starfold_request_destroy(req);
+            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        } else {
+            starfold__trace_entry_t e = { .path = SF_PATH_BROADCAST, .num_tensors = 1, .num_sources = 1,
+                                   .num_destinations = ndst, .reduce_device = -1 };
+            snprintf(e.algorithm, sizeof e.algorithm, "%s", algorithm);
+            starfold__trace_add(&e);
+        }
+    }
+    starfold_graph_destroy(g);
+out:
+    if (made) starfold_topology_destroy(topo);
+    return st;
+}
+
+starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                   starfold_value_t value, const starfold__dest_t *dest, const char *fn,
+                                   starfold_value_t *result)
+{
+    if (value->n != 1 && value->kind != STARFOLD_VALUE_MIRRORED)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "%s: broadcast takes one tensor: a one-component or mirrored value, not a per-replica value "
+                        "of %d components", fn, value->n);
+    if (dest->ctx && dest->ctx != value->ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the destination belongs to another context", fn);
+    starfold_status_t st;
+    starfold_value_t r = NULL;
+    if ((st = starfold__value_alloc(value->ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, value->dtype, value->count,
+                             &r)) != STARFOLD_OK)
+        return st;
+    starfold__dist_req_t *req = NULL;
+    /* TensorFlow's broadcast is simple_broadcast whatever the ops: one copy per destination. */
+    st = broadcast_graph("reduce-to-one", ops && ops->topology ? ops->topology : topology,
+                         value->ctx, value->dtype, value->count, value->handles[0], value->devices[0], dest->n,
+                         dest->devices, r->handles, fn, &req);
+    if (st == STARFOLD_OK) st = starfold__value_add_writer(r, req);
+    starfold__dist_req_release(req);
+    if (st != STARFOLD_OK) {
+        starfold_value_destroy(r);
+        return st;
+    }
+    *result = r;
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__copy_component(starfold_topology_t topology, starfold_value_t src, int sc,
+                                    starpu_data_handle_t dst, int dst_device, starfold_value_t owner)
+{
+    static const char fn[] = "starfold_update_assign";
+    starfold__dist_req_t *req = NULL;
+    starfold_status_t st = broadcast_graph("reduce-to-one", topology, src->ctx, src->dtype, src->count,
+                                           src->handles[sc], src->devices[sc], 1, &dst_device, &dst, fn, &req);
+    if (st == STARFOLD_OK) st = starfold__value_add_writer(owner, req);
+    starfold__dist_req_release(req);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Public methods
+ */
+
+static starfold_status_t check_value(const char *fn, starfold_value_t v, const char *what)
+{
+    if (!v) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, what);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_reduce(starfold_cross_device_ops_t ops, starfold_op_t op,
+                                                                starfold_value_t value,
+                                                                const starfold_destination_t *destinations,
+                                                                const starfold_communication_options_t *options,
+                                                                starfold_value_t *result)
+{
+    static const char fn[] = "starfold_cross_device_ops_reduce";
+    starfold_status_t st;
+    if (!ops || !result) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !ops ? "ops" : "result");
+    if ((st = check_value(fn, value, "value")) != STARFOLD_OK) return st;
+    starfold__pair_t p = { .value = value };
+    if ((st = starfold__dest_resolve(destinations, fn, &p.dest)) != STARFOLD_OK) return st;
+    starfold_communication_options_t o;
+    if ((st = starfold_communication_options_merge(NULL, options, &o)) != STARFOLD_OK) return st;
+    return starfold__ops_batch_reduce(ops, NULL, op, 1, &p, &o, fn, result);
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_batch_reduce(
+    starfold_cross_device_ops_t ops, starfold_op_t op, size_t num_pairs, const starfold_value_destination_pair_t *pairs,
+    const starfold_communication_options_t *options, starfold_value_t *results)
+{
+    static const char fn[] = "starfold_cross_device_ops_batch_reduce";
+    starfold_status_t st;
+    if (!ops || !results) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !ops ? "ops" : "results");
+    if (num_pairs == 0 || !pairs)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: batch_reduce needs at least one (value, destinations) pair",
+                        fn);
+    starfold_communication_options_t o;
+    if ((st = starfold_communication_options_merge(NULL, options, &o)) != STARFOLD_OK) return st;
+    starfold__pair_t *p = malloc(sizeof *p * num_pairs);
+    if (!p) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (size_t i = 0; i < num_pairs && st == STARFOLD_OK; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "value in pair %zu", i);
+        p[i].value = pairs[i].value;
+        if ((st = check_value(fn, pairs[i].value, what)) == STARFOLD_OK)
+            st = starfold__dest_resolve(&pairs[i].destinations, fn, &p[i].dest);
+    }
+    if (st == STARFOLD_OK) st = starfold__ops_batch_reduce(ops, NULL, op, num_pairs, p, &o, fn, results);
+    free(p);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_broadcast(starfold_cross_device_ops_t ops,
+                                                                   starfold_value_t value,
+                                                                   const starfold_destination_t *destinations,
+                                                                   starfold_value_t *result)
+{
+    static const char fn[] = "starfold_cross_device_ops_broadcast";
+    starfold_status_t st;
+    if (!ops || !result) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !ops ? "ops" : "result");
+    if ((st = check_value(fn, value, "value")) != STARFOLD_OK) return st;
+    starfold__dest_t d;
+    if ((st = starfold__dest_resolve(destinations, fn, &d)) != STARFOLD_OK) return st;
+    return starfold__ops_broadcast(ops, NULL, value, &d, fn, result);
+}

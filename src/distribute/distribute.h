@@ -1,0 +1,225 @@
+/*
+ * Private layout of the tf.distribute layer (include/starfold/distribute.h) and the functions its
+ * files share. Never installed.
+ *
+ *   dist_values.c          values, the shared submission records that values keep, host vectors,
+ *                          destinations resolved to device lists
+ *   dist_options.c         communication options
+ *   dist_cross_device_ops.c  cross-device ops: dispatch, grouping of a batch into graphs, submission
+ *   dist_strategy.c        strategies and their cross-replica methods
+ *   dist_replica.c         strategy.run: replica threads, rendezvous, all_reduce, merge_call
+ *
+ * This layer sits above the executor and calls it through its public API. The only StarPU calls it
+ * makes itself are in dist_values.c, for values over handles: validating a wrapped handle
+ * (interface id, element count and size) and registering / unregistering the host-memory vectors
+ * that hold results on the host (the executor only allocates on devices).
+ */
+#ifndef STARFOLD_SRC_DISTRIBUTE_H
+#define STARFOLD_SRC_DISTRIBUTE_H
+
+#include <pthread.h>
+
+#include <starfold/distribute.h>
+
+/* ------------------------------------------------------------------------------------------------
+ * Submission records
+ *
+ * One starfold_submit() may write several values (a batch reduce writes one result per pair), and a
+ * value may be written by several submissions (starfold_update_assign): values keep shared,
+ * reference-counted records of the submissions writing them. A record is waited at most once with
+ * the executor (under its lock: the executor's wait is not meant for two threads at once); the
+ * outcome is kept for the later waiters.
+ */
+typedef struct starfold__dist_req {
+    int refs;                 /* atomic */
+    pthread_mutex_t lock;
+    starfold_request_t req;   /* destroyed with the last reference */
+    int finished;             /* under lock: waited, status final */
+    starfold_status_t status; /* under lock */
+} starfold__dist_req_t;
+
+/* A record over @req with @refs references (the executor request is owned from now on); NULL when out of memory. */
+starfold__dist_req_t *starfold__dist_req_new(starfold_request_t req, int refs);
+void starfold__dist_req_release(starfold__dist_req_t *r);
+/* Waits (seconds < 0: without limit); the submission's outcome, or STARFOLD_ERR_TIMEOUT. */
+starfold_status_t starfold__dist_req_wait(starfold__dist_req_t *r, double seconds);
+
+/* ------------------------------------------------------------------------------------------------
+ * Values
+ */
+
+/* How a component's handle is released with the value. */
+enum {
+    SF_OWN_NONE = 0, /* the application's (wrapped) or borrowed from a part */
+    SF_OWN_DEVICE,   /* starfold_vector_create(): starfold_vector_destroy() */
+    SF_OWN_HOST      /* starfold__host_vector_create(): starfold__host_vector_destroy() */
+};
+
+struct starfold_value {
+    int refs;                     /* atomic */
+    starfold_context_t ctx;
+    starfold_value_kind_t kind;
+    starfold_dtype_t dtype;
+    size_t count;
+    int n;                        /* components */
+    int *devices;                 /* [n] device or STARFOLD_DEVICE_HOST */
+    starpu_data_handle_t *handles;/* [n] */
+    unsigned char *own;           /* [n] SF_OWN_* */
+    void **host_mem;              /* [n] host buffer of SF_OWN_HOST components */
+    starfold_value_t *parts;      /* values whose handles this one borrows (regroup), one reference each */
+    int nparts;
+    pthread_mutex_t lock;         /* guards the records below */
+    starfold__dist_req_t **writers;      /* submissions writing this value, one reference each */
+    size_t nwriters, capwriters;
+};
+
+/* A value of @n components over fresh handles, owned (SF_OWN_DEVICE / SF_OWN_HOST), content undefined. */
+starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                 starfold_dtype_t dtype, size_t count, starfold_value_t *value);
+/* A value borrowing @handles (SF_OWN_NONE), without validation: internal wrappers only. */
+starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                  const starpu_data_handle_t *handles, starfold_dtype_t dtype, size_t count,
+                                  starfold_value_t *value);
+/* Records that @r writes @v (adds a reference to @r). Drops records of submissions already finished well. */
+starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r);
+/*
+ * A one-component value holding component @c of @v: the handle's ownership moves to it (when @v owned
+ * it) and @v's writer records are shared. Used to hand each replica its part of an all-reduce result.
+ */
+starfold_status_t starfold__value_take_component(starfold_value_t v, int c, starfold_value_t *out);
+/* Index of the component of @v on @device, -1 when none. */
+int starfold__value_component_on(starfold_value_t v, int device);
+
+/* ------------------------------------------------------------------------------------------------
+ * Destinations, resolved: an ordered list of devices, or the host.
+ */
+typedef struct starfold__dest {
+    int n;
+    int devices[STARFOLD_MAX_DEVICES];
+    int host;                 /* 1: the host (n = 1, devices[0] = STARFOLD_DEVICE_HOST) */
+    starfold_context_t ctx;   /* of the destination value, NULL otherwise */
+} starfold__dest_t;
+
+/* Checks a public destination (TensorFlow's validate_destinations / check_destinations) and resolves it. */
+starfold_status_t starfold__dest_resolve(const starfold_destination_t *d, const char *fn, starfold__dest_t *out);
+/* TensorFlow's _devices_match: the same set of devices (order-insensitive). */
+int starfold__devices_match(int na, const int *a, int nb, const int *b);
+
+/* ------------------------------------------------------------------------------------------------
+ * Cross-device ops
+ */
+/*
+ * Compiled graphs kept for the next identical reduction (a training loop reduces the same gradients
+ * every step; "auto" compiles every algorithm to choose). Keyed by everything a compile reads:
+ * topology, algorithm, op, devices, tensors, options. A graph in use by a submission is never evicted.
+ */
+#define SF_OPS_CACHE 16
+typedef struct starfold__graph_cache_entry {
+    unsigned char *key;
+    size_t keylen;
+    starfold_graph_t graph;            /* owned by the cache */
+    unsigned long long used;           /* last use, for LRU eviction */
+    int borrowed;                      /* submissions using it now */
+} starfold__graph_cache_entry_t;
+
+struct starfold_cross_device_ops {
+    int refs;                          /* atomic */
+    const char *algorithm;             /* the registry's static name */
+    int all_reduce;                    /* 0: reduce-to-one (ReductionToOneDevice); 1: all-reduce algorithm */
+    starfold_algo_options_t options;
+    starfold_topology_t topology;      /* NULL: the caller's (strategy) or the context's */
+    pthread_mutex_t cache_lock;
+    starfold__graph_cache_entry_t cache[SF_OPS_CACHE];
+    unsigned long long clock;
+    unsigned long long cache_hits;     /* graphs reused instead of compiled (for tests and curious callers) */
+};
+
+/* One (value, resolved destination) pair. */
+typedef struct starfold__pair {
+    starfold_value_t value;
+    starfold__dest_t dest;
+} starfold__pair_t;
+
+/*
+ * The cross-device ops' batch reduce over resolved pairs (the work of reduce and batch_reduce);
+ * @topology is used when the ops have none (NULL: the context's). @options already merged and valid.
+ */
+starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                      starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+                                      const starfold_communication_options_t *options, const char *fn,
+                                      starfold_value_t *results);
+/* Broadcast of a one-component (or mirrored) value to a resolved destination. */
+starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                   starfold_value_t value, const starfold__dest_t *dest, const char *fn,
+                                   starfold_value_t *result);
+/* Copies value @src's component @sc into handle @dst of device @dst_device (one graph); records the writer on @owner. */
+starfold_status_t starfold__copy_component(starfold_topology_t topology, starfold_value_t src, int sc,
+                                    starpu_data_handle_t dst, int dst_device, starfold_value_t owner);
+
+/* ------------------------------------------------------------------------------------------------
+ * Strategies
+ */
+struct starfold_strategy {
+    starfold_strategy_kind_t kind;
+    starfold_context_t ctx;
+    starfold_topology_t topology;             /* a reference */
+    int n;                                    /* replicas */
+    int *devices;                             /* [n] replica devices */
+    int nvar;                                 /* devices of a variable */
+    int *var_devices;                         /* [nvar] */
+    starfold_cross_device_ops_t ops;          /* in use: the caller's or the default (a reference) */
+    starfold_cross_device_ops_t ring_ops;     /* implementation RING with default ops ("ring" if registered,
+                                                 else hierarchical-copy); NULL with the caller's ops */
+    starfold_cross_device_ops_t nccl_ops;     /* implementation NCCL with default ops: hierarchical-copy */
+    starfold_communication_options_t options; /* defaults for every call */
+    pthread_mutex_t run_lock;                 /* one run at a time */
+};
+
+/* The strategy's batch_reduce_to over resolved pairs, no context check (all_reduce's leader uses it). */
+starfold_status_t starfold__strategy_batch_reduce(starfold_strategy_t s, starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+                                           const starfold_communication_options_t *options, const char *fn,
+                                           starfold_value_t *results);
+/* Strategy defaults merged with @call (validated). */
+starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfold_communication_options_t *call,
+                                      starfold_communication_options_t *merged);
+
+/* ------------------------------------------------------------------------------------------------
+ * Replica context of the calling thread (dist_replica.c)
+ */
+/* Non-NULL while the thread runs a replica function (NULL again inside a merge function). */
+starfold_replica_context_t starfold__current_replica(void);
+/* The error of a cross-replica method called in a replica function (TensorFlow's RuntimeError text). */
+starfold_status_t starfold__require_cross_replica(const char *fn);
+
+/* ------------------------------------------------------------------------------------------------
+ * Test hook: what the layer compiled, so tests can see which path a reduction took and how many
+ * graphs a batch became. A process-wide log of the last SF_TRACE_MAX graphs, under a mutex.
+ */
+typedef enum starfold__path {
+    SF_PATH_SHORTCUT = 0, /* one component already on the destination: a copy */
+    SF_PATH_ALL_REDUCE,   /* the ops' all-reduce algorithm */
+    SF_PATH_REDUCE,       /* reduce-to-one: the ops' own (ReductionToOneDevice) */
+    SF_PATH_FALLBACK,     /* reduce-to-one as the fallback of an all-reduce algorithm */
+    SF_PATH_BROADCAST,    /* broadcast / copy */
+    SF_PATH_COUNT
+} starfold__path_t;
+
+typedef struct starfold__trace_entry {
+    starfold__path_t path;
+    char algorithm[32];
+    size_t num_tensors;
+    int num_sources;
+    int num_destinations;
+    int reduce_device;    /* reduce-to-one paths: the intermediate device; else -1 */
+} starfold__trace_entry_t;
+
+#define SF_TRACE_MAX 64
+void starfold__trace_reset(void);
+/* Number of graphs recorded since the reset (may exceed SF_TRACE_MAX; the oldest are dropped). */
+size_t starfold__trace_count(void);
+/* Entry @i (0 = oldest kept); -1 when out of range. */
+int starfold__trace_get(size_t i, starfold__trace_entry_t *out);
+void starfold__trace_add(const starfold__trace_entry_t *e);
+const char *starfold__path_name(starfold__path_t p);
+
+#endif /* STARFOLD_SRC_DISTRIBUTE_H */

@@ -1,0 +1,675 @@
+/*
+ * strategy.run and the replica context: replica threads, the rendezvous behind all_reduce and
+ * merge_call, and the errors that replace TensorFlow's hangs.
+ *
+ * Threads. starfold_strategy_run() starts one thread per replica, all blocked on a start flag until
+ * every thread exists (so a failed pthread_create never leaves a replica waiting for a missing one),
+ * then releases them together and joins them. Replicas run concurrently - TensorFlow resumes its
+ * replica threads one at a time, which is why a blocking collective called from a TensorFlow replica
+ * deadlocks in eager mode (tensorflow#53748).
+ *
+ * Rendezvous. A collective is the k-th all_reduce or merge_call of every replica. Each replica
+ * deposits its slot (its values, or its merge argument) and waits; the last one to arrive is the
+ * leader: it runs the collective (compiles and submits one graph, or runs merge_fn), publishes the
+ * outcome and wakes the others, each of which picks its own result from its slot.
+ *
+ *     replica 0 --- slot ---\                       /--- result ---> replica 0 continues
+ *     replica 1 --- slot ----+-- [last arrival runs it] --- result ---> replica 1 continues
+ *     replica 2 --- slot ---/   (gen k -> k + 1)    \--- result ---> replica 2 continues
+ *
+ * Errors instead of hangs. The run is "broken" - every replica waiting in a collective fails at once,
+ * and every later collective fails as soon as it is called - when:
+ *  - a replica returns from its function while another waits in a collective, or calls a collective
+ *    after another has returned: the numbers of calls differ (TensorFlow: "Some replicas made a
+ *    different number of replica_context().merge_call() calls.");
+ *  - replicas call different collectives (all_reduce here, merge_call there) at the same position;
+ *  - a replica waits longer than its timeout_seconds while some replica has not arrived: the
+ *    collective is abandoned before anything was submitted, so no input changed (STARFOLD_ERR_TIMEOUT).
+ * A collective that every replica joined but that fails (replicas disagree on the values, a
+ * reduction error, merge_fn's error) fails for every replica and does not break the run.
+ *
+ * The calling thread's replica context is thread-local: NULL outside a run and inside a merge
+ * function (the cross-replica context), which is how cross-replica methods refuse replica contexts.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "base/common.h"
+#include "distribute/distribute.h"
+
+#define MSG_LEN 512
+
+typedef enum coll_kind { COLL_NONE = 0, COLL_ALL_REDUCE, COLL_MERGE_CALL } coll_kind_t;
+
+static const char *coll_name(coll_kind_t k)
+{
+    return k == COLL_ALL_REDUCE ? "all_reduce" : k == COLL_MERGE_CALL ? "merge_call" : "none";
+}
+
+/* One replica's part of the collective in progress. */
+typedef struct slot {
+    starfold_status_t local_status; /* an error found by the replica itself: the collective fails */
+    char local_msg[MSG_LEN];
+    /* all_reduce */
+    starfold_op_t op;
+    size_t nvalues;
+    starpu_data_handle_t *handles;  /* [nvalues] this replica's component of each value */
+    const starfold_value_t *values;
+    starfold_communication_options_t options;
+    starfold_value_t *results;      /* [nvalues] where this replica wants its results */
+    /* merge_call */
+    starfold_merge_fn_t fn;
+    void *arg;
+    void *result;
+} slot_t;
+
+typedef struct starfold__run starfold__run_t;
+
+struct starfold_replica_context {
+    starfold__run_t *run;
+    int id;
+    int device;
+    starfold_strategy_t strategy;
+};
+
+struct starfold__run {
+    starfold_strategy_t strategy;
+    starfold_replica_fn_t fn;
+    void *arg;
+    int n;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;           /* CLOCK_MONOTONIC, for the timeouts */
+    int go, abort_start;
+    struct starfold_replica_context *rcs;
+    pthread_t *threads;
+    /* per replica */
+    long *ncalls;                  /* collectives entered */
+    int *done;                     /* returned from fn */
+    starfold_status_t *status;     /* what fn returned */
+    char (*msg)[MSG_LEN];          /* its error detail */
+    int *secondary;                /* its error is a consequence of another replica's */
+    starfold_status_t *got_status; /* the last collective error it received */
+    int *got_secondary;            /* ... and whether that was a consequence of another replica's */
+    /* the collective in progress: its index is gen */
+    long gen;
+    coll_kind_t kind;
+    int arrived;
+    int first;                     /* first replica to arrive */
+    int executing;                 /* the leader runs it: no timeout any more */
+    slot_t *slots;
+    starfold_status_t coll_status; /* outcome of collective gen - 1 */
+    char coll_msg[MSG_LEN];
+    /* broken: every collective fails at once */
+    int broken;
+    starfold_status_t broken_status;
+    int broken_secondary;
+    char broken_msg[MSG_LEN];
+};
+
+static _Thread_local struct starfold_replica_context *tls_rc; /* NULL: cross-replica context */
+static _Thread_local starfold__run_t *tls_run;                       /* the run this thread is a replica of */
+
+starfold_replica_context_t starfold__current_replica(void)
+{
+    return tls_rc;
+}
+
+STARFOLD_API starfold_replica_context_t starfold_get_replica_context(void)
+{
+    return tls_rc;
+}
+
+starfold_status_t starfold__require_cross_replica(const char *fn)
+{
+    if (!tls_rc) return STARFOLD_OK;
+    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                    "%s: Method requires being in cross-replica context, use get_replica_context().merge_call() "
+                    "(called from replica %d)",
+                    fn, tls_rc->id);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Replica context accessors
+ */
+
+STARFOLD_API int starfold_replica_context_replica_id_in_sync_group(starfold_replica_context_t context)
+{
+    return context ? context->id : -1;
+}
+
+STARFOLD_API int starfold_replica_context_num_replicas_in_sync(starfold_replica_context_t context)
+{
+    return context ? context->run->n : 0;
+}
+
+STARFOLD_API int starfold_replica_context_device(starfold_replica_context_t context)
+{
+    return context ? context->device : -2;
+}
+
+STARFOLD_API starfold_strategy_t starfold_replica_context_strategy(starfold_replica_context_t context)
+{
+    return context ? context->strategy : NULL;
+}
+
+/* select_replica: the component on this device, else the only one, else the one of this index. */
+static int select_index(starfold_replica_context_t rc, starfold_value_t v)
+{
+    int c = starfold__value_component_on(v, rc->device);
+    if (c < 0 && v->n == 1) c = 0;
+    if (c < 0 && v->n == rc->run->n) c = rc->id;
+    return c;
+}
+
+STARFOLD_API starfold_status_t starfold_replica_context_select(starfold_replica_context_t context,
+                                                               starfold_value_t value, starpu_data_handle_t *handle)
+{
+    static const char fn[] = "starfold_replica_context_select";
+    if (!context || !value || !handle)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                        !context ? "context" : !value ? "value" : "handle");
+    const int c = select_index(context, value);
+    if (c < 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "%s: the value (%d components) has no component for replica %d (device %d)", fn, value->n,
+                        context->id, context->device);
+    *handle = value->handles[c];
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Rendezvous
+ */
+
+/* Marks the run broken with an error (the first cause wins) and wakes every waiting replica. Lock held. */
+static void break_run(starfold__run_t *run, starfold_status_t st, int secondary, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void break_run(starfold__run_t *run, starfold_status_t st, int secondary, const char *fmt, ...)
+{
+    if (run->broken) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(run->broken_msg, sizeof run->broken_msg, fmt, ap);
+    va_end(ap);
+    run->broken = 1;
+    run->broken_status = st;
+    run->broken_secondary = secondary;
+    pthread_cond_broadcast(&run->cond);
+}
+
+static const char mismatch[] = "Some replicas made a different number of replica_context().merge_call() calls.";
+
+/* Lists the replicas that have not joined collective @k into @buf. Lock held. */
+static void missing_replicas(const starfold__run_t *run, long k, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (int j = 0; j < run->n; j++)
+        if (run->ncalls[j] <= k) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, len - used, "%sreplica %d", used ? ", " : "", j);
+        }
+}
+
+static void deadline_after(double seconds, struct timespec *ts)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    double whole = floor(seconds);
+    if (whole > 1e9) whole = 1e9;
+    ts->tv_sec += (time_t)whole;
+    ts->tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static starfold_status_t execute(starfold__run_t *run, long k, char *msg);
+
+/*
+ * Joins collective number ncalls[rc->id] with slot @mine; returns its outcome for this replica (the
+ * replica's results are in its slot's output fields).
+ */
+static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t kind, const slot_t *mine,
+                                    double timeout, const char *fn)
+{
+    starfold__run_t *run = rc->run;
+    const int r = rc->id;
+    char msg[MSG_LEN] = "";
+    starfold_status_t st = STARFOLD_OK;
+    int secondary = 0;
+
+    pthread_mutex_lock(&run->lock);
+    const long k = run->ncalls[r]++;
+    if (!run->broken) {
+        for (int j = 0; j < run->n; j++) {
+            if (!run->done[j]) continue;
+            if (run->status[j] == STARFOLD_OK)
+                break_run(run, STARFOLD_ERR_INVALID_ARGUMENT, 0,
+                          "%s replica %d returned from its function after %ld collective(s); replica %d called %s "
+                          "as collective #%ld",
+                          mismatch, j, run->ncalls[j], r, coll_name(kind), k);
+            else
+                break_run(run, run->status[j], 1, "replica %d failed before joining collective #%ld (%s): %s", j, k,
+                          coll_name(kind), run->msg[j]);
+        }
+    }
+    if (!run->broken && k != run->gen)
+        break_run(run, STARFOLD_ERR_INTERNAL, 0, "replica %d entered collective #%ld while #%ld is open", r, k, run->gen);
+    if (!run->broken && run->arrived > 0 && run->kind != kind)
+        break_run(run, STARFOLD_ERR_INVALID_ARGUMENT, 0, "%s Collective #%ld is %s on replica %d but %s on replica %d.",
+                  mismatch, k, coll_name(run->kind), run->first, coll_name(kind), r);
+    if (run->broken) goto broken;
+
+    if (run->arrived == 0) {
+        run->kind = kind;
+        run->first = r;
+    }
+    run->slots[r] = *mine;
+    if (++run->arrived == run->n) {
+        /* The leader: everyone is here. */
+        run->executing = 1;
+        pthread_mutex_unlock(&run->lock);
+        st = execute(run, k, msg);
+        pthread_mutex_lock(&run->lock);
+        run->executing = 0;
+        run->arrived = 0;
+        run->kind = COLL_NONE;
+        run->coll_status = st;
+        snprintf(run->coll_msg, sizeof run->coll_msg, "%s", msg);
+        run->gen++;
+        pthread_cond_broadcast(&run->cond);
+        goto out;
+    }
+
+    struct timespec deadline;
+    if (timeout > 0) deadline_after(timeout, &deadline);
+    while (run->gen == k && !run->broken) {
+        if (timeout > 0 && !run->executing) {
+            const int rc_wait = pthread_cond_timedwait(&run->cond, &run->lock, &deadline);
+            if (rc_wait == ETIMEDOUT && run->gen == k && !run->broken && !run->executing) {
+                char who[256];
+                missing_replicas(run, k, who, sizeof who);
+                break_run(run, STARFOLD_ERR_TIMEOUT, 0,
+                          "%s #%ld: only %d of %d replicas joined within %g s (missing: %s); nothing was submitted",
+                          coll_name(kind), k, run->arrived, run->n, timeout, who);
+            }
+        } else {
+            pthread_cond_wait(&run->cond, &run->lock);
+        }
+    }
+    if (run->gen > k) {
+        st = run->coll_status;
+        snprintf(msg, sizeof msg, "%s", run->coll_msg);
+        goto out;
+    }
+broken:
+    st = run->broken_status;
+    secondary = run->broken_secondary;
+    snprintf(msg, sizeof msg, "%s", run->broken_msg);
+out:
+    if (st != STARFOLD_OK) {
+        run->got_status[r] = st;
+        run->got_secondary[r] = secondary;
+    }
+    pthread_mutex_unlock(&run->lock);
+    if (st != STARFOLD_OK) return starfold__error(st, "%s: %s", fn, msg);
+    return STARFOLD_OK;
+}
+
+/* The leader's all_reduce: one batch_reduce_to of PerReplica values over every replica's handles. */
+static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *msg)
+{
+    slot_t *sl = run->slots;
+    const int n = run->n;
+    const size_t nv = sl[0].nvalues;
+    for (int r = 1; r < n; r++) {
+        if (sl[r].nvalues != nv) {
+            snprintf(msg, MSG_LEN, "all_reduce #%ld: replica %d passed %zu values, replica 0 passed %zu; the structure "
+                     "of the value must be the same on every replica", k, r, sl[r].nvalues, nv);
+            return STARFOLD_ERR_INVALID_ARGUMENT;
+        }
+        if (sl[r].op != sl[0].op) {
+            snprintf(msg, MSG_LEN, "all_reduce #%ld: replica %d reduces with %s, replica 0 with %s", k, r,
+                     starfold_op_name(sl[r].op), starfold_op_name(sl[0].op));
+            return STARFOLD_ERR_INVALID_ARGUMENT;
+        }
+    }
+    for (size_t i = 0; i < nv; i++)
+        for (int r = 1; r < n; r++) {
+            const starfold_value_t a = sl[0].values[i], b = sl[r].values[i];
+            if (a->dtype != b->dtype || a->count != b->count) {
+                snprintf(msg, MSG_LEN, "all_reduce #%ld: value %zu is %zu x %s on replica %d but %zu x %s on replica 0; "
+                         "the shapes must be the same on every replica", k, i, b->count, starfold_dtype_name(b->dtype),
+                         r, a->count, starfold_dtype_name(a->dtype));
+                return STARFOLD_ERR_INVALID_ARGUMENT;
+            }
+        }
+
+    starfold_status_t st = STARFOLD_OK;
+    const starfold_strategy_t s = run->strategy;
+    starfold__pair_t *pairs = calloc(nv, sizeof *pairs);
+    starfold_value_t *res = calloc(nv, sizeof *res);
+    starfold_value_t *mine = calloc(nv * (size_t)n, sizeof *mine); /* [r * nv + i] */
+    starpu_data_handle_t *h = malloc(sizeof *h * (size_t)n);
+    if (!pairs || !res || !mine || !h) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nv; i++) {
+        for (int r = 0; r < n; r++) h[r] = sl[r].handles[i];
+        const starfold_value_t v0 = sl[0].values[i];
+        SF_CHECK_GOTO(starfold__value_borrow(v0->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, h, v0->dtype, v0->count,
+                                      &pairs[i].value),
+                      st, out);
+        /* TensorFlow's batch_all_reduce: each value is its own destination. */
+        pairs[i].dest.n = n;
+        memcpy(pairs[i].dest.devices, s->devices, sizeof(int) * (size_t)n);
+        pairs[i].dest.ctx = v0->ctx;
+    }
+    SF_CHECK_GOTO(starfold__strategy_batch_reduce(s, sl[0].op, nv, pairs, &sl[0].options, "all_reduce", res), st, out);
+    /* Replica r's results are component r of each result (the destinations are in replica order). */
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++) SF_CHECK_GOTO(starfold__value_take_component(res[i], r, &mine[(size_t)r * nv + i]), st, out);
+    for (int r = 0; r < n; r++) memcpy(sl[r].results, &mine[(size_t)r * nv], sizeof *mine * nv);
+    memset(mine, 0, sizeof *mine * nv * (size_t)n);
+out:
+    if (st != STARFOLD_OK) snprintf(msg, MSG_LEN, "%s", starfold_last_error());
+    for (size_t i = 0; mine && i < nv * (size_t)n; i++) starfold_value_destroy(mine[i]);
+    for (size_t i = 0; res && i < nv; i++) starfold_value_destroy(res[i]);
+    for (size_t i = 0; pairs && i < nv; i++) starfold_value_destroy(pairs[i].value);
+    free(pairs);
+    free(res);
+    free(mine);
+    free(h);
+    return st;
+}
+
+/* The leader's merge_call: merge_fn of replica 0, once, in the cross-replica context. */
+static starfold_status_t execute_merge_call(starfold__run_t *run, char *msg)
+{
+    const int n = run->n;
+    const size_t nn = n > 0 ? (size_t)n : 1;
+    void **args = malloc(sizeof *args * nn);
+    void **results = calloc(nn, sizeof *results);
+    if (!args || !results) {
+        free(args);
+        free(results);
+        snprintf(msg, MSG_LEN, "merge_call: out of memory");
+        return STARFOLD_ERR_OUT_OF_MEMORY;
+    }
+    for (int r = 0; r < n; r++) args[r] = run->slots[r].arg;
+    struct starfold_replica_context *saved = tls_rc;
+    tls_rc = NULL; /* cross-replica context */
+    starfold_status_t st = run->slots[0].fn(run->strategy, n, args, results);
+    tls_rc = saved;
+    if (st != STARFOLD_OK) {
+        const char *why = starfold_last_error();
+        snprintf(msg, MSG_LEN, "merge_fn failed (%s)%s%s", starfold_status_string(st), why[0] ? ": " : "", why);
+    } else {
+        for (int r = 0; r < n; r++) run->slots[r].result = results[r];
+    }
+    free(args);
+    free(results);
+    return st;
+}
+
+static starfold_status_t execute(starfold__run_t *run, long k, char *msg)
+{
+    for (int r = 0; r < run->n; r++)
+        if (run->slots[r].local_status != STARFOLD_OK) {
+            snprintf(msg, MSG_LEN, "%s #%ld: replica %d: %.440s", coll_name(run->kind), k, r, run->slots[r].local_msg);
+            return run->slots[r].local_status;
+        }
+    return run->kind == COLL_ALL_REDUCE ? execute_all_reduce(run, k, msg) : execute_merge_call(run, msg);
+}
+
+/* The replica context must be the calling thread's own, in its replica function. */
+static starfold_status_t check_own(starfold_replica_context_t rc, const char *fn)
+{
+    if (!rc) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL replica context", fn);
+    if (tls_rc != rc) {
+        if (!tls_rc && tls_run == rc->run)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: called in the cross-replica context (a merge function)",
+                            fn);
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "%s: the replica context of replica %d is used outside that replica's function", fn, rc->id);
+    }
+    return STARFOLD_OK;
+}
+
+/* Records a local error in the slot (the collective will fail for everyone with it). */
+static void slot_fail(slot_t *sl, starfold_status_t st)
+{
+    sl->local_status = st;
+    snprintf(sl->local_msg, sizeof sl->local_msg, "%s", starfold_last_error());
+}
+
+STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_replica_context_t context,
+                                                                   starfold_op_t op, size_t num_values,
+                                                                   const starfold_value_t *values,
+                                                                   const starfold_communication_options_t *options,
+                                                                   starfold_value_t *results)
+{
+    static const char fn[] = "starfold_replica_context_all_reduce";
+    starfold_status_t st;
+    if ((st = check_own(context, fn)) != STARFOLD_OK) return st;
+    slot_t sl;
+    memset(&sl, 0, sizeof sl);
+    sl.op = op;
+    sl.nvalues = num_values;
+    sl.values = values;
+    sl.results = results;
+    double timeout = 0;
+    /* Local checks: a failure still joins, so that every replica fails together instead of waiting. */
+    if (!results || !values || num_values == 0)
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                                num_values == 0 ? "all_reduce needs at least one value" : "NULL values or results"));
+    else if ((int)op < 0 || (int)op >= STARFOLD_OP_COUNT)
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op));
+    else if ((st = starfold__strategy_options(context->strategy, options, &sl.options)) != STARFOLD_OK)
+        slot_fail(&sl, st);
+    else if (!(sl.handles = malloc(sizeof *sl.handles * num_values)))
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
+    else {
+        timeout = sl.options.timeout_seconds;
+        for (size_t i = 0; i < num_values && sl.local_status == STARFOLD_OK; i++) {
+            const starfold_value_t v = values[i];
+            const int c = v ? starfold__value_component_on(v, context->device) : -1;
+            if (!v)
+                slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %zu is NULL", fn, i));
+            else if (v->ctx != context->strategy->ctx)
+                slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %zu belongs to another context", fn, i));
+            else if (c < 0)
+                slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                        "%s: value %zu has no component on this replica's device %d", fn, i,
+                                        context->device));
+            else
+                sl.handles[i] = v->handles[c];
+        }
+    }
+    st = rendezvous(context, COLL_ALL_REDUCE, &sl, timeout, fn);
+    free(sl.handles);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_replica_context_merge_call(starfold_replica_context_t context,
+                                                                   starfold_merge_fn_t merge_fn, void *arg,
+                                                                   void **result)
+{
+    static const char fn[] = "starfold_replica_context_merge_call";
+    starfold_status_t st;
+    if ((st = check_own(context, fn)) != STARFOLD_OK) return st;
+    slot_t sl;
+    memset(&sl, 0, sizeof sl);
+    sl.fn = merge_fn;
+    sl.arg = arg;
+    if (!merge_fn) slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL merge_fn", fn));
+    st = rendezvous(context, COLL_MERGE_CALL, &sl, context->strategy->options.timeout_seconds, fn);
+    if (st == STARFOLD_OK && result) {
+        pthread_mutex_lock(&context->run->lock);
+        *result = context->run->slots[context->id].result;
+        pthread_mutex_unlock(&context->run->lock);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * strategy.run
+ */
+
+/* A replica has returned from its function: anyone waiting for it in a collective never will be joined. */
+static void replica_done(starfold__run_t *run, int r, starfold_status_t st, const char *why)
+{
+    pthread_mutex_lock(&run->lock);
+    run->done[r] = 1;
+    run->status[r] = st;
+    snprintf(run->msg[r], MSG_LEN, "%s", why);
+    run->secondary[r] = st != STARFOLD_OK && run->got_status[r] == st && run->got_secondary[r];
+    if (!run->broken && run->arrived > 0) {
+        if (st == STARFOLD_OK)
+            break_run(run, STARFOLD_ERR_INVALID_ARGUMENT, 0,
+                      "%s replica %d returned from its function after %ld collective(s) while replica %d waits in "
+                      "collective #%ld (%s)",
+                      mismatch, r, run->ncalls[r], run->first, run->gen, coll_name(run->kind));
+        else
+            break_run(run, st, 1, "replica %d failed while replica %d waits in collective #%ld (%s): %s", r, run->first,
+                      run->gen, coll_name(run->kind), why);
+    }
+    pthread_mutex_unlock(&run->lock);
+}
+
+static void *replica_main(void *p)
+{
+    struct starfold_replica_context *rc = p;
+    starfold__run_t *run = rc->run;
+    pthread_mutex_lock(&run->lock);
+    while (!run->go && !run->abort_start) pthread_cond_wait(&run->cond, &run->lock);
+    const int abort_start = run->abort_start;
+    pthread_mutex_unlock(&run->lock);
+    if (abort_start) return NULL;
+
+    tls_rc = rc;
+    tls_run = run;
+    const starfold_status_t st = run->fn(rc, run->arg);
+    char why[MSG_LEN] = "";
+    if (st != STARFOLD_OK) snprintf(why, sizeof why, "%s", starfold_last_error());
+    tls_rc = NULL;
+    tls_run = NULL;
+    replica_done(run, rc->id, st, why);
+    return NULL;
+}
+
+static void run_free(starfold__run_t *run)
+{
+    pthread_cond_destroy(&run->cond);
+    pthread_mutex_destroy(&run->lock);
+    free(run->rcs);
+    free(run->threads);
+    free(run->ncalls);
+    free(run->done);
+    free(run->status);
+    free(run->msg);
+    free(run->secondary);
+    free(run->got_status);
+    free(run->got_secondary);
+    free(run->slots);
+    free(run);
+}
+
+static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn, void *arg)
+{
+    starfold__run_t *run = calloc(1, sizeof *run);
+    if (!run) return NULL;
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) {
+        free(run);
+        return NULL;
+    }
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    const int cond_ok = pthread_cond_init(&run->cond, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!cond_ok) {
+        free(run);
+        return NULL;
+    }
+    if (pthread_mutex_init(&run->lock, NULL) != 0) {
+        pthread_cond_destroy(&run->cond);
+        free(run);
+        return NULL;
+    }
+    const size_t n = (size_t)s->n;
+    run->strategy = s;
+    run->fn = fn;
+    run->arg = arg;
+    run->n = s->n;
+    run->rcs = calloc(n, sizeof *run->rcs);
+    run->threads = calloc(n, sizeof *run->threads);
+    run->ncalls = calloc(n, sizeof *run->ncalls);
+    run->done = calloc(n, sizeof *run->done);
+    run->status = calloc(n, sizeof *run->status);
+    run->msg = calloc(n, sizeof *run->msg);
+    run->secondary = calloc(n, sizeof *run->secondary);
+    run->got_status = calloc(n, sizeof *run->got_status);
+    run->got_secondary = calloc(n, sizeof *run->got_secondary);
+    run->slots = calloc(n, sizeof *run->slots);
+    if (!run->rcs || !run->threads || !run->ncalls || !run->done || !run->status || !run->msg || !run->secondary ||
+        !run->got_status || !run->got_secondary || !run->slots) {
+        run_free(run);
+        return NULL;
+    }
+    for (int r = 0; r < s->n; r++) {
+        run->rcs[r].run = run;
+        run->rcs[r].id = r;
+        run->rcs[r].device = s->devices[r];
+        run->rcs[r].strategy = s;
+    }
+    return run;
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg)
+{
+    static const char name[] = "starfold_strategy_run";
+    if (!strategy || !fn)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", name, !strategy ? "strategy" : "fn");
+    if (tls_run)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: called from a replica function or a merge function", name);
+    starfold__run_t *run = run_new(strategy, fn, arg);
+    if (!run) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+
+    pthread_mutex_lock(&strategy->run_lock);
+    starfold_status_t st = STARFOLD_OK;
+    int started = 0;
+    for (; started < run->n; started++) {
+        const int err = pthread_create(&run->threads[started], NULL, replica_main, &run->rcs[started]);
+        if (err != 0) {
+            st = starfold__error(STARFOLD_ERR_RUNTIME, "%s: cannot start the thread of replica %d (%s); no replica ran", name,
+                          started, strerror(err));
+            break;
+        }
+    }
+    pthread_mutex_lock(&run->lock);
+    if (st == STARFOLD_OK) run->go = 1;
+    else run->abort_start = 1;
+    pthread_cond_broadcast(&run->cond);
+    pthread_mutex_unlock(&run->lock);
+    for (int r = 0; r < started; r++) pthread_join(run->threads[r], NULL);
+    pthread_mutex_unlock(&strategy->run_lock);
+
+    if (st == STARFOLD_OK) {
+        /* The lowest replica whose failure is its own; else the lowest failure. */
+        int pick = -1;
+        for (int r = 0; r < run->n && pick < 0; r++)
+            if (run->status[r] != STARFOLD_OK && !run->secondary[r]) pick = r;
+        for (int r = 0; r < run->n && pick < 0; r++)
+            if (run->status[r] != STARFOLD_OK) pick = r;
+        if (pick >= 0)
+            st = starfold__error(run->status[pick], "replica %d (device %d): %s", pick, run->rcs[pick].device, run->msg[pick]);
+    }
+    run_free(run);
+    return st;
+}

@@ -1,0 +1,52 @@
+/*
+ * Private layout of the executor's objects: the context (logical device -> StarPU worker and memory
+ * node) and the request (one submitted graph: its tasks' shared flags, the completion counter and the
+ * temporaries to release).
+ *
+ * Only exec_*.c and kernels_*.c include <starpu.h> among the library's sources.
+ */
+#ifndef STARFOLD_SRC_EXEC_H
+#define STARFOLD_SRC_EXEC_H
+
+#include <pthread.h>
+
+#include <starpu.h>
+#include <starfold/exec.h>
+
+#include "exec/pool.h"
+#include "exec/kernels.h"
+
+struct starfold_context {
+    starfold_device_mode_t mode;  /* never AUTO */
+    int num_devices;
+    int *workers;                 /* [num_devices] StarPU worker id of each logical device */
+    int *nodes;                   /* [num_devices] its memory node */
+    starfold__pool_t *pool;              /* main-memory blocks for temporaries, kept across submissions */
+    /*
+     * Testing hooks, set by tests through this private header; -1 (the default) = off.
+     * test_refuse_task: the submission of graph node i is handled as if StarPU had refused it (-ENODEV),
+     *                   which exercises the cancellation path of starfold_submit().
+     * test_fail_task:   the kernel of graph node i reports a failure instead of running.
+     */
+    long test_refuse_task;
+    long test_fail_task;
+};
+
+struct starfold_request {
+    starfold_context_t context;
+    pthread_mutex_t lock;
+    pthread_cond_t done;          /* signalled when pending reaches 0 (CLOCK_MONOTONIC for timed waits) */
+    size_t pending;               /* tasks not yet completed (callbacks not yet run), gate included */
+    int cancelled;                /* __atomic: kernels do nothing when set (a refused submission) */
+    int status;                   /* __atomic: first kernel failure, STARFOLD_OK while none */
+    starpu_data_handle_t *temps;  /* registered temporaries, released without write-back */
+    size_t ntemps;
+    int temps_released;
+    void *temp_block;             /* the main-memory temporaries' block from the context's pool, or NULL */
+    size_t temp_block_bytes;
+    starfold__pool_t *pool;              /* where it goes back (a reference held while temp_block is set) */
+    starfold__kernel_args_t **args;      /* [nargs] one per task, owned */
+    size_t nargs;
+};
+
+#endif /* STARFOLD_SRC_EXEC_H */

@@ -1,0 +1,611 @@
+/*
+ * The graph invariant checker: every compiled graph must pass it, and tests run it after every
+ * compile. It reports the first violation as one sentence naming node, kind, device, buffer and
+ * element range, so an algorithm bug reads as "node 12 (reduce on device 3) reads elements
+ * [0, 256) of temporary buffer 40 (on device 3) that no ancestor wrote".
+ *
+ * Checks, in the order they are reported:
+ *   1. structure, node by node: deps name earlier nodes only (so the node order is a valid
+ *      submission order and the graph is acyclic), spans in bounds and of the node's dtype, device
+ *      in the topology, writes only into buffers of devices sharing the node's memory and never into
+ *      an input, arity per kind, and a node's own writes neither overlap each other nor partially
+ *      overlap its reads;
+ *   2. no read before write: every range a node reads of a TEMP or OUTPUT buffer was written by an
+ *      ancestor (transitive dependency); inputs count as written;
+ *   3. no race: two nodes touching overlapping ranges of a buffer, one writing, are ordered;
+ *   4. every OUTPUT element written exactly once;
+ *   5. in-place safety: input (s, t) and output (d, t) on the same device may be one StarPU handle,
+ *      so every node reading input range X is an ancestor of every node writing output over X.
+ *
+ * Cost. Ancestry is a lower-triangular bitset, row i holding nodes 0 .. i-1: n^2/16 bytes (25 MB at
+ * 20,000 nodes) and O(edges * n / 64) word operations to fill in node order. The A accesses are
+ * sorted per buffer, O(A log A), under an implicit interval tree, so a range query costs O(log A)
+ * per access it reports; pairs of reads are never enumerated. No per-element arrays.
+ */
+#include "config.h"
+
+#include "base/common.h"
+#include "graph/graph.h"
+
+#include <stdio.h>
+
+/* One span of one node, as the half-open element range [lo, hi) of a buffer. */
+typedef struct ck_access {
+    size_t node;
+    size_t lo, hi;
+    size_t span;   /* index in the node's src or dst array */
+    int write;
+} ck_access_t;
+
+/*
+ * Accesses grouped by buffer (group b is acc[start[b] .. start[b + 1])), sorted by lo within a group,
+ * with an implicit interval tree per group: mx[4 * start[b] + v] is the largest hi under tree node v
+ * (root 1, children 2v and 2v + 1, halving the group's index range). A range query prunes subtrees
+ * that end before it or start after it, so it costs O(log A) per access it reports.
+ */
+typedef struct ck_index {
+    ck_access_t *acc;
+    size_t *start;   /* [nbufs + 1] */
+    size_t *mx;      /* [4 * accesses] */
+} ck_index_t;
+
+/* A range query: calls fn on every access of group [gl, gr) overlapping [lo, hi), by ascending lo. */
+typedef struct ck_query {
+    size_t gl, gr, lo, hi;
+    int (*fn)(void *ctx, const ck_access_t *a); /* nonzero stops the walk */
+    void *ctx;
+} ck_query_t;
+
+typedef struct checker {
+    const struct starfold_graph *g;
+    uint64_t *anc;   /* row i: bit j set when node j < i is an ancestor of node i */
+    size_t *row;     /* [nnodes + 1] word offset of each row */
+    ck_index_t all;  /* every non-empty span */
+    ck_index_t wr;   /* the written ones only */
+} checker_t;
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Descriptions for messages                                                                        */
+
+typedef struct { char s[96]; } ck_text_t;
+
+static ck_text_t node_text(const struct starfold_graph *g, size_t i)
+{
+    ck_text_t t;
+    snprintf(t.s, sizeof t.s, "node %zu (%s on device %d)", i, starfold_task_kind_name(g->nodes[i].kind),
+             g->nodes[i].device);
+    return t;
+}
+
+static ck_text_t buf_text(const struct starfold_graph *g, size_t b)
+{
+    ck_text_t t;
+    const starfold__buffer_t *x = &g->bufs[b];
+    if (x->kind == SF_BUF_TEMP)
+        snprintf(t.s, sizeof t.s, "temporary buffer %zu (on device %d)", b, x->device);
+    else
+        snprintf(t.s, sizeof t.s, "%s buffer %zu (slot %d, tensor %zu on device %d)",
+                 x->kind == SF_BUF_INPUT ? "input" : "output", b, x->slot, x->tensor, x->device);
+    return t;
+}
+
+static starfold_status_t invalid_node(const struct starfold_graph *g, size_t i, const char *what)
+{
+    return starfold__error(STARFOLD_ERR_GRAPH_INVALID, "%s: %s: %s", g->algorithm, node_text(g, i).s, what);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* 1. Structure                                                                                     */
+
+static int spans_overlap(starfold__span_t a, starfold__span_t b)
+{
+    return a.buf == b.buf && a.count && b.count && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+}
+
+/* Position of span @k in the concatenation of @spans (the element order of a segmented copy). */
+static size_t concat_pos(const starfold__span_t *spans, size_t k)
+{
+    size_t p = 0;
+    for (size_t i = 0; i < k; i++) p += spans[i].count;
+    return p;
+}
+
+/*
+ * Whether node @n, where src span @s and dst span @d overlap (in one buffer, or in an input and an
+ * output that may be one aliased handle), reads each element x of the overlap from exactly where it
+ * writes x, so one task may do both: a segmented copy maps concatenation position p of its sources
+ * to position p of its destinations, a REDUCE or SCALE maps every source position i to position i of
+ * the destination. Identity holds when both spans put buffer offset 0 at the same position.
+ */
+static int maps_elementwise(const starfold__node_t *n, size_t s, size_t d)
+{
+    const int elementwise = n->kind == STARFOLD_TASK_REDUCE || n->kind == STARFOLD_TASK_SCALE;
+    /* A segmented REDUCE: only within one segment (another segment is another reduction). */
+    if (elementwise && n->nseg > 1 && s / (n->nsrc / n->nseg) != d / (n->ndst / n->nseg)) return 0;
+    const size_t ps = elementwise ? 0 : concat_pos(n->src, s), pd = elementwise ? 0 : concat_pos(n->dst, d);
+    return ps + n->dst[d].offset == pd + n->src[s].offset;
+}
+
+static starfold_status_t check_span(const struct starfold_graph *g, size_t i, starfold__span_t s, const char *role)
+{
+    char what[160];
+    if (s.buf >= g->nbufs) {
+        snprintf(what, sizeof what, "%s span names buffer %zu of %zu", role, s.buf, g->nbufs);
+        return invalid_node(g, i, what);
+    }
+    const starfold__buffer_t *b = &g->bufs[s.buf];
+    if (s.offset > b->count || s.count > b->count - s.offset) {
+        snprintf(what, sizeof what, "%s span [%zu, +%zu) is outside %s of %zu elements", role, s.offset, s.count,
+                 buf_text(g, s.buf).s, b->count);
+        return invalid_node(g, i, what);
+    }
+    const starfold__node_t *n = &g->nodes[i];
+    const int converting = n->kind == STARFOLD_TASK_SCALE && !strcmp(role, "destination") &&
+                           b->dtype == STARFOLD_FLOAT64 && (n->dtype == STARFOLD_INT32 || n->dtype == STARFOLD_INT64);
+    if (b->dtype != n->dtype && !converting) {
+        snprintf(what, sizeof what, "%s span of %s is %s, the node is %s", role, buf_text(g, s.buf).s,
+                 starfold_dtype_name(b->dtype), starfold_dtype_name(g->nodes[i].dtype));
+        return invalid_node(g, i, what);
+    }
+    return STARFOLD_OK;
+}
+
+static starfold_status_t check_deps(const struct starfold_graph *g, size_t i)
+{
+    const starfold__node_t *n = &g->nodes[i];
+    char what[128];
+    for (size_t k = 0; k < n->ndeps; k++) {
+        if (n->deps[k] >= i) {
+            snprintf(what, sizeof what, "depends on node %zu, which is not an earlier node (cycle or bad order)",
+                     n->deps[k]);
+            return invalid_node(g, i, what);
+        }
+        if (k && n->deps[k] <= n->deps[k - 1]) {
+            snprintf(what, sizeof what, "dependencies not ascending and unique (%zu after %zu)", n->deps[k],
+                     n->deps[k - 1]);
+            return invalid_node(g, i, what);
+        }
+    }
+    return STARFOLD_OK;
+}
+
+static size_t span_total(const starfold__span_t *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += s[i].count;
+    return c;
+}
+
+static starfold_status_t check_arity(const struct starfold_graph *g, size_t i)
+{
+    const starfold__node_t *n = &g->nodes[i];
+    char what[128];
+    switch (n->kind) {
+    case STARFOLD_TASK_REDUCE:
+        if (n->ndst < 1 || n->nsrc < 1) {
+            snprintf(what, sizeof what, "a reduce needs >= 1 destination and >= 1 source, has %zu and %zu", n->ndst,
+                     n->nsrc);
+            return invalid_node(g, i, what);
+        }
+        if ((int)n->op < 0 || (int)n->op >= STARFOLD_OP_COUNT) return invalid_node(g, i, "unknown reduce op");
+        if (n->divisor < 1 || (n->divisor > 1 && n->op != STARFOLD_OP_SUM && n->op != STARFOLD_OP_MEAN)) {
+            snprintf(what, sizeof what, "a reduce (%s) divided by %u", starfold_op_name(n->op), n->divisor);
+            return invalid_node(g, i, what);
+        }
+        if (n->nseg < 1 || n->nsrc % n->nseg || n->ndst % n->nseg) {
+            snprintf(what, sizeof what, "%zu sources and %zu destinations in %zu segments", n->nsrc, n->ndst, n->nseg);
+            return invalid_node(g, i, what);
+        }
+        /* Segment q: sources [q * ps, (q + 1) * ps), destinations [q * pd, (q + 1) * pd), one count. */
+        const size_t ps = n->nsrc / n->nseg, pd = n->ndst / n->nseg;
+        for (size_t k = 0; k < n->nsrc + n->ndst; k++) {
+            const int src = k < n->nsrc;
+            const size_t j = src ? k : k - n->nsrc, q = src ? j / ps : j / pd;
+            const starfold__span_t *s = src ? &n->src[j] : &n->dst[j];
+            if (s->count != n->dst[q * pd].count) {
+                snprintf(what, sizeof what, "%s %zu has %zu elements, the destination%s %zu",
+                         src ? "source" : "destination", j, s->count, n->nseg > 1 ? " of its segment" : "",
+                         n->dst[q * pd].count);
+                return invalid_node(g, i, what);
+            }
+        }
+        return STARFOLD_OK;
+    case STARFOLD_TASK_SCALE:
+        if (n->nseg != 1 || n->ndst != 1 || n->nsrc != 1 || n->src[0].count != n->dst[0].count || n->divisor < 1) {
+            snprintf(what, sizeof what, "a scale needs 1 source and 1 destination of one count and a divisor >= 1");
+            return invalid_node(g, i, what);
+        }
+        return STARFOLD_OK;
+    case STARFOLD_TASK_COPY:
+    case STARFOLD_TASK_PACK:
+    case STARFOLD_TASK_UNPACK:
+        if (n->nseg != 1 || n->nsrc < 1 || span_total(n->src, n->nsrc) != span_total(n->dst, n->ndst)) {
+            snprintf(what, sizeof what, "moves %zu elements into %zu", span_total(n->src, n->nsrc),
+                     span_total(n->dst, n->ndst));
+            return invalid_node(g, i, what);
+        }
+        return STARFOLD_OK;
+    }
+    return invalid_node(g, i, "unknown task kind");
+}
+
+/* Writes in the node's memory only, never into an input, never twice within the node. */
+static starfold_status_t check_writes(const struct starfold_graph *g, size_t i)
+{
+    const starfold__node_t *n = &g->nodes[i];
+    char what[200];
+    for (size_t k = 0; k < n->ndst; k++) {
+        const starfold__buffer_t *b = &g->bufs[n->dst[k].buf];
+        if (b->kind == SF_BUF_INPUT) {
+            snprintf(what, sizeof what, "writes %s", buf_text(g, n->dst[k].buf).s);
+            return invalid_node(g, i, what);
+        }
+        if (!starfold_topology_same_memory(g->topology, b->device, n->device)) {
+            snprintf(what, sizeof what, "writes %s of another device", buf_text(g, n->dst[k].buf).s);
+            return invalid_node(g, i, what);
+        }
+        for (size_t j = 0; j < k; j++)
+            if (spans_overlap(n->dst[j], n->dst[k])) {
+                snprintf(what, sizeof what, "destination spans %zu and %zu overlap in %s", j, k,
+                         buf_text(g, n->dst[k].buf).s);
+                return invalid_node(g, i, what);
+            }
+        for (size_t s = 0; s < n->nsrc; s++)
+            if (spans_overlap(n->src[s], n->dst[k]) && !maps_elementwise(n, s, k)) {
+                snprintf(what, sizeof what, "source span %zu overlaps destination span %zu in %s, shifted",
+                         s, k, buf_text(g, n->dst[k].buf).s);
+                return invalid_node(g, i, what);
+            }
+    }
+    return STARFOLD_OK;
+}
+
+static starfold_status_t check_node(const struct starfold_graph *g, size_t i, int ndev)
+{
+    const starfold__node_t *n = &g->nodes[i];
+    starfold_status_t st;
+    if ((int)n->kind < 0 || (int)n->kind >= STARFOLD_TASK_KIND_COUNT) return invalid_node(g, i, "unknown task kind");
+    if (n->device < 0 || n->device >= ndev) {
+        char what[96];
+        snprintf(what, sizeof what, "device outside the topology's %d devices", ndev);
+        return invalid_node(g, i, what);
+    }
+    if (n->ndst == 0) return invalid_node(g, i, "no destination");
+    if ((n->nsrc && !n->src) || !n->dst) return invalid_node(g, i, "span array missing");
+    if ((st = check_deps(g, i)) != STARFOLD_OK) return st;
+    for (size_t k = 0; k < n->nsrc; k++)
+        if ((st = check_span(g, i, n->src[k], "source")) != STARFOLD_OK) return st;
+    for (size_t k = 0; k < n->ndst; k++)
+        if ((st = check_span(g, i, n->dst[k], "destination")) != STARFOLD_OK) return st;
+    if ((st = check_arity(g, i)) != STARFOLD_OK) return st;
+    return check_writes(g, i);
+}
+
+static starfold_status_t check_structure(const struct starfold_graph *g)
+{
+    const int ndev = starfold_topology_num_devices(g->topology);
+    for (size_t b = 0; b < g->nbufs; b++) {
+        const starfold__buffer_t *x = &g->bufs[b];
+        if (x->device < 0 || x->device >= ndev || starfold_dtype_size(x->dtype) == 0)
+            return starfold__error(STARFOLD_ERR_GRAPH_INVALID, "%s: buffer %zu has device %d (of %d) and dtype %d",
+                            g->algorithm, b, x->device, ndev, (int)x->dtype);
+    }
+    for (size_t i = 0; i < g->nnodes; i++) {
+        starfold_status_t st = check_node(g, i, ndev);
+        if (st != STARFOLD_OK) return st;
+    }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Ancestry and access indices                                                                      */
+
+static size_t row_words(size_t i) { return (i + 63) / 64; }
+
+static int is_ancestor(const checker_t *ck, size_t a, size_t b)
+{
+    return a < b && (ck->anc[ck->row[b] + a / 64] >> (a % 64) & 1);
+}
+
+/* Fills the rows in node order: a node's ancestors are its deps and theirs (deps are earlier). */
+static starfold_status_t build_ancestry(checker_t *ck)
+{
+    const size_t n = ck->g->nnodes;
+    if (n && row_words(n) > ((size_t)-1 / sizeof(uint64_t)) / n)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: %zu nodes are too many to check", ck->g->algorithm, n);
+    ck->row = malloc((n + 1) * sizeof *ck->row);
+    if (!ck->row) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory checking %zu nodes", n);
+    ck->row[0] = 0;
+    for (size_t i = 0; i < n; i++) ck->row[i + 1] = ck->row[i] + row_words(i);
+    ck->anc = calloc(ck->row[n] ? ck->row[n] : 1, sizeof *ck->anc);
+    if (!ck->anc)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory for the %zu-node ancestry bitset (%zu bytes)", n,
+                        ck->row[n] * sizeof *ck->anc);
+    for (size_t i = 0; i < n; i++) {
+        const starfold__node_t *nd = &ck->g->nodes[i];
+        uint64_t *r = ck->anc + ck->row[i];
+        for (size_t k = 0; k < nd->ndeps; k++) {
+            const size_t d = nd->deps[k];
+            const uint64_t *rd = ck->anc + ck->row[d];
+            for (size_t w = 0; w < row_words(d); w++) r[w] |= rd[w];
+            r[d / 64] |= (uint64_t)1 << (d % 64);
+        }
+    }
+    return STARFOLD_OK;
+}
+
+static int access_cmp(const void *pa, const void *pb)
+{
+    const ck_access_t *a = pa, *b = pb;
+    if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+    if (a->node != b->node) return a->node < b->node ? -1 : 1;
+    if (a->write != b->write) return a->write - b->write;
+    return a->span < b->span ? -1 : a->span > b->span;
+}
+
+/* Adds every non-empty span (only dst spans when @writes_only) to group-by-buffer order. */
+static void index_fill(const struct starfold_graph *g, ck_index_t *ix, int writes_only, size_t *fill)
+{
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const starfold__node_t *n = &g->nodes[i];
+        for (int w = writes_only; w < 2; w++) {
+            const starfold__span_t *sp = w ? n->dst : n->src;
+            const size_t ns = w ? n->ndst : n->nsrc;
+            for (size_t k = 0; k < ns; k++) {
+                if (!sp[k].count) continue;
+                ix->acc[fill[sp[k].buf]++] = (ck_access_t){ i, sp[k].offset, sp[k].offset + sp[k].count, k, w };
+            }
+        }
+    }
+}
+
+/* Fills the interval tree of acc[l, r), node v at mx[v] (mx already offset to the group). */
+static size_t tree_build(const ck_access_t *acc, size_t *mx, size_t v, size_t l, size_t r)
+{
+    if (r - l == 1) return mx[v] = acc[l].hi;
+    const size_t m = l + (r - l) / 2;
+    const size_t a = tree_build(acc, mx, 2 * v, l, m), b = tree_build(acc, mx, 2 * v + 1, m, r);
+    return mx[v] = a > b ? a : b;
+}
+
+static int tree_walk(const ck_index_t *ix, const ck_query_t *q, size_t v, size_t l, size_t r)
+{
+    if (ix->mx[4 * q->gl + v] <= q->lo || ix->acc[l].lo >= q->hi) return 0;
+    if (r - l == 1) return q->fn(q->ctx, &ix->acc[l]);
+    const size_t m = l + (r - l) / 2;
+    return tree_walk(ix, q, 2 * v, l, m) || tree_walk(ix, q, 2 * v + 1, m, r);
+}
+
+/* Visits the accesses of buffer @b overlapping [lo, hi) in ascending lo order until fn says stop. */
+static void index_query(const ck_index_t *ix, size_t b, size_t lo, size_t hi, int (*fn)(void *, const ck_access_t *),
+                        void *ctx)
+{
+    const ck_query_t q = { ix->start[b], ix->start[b + 1], lo, hi, fn, ctx };
+    if (q.gl < q.gr && lo < hi) tree_walk(ix, &q, 1, q.gl, q.gr);
+}
+
+static starfold_status_t build_index(const struct starfold_graph *g, ck_index_t *ix, int writes_only)
+{
+    const size_t nb = g->nbufs;
+    ix->start = calloc(nb + 1, sizeof *ix->start);
+    if (!ix->start) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory indexing %zu buffers", nb);
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const starfold__node_t *n = &g->nodes[i];
+        for (size_t k = 0; !writes_only && k < n->nsrc; k++)
+            if (n->src[k].count) ix->start[n->src[k].buf + 1]++;
+        for (size_t k = 0; k < n->ndst; k++)
+            if (n->dst[k].count) ix->start[n->dst[k].buf + 1]++;
+    }
+    for (size_t b = 0; b < nb; b++) ix->start[b + 1] += ix->start[b];
+    const size_t total = ix->start[nb];
+    size_t *fill = malloc((nb ? nb : 1) * sizeof *fill);
+    ix->acc = malloc((total ? total : 1) * sizeof *ix->acc);
+    ix->mx = total <= (size_t)-1 / (4 * sizeof *ix->mx) ? malloc((total ? 4 * total : 1) * sizeof *ix->mx) : NULL;
+    if (!fill || !ix->acc || !ix->mx) {
+        free(fill);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory indexing %zu accesses", total);
+    }
+    if (nb) memcpy(fill, ix->start, nb * sizeof *fill);
+    index_fill(g, ix, writes_only, fill);
+    free(fill);
+    for (size_t b = 0; b < nb; b++) {
+        const size_t lo = ix->start[b], hi = ix->start[b + 1];
+        if (lo == hi) continue;
+        qsort(ix->acc + lo, hi - lo, sizeof *ix->acc, access_cmp);
+        tree_build(ix->acc, ix->mx + 4 * lo, 1, lo, hi);
+    }
+    return STARFOLD_OK;
+}
+
+static void index_free(ck_index_t *ix)
+{
+    free(ix->acc);
+    free(ix->start);
+    free(ix->mx);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* 2. No read before write                                                                          */
+
+/* Greedy cover of a read [cursor, hi) by its reader's ancestors' writes, visited by ascending lo. */
+typedef struct ck_cover {
+    const checker_t *ck;
+    size_t reader, cursor, hi, gap_end;
+} ck_cover_t;
+
+static int cover_visit(void *ctx, const ck_access_t *w)
+{
+    ck_cover_t *c = ctx;
+    if (!is_ancestor(c->ck, w->node, c->reader)) return 0;
+    if (w->lo > c->cursor) {
+        c->gap_end = w->lo < c->hi ? w->lo : c->hi;
+        return 1;
+    }
+    if (w->hi > c->cursor) c->cursor = w->hi;
+    return c->cursor >= c->hi;
+}
+
+static starfold_status_t check_reads(const checker_t *ck)
+{
+    const struct starfold_graph *g = ck->g;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const starfold__node_t *n = &g->nodes[i];
+        for (size_t k = 0; k < n->nsrc; k++) {
+            const starfold__span_t s = n->src[k];
+            if (!s.count || g->bufs[s.buf].kind == SF_BUF_INPUT) continue;
+            ck_cover_t c = { ck, i, s.offset, s.offset + s.count, s.offset + s.count };
+            index_query(&ck->wr, s.buf, s.offset, s.offset + s.count, cover_visit, &c);
+            if (c.cursor < c.hi)
+                return starfold__error(STARFOLD_ERR_GRAPH_INVALID,
+                                "%s: %s reads elements [%zu, %zu) of %s that no ancestor wrote", g->algorithm,
+                                node_text(g, i).s, c.cursor, c.gap_end, buf_text(g, s.buf).s);
+        }
+    }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* 3. No race                                                                                       */
+
+/* Finds an access unordered with the write @w, overlapping it. */
+typedef struct ck_pair {
+    const checker_t *ck;
+    const ck_access_t *w;
+    const ck_access_t *other;
+} ck_pair_t;
+
+static int race_visit(void *ctx, const ck_access_t *o)
+{
+    ck_pair_t *p = ctx;
+    const size_t a = p->w->node, b = o->node;
+    if (a == b || is_ancestor(p->ck, a < b ? a : b, a < b ? b : a)) return 0;
+    p->other = o;
+    return 1;
+}
+
+static starfold_status_t check_races(const checker_t *ck)
+{
+    const struct starfold_graph *g = ck->g;
+    for (size_t b = 0; b < g->nbufs; b++)
+        for (size_t k = ck->wr.start[b]; k < ck->wr.start[b + 1]; k++) {
+            ck_pair_t p = { ck, &ck->wr.acc[k], NULL };
+            index_query(&ck->all, b, p.w->lo, p.w->hi, race_visit, &p);
+            if (!p.other) continue;
+            const ck_access_t *x = p.w->node < p.other->node ? p.w : p.other, *y = x == p.w ? p.other : p.w;
+            return starfold__error(STARFOLD_ERR_GRAPH_INVALID,
+                            "%s: race: %s and %s are unordered but both touch elements [%zu, %zu) of %s, and "
+                            "node %zu writes them",
+                            g->algorithm, node_text(g, x->node).s, node_text(g, y->node).s,
+                            x->lo > y->lo ? x->lo : y->lo, x->hi < y->hi ? x->hi : y->hi, buf_text(g, b).s,
+                            p.w->node);
+        }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* 4. Every output element written exactly once                                                     */
+
+static starfold_status_t check_output(const checker_t *ck, size_t b)
+{
+    const struct starfold_graph *g = ck->g;
+    const ck_index_t *ix = &ck->wr;
+    size_t cursor = 0, last = 0;
+    for (size_t k = ix->start[b]; k < ix->start[b + 1]; k++) {
+        const ck_access_t *w = &ix->acc[k];
+        if (w->lo > cursor)
+            return starfold__error(STARFOLD_ERR_GRAPH_INVALID, "%s: elements [%zu, %zu) of %s are never written",
+                            g->algorithm, cursor, w->lo, buf_text(g, b).s);
+        if (w->lo < cursor)
+            return starfold__error(STARFOLD_ERR_GRAPH_INVALID,
+                            "%s: elements [%zu, %zu) of %s are written twice, by node %zu and by %s", g->algorithm,
+                            w->lo, cursor < w->hi ? cursor : w->hi, buf_text(g, b).s, last, node_text(g, w->node).s);
+        cursor = w->hi;
+        last = w->node;
+    }
+    if (cursor < g->bufs[b].count)
+        return starfold__error(STARFOLD_ERR_GRAPH_INVALID, "%s: elements [%zu, %zu) of %s are never written", g->algorithm,
+                        cursor, g->bufs[b].count, buf_text(g, b).s);
+    return STARFOLD_OK;
+}
+
+static starfold_status_t check_outputs(const checker_t *ck)
+{
+    for (size_t b = 0; b < ck->g->nbufs; b++) {
+        if (ck->g->bufs[b].kind != SF_BUF_OUTPUT) continue;
+        starfold_status_t st = check_output(ck, b);
+        if (st != STARFOLD_OK) return st;
+    }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* 5. In-place safety                                                                               */
+
+/* Finds a write of the output not preceded by the read @r of the aliased input. */
+static int alias_visit(void *ctx, const ck_access_t *w)
+{
+    ck_pair_t *p = ctx;
+    const ck_access_t *r = p->w; /* here the read */
+    if (is_ancestor(p->ck, r->node, w->node)) return 0;
+    if (w->node == r->node && maps_elementwise(&p->ck->g->nodes[r->node], r->span, w->span)) return 0;
+    p->other = w;
+    return 1;
+}
+
+/* Reads of input buffer @bin all happen before the writes of output buffer @bout over them. */
+static starfold_status_t check_alias(const checker_t *ck, size_t bin, size_t bout)
+{
+    const struct starfold_graph *g = ck->g;
+    for (size_t k = ck->all.start[bin]; k < ck->all.start[bin + 1]; k++) {
+        const ck_access_t *r = &ck->all.acc[k];
+        ck_pair_t p = { ck, r, NULL };
+        index_query(&ck->wr, bout, r->lo, r->hi, alias_visit, &p);
+        if (!p.other) continue;
+        const ck_access_t *w = p.other;
+        return starfold__error(STARFOLD_ERR_GRAPH_INVALID,
+                        "%s: in-place hazard: %s writes elements [%zu, %zu) of %s, which may be the same handle "
+                        "as %s, without %s having read them first",
+                        g->algorithm, node_text(g, w->node).s, r->lo > w->lo ? r->lo : w->lo,
+                        r->hi < w->hi ? r->hi : w->hi, buf_text(g, bout).s, buf_text(g, bin).s,
+                        node_text(g, r->node).s);
+    }
+    return STARFOLD_OK;
+}
+
+static starfold_status_t check_in_place(const checker_t *ck)
+{
+    const struct starfold_graph *g = ck->g;
+    for (int s = 0; s < g->num_inputs; s++)
+        for (int d = 0; d < g->num_outputs; d++) {
+            if (g->input_devices[s] != g->output_devices[d]) continue;
+            for (size_t t = 0; t < g->num_tensors; t++) {
+                starfold_status_t st = check_alias(ck, starfold__graph_input(g, s, t), starfold__graph_output(g, d, t));
+                if (st != STARFOLD_OK) return st;
+            }
+        }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+STARFOLD_API starfold_status_t starfold_graph_check(starfold_graph_t g)
+{
+    if (!g) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_graph_check: NULL graph");
+    starfold_status_t st = check_structure(g);
+    if (st != STARFOLD_OK) return st;
+
+    checker_t ck = { .g = g };
+    SF_CHECK_GOTO(build_ancestry(&ck), st, out);
+    SF_CHECK_GOTO(build_index(g, &ck.all, 0), st, out);
+    SF_CHECK_GOTO(build_index(g, &ck.wr, 1), st, out);
+    SF_CHECK_GOTO(check_reads(&ck), st, out);
+    SF_CHECK_GOTO(check_races(&ck), st, out);
+    SF_CHECK_GOTO(check_outputs(&ck), st, out);
+    SF_CHECK_GOTO(check_in_place(&ck), st, out);
+out:
+    index_free(&ck.all);
+    index_free(&ck.wr);
+    free(ck.anc);
+    free(ck.row);
+    return st;
+}

@@ -1,0 +1,609 @@
+/*
+ * Graph export through cgraph: the graph is built as an Agraph_t and written by agwrite() (DOT) or
+ * laid out and rendered by starfold__agraph_save() (SVG, PNG). No DOT text is printed by hand.
+ *
+ * Picture (the DOT files committed under graphs/ are the long form):
+ *
+ *   cluster_dev0 "gpu0 (device 0)"          cluster_dev1 "gpu1 (device 1)"
+ *     (in_0_0)                                (in_1_0)
+ *        |  4.0 MiB                              |
+ *     [t0 reduce (sum)] <====== 4.0 MiB, nvlink =+      <- bold, coloured: crosses devices
+ *        |                 \
+ *     [t1 copy]             \===== 4.0 MiB, nvlink ===> [t2 copy]
+ *        |                                               |
+ *     <out_0_0>                                       <out_1_0>
+ *
+ * Nodes: tN for task N (box, filled by kind), in_S_T / out_D_T for the buffers of slot S/D and tensor
+ * T (ellipse / note), or one in_S / out_D per slot when there are more than 64 tensors. Edges: every
+ * dependency, labelled with the bytes the consumer reads from the producer's writes (dashed, no label
+ * when it only orders), plus input -> reader and writer -> output.
+ *
+ * Determinism: cgraph writes nodes and edges in creation order, and nodes, clusters and edges are
+ * created in a fixed order (devices, slots, tensors, tasks by index). Subgraphs, though, are written
+ * in the order of their IDs, which cgraph's default ID discipline takes from the address of the
+ * interned name: see ag_ids_t. Nothing else that varies (pointers, times) reaches the output.
+ */
+#include "config.h"
+
+#include "base/common.h"
+#include "base/gv.h"
+#include "graph/graph.h"
+#include "topology/topology.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+/* More tensors than this and buffers are drawn one node per slot. */
+#define AGGREGATE_TENSORS 64
+
+static const char *const kind_fill[STARFOLD_TASK_KIND_COUNT] = {
+    [STARFOLD_TASK_COPY] = "#aec7e8",   /* light blue */
+    [STARFOLD_TASK_REDUCE] = "#ffbb78", /* light orange */
+    [STARFOLD_TASK_SCALE] = "#98df8a",  /* light green */
+    [STARFOLD_TASK_PACK] = "#c5b0d5",   /* lavender */
+    [STARFOLD_TASK_UNPACK] = "#f7b6d2", /* pink */
+};
+
+/* Colour of an edge crossing devices, by the kind of the direct link; red when there is none. */
+static const char *link_colour(int found, starfold_link_kind_t kind)
+{
+    if (!found) return "#d62728";
+    switch (kind) {
+    case STARFOLD_LINK_NVLINK: return "#2ca02c";
+    case STARFOLD_LINK_PCIE: return "#1f77b4";
+    case STARFOLD_LINK_INTER_SOCKET: return "#ff7f0e";
+    case STARFOLD_LINK_HOST: return "#9467bd";
+    }
+    return "#d62728";
+}
+
+typedef struct exporter {
+    const struct starfold_graph *g;
+    Agraph_t *ag;
+    Agraph_t *cluster[STARFOLD_MAX_DEVICES];
+    Agnode_t **task;     /* [nnodes] */
+    Agnode_t **bufnode;  /* [nbufs]: the node drawing an input or output buffer, NULL for temporaries */
+    int aggregate;       /* one node per slot instead of per buffer */
+    int tags_are_packs;  /* a pack or unpack task exists: node tags name packs, else tensors */
+} exporter_t;
+
+/* "512 B", "4.0 KiB", "1.5 MiB", "2.0 GiB". */
+static void human_bytes(uint64_t bytes, char *s, size_t n)
+{
+    static const char *const unit[] = { "KiB", "MiB", "GiB" };
+    if (bytes < 1024) {
+        snprintf(s, n, "%llu B", (unsigned long long)bytes);
+        return;
+    }
+    double v = (double)bytes / 1024;
+    int k = 0;
+    while (v >= 1024 && k < 2) {
+        v /= 1024;
+        k++;
+    }
+    snprintf(s, n, "%.1f %s", v, unit[k]);
+}
+
+static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The cgraph graph                                                                                 */
+
+/*
+ * cgraph orders subgraphs by ID, and its default ID discipline uses the address of the interned name
+ * as the ID of a named object, so clusters would come out in heap order. This discipline numbers
+ * named (sub)graphs 2, 4, 6... in creation order and prints their names back; everything else goes
+ * to the default discipline (nodes and edges are written in sequence order anyway). Lives on the
+ * exporter's stack for one agopen() .. agclose().
+ */
+typedef struct ag_ids {
+    Agiddisc_t id;  /* first: cgraph hands &id back through disc->id */
+    Agdisc_t disc;
+    Agraph_t *root;
+    void *dflt;     /* the default discipline's state */
+    char **names;   /* the name of ID 2 * (i + 1), interned with agstrdup() as cgraph expects */
+    size_t n, cap;
+    int delegate;   /* a state of a later open: everything goes to the default discipline */
+} ag_ids_t;
+
+/*
+ * Re-entrance. During a layout Graphviz opens auxiliary graphs with the root graph's discipline, so
+ * ids_open() runs again on the same ag_ids_t while the root is open. Only the first open owns the
+ * exporter's state; each later open gets a small state of its own (delegate) that hands everything
+ * to the default discipline and is freed by its own close. Before this, a later open overwrote the
+ * root's `root` and `dflt` and its close freed the root's name table while the root was still open
+ * (the name table, 64 bytes, was then reallocated and its bookkeeping depended on the order of the
+ * closes: the leak per render reported against this discipline).
+ */
+static void *ids_open(Agraph_t *g, Agdisc_t *disc)
+{
+    ag_ids_t *s = (ag_ids_t *)(void *)disc->id;
+    if (!s->root) {
+        s->root = g;
+        s->dflt = AgIdDisc.open(g, disc);
+        return s;
+    }
+    ag_ids_t *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->delegate = 1;
+    d->root = g;
+    d->dflt = AgIdDisc.open(g, disc);
+    return d;
+}
+
+/* Index of one of our IDs in names[], or -1 for an ID of the default discipline. */
+static long ids_mine(const ag_ids_t *s, int objtype, IDTYPE id)
+{
+    return objtype == AGRAPH && id % 2 == 0 && id >= 2 && id / 2 <= s->n ? (long)(id / 2 - 1) : -1;
+}
+
+static long ids_map(void *state, int objtype, char *str, IDTYPE *id, int createflag)
+{
+    ag_ids_t *s = state;
+    if (!str || objtype != AGRAPH || s->delegate) return AgIdDisc.map(s->dflt, objtype, str, id, createflag);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->names[i] && !strcmp(s->names[i], str)) {
+            *id = 2 * (IDTYPE)(i + 1);
+            return 1;
+        }
+    /* Unknown, or out of memory: cgraph falls back to its internal map (correct, order unkept). */
+    if (!createflag || SF_GROW(s->names, s->n, s->cap) || !(s->names[s->n] = agstrdup(s->root, str))) return 0;
+    *id = 2 * (IDTYPE)(++s->n);
+    return 1;
+}
+
+static long ids_alloc(void *state, int objtype, IDTYPE id)
+{
+    ag_ids_t *s = state;
+    return ids_mine(s, objtype, id) >= 0 ? 0 : AgIdDisc.alloc(s->dflt, objtype, id);
+}
+
+static void ids_free(void *state, int objtype, IDTYPE id)
+{
+    ag_ids_t *s = state;
+    const long i = ids_mine(s, objtype, id);
+    if (i < 0) {
+        AgIdDisc.free(s->dflt, objtype, id);
+    } else if (s->names[i]) {
+        agstrfree(s->root, s->names[i]);
+        s->names[i] = NULL;
+    }
+}
+
+static char *ids_print(void *state, int objtype, IDTYPE id)
+{
+    ag_ids_t *s = state;
+    const long i = ids_mine(s, objtype, id);
+    return i >= 0 ? s->names[i] : AgIdDisc.print(s->dflt, objtype, id);
+}
+
+/* Names still held are interned strings, released with the graph's string dictionary. */
+static void ids_close(void *state)
+{
+    ag_ids_t *s = state;
+    AgIdDisc.close(s->dflt);
+    if (s->delegate) {
+        free(s);
+        return;
+    }
+    free(s->names);
+    s->names = NULL;
+    s->n = s->cap = 0;
+    s->root = NULL;
+}
+
+static void ids_register(void *state, int objtype, void *obj)
+{
+    AgIdDisc.idregister(((ag_ids_t *)state)->dflt, objtype, obj);
+}
+
+/* Opens the root graph with @ids as its ID discipline; @ids must outlive it. */
+static Agraph_t *ag_open(ag_ids_t *ids)
+{
+    memset(ids, 0, sizeof *ids);
+    ids->id = (Agiddisc_t){ ids_open, ids_map, ids_alloc, ids_free, ids_print, ids_close, ids_register };
+    ids->disc.mem = AgDefaultDisc.mem;
+    ids->disc.id = &ids->id;
+    ids->disc.io = AgDefaultDisc.io;
+    Agraph_t *ag = agopen("starfold", Agdirected, &ids->disc);
+    if (!ag) return NULL;
+    /*
+     * Defaults, written once as node [...] and edge [...]. The node label default is declared even
+     * though it is Graphviz's own: gvContext() sets it on cgraph's prototype graph for every graph
+     * opened afterwards, so DOT written after a render would otherwise differ from DOT written before.
+     */
+    agattr(ag, AGNODE, "label", "\\N");
+    agattr(ag, AGNODE, "shape", "box");
+    agattr(ag, AGNODE, "style", "filled");
+    agattr(ag, AGNODE, "fillcolor", "white");
+    agattr(ag, AGNODE, "fontname", "Helvetica");
+    agattr(ag, AGNODE, "fontsize", "10");
+    agattr(ag, AGEDGE, "fontname", "Helvetica");
+    agattr(ag, AGEDGE, "fontsize", "9");
+    return ag;
+}
+
+/* "all-reduce (sum) of 8 replicas", "reduce (mean) of 4 replicas to 2 devices", "broadcast ...". */
+static void describe_collective(const struct starfold_graph *g, char *s, size_t n)
+{
+    if (g->kind == STARFOLD_COLL_BROADCAST) {
+        snprintf(s, n, "broadcast from device %d to %d device%s", g->num_inputs ? g->input_devices[0] : -1,
+                 g->num_outputs, plural((size_t)g->num_outputs));
+        return;
+    }
+    int all = g->num_outputs == g->num_inputs;
+    for (int d = 0; all && d < g->num_outputs; d++) {
+        int found = 0;
+        for (int s2 = 0; s2 < g->num_inputs; s2++) found |= g->input_devices[s2] == g->output_devices[d];
+        all = found;
+    }
+    if (all)
+        snprintf(s, n, "all-reduce (%s) of %d replica%s", starfold_op_name(g->op), g->num_inputs,
+                 plural((size_t)g->num_inputs));
+    else
+        snprintf(s, n, "reduce (%s) of %d replica%s to %d device%s", starfold_op_name(g->op), g->num_inputs,
+                 plural((size_t)g->num_inputs), g->num_outputs, plural((size_t)g->num_outputs));
+}
+
+static starfold_status_t set_graph_label(exporter_t *x)
+{
+    const struct starfold_graph *g = x->g;
+    starfold_graph_stats_t st;
+    starfold_status_t rc = starfold_graph_stats((starfold_graph_t)g, &st);
+    if (rc != STARFOLD_OK) return rc;
+    char coll[128], moved[32];
+    describe_collective(g, coll, sizeof coll);
+    human_bytes(st.bytes_moved, moved, sizeof moved);
+    starfold__agset(x->ag, "label", "%s: %s, %zu tensor%s\\ntopology %s: %zu tasks, %s across devices", g->algorithm, coll,
+             g->num_tensors, plural(g->num_tensors), starfold_topology_name(g->topology), g->nnodes, moved);
+    starfold__agset(x->ag, "labelloc", "t");
+    starfold__agset(x->ag, "rankdir", "TB");
+    /* Graphviz's classic ranking fails ("trouble in init_rank") and then crashes on some graphs whose
+     * edges cross many clusters; the newer global ranking lays them all out. */
+    starfold__agset(x->ag, "newrank", "true");
+    starfold__agset(x->ag, "fontname", "Helvetica");
+    return STARFOLD_OK;
+}
+
+/* One cluster per device that draws something, in device order. */
+static starfold_status_t add_clusters(exporter_t *x)
+{
+    const struct starfold_graph *g = x->g;
+    int used[STARFOLD_MAX_DEVICES] = { 0 };
+    for (size_t b = 0; b < g->nbufs; b++)
+        if (g->bufs[b].kind != SF_BUF_TEMP) used[g->bufs[b].device] = 1;
+    for (size_t i = 0; i < g->nnodes; i++) used[g->nodes[i].device] = 1;
+    for (int d = 0; d < STARFOLD_MAX_DEVICES; d++) {
+        if (!used[d]) continue;
+        char name[32];
+        snprintf(name, sizeof name, "cluster_dev%d", d);
+        if (!(x->cluster[d] = agsubg(x->ag, name, 1)))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create cluster %s", name);
+        const char *dn = starfold_topology_device_name(g->topology, d);
+        if (dn) starfold__agset(x->cluster[d], "label", "%s (device %d)", dn, d);
+        else starfold__agset(x->cluster[d], "label", "device %d", d);
+        starfold__agset(x->cluster[d], "style", "rounded");
+        starfold__agset(x->cluster[d], "color", "gray60");
+    }
+    return STARFOLD_OK;
+}
+
+static Agnode_t *new_node(exporter_t *x, int device, const char *name)
+{
+    Agnode_t *n = agnode(x->cluster[device], (char *)name, 1);
+    if (!n) starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create node %s", name);
+    return n;
+}
+
+/* Input or output nodes of one side, in slot then tensor order; aggregated per slot when many. */
+static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
+{
+    const struct starfold_graph *g = x->g;
+    const int nslots = output ? g->num_outputs : g->num_inputs;
+    const char *side = output ? "out" : "in";
+    for (int s = 0; s < nslots; s++) {
+        const int dev = output ? g->output_devices[s] : g->input_devices[s];
+        char name[64], size[32];
+        Agnode_t *slot_node = NULL;
+        if (x->aggregate) {
+            uint64_t bytes = 0;
+            for (size_t t = 0; t < g->num_tensors; t++)
+                bytes += (uint64_t)g->tensors[t].count * starfold_dtype_size(g->tensors[t].dtype);
+            human_bytes(bytes, size, sizeof size);
+            snprintf(name, sizeof name, "%s_%d", side, s);
+            if (!(slot_node = new_node(x, dev, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
+            starfold__agset(slot_node, "label", "%s slot %d: %zu tensors, %s", output ? "outputs" : "inputs", s,
+                     g->num_tensors, size);
+            starfold__agset(slot_node, "shape", output ? "note" : "ellipse");
+            starfold__agset(slot_node, "fontsize", "8");
+        }
+        for (size_t t = 0; t < g->num_tensors; t++) {
+            const size_t b = output ? starfold__graph_output(g, s, t) : starfold__graph_input(g, s, t);
+            if (slot_node) {
+                x->bufnode[b] = slot_node;
+                continue;
+            }
+            snprintf(name, sizeof name, "%s_%d_%zu", side, s, t);
+            Agnode_t *n = new_node(x, dev, name);
+            if (!n) return STARFOLD_ERR_OUT_OF_MEMORY;
+            human_bytes((uint64_t)g->bufs[b].count * starfold_dtype_size(g->bufs[b].dtype), size, sizeof size);
+            starfold__agset(n, "label", "%s %d.%zu\\n%s", side, s, t, size);
+            starfold__agset(n, "shape", output ? "note" : "ellipse");
+            starfold__agset(n, "fontsize", "8");
+            x->bufnode[b] = n;
+        }
+    }
+    return STARFOLD_OK;
+}
+
+/* "reduce (sum)\npack 3\n4.0 MiB": what the task does, which pack or tensor(s), bytes it writes. */
+static void task_label(const exporter_t *x, const starfold__node_t *n, Agnode_t *an)
+{
+    char what[48], tag[64] = "", size[32];
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < n->ndst; k++) bytes += starfold__span_bytes(x->g, n->dst[k]);
+    human_bytes(bytes, size, sizeof size);
+    if (n->kind == STARFOLD_TASK_REDUCE) /* MEAN reduces with a sum, a scale task divides */
+        snprintf(what, sizeof what, "reduce (%s)", starfold_op_name(n->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : n->op));
+    else if (n->kind == STARFOLD_TASK_SCALE)
+        snprintf(what, sizeof what, "scale /%u", (unsigned)n->divisor);
+    else
+        snprintf(what, sizeof what, "%s", starfold_task_kind_name(n->kind));
+    if (n->kind == STARFOLD_TASK_REDUCE && n->nseg > 1) /* a segmented reduce: its tensors from the first */
+        snprintf(tag, sizeof tag, "\\ntensors %d+%zu", n->tag, n->nseg);
+    else if (n->tag >= 0)
+        snprintf(tag, sizeof tag, "\\n%s %d", x->tags_are_packs ? "pack" : "tensor", n->tag);
+    starfold__agset(an, "label", "%s%s\\n%s", what, tag, size);
+}
+
+static starfold_status_t add_task_nodes(exporter_t *x)
+{
+    for (size_t i = 0; i < x->g->nnodes; i++) {
+        const starfold__node_t *n = &x->g->nodes[i];
+        char name[32];
+        snprintf(name, sizeof name, "t%zu", i);
+        if (!(x->task[i] = new_node(x, n->device, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
+        task_label(x, n, x->task[i]);
+        starfold__agset(x->task[i], "fillcolor", "%s", kind_fill[n->kind]);
+    }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Edges                                                                                            */
+
+/* Label and style of an edge carrying @bytes from a buffer of device @from to a task of @to. */
+static starfold_status_t add_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head, uint64_t bytes, int from, int to)
+{
+    Agedge_t *e = agedge(x->ag, tail, head, NULL, 1);
+    if (!e) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create an edge");
+    if (!bytes) { /* ordering only, no data */
+        starfold__agset(e, "style", "dashed");
+        starfold__agset(e, "color", "gray50");
+        return STARFOLD_OK;
+    }
+    char size[32];
+    human_bytes(bytes, size, sizeof size);
+    if (from == to) {
+        starfold__agset(e, "label", "%s", size);
+        return STARFOLD_OK;
+    }
+    starfold_link_t link;
+    const int found = starfold_topology_best_link(x->g->topology, from, to, &link) == STARFOLD_OK;
+    const char *colour = link_colour(found, found ? link.kind : STARFOLD_LINK_HOST);
+    if (found) starfold__agset(e, "label", "%s\\n%s", size, starfold_link_kind_name(link.kind));
+    else starfold__agset(e, "label", "%s", size);
+    starfold__agset(e, "style", "bold");
+    starfold__agset(e, "color", "%s", colour);
+    starfold__agset(e, "fontcolor", "%s", colour);
+    return STARFOLD_OK;
+}
+
+/* Sorted disjoint element ranges already attributed to a later dependency. */
+typedef struct ranges {
+    size_t (*r)[2];
+    size_t n, cap;
+} ranges_t;
+
+/* Adds [lo, hi) to @c and returns how many of its elements were not in it yet; -1 out of memory. */
+static long long ranges_add(ranges_t *c, size_t lo, size_t hi)
+{
+    size_t fresh = hi - lo, i = 0;
+    while (i < c->n && c->r[i][1] < lo) i++;
+    size_t j = i, nlo = lo, nhi = hi;
+    for (; j < c->n && c->r[j][0] <= hi; j++) { /* merge every range touching [lo, hi) */
+        const size_t a = c->r[j][0] > lo ? c->r[j][0] : lo, b = c->r[j][1] < hi ? c->r[j][1] : hi;
+        if (b > a) fresh -= b - a;
+        if (c->r[j][0] < nlo) nlo = c->r[j][0];
+        if (c->r[j][1] > nhi) nhi = c->r[j][1];
+    }
+    if (j == i) { /* nothing merged: insert */
+        if (SF_GROW(c->r, c->n, c->cap)) return -1;
+        memmove(&c->r[i + 1], &c->r[i], (c->n - i) * sizeof *c->r);
+        c->n++;
+    } else {
+        memmove(&c->r[i + 1], &c->r[j], (c->n - j) * sizeof *c->r);
+        c->n -= j - i - 1;
+    }
+    c->r[i][0] = nlo;
+    c->r[i][1] = nhi;
+    return (long long)fresh;
+}
+
+/*
+ * Bytes node @i reads from each dependency's writes, into out[k] for deps[k]. An element read is
+ * attributed to the latest dependency that wrote it: an in-place accumulation depends on every
+ * earlier write of its buffer, but reads only the last.
+ */
+static starfold_status_t dep_bytes(const struct starfold_graph *g, size_t i, uint64_t *out, ranges_t *seen)
+{
+    const starfold__node_t *n = &g->nodes[i];
+    for (size_t k = 0; k < n->ndeps; k++) out[k] = 0;
+    for (size_t s = 0; s < n->nsrc; s++) {
+        const starfold__span_t src = n->src[s];
+        if (!src.count || g->bufs[src.buf].kind == SF_BUF_INPUT) continue;
+        const uint64_t esize = starfold_dtype_size(g->bufs[src.buf].dtype);
+        seen->n = 0;
+        for (size_t k = n->ndeps; k-- > 0;) {
+            const starfold__node_t *d = &g->nodes[n->deps[k]];
+            for (size_t w = 0; w < d->ndst; w++) {
+                const starfold__span_t dst = d->dst[w];
+                const size_t lo = dst.offset > src.offset ? dst.offset : src.offset;
+                const size_t hi = dst.offset + dst.count < src.offset + src.count ? dst.offset + dst.count
+                                                                                  : src.offset + src.count;
+                if (dst.buf != src.buf || hi <= lo) continue;
+                const long long fresh = ranges_add(seen, lo, hi);
+                if (fresh < 0) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory labelling edges");
+                out[k] += (uint64_t)fresh * esize;
+            }
+        }
+    }
+    return STARFOLD_OK;
+}
+
+/*
+ * Adds one edge per distinct buffer node among @spans (inputs read or outputs written), summing the
+ * bytes of the spans it stands for, in the order the spans first name it.
+ */
+static starfold_status_t add_buffer_edges(exporter_t *x, size_t i, int output)
+{
+    const struct starfold_graph *g = x->g;
+    const starfold__node_t *n = &g->nodes[i];
+    const starfold__span_t *sp = output ? n->dst : n->src;
+    const size_t ns = output ? n->ndst : n->nsrc;
+    for (size_t k = 0; k < ns; k++) {
+        Agnode_t *bn = x->bufnode[sp[k].buf];
+        if (!bn || g->bufs[sp[k].buf].kind != (output ? SF_BUF_OUTPUT : SF_BUF_INPUT)) continue;
+        int first = 1;
+        for (size_t j = 0; j < k && first; j++) first = x->bufnode[sp[j].buf] != bn;
+        if (!first) continue;
+        uint64_t bytes = 0;
+        for (size_t j = k; j < ns; j++)
+            if (x->bufnode[sp[j].buf] == bn) bytes += starfold__span_bytes(g, sp[j]);
+        const int dev = g->bufs[sp[k].buf].device;
+        starfold_status_t st = output ? add_edge(x, x->task[i], bn, bytes, n->device, dev)
+                                      : add_edge(x, bn, x->task[i], bytes, dev, n->device);
+        if (st != STARFOLD_OK) return st;
+    }
+    return STARFOLD_OK;
+}
+
+/* Per task in order: inputs it reads, its dependencies, outputs it writes. */
+static starfold_status_t add_edges(exporter_t *x)
+{
+    const struct starfold_graph *g = x->g;
+    starfold_status_t st = STARFOLD_OK;
+    size_t maxdeps = 1;
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].ndeps > maxdeps) maxdeps = g->nodes[i].ndeps;
+    ranges_t seen = { NULL, 0, 0 };
+    uint64_t *bytes = malloc(maxdeps * sizeof *bytes);
+    if (!bytes) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory labelling edges");
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const starfold__node_t *n = &g->nodes[i];
+        SF_CHECK_GOTO(add_buffer_edges(x, i, 0), st, out);
+        SF_CHECK_GOTO(dep_bytes(g, i, bytes, &seen), st, out);
+        for (size_t k = 0; k < n->ndeps; k++)
+            SF_CHECK_GOTO(add_edge(x, x->task[n->deps[k]], x->task[i], bytes[k], g->nodes[n->deps[k]].device,
+                                   n->device),
+                          st, out);
+        SF_CHECK_GOTO(add_buffer_edges(x, i, 1), st, out);
+    }
+out:
+    free(bytes);
+    free(seen.r);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+/* What the exporter relies on: devices in range and deps naming tasks (builders guarantee both). */
+static starfold_status_t check_drawable(const struct starfold_graph *g)
+{
+    for (size_t b = 0; b < g->nbufs; b++)
+        if (g->bufs[b].device < 0 || g->bufs[b].device >= STARFOLD_MAX_DEVICES)
+            return starfold__error(STARFOLD_ERR_GRAPH_INVALID, "%s: buffer %zu is on device %d", g->algorithm, b,
+                            g->bufs[b].device);
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const starfold__node_t *n = &g->nodes[i];
+        if (n->device < 0 || n->device >= STARFOLD_MAX_DEVICES || (int)n->kind < 0 ||
+            (int)n->kind >= STARFOLD_TASK_KIND_COUNT)
+            return starfold__error(STARFOLD_ERR_GRAPH_INVALID, "%s: task %zu has kind %d on device %d", g->algorithm, i,
+                            (int)n->kind, n->device);
+        for (size_t k = 0; k < n->ndeps; k++)
+            if (n->deps[k] >= g->nnodes)
+                return starfold__error(STARFOLD_ERR_GRAPH_INVALID, "%s: task %zu depends on task %zu of %zu", g->algorithm,
+                                i, n->deps[k], g->nnodes);
+    }
+    return STARFOLD_OK;
+}
+
+/* Builds the cgraph picture of @g into @x->ag (opened by the caller). */
+static starfold_status_t build(exporter_t *x)
+{
+    const struct starfold_graph *g = x->g;
+    starfold_status_t st;
+    x->aggregate = g->num_tensors > AGGREGATE_TENSORS;
+    for (size_t i = 0; i < g->nnodes; i++)
+        x->tags_are_packs |= g->nodes[i].kind == STARFOLD_TASK_PACK || g->nodes[i].kind == STARFOLD_TASK_UNPACK;
+    x->task = calloc(g->nnodes ? g->nnodes : 1, sizeof *x->task);
+    x->bufnode = calloc(g->nbufs ? g->nbufs : 1, sizeof *x->bufnode);
+    if (!x->task || !x->bufnode) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
+    if ((st = set_graph_label(x)) != STARFOLD_OK) return st;
+    if ((st = add_clusters(x)) != STARFOLD_OK) return st;
+    if ((st = add_buffer_nodes(x, 0)) != STARFOLD_OK) return st;
+    if ((st = add_task_nodes(x)) != STARFOLD_OK) return st;
+    if ((st = add_buffer_nodes(x, 1)) != STARFOLD_OK) return st;
+    return add_edges(x);
+}
+
+/* Draws @g and writes it to @path: as DOT whatever the extension (@dot_only), or per the extension. */
+static starfold_status_t export_graph(starfold_graph_t g, const char *path, int dot_only)
+{
+    if (!g || !path) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "graph export: NULL argument");
+    starfold__format_t format; /* checked before anything is drawn */
+    starfold_status_t st = dot_only ? STARFOLD_OK : starfold__format_from_path(path, &format);
+    if (st != STARFOLD_OK) return st;
+    if ((st = check_drawable(g)) != STARFOLD_OK) return st;
+
+    ag_ids_t ids;
+    exporter_t x = { .g = g };
+    starfold__cgraph_lock(); /* cgraph keeps global state (its anonymous ID counter, error hooks) */
+    x.ag = ag_open(&ids);
+    if (!x.ag) {
+        starfold__cgraph_unlock();
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph");
+    }
+    SF_CHECK_GOTO(build(&x), st, out);
+    if (!dot_only) {
+        st = starfold__agraph_save(x.ag, path);
+        goto out;
+    }
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) {
+        st = starfold__error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        goto out;
+    }
+    const int rc = agwrite(x.ag, f);
+    const int rc2 = f == stdout ? fflush(f) : fclose(f);
+    if (rc != 0 || rc2 != 0) st = starfold__error(STARFOLD_ERR_IO, "%s: write failed", path);
+out:
+    agclose(x.ag);
+    /* After a layout, cgraph 2.42 closes the graph without calling the ID discipline's close: free
+     * what the map still holds (NULL when ids_close ran). */
+    free(ids.names);
+    starfold__cgraph_unlock();
+    free(x.task);
+    free(x.bufnode);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, const char *path)
+{
+    return export_graph(graph, path, 1);
+}
+
+STARFOLD_API starfold_status_t starfold_graph_render(starfold_graph_t graph, const char *path)
+{
+    return export_graph(graph, path, 0);
+}

@@ -1,0 +1,625 @@
+/*
+ * The topology object: devices, links, queries, bisection, and its Graphviz form.
+ *
+ * Invariants kept by every function here:
+ *  - 1 <= num_devices <= STARFOLD_MAX_DEVICES, every device has a non-empty name;
+ *  - every stored link has 0 <= a < b < num_devices, lanes >= 1, finite bandwidth > 0, finite latency >= 0;
+ *  - a failing call leaves the topology and every output parameter as they were.
+ * Links keep the order they were added in: DOT output and the link index follow it.
+ */
+#include "config.h"
+
+#include "base/common.h"
+#include "base/gv.h"
+#include "topology/topology.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+
+#define SF_BISECT_EXHAUSTIVE_MAX 20
+
+/* ------------------------------------------------------------------------------------------------
+ * Life cycle
+ */
+
+static void topology_free(struct starfold_topology *t)
+{
+    if (!t) return;
+    if (t->devices)
+        for (int i = 0; i < t->num_devices; i++) free(t->devices[i].name);
+    free(t->devices);
+    free(t->links);
+    free(t->name);
+    free(t->origin);
+    free(t);
+}
+
+STARFOLD_API starfold_status_t starfold_topology_create(const char *name, int num_devices,
+                                                        starfold_topology_t *topology)
+{
+    if (!name || !topology)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_create: NULL %s",
+                        !name ? "name" : "topology");
+    if (num_devices < 1 || num_devices > STARFOLD_MAX_DEVICES)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_create: num_devices must be 1..%d, got %d",
+                        STARFOLD_MAX_DEVICES, num_devices);
+
+    starfold_status_t st = STARFOLD_OK;
+    struct starfold_topology *t = calloc(1, sizeof *t);
+    if (!t) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating topology '%s'", name);
+    t->refcount = 1;
+    t->num_devices = num_devices;
+    t->devices = calloc((size_t)num_devices, sizeof *t->devices);
+    if (!t->devices || !(t->name = starfold__strdup(name))) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating topology '%s'", name);
+        goto fail;
+    }
+    for (int i = 0; i < num_devices; i++) {
+        char label[16];
+        snprintf(label, sizeof label, "dev%d", i);
+        t->devices[i].kind = STARFOLD_DEVICE_GPU;
+        t->devices[i].socket = -1;
+        if (!(t->devices[i].name = starfold__strdup(label))) {
+            st = STARFOLD_ERR_OUT_OF_MEMORY;
+            goto fail;
+        }
+    }
+    *topology = t;
+    return STARFOLD_OK;
+
+fail:
+    topology_free(t);
+    return st;
+}
+
+STARFOLD_API starfold_topology_t starfold_topology_retain(starfold_topology_t topology)
+{
+    if (topology) __atomic_add_fetch(&topology->refcount, 1, __ATOMIC_RELAXED);
+    return topology;
+}
+
+STARFOLD_API void starfold_topology_destroy(starfold_topology_t topology)
+{
+    /* acq_rel: the last owner must see every write the other owners made before dropping theirs. */
+    if (topology && __atomic_sub_fetch(&topology->refcount, 1, __ATOMIC_ACQ_REL) == 0) topology_free(topology);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Building
+ */
+
+static int valid_device(starfold_topology_t t, int device) { return device >= 0 && device < t->num_devices; }
+
+STARFOLD_API starfold_status_t starfold_topology_set_device(starfold_topology_t topology, int device,
+                                                            const char *name, starfold_device_kind_t kind,
+                                                            int socket)
+{
+    if (!topology) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_set_device: NULL topology");
+    if (!valid_device(topology, device))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "device %d is not in topology '%s' (0..%d)", device,
+                        topology->name, topology->num_devices - 1);
+    if (kind != STARFOLD_DEVICE_GPU && kind != STARFOLD_DEVICE_CPU)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "device %d: unknown device kind %d", device, (int)kind);
+    if (socket < -1)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "device %d: socket must be >= 0 or -1 (unknown), got %d",
+                        device, socket);
+    if (name && !*name) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "device %d: empty name", device);
+
+    char *copy = NULL;
+    if (name && !(copy = starfold__strdup(name))) return STARFOLD_ERR_OUT_OF_MEMORY;
+    starfold__device_t *d = &topology->devices[device];
+    if (copy) {
+        free(d->name);
+        d->name = copy;
+    }
+    d->kind = kind;
+    d->socket = socket;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_add_link(starfold_topology_t topology, const starfold_link_t *link)
+{
+    if (!topology || !link)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_add_link: NULL %s",
+                        !topology ? "topology" : "link");
+    const starfold_link_t *l = link;
+    if (!valid_device(topology, l->a) || !valid_device(topology, l->b))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: device %d is not in topology '%s' (0..%d)", l->a,
+                        l->b, valid_device(topology, l->a) ? l->b : l->a, topology->name, topology->num_devices - 1);
+    if (l->a == l->b)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: a link joins two different devices", l->a, l->b);
+    if ((unsigned)l->kind > (unsigned)STARFOLD_LINK_HOST)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: unknown link kind %d", l->a, l->b, (int)l->kind);
+    if (l->lanes < 1)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: lanes must be >= 1, got %d", l->a, l->b, l->lanes);
+    if (!isfinite(l->bandwidth_GBps) || l->bandwidth_GBps <= 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: bandwidth must be a finite number > 0 GB/s, got %g",
+                        l->a, l->b, l->bandwidth_GBps);
+    if (!isfinite(l->latency_us) || l->latency_us < 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: latency must be a finite number >= 0 us, got %g",
+                        l->a, l->b, l->latency_us);
+    if (SF_GROW(topology->links, topology->num_links, topology->cap_links) != 0)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory adding link %d-%d", l->a, l->b);
+
+    starfold_link_t *dst = &topology->links[topology->num_links++];
+    *dst = *l;
+    if (dst->a > dst->b) {
+        dst->a = l->b;
+        dst->b = l->a;
+    }
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__topology_add(starfold_topology_t t, int a, int b, starfold_link_kind_t kind, int lanes,
+                                  double bandwidth_GBps, double latency_us)
+{
+    const starfold_link_t l = {
+        .a = a, .b = b, .kind = kind, .lanes = lanes, .bandwidth_GBps = bandwidth_GBps, .latency_us = latency_us
+    };
+    return starfold_topology_add_link(t, &l);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Queries
+ */
+
+STARFOLD_API const char *starfold_topology_name(starfold_topology_t topology)
+{
+    return topology ? topology->name : "";
+}
+
+STARFOLD_API int starfold_topology_num_devices(starfold_topology_t topology)
+{
+    return topology ? topology->num_devices : 0;
+}
+
+STARFOLD_API const char *starfold_topology_device_name(starfold_topology_t topology, int device)
+{
+    return topology && valid_device(topology, device) ? topology->devices[device].name : NULL;
+}
+
+STARFOLD_API starfold_device_kind_t starfold_topology_device_kind(starfold_topology_t topology, int device)
+{
+    return topology && valid_device(topology, device) ? topology->devices[device].kind : STARFOLD_DEVICE_GPU;
+}
+
+STARFOLD_API const char *starfold_topology_origin(starfold_topology_t topology)
+{
+    return topology ? topology->origin : NULL;
+}
+
+STARFOLD_API int starfold_topology_device_line(starfold_topology_t topology, int device)
+{
+    return topology && valid_device(topology, device) ? topology->devices[device].line : 0;
+}
+
+STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b)
+{
+    if (!topology || !valid_device(topology, a) || !valid_device(topology, b)) return 0;
+    return a == b ||
+           (topology->devices[a].kind == STARFOLD_DEVICE_CPU && topology->devices[b].kind == STARFOLD_DEVICE_CPU);
+}
+
+STARFOLD_API int starfold_topology_device_socket(starfold_topology_t topology, int device)
+{
+    return topology && valid_device(topology, device) ? topology->devices[device].socket : -1;
+}
+
+STARFOLD_API int starfold_topology_num_links(starfold_topology_t topology)
+{
+    return topology ? (int)topology->num_links : 0;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_link(starfold_topology_t topology, int index, starfold_link_t *link)
+{
+    if (!topology || !link)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_link: NULL %s",
+                        !topology ? "topology" : "link");
+    if (index < 0 || (size_t)index >= topology->num_links)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link index %d is not in topology '%s' (%zu links)", index,
+                        topology->name, topology->num_links);
+    *link = topology->links[index];
+    return STARFOLD_OK;
+}
+
+/* Index of the fastest link between a and b (the first of equals), -1 when none. Records no error. */
+static int best_link_index(starfold_topology_t t, int a, int b)
+{
+    if (a > b) {
+        int tmp = a;
+        a = b;
+        b = tmp;
+    }
+    int best = -1;
+    for (size_t i = 0; i < t->num_links; i++) {
+        const starfold_link_t *l = &t->links[i];
+        if (l->a == a && l->b == b && (best < 0 || l->bandwidth_GBps > t->links[best].bandwidth_GBps)) best = (int)i;
+    }
+    return best;
+}
+
+STARFOLD_API double starfold_topology_bandwidth(starfold_topology_t topology, int a, int b)
+{
+    if (!topology || !valid_device(topology, a) || !valid_device(topology, b) || a == b) return 0;
+    int i = best_link_index(topology, a, b);
+    return i < 0 ? 0 : topology->links[i].bandwidth_GBps;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_best_link(starfold_topology_t topology, int a, int b,
+                                                           starfold_link_t *link)
+{
+    if (!topology || !link)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_best_link: NULL %s",
+                        !topology ? "topology" : "link");
+    if (!valid_device(topology, a) || !valid_device(topology, b))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "device %d is not in topology '%s' (0..%d)",
+                        valid_device(topology, a) ? b : a, topology->name, topology->num_devices - 1);
+    int i = a == b ? -1 : best_link_index(topology, a, b);
+    if (i < 0)
+        return starfold__error(STARFOLD_ERR_NOT_FOUND, "topology '%s' has no link between devices %d and %d", topology->name,
+                        a, b);
+    *link = topology->links[i];
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Derived topologies and checks
+ */
+
+STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topology, int num_devices,
+                                                        starfold_topology_t *subset)
+{
+    if (!topology || !subset)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_subset: NULL %s",
+                        !topology ? "topology" : "subset");
+    if (num_devices < 1 || num_devices > topology->num_devices)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "subset of topology '%s': num_devices must be 1..%d, got %d",
+                        topology->name, topology->num_devices, num_devices);
+
+    char name[256];
+    if (num_devices == topology->num_devices) snprintf(name, sizeof name, "%s", topology->name);
+    else snprintf(name, sizeof name, "%s (devices 0-%d)", topology->name, num_devices - 1);
+
+    starfold_topology_t s = NULL;
+    starfold_status_t st;
+    SF_CHECK_GOTO(starfold_topology_create(name, num_devices, &s), st, fail);
+    for (int i = 0; i < num_devices; i++) {
+        const starfold__device_t *d = &topology->devices[i];
+        SF_CHECK_GOTO(starfold_topology_set_device(s, i, d->name, d->kind, d->socket), st, fail);
+        s->devices[i].line = d->line;
+    }
+    if (topology->origin && !(s->origin = starfold__strdup(topology->origin))) {
+        st = STARFOLD_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (size_t i = 0; i < topology->num_links; i++)
+        if (topology->links[i].b < num_devices)
+            SF_CHECK_GOTO(starfold_topology_add_link(s, &topology->links[i]), st, fail);
+    *subset = s;
+    return STARFOLD_OK;
+
+fail:
+    starfold_topology_destroy(s);
+    return st;
+}
+
+int starfold__topology_unreachable(starfold_topology_t t)
+{
+    /* Flood fill from device 0: repeat until no link adds a device (n <= 64, links few). */
+    char reached[STARFOLD_MAX_DEVICES] = { 1 };
+    for (int grew = 1; grew;) {
+        grew = 0;
+        for (size_t i = 0; i < t->num_links; i++) {
+            const starfold_link_t *l = &t->links[i];
+            if (reached[l->a] != reached[l->b]) {
+                reached[l->a] = reached[l->b] = 1;
+                grew = 1;
+            }
+        }
+    }
+    for (int d = 0; d < t->num_devices; d++)
+        if (!reached[d]) return d;
+    return -1;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_validate(starfold_topology_t topology)
+{
+    if (!topology) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_validate: NULL topology");
+    if (topology->num_devices < 1)
+        return starfold__error(STARFOLD_ERR_TOPOLOGY, "topology '%s' has no device", topology->name);
+    int d = starfold__topology_unreachable(topology);
+    if (d >= 0)
+        return starfold__error(STARFOLD_ERR_TOPOLOGY,
+                        "topology '%s' is disconnected: device %d (%s) cannot be reached from device 0 (%s)",
+                        topology->name, d, topology->devices[d].name, topology->devices[0].name);
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Bisection
+ */
+
+/* Bandwidth inside the two groups of @side (bit i set: position i in group 1). */
+static double intra_bandwidth(int n, double w[][SF_BISECT_EXHAUSTIVE_MAX], unsigned side)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (((side >> i) & 1u) == ((side >> j) & 1u)) sum += w[i][j];
+    return sum;
+}
+
+/*
+ * Next k-combination of {1..last} in lexicographic order (c ascending); 0 after the last one.
+ * Position 0 is fixed in group 0, so group 0 = {0} + c and the enumeration visits first groups in
+ * lexicographic order of positions: the first maximum found is the tie-break the header promises.
+ */
+static int next_combination(int *c, int k, int last)
+{
+    int i = k - 1;
+    while (i >= 0 && c[i] == last - (k - 1 - i)) i--;
+    if (i < 0) return 0;
+    c[i]++;
+    for (int j = i + 1; j < k; j++) c[j] = c[j - 1] + 1;
+    return 1;
+}
+
+static void bisect_exhaustive(starfold_topology_t t, int n, const int *devices, int *group)
+{
+    double w[SF_BISECT_EXHAUSTIVE_MAX][SF_BISECT_EXHAUSTIVE_MAX];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) w[i][j] = i == j ? 0 : starfold_topology_bandwidth(t, devices[i], devices[j]);
+
+    const int k = n / 2 - 1;               /* members of group 0 besides position 0 */
+    int c[SF_BISECT_EXHAUSTIVE_MAX];
+    for (int j = 0; j < k; j++) c[j] = j + 1;
+
+    unsigned best_side = 0;
+    double best = -1;
+    do {
+        unsigned side = ((1u << n) - 1u) & ~1u;   /* everyone in group 1 but position 0 */
+        for (int j = 0; j < k; j++) side &= ~(1u << c[j]);
+        double score = intra_bandwidth(n, w, side);
+        /* strictly better by more than rounding: equal splits keep the earlier (smaller) first group */
+        if (score > best + 1e-12 * fmax(1.0, fabs(best))) {
+            best = score;
+            best_side = side;
+        }
+    } while (next_combination(c, k, n - 1));
+    for (int i = 0; i < n; i++) group[i] = (int)((best_side >> i) & 1u);
+}
+
+STARFOLD_API starfold_status_t starfold_topology_bisect(starfold_topology_t topology, int n, const int *devices,
+                                                        int *group)
+{
+    if (!topology || !devices || !group)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_bisect: NULL %s",
+                        !topology ? "topology" : !devices ? "devices" : "group");
+    if (n < 1 || n > topology->num_devices)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "bisect: n must be 1..%d (the devices of '%s'), got %d",
+                        topology->num_devices, topology->name, n);
+    char seen[STARFOLD_MAX_DEVICES] = { 0 };
+    for (int i = 0; i < n; i++) {
+        if (!valid_device(topology, devices[i]))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "bisect: devices[%d] = %d is not in topology '%s' (0..%d)",
+                            i, devices[i], topology->name, topology->num_devices - 1);
+        if (seen[devices[i]]++)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "bisect: device %d appears twice", devices[i]);
+    }
+
+    if (n == 1) {
+        group[0] = 0;
+    } else if (n > SF_BISECT_EXHAUSTIVE_MAX) {
+        for (int i = 0; i < n; i++) group[i] = i < n / 2 ? 0 : 1;
+    } else {
+        bisect_exhaustive(topology, n, devices, group);
+    }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Names
+ */
+
+static const char *const link_kind_names[] = {
+    [STARFOLD_LINK_NVLINK] = "nvlink",
+    [STARFOLD_LINK_PCIE] = "pcie",
+    [STARFOLD_LINK_INTER_SOCKET] = "inter-socket",
+    [STARFOLD_LINK_HOST] = "host",
+};
+
+STARFOLD_API const char *starfold_link_kind_name(starfold_link_kind_t kind)
+{
+    return (unsigned)kind <= (unsigned)STARFOLD_LINK_HOST ? link_kind_names[kind] : "unknown";
+}
+
+STARFOLD_API starfold_status_t starfold_link_kind_from_string(const char *name, starfold_link_kind_t *kind)
+{
+    static const struct { const char *name; starfold_link_kind_t kind; } aliases[] = {
+        { "qpi", STARFOLD_LINK_INTER_SOCKET },
+        { "upi", STARFOLD_LINK_INTER_SOCKET },
+        { "sys", STARFOLD_LINK_INTER_SOCKET },
+    };
+    if (!name || !kind)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_link_kind_from_string: NULL %s",
+                        !name ? "name" : "kind");
+    for (int k = 0; k <= (int)STARFOLD_LINK_HOST; k++)
+        if (starfold__streq_nocase(name, link_kind_names[k])) {
+            *kind = (starfold_link_kind_t)k;
+            return STARFOLD_OK;
+        }
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (starfold__streq_nocase(name, aliases[i].name)) {
+            *kind = aliases[i].kind;
+            return STARFOLD_OK;
+        }
+    return starfold__error(STARFOLD_ERR_NOT_FOUND,
+                    "unknown link kind '%s' (known: nvlink, pcie, inter-socket, host; qpi, upi, sys)", name);
+}
+
+const char *starfold__device_kind_name(starfold_device_kind_t kind)
+{
+    return kind == STARFOLD_DEVICE_GPU ? "gpu" : kind == STARFOLD_DEVICE_CPU ? "cpu" : "unknown";
+}
+
+int starfold__device_kind_parse(const char *name, starfold_device_kind_t *kind)
+{
+    if (starfold__streq_nocase(name, "gpu")) *kind = STARFOLD_DEVICE_GPU;
+    else if (starfold__streq_nocase(name, "cpu")) *kind = STARFOLD_DEVICE_CPU;
+    else return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * One entry point
+ */
+
+static int file_exists(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_open(const char *spec, starfold_topology_t *topology)
+{
+    if (!spec || !topology)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_open: NULL %s",
+                        !spec ? "spec" : "topology");
+    if (!*spec) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_open: empty topology name");
+    for (const char *const *n = starfold_topology_builtin_names(); *n; n++)
+        if (starfold__streq_nocase(spec, *n)) return starfold_topology_builtin(*n, topology);
+    if (starfold__streq_nocase(spec, "detect")) return starfold_topology_detect(topology);
+    /* Anything that looks like a path is one (so a missing file is an I/O error, not an unknown name). */
+    if (strchr(spec, '/') || strchr(spec, '.') || file_exists(spec)) return starfold_topology_load(spec, topology);
+    return starfold__error(STARFOLD_ERR_NOT_FOUND,
+                    "unknown topology '%s': expected dgx1-v100, dgx1-p100, pcie4, emulated, host, detect, or the "
+                    "path of a DOT file", spec);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Graphviz form: the DOT that starfold_topology_load() reads back, plus presentation attributes
+ * (shape, color, style, penwidth, edge label) that the loader accepts and ignores.
+ */
+
+/* Shortest decimal form that reads back to the same double. */
+static void format_double(char *buf, size_t size, double v)
+{
+    snprintf(buf, size, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, size, "%.17g", v);
+}
+
+static const char *link_color(starfold_link_kind_t kind)
+{
+    switch (kind) {
+    case STARFOLD_LINK_NVLINK: return "#76b900";
+    case STARFOLD_LINK_PCIE: return "#1f77b4";
+    case STARFOLD_LINK_INTER_SOCKET: return "#d62728";
+    default: return "#7f7f7f";
+    }
+}
+
+/* A node name no other node has: the device name, else "dev<i>", else "dev<i>_<k>". */
+static Agnode_t *add_device_node(Agraph_t *g, starfold_topology_t t, int i)
+{
+    char buf[64];
+    const char *want = t->devices[i].name;
+    for (int k = 0; agnode(g, (char *)want, 0); k++) {
+        if (k == 0) snprintf(buf, sizeof buf, "dev%d", i);
+        else snprintf(buf, sizeof buf, "dev%d_%d", i, k);
+        want = buf;
+    }
+    Agnode_t *node = agnode(g, (char *)want, 1);
+    if (!node) return NULL;
+    starfold__agset(node, "id", "%d", i);
+    if (strcmp(want, t->devices[i].name) != 0) agsafeset(node, "label", t->devices[i].name, "");
+    starfold__agset(node, "kind", "%s", starfold__device_kind_name(t->devices[i].kind));
+    if (t->devices[i].socket >= 0) starfold__agset(node, "socket", "%d", t->devices[i].socket);
+    return node;
+}
+
+static int add_link_edge(Agraph_t *g, Agnode_t *const *nodes, const starfold_link_t *l)
+{
+    char bw[40], lat[40];
+    /* NULL name in a non-strict graph: a new edge even when the pair already has one (parallel links). */
+    Agedge_t *e = agedge(g, nodes[l->a], nodes[l->b], NULL, 1);
+    if (!e) return -1;
+    format_double(bw, sizeof bw, l->bandwidth_GBps);
+    format_double(lat, sizeof lat, l->latency_us);
+    starfold__agset(e, "kind", "%s", starfold_link_kind_name(l->kind));
+    starfold__agset(e, "lanes", "%d", l->lanes);
+    starfold__agset(e, "bandwidth", "%s", bw);
+    starfold__agset(e, "latency", "%s", lat);
+    starfold__agset(e, "label", "%s GB/s", bw);
+    starfold__agset(e, "color", "%s", link_color(l->kind));
+    starfold__agset(e, "penwidth", "%d", l->kind == STARFOLD_LINK_NVLINK ? 1 + l->lanes : 1);
+    if (l->kind != STARFOLD_LINK_NVLINK) starfold__agset(e, "style", "dashed");
+    return 0;
+}
+
+/* Builds the graph; the caller holds the cgraph lock and closes the result. */
+static starfold_status_t topology_agraph(starfold_topology_t t, Agraph_t **out)
+{
+    Agnode_t *nodes[STARFOLD_MAX_DEVICES];
+    Agraph_t *g = agopen(*t->name ? t->name : "topology", Agundirected, NULL);
+    if (!g) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph for topology '%s'", t->name);
+    agattr(g, AGNODE, "shape", "box");
+    for (int i = 0; i < t->num_devices; i++)
+        if (!(nodes[i] = add_device_node(g, t, i))) goto oom;
+    for (size_t i = 0; i < t->num_links; i++)
+        if (add_link_edge(g, nodes, &t->links[i]) != 0) goto oom;
+    *out = g;
+    return STARFOLD_OK;
+
+oom:
+    agclose(g);
+    return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: out of memory drawing topology '%s'", t->name);
+}
+
+/* Builds the graph and hands it to @save (under the cgraph lock). */
+static starfold_status_t with_agraph(starfold_topology_t t, const char *path,
+                                     starfold_status_t (*save)(Agraph_t *, const char *))
+{
+    Agraph_t *g = NULL;
+    starfold__cgraph_lock();
+    starfold_status_t st = topology_agraph(t, &g);
+    if (st == STARFOLD_OK) {
+        st = save(g, path);
+        agclose(g);
+    }
+    starfold__cgraph_unlock();
+    return st;
+}
+
+/* DOT whatever the extension. */
+static starfold_status_t save_dot(Agraph_t *g, const char *path)
+{
+    const int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) return starfold__error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    int rc = agwrite(g, f);
+    int rc2 = to_stdout ? fflush(f) : fclose(f);
+    if (rc != 0 || rc2 != 0) return starfold__error(STARFOLD_ERR_IO, "%s: write failed", path);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_write_dot(starfold_topology_t topology, const char *path)
+{
+    if (!topology || !path)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_write_dot: NULL %s",
+                        !topology ? "topology" : "path");
+    if (!*path) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_write_dot: empty path");
+    return with_agraph(topology, path, save_dot);
+}
+
+STARFOLD_API starfold_status_t starfold_topology_render(starfold_topology_t topology, const char *path)
+{
+    if (!topology || !path)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_render: NULL %s",
+                        !topology ? "topology" : "path");
+    starfold__format_t format;
+    starfold_status_t st = starfold__format_from_path(path, &format);   /* reject a bad extension before drawing */
+    if (st != STARFOLD_OK) return st;
+    return with_agraph(topology, path, starfold__agraph_save);
+}

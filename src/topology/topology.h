@@ -1,0 +1,56 @@
+/*
+ * Private layout of a topology. Devices 0..n-1, links stored as given (a < b after normalisation).
+ * Reference-counted: graphs keep the topology they were compiled for.
+ */
+#ifndef STARFOLD_SRC_TOPOLOGY_H
+#define STARFOLD_SRC_TOPOLOGY_H
+
+#include <starfold/topology.h>
+
+typedef struct starfold__device {
+    char *name;
+    starfold_device_kind_t kind;
+    int socket;
+    int line;                 /* line of its node in the topology file, 0 when unknown */
+} starfold__device_t;
+
+struct starfold_topology {
+    int refcount;             /* atomic: graphs in other threads may hold references */
+    char *name;
+    char *origin;             /* the file it was read from, NULL otherwise */
+    int num_devices;
+    starfold__device_t *devices;     /* num_devices entries */
+    starfold_link_t *links;   /* growable */
+    size_t num_links, cap_links;
+};
+
+/* "gpu" / "cpu"; "unknown" otherwise. */
+const char *starfold__device_kind_name(starfold_device_kind_t kind);
+
+/* Parses "gpu" / "cpu" case-insensitively; -1 (no error recorded) for anything else. */
+int starfold__device_kind_parse(const char *name, starfold_device_kind_t *kind);
+
+/* starfold_topology_add_link() from its fields. */
+starfold_status_t starfold__topology_add(starfold_topology_t t, int a, int b, starfold_link_kind_t kind, int lanes,
+                                  double bandwidth_GBps, double latency_us);
+
+/*
+ * The PCIe / socket-interconnect link between two GPUs that have no NVLink, from where they sit: the
+ * one place the PCIe model numbers live (built-in tables and hwloc detection share it).
+ */
+starfold_link_t starfold__pcie_link(int a, int b, int same_switch, int same_socket);
+
+/* The first device that links cannot reach from device 0, -1 when all can. */
+int starfold__topology_unreachable(starfold_topology_t t);
+
+/* The "host" model: @n CPU devices cpu0.. in one memory node, every pair a host link. */
+starfold_status_t starfold__topology_host(const char *name, int n, starfold_topology_t *topology);
+
+/*
+ * Serialises cgraph's global state (its parser and some static buffers are not thread-safe).
+ * Every starfold use of cgraph in the topology layer runs under it.
+ */
+void starfold__cgraph_lock(void);
+void starfold__cgraph_unlock(void);
+
+#endif /* STARFOLD_SRC_TOPOLOGY_H */

@@ -1,0 +1,55 @@
+/*
+ * Verification of results, shared by the command (`starfold run`, `bench`), the tests and the examples.
+ * Uses the public types only; names carry the starfold_tools_ prefix (tools.h).
+ *
+ * Data. starfold_tools_fill() gives element i of tensor t on replica r a deterministic value chosen so that
+ * the reductions stay exact and in range for up to 8 replicas:
+ *   SUM, MEAN, MIN, MAX: integers in [-100, 100] for int32/int64, quarter-integers in [-50, 50] for
+ *                        float32/float64 (exactly representable; their sums too);
+ *   PROD:                {-2, -1, 1, 2} for integers, {-2, -1, -0.5, 0.5, 1, 2} for floats (products of
+ *                        8 stay powers of two: exact, no overflow).
+ *
+ * Reference. starfold_tools_reference() computes the op in float64 over the sources in replica order; MEAN is
+ * sum / n, truncated toward zero for integer dtypes (C division of the exact integer sum), or the
+ * true quotient for a promoted integer MEAN (outputs in float64, see starfold_graph_output_dtype()).
+ *
+ * Comparison. Integers must match exactly. Floats: |got - expected| <= tol * max(1, |expected|) with
+ * tol = 1e-5 for float32 and 1e-12 for float64 (a relative tolerance with an absolute floor near 0).
+ */
+#ifndef STARFOLD_TOOLS_VERIFY_H
+#define STARFOLD_TOOLS_VERIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <starfold/common.h>
+
+/* Element access as double (values used in tests are exactly representable). */
+double starfold_tools_get(const void *data, starfold_dtype_t dtype, size_t i);
+void starfold_tools_set(void *data, starfold_dtype_t dtype, size_t i, double value);
+
+/* malloc of @count elements (at least one byte, so zero counts give a usable pointer); NULL on failure. */
+void *starfold_tools_alloc(starfold_dtype_t dtype, size_t count);
+
+/* The deterministic value of element @i of tensor @tensor on replica @replica for @op. */
+double starfold_tools_value(starfold_op_t op, starfold_dtype_t dtype, int replica, size_t tensor, size_t i);
+void starfold_tools_fill(void *data, starfold_dtype_t dtype, size_t count, starfold_op_t op, int replica, size_t tensor);
+/* Sentinel content for outputs, distinguishable from every value starfold_tools_fill() produces. */
+#define STARFOLD_TOOLS_SENTINEL (-7777.0)
+void starfold_tools_fill_sentinel(void *data, starfold_dtype_t dtype, size_t count);
+
+/* out[i] = op over srcs[0..nsrc-1][i], in float64 (MEAN: sum / nsrc, integers truncated). */
+void starfold_tools_reference(starfold_op_t op, starfold_dtype_t dtype, const void *const *srcs, int nsrc, size_t count,
+                     double *out);
+/* As starfold_tools_reference(); @promote: an integer MEAN is the true quotient (TensorFlow's promoting MEAN). */
+void starfold_tools_reference_ex(starfold_op_t op, starfold_dtype_t dtype, int promote, const void *const *srcs, int nsrc,
+                        size_t count, double *out);
+
+/* 0 when @got matches @expected (see the tolerance above); else -1 and a description in @why. */
+int starfold_tools_compare(const void *got, starfold_dtype_t dtype, const double *expected, size_t count, char *why,
+                  size_t whylen);
+
+/* Monotonic seconds, for timing test sections. */
+double starfold_tools_now(void);
+
+#endif /* STARFOLD_TOOLS_VERIFY_H */
