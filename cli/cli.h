@@ -198,20 +198,7 @@ typedef struct cli_replicas {
     starfold_view_t *vin, *vout;           /* [n * nt] the tensors as views of them */
 } cli_replicas_t;
 
-/*
- * The deterministic value of element @i of tensor @t on replica @r, chosen so every reduction of up
- * to STARFOLD_MAX_DEVICES replicas is exact and in range: quarter-integers in [-50, 50] (floats) or
- * integers in [-100, 100]; for PROD +-1 with a rare +-2 (and +-0.5 for floats).
- */
-double cli_value(starfold_op_t op, starfold_dtype_t dtype, int r, size_t t, size_t i);
-/* Stores @v into element @i of a host array of @dtype. */
-void cli_store(void *data, starfold_dtype_t dtype, size_t i, double v);
-/* Loads element @i of a host array of @dtype. */
-double cli_load(const void *data, starfold_dtype_t dtype, size_t i);
-/* Whether @got is right for the float64 reference @want (integers exact, floats relative 1e-5 / 1e-12). */
-int cli_close_enough(starfold_dtype_t dtype, double got, double want);
-/* The float64 reference of element @i of tensor @t over @n replicas (MEAN truncates for integers). */
-double cli_reference(starfold_op_t op, starfold_dtype_t dtype, int n, size_t t, size_t i);
+/* Values, references and tolerances: tools/verify.h (shared with the tests and examples). */
 
 /* Allocates the vectors and fills the inputs. Returns a status (message in starfold_last_error()). */
 starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,

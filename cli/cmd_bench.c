@@ -585,7 +585,7 @@ static int measure_host_loop(bench_t *b, const starfold_tensor_desc_t *tensors, 
             out[(size_t)r * nt + t] = q;
             if (!p || !q) ok = 0;
             else {
-                for (size_t i = 0; i < count; i++) cli_store(p, dt, i, cli_value(op, dt, r, t, i));
+                for (size_t i = 0; i < count; i++) starfold_tools_set(p, dt, i, starfold_tools_value(op, dt, r, t, i));
                 memset(q, 0, bytes); /* touch the pages before timing */
             }
         }
@@ -616,9 +616,9 @@ static int measure_host_loop(bench_t *b, const starfold_tensor_desc_t *tensors, 
             for (size_t t = 0; t < nt; t++) {
                 const starfold_dtype_t dt = tensors[t].dtype;
                 for (size_t i = 0; i < tensors[t].count; i++) {
-                    const double want = cli_reference(op, dt, n, t, i);
+                    const double want = starfold_tools_reference_at(op, dt, n, t, i);
                     for (int r = 0; r < n; r++)
-                        if (!cli_close_enough(dt, cli_load(out[(size_t)r * nt + t], dt, i), want)) bad++;
+                        if (!starfold_tools_close_enough(dt, starfold_tools_get(out[(size_t)r * nt + t], dt, i), want)) bad++;
                 }
             }
             *wrong = bad;

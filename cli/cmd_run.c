@@ -246,77 +246,6 @@ void cli_machine_close(cli_machine_t *m)
  * Data and reference
  */
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 31;
-    h *= 0x7fb5d329728ea185ULL;
-    h ^= h >> 27;
-    h *= 0x81dadef4bc2dd44dULL;
-    h ^= h >> 33;
-    return h;
-}
-
-static int is_integer(starfold_dtype_t dtype)
-{
-    return dtype == STARFOLD_INT32 || dtype == STARFOLD_INT64;
-}
-
-double cli_value(starfold_op_t op, starfold_dtype_t dtype, int r, size_t t, size_t i)
-{
-    const uint64_t h = mix((uint64_t)r * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)t + 0x632be59bd9b4e019ULL) ^ (uint64_t)i);
-    if (op == STARFOLD_OP_PROD) {
-        /* At most ceil(n / 8) replicas get a 2 (or 0.5) for any element: products stay within 2^8. */
-        const size_t phase = ((size_t)r + t + i) % 8;
-        const double mag = phase == 0 ? 2.0 : (phase == 4 && !is_integer(dtype)) ? 0.5 : 1.0;
-        return (h & 1) ? -mag : mag;
-    }
-    if (is_integer(dtype)) return (double)((int)(h % 201) - 100);
-    return (double)((int)(h % 401) - 200) * 0.25;
-}
-
-void cli_store(void *data, starfold_dtype_t dtype, size_t i, double v)
-{
-    switch (dtype) {
-    case STARFOLD_FLOAT32: ((float *)data)[i] = (float)v; break;
-    case STARFOLD_FLOAT64: ((double *)data)[i] = v; break;
-    case STARFOLD_INT32: ((int32_t *)data)[i] = (int32_t)v; break;
-    default: ((int64_t *)data)[i] = (int64_t)v; break;
-    }
-}
-
-double cli_load(const void *data, starfold_dtype_t dtype, size_t i)
-{
-    switch (dtype) {
-    case STARFOLD_FLOAT32: return ((const float *)data)[i];
-    case STARFOLD_FLOAT64: return ((const double *)data)[i];
-    case STARFOLD_INT32: return ((const int32_t *)data)[i];
-    default: return (double)((const int64_t *)data)[i];
-    }
-}
-
-int cli_close_enough(starfold_dtype_t dtype, double got, double want)
-{
-    if (is_integer(dtype)) return got == want;
-    const double tol = dtype == STARFOLD_FLOAT32 ? 1e-5 : 1e-12;
-    return fabs(got - want) <= tol * fmax(1.0, fabs(want)); /* a NaN is never close */
-}
-
-double cli_reference(starfold_op_t op, starfold_dtype_t dtype, int n, size_t t, size_t i)
-{
-    double acc = cli_value(op, dtype, 0, t, i);
-    for (int r = 1; r < n; r++) {
-        const double v = cli_value(op, dtype, r, t, i);
-        switch (op) {
-        case STARFOLD_OP_MIN: acc = fmin(acc, v); break;
-        case STARFOLD_OP_MAX: acc = fmax(acc, v); break;
-        case STARFOLD_OP_PROD: acc *= v; break;
-        default: acc += v; break;
-        }
-    }
-    if (op == STARFOLD_OP_MEAN) acc = is_integer(dtype) ? trunc(acc / n) : acc / n;
-    return acc;
-}
-
 uint64_t cli_tensors_bytes(const starfold_tensor_desc_t *tensors, size_t nt)
 {
     uint64_t b = 0;
@@ -334,8 +263,6 @@ uint64_t cli_tensors_elements(const starfold_tensor_desc_t *tensors, size_t nt)
 /* ------------------------------------------------------------------------------------------------
  * Replicas
  */
-
-#define CLI_SENTINEL (-7777.0) /* outside every reduction's range, see cli_value() */
 
 /* Elements of all tensors together (a bucket). */
 static size_t total_count(const cli_replicas_t *rep)
@@ -406,7 +333,7 @@ starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starf
             const starfold_dtype_t dt = tensors[t].dtype;
             if ((st = starfold_vector_create(ctx, r, dt, count, &rep->in[k])) != STARFOLD_OK) goto fail;
             if ((st = starfold_vector_create(ctx, r, dt, count, &rep->out[k])) != STARFOLD_OK) goto fail;
-            for (size_t i = 0; i < count; i++) cli_store(host, dt, i, cli_value(op, dt, r, t, i));
+            for (size_t i = 0; i < count; i++) starfold_tools_set(host, dt, i, starfold_tools_value(op, dt, r, t, i));
             if ((st = starfold_vector_write(rep->in[k], host, count * starfold_dtype_size(dt))) != STARFOLD_OK) goto fail;
         }
     free(host);
@@ -441,7 +368,7 @@ starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, co
             const size_t k = (size_t)r * nt + t;
             rep->vin[k] = (starfold_view_t){ rep->bin[r], at };
             rep->vout[k] = (starfold_view_t){ rep->bout[r], at };
-            for (size_t i = 0; i < tensors[t].count; i++) cli_store(host, dt, at + i, cli_value(op, dt, r, t, i));
+            for (size_t i = 0; i < tensors[t].count; i++) starfold_tools_set(host, dt, at + i, starfold_tools_value(op, dt, r, t, i));
             at += tensors[t].count;
         }
         if ((st = starfold_vector_write(rep->bin[r], host, total * starfold_dtype_size(dt))) != STARFOLD_OK) goto fail;
@@ -474,7 +401,7 @@ starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
     if (rep->bucketed) {
         const starfold_dtype_t dt = rep->nt ? rep->tensors[0].dtype : STARFOLD_FLOAT32;
         const size_t total = total_count(rep);
-        for (size_t i = 0; i < total; i++) cli_store(host, dt, i, CLI_SENTINEL);
+        for (size_t i = 0; i < total; i++) starfold_tools_set(host, dt, i, STARFOLD_TOOLS_SENTINEL);
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
             st = starfold_vector_write(rep->bout[r], host, total * starfold_dtype_size(dt));
         free(host);
@@ -482,7 +409,7 @@ starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
     }
     for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
         const starfold_dtype_t dt = rep->tensors[t].dtype;
-        for (size_t i = 0; i < rep->tensors[t].count; i++) cli_store(host, dt, i, CLI_SENTINEL);
+        for (size_t i = 0; i < rep->tensors[t].count; i++) starfold_tools_set(host, dt, i, STARFOLD_TOOLS_SENTINEL);
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
             st = starfold_vector_write(rep->out[(size_t)r * rep->nt + t], host,
                                        rep->tensors[t].count * starfold_dtype_size(dt));
@@ -507,7 +434,7 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
             st = starfold_vector_read(rep->bout[r], host, total_count(rep) * starfold_dtype_size(dt));
             for (size_t t = 0, at = 0; t < rep->nt && st == STARFOLD_OK; at += rep->tensors[t++].count) {
                 for (size_t i = 0; i < rep->tensors[t].count; i++)
-                    if (!cli_close_enough(dt, cli_load(host, dt, at + i), cli_reference(rep->op, dt, rep->n, t, i)))
+                    if (!starfold_tools_close_enough(dt, starfold_tools_get(host, dt, at + i), starfold_tools_reference_at(rep->op, dt, rep->n, t, i)))
                         bad++;
                 seen += rep->tensors[t].count;
             }
@@ -517,11 +444,11 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
         const starfold_dtype_t dt = rep->tensors[t].dtype;
         const size_t count = rep->tensors[t].count;
         /* The reference once per tensor, then every replica against it. */
-        for (size_t i = 0; i < count; i++) ref[i] = cli_reference(rep->op, dt, rep->n, t, i);
+        for (size_t i = 0; i < count; i++) ref[i] = starfold_tools_reference_at(rep->op, dt, rep->n, t, i);
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
             st = starfold_vector_read(rep->out[(size_t)r * rep->nt + t], host, count * starfold_dtype_size(dt));
             for (size_t i = 0; i < count && st == STARFOLD_OK; i++)
-                if (!cli_close_enough(dt, cli_load(host, dt, i), ref[i])) bad++;
+                if (!starfold_tools_close_enough(dt, starfold_tools_get(host, dt, i), ref[i])) bad++;
             seen += count;
         }
     }

@@ -36,27 +36,33 @@ void *starfold_tools_alloc(starfold_dtype_t dtype, size_t count)
     return malloc(bytes ? bytes : 1);
 }
 
-static uint32_t mix(uint32_t h)
+static uint64_t mix(uint64_t h)
 {
-    h ^= h >> 16;
-    h *= 0x7feb352dU;
-    h ^= h >> 15;
-    h *= 0x846ca68bU;
-    h ^= h >> 16;
+    h ^= h >> 31;
+    h *= 0x7fb5d329728ea185ULL;
+    h ^= h >> 27;
+    h *= 0x81dadef4bc2dd44dULL;
+    h ^= h >> 33;
     return h;
+}
+
+static int is_integer(starfold_dtype_t dtype)
+{
+    return dtype == STARFOLD_INT32 || dtype == STARFOLD_INT64;
 }
 
 double starfold_tools_value(starfold_op_t op, starfold_dtype_t dtype, int replica, size_t tensor, size_t i)
 {
-    const uint32_t h = mix((uint32_t)replica * 0x9e3779b9U ^ mix((uint32_t)tensor * 0x85ebca6bU ^ mix((uint32_t)i)));
-    const int is_int = dtype == STARFOLD_INT32 || dtype == STARFOLD_INT64;
+    const uint64_t h =
+        mix((uint64_t)replica * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)tensor + 0x632be59bd9b4e019ULL) ^ (uint64_t)i);
     if (op == STARFOLD_OP_PROD) {
-        static const double ints[4] = { -2, -1, 1, 2 };
-        static const double floats[6] = { -2, -1, -0.5, 0.5, 1, 2 };
-        return is_int ? ints[h % 4] : floats[h % 6];
+        /* At most ceil(n / 8) replicas get a 2 (or 0.5) for any element: products stay within 2^8. */
+        const size_t phase = ((size_t)replica + tensor + i) % 8;
+        const double mag = phase == 0 ? 2.0 : (phase == 4 && !is_integer(dtype)) ? 0.5 : 1.0;
+        return (h & 1) ? -mag : mag;
     }
-    if (is_int) return (double)((int)(h % 201) - 100);
-    return ((int)(h % 401) - 200) / 4.0;
+    if (is_integer(dtype)) return (double)((int)(h % 201) - 100);
+    return (double)((int)(h % 401) - 200) * 0.25;
 }
 
 void starfold_tools_fill(void *data, starfold_dtype_t dtype, size_t count, starfold_op_t op, int replica, size_t tensor)
@@ -75,35 +81,55 @@ void starfold_tools_reference(starfold_op_t op, starfold_dtype_t dtype, const vo
     starfold_tools_reference_ex(op, dtype, 0, srcs, nsrc, count, out);
 }
 
-void starfold_tools_reference_ex(starfold_op_t op, starfold_dtype_t dtype, int promote, const void *const *srcs, int nsrc,
-                        size_t count, double *out)
+/* acc op v, in float64. */
+static double accumulate(starfold_op_t op, double acc, double v)
 {
-    const int is_int = (dtype == STARFOLD_INT32 || dtype == STARFOLD_INT64) && !promote;
-    for (size_t i = 0; i < count; i++) {
-        double acc = starfold_tools_get(srcs[0], dtype, i);
-        for (int s = 1; s < nsrc; s++) {
-            const double v = starfold_tools_get(srcs[s], dtype, i);
-            switch (op) {
-            case STARFOLD_OP_SUM:
-            case STARFOLD_OP_MEAN: acc += v; break;
-            case STARFOLD_OP_PROD: acc *= v; break;
-            case STARFOLD_OP_MIN: acc = v < acc ? v : acc; break;
-            case STARFOLD_OP_MAX: acc = v > acc ? v : acc; break;
-            }
-        }
-        if (op == STARFOLD_OP_MEAN) acc = is_int ? (double)((int64_t)acc / (int64_t)nsrc) : acc / nsrc;
-        out[i] = acc;
+    switch (op) {
+    case STARFOLD_OP_MIN: return v < acc ? v : acc;
+    case STARFOLD_OP_MAX: return v > acc ? v : acc;
+    case STARFOLD_OP_PROD: return acc * v;
+    default: return acc + v; /* SUM, MEAN */
     }
 }
 
-int starfold_tools_compare(const void *got, starfold_dtype_t dtype, const double *expected, size_t count, char *why,
-                  size_t whylen)
+/* MEAN's division: integers truncate toward zero (C division of the exact sum) unless promoted. */
+static double finish(starfold_op_t op, int integer_mean, double acc, int n)
 {
-    const double tol = dtype == STARFOLD_FLOAT32 ? 1e-5 : dtype == STARFOLD_FLOAT64 ? 1e-12 : 0.0;
+    if (op != STARFOLD_OP_MEAN) return acc;
+    return integer_mean ? (double)((int64_t)acc / (int64_t)n) : acc / n;
+}
+
+void starfold_tools_reference_ex(starfold_op_t op, starfold_dtype_t dtype, int promote, const void *const *srcs, int nsrc,
+                                 size_t count, double *out)
+{
+    const int integer_mean = is_integer(dtype) && !promote;
+    for (size_t i = 0; i < count; i++) {
+        double acc = starfold_tools_get(srcs[0], dtype, i);
+        for (int s = 1; s < nsrc; s++) acc = accumulate(op, acc, starfold_tools_get(srcs[s], dtype, i));
+        out[i] = finish(op, integer_mean, acc, nsrc);
+    }
+}
+
+double starfold_tools_reference_at(starfold_op_t op, starfold_dtype_t dtype, int n, size_t tensor, size_t i)
+{
+    double acc = starfold_tools_value(op, dtype, 0, tensor, i);
+    for (int r = 1; r < n; r++) acc = accumulate(op, acc, starfold_tools_value(op, dtype, r, tensor, i));
+    return finish(op, is_integer(dtype), acc, n);
+}
+
+int starfold_tools_close_enough(starfold_dtype_t dtype, double got, double want)
+{
+    if (is_integer(dtype)) return got == want;
+    const double tol = dtype == STARFOLD_FLOAT32 ? 1e-5 : 1e-12;
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want)); /* a NaN is never close */
+}
+
+int starfold_tools_compare(const void *got, starfold_dtype_t dtype, const double *expected, size_t count, char *why,
+                           size_t whylen)
+{
     for (size_t i = 0; i < count; i++) {
         const double g = starfold_tools_get(got, dtype, i), e = expected[i];
-        const int ok = tol == 0.0 ? g == e : fabs(g - e) <= tol * fmax(1.0, fabs(e));
-        if (!ok) {
+        if (!starfold_tools_close_enough(dtype, g, e)) {
             if (why) snprintf(why, whylen, "element %zu of %zu: got %.17g, expected %.17g", i, count, g, e);
             return -1;
         }

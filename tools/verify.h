@@ -3,11 +3,11 @@
  * Uses the public types only; names carry the starfold_tools_ prefix (tools.h).
  *
  * Data. starfold_tools_fill() gives element i of tensor t on replica r a deterministic value chosen so that
- * the reductions stay exact and in range for up to 8 replicas:
+ * the reductions stay exact and in range for any replica count:
  *   SUM, MEAN, MIN, MAX: integers in [-100, 100] for int32/int64, quarter-integers in [-50, 50] for
  *                        float32/float64 (exactly representable; their sums too);
- *   PROD:                {-2, -1, 1, 2} for integers, {-2, -1, -0.5, 0.5, 1, 2} for floats (products of
- *                        8 stay powers of two: exact, no overflow).
+ *   PROD:                +-1 mostly, +-2 (and +-0.5 for floats) for at most one replica in 8 per element,
+ *                        so products stay powers of two within 2^8: exact, no overflow.
  *
  * Reference. starfold_tools_reference() computes the op in float64 over the sources in replica order; MEAN is
  * sum / n, truncated toward zero for integer dtypes (C division of the exact integer sum), or the
@@ -44,6 +44,13 @@ void starfold_tools_reference(starfold_op_t op, starfold_dtype_t dtype, const vo
 /* As starfold_tools_reference(); @promote: an integer MEAN is the true quotient (TensorFlow's promoting MEAN). */
 void starfold_tools_reference_ex(starfold_op_t op, starfold_dtype_t dtype, int promote, const void *const *srcs, int nsrc,
                         size_t count, double *out);
+
+/* The reference of element @i of tensor @tensor over replicas 0..n-1 filled by starfold_tools_fill(),
+ * computed from the generator alone (no host copies of the inputs needed). */
+double starfold_tools_reference_at(starfold_op_t op, starfold_dtype_t dtype, int n, size_t tensor, size_t i);
+
+/* 1 when @got is within the tolerance above of @want (a NaN never is). */
+int starfold_tools_close_enough(starfold_dtype_t dtype, double got, double want);
 
 /* 0 when @got matches @expected (see the tolerance above); else -1 and a description in @why. */
 int starfold_tools_compare(const void *got, starfold_dtype_t dtype, const double *expected, size_t count, char *why,
