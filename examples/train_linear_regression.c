@@ -1,5 +1,5 @@
 /*
- * Data-parallel training with MirroredStrategy (examples/linreg.c): linear regression by SGD over
+ * Data-parallel training with MirroredStrategy (tools/linreg.c): linear regression by SGD over
  * logical devices on StarPU's CPU workers, 4 by default (argument 1 changes it). Exit status 0 when
  * the loss went down 100-fold and every replica's parameters are bit-identical, 1 otherwise, 77 when
  * StarPU has no CPU worker. `starfold demo` runs the same job on every device (OpenCL too).

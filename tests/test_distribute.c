@@ -5,7 +5,7 @@
  *
  * Runs on CPU-only StarPU (tests/run-test.sh: STARPU_NCPU=2): one context of 8 logical devices on
  * the CPU workers, reductions planned on the built-in "host" topology (subsets of it) or on the
- * context's own topology. The private trace of the layer (src/distribute.h) tells which path a
+ * context's own topology. The private trace of the layer (src/distribute/distribute.h) tells which path a
  * reduction took and how many graphs a batch became:
  *
  *     value devices vs destination          ops                 path

@@ -1,5 +1,5 @@
 /*
- * The CPU kernels (src/kernels_cpu.c) called directly, without StarPU running: REDUCE against an
+ * The CPU kernels (src/exec/kernels_cpu.c) called directly, without StarPU running: REDUCE against an
  * element-wise reference in the element type itself, so results must be bitwise equal.
  *
  * The kernel takes three paths for REDUCE, and every case here is built to reach a chosen one:

@@ -2,7 +2,7 @@
  * The topology layer: built-in tables, queries, bisection, DOT in and out, bad input, rendering and
  * hwloc detection. No worker and no GPU needed: topologies are data.
  *
- * The DGX-1 facts checked below (see src/topology_builtin.c for the picture):
+ * The DGX-1 facts checked below (see src/topology/builtin.c for the picture):
  *   doubled NVLink pairs 0-3 0-4 1-2 1-5 2-3 4-7 5-6 6-7, single 0-1 0-2 1-3 2-6 3-7 4-5 4-6 5-7;
  *   {0,1,2,3} and {4,5,6,7} are the two 4-cliques, so they are the best halves.
  */

@@ -1,6 +1,7 @@
 /*
  * Baselines for `starfold bench`, run on the same replicas as starfold's graphs so they can be
- * compared row by row. They live in the executor layer because they talk to StarPU directly.
+ * compared row by row. They are tools, not part of the library: they talk to StarPU directly and reuse
+ * the executor's kernels, which is why the programs that link them link the library's objects.
  *
  * copy: every replica's input copied to its output by one task pinned to its device: the same n
  * reads and n writes as the cheapest possible all-reduce on one memory, with no arithmetic - the

@@ -9,8 +9,8 @@ out=${1:-${TMPDIR:-/tmp}/starfold-gpu}
 mkdir -p "$out"
 : > "$out/config.h" # kernels_cpu.c includes config.h; it needs nothing from it
 cflags=${STARPU_CFLAGS:-$(pkg-config --cflags starpu-1.3)}
-nvcc -O2 -std=c++14 -DSTARPU_USE_CUDA $cflags -I"$top/src" -c "$top/src/kernels_cuda.cu" -o "$out/kernels_cuda.o"
-${CC:-cc} -O2 -std=gnu11 $cflags -I"$out" -I"$top/src" -c "$top/src/kernels_cpu.c" -o "$out/kernels_cpu.o"
+nvcc -O2 -std=c++14 -DSTARPU_USE_CUDA $cflags -I"$top/src" -c "$top/src/exec/kernels_cuda.cu" -o "$out/kernels_cuda.o"
+${CC:-cc} -O2 -std=gnu11 $cflags -I"$out" -I"$top/src" -c "$top/src/exec/kernels_cpu.c" -o "$out/kernels_cpu.o"
 nvcc -O2 -std=c++14 -DSTARPU_USE_CUDA $cflags -I"$top/src" "$here/cuda_kernels.cu" "$out/kernels_cuda.o" \
     "$out/kernels_cpu.o" -o "$out/cuda_kernels"
 exec "$out/cuda_kernels" "${CASES:-3000}"
