@@ -897,6 +897,65 @@ static void test_contexts(void)
     starfold_strategy_destroy(ca.s);
 }
 
+/*
+ * A replica context kept after starfold_strategy_run() returned: its run is freed, so every call that
+ * takes it must refuse it without reading freed memory (ASan and valgrind watch this test).
+ *
+ *     run(step_keep)  -- replica r stores its context in kept[r] --> returns, run freed
+ *     main thread:    all_reduce(kept[1]) -> INVALID_ARGUMENT;  id(kept[1]) -> -1, ...
+ */
+static starfold_replica_context_t kept[2];
+
+static starfold_status_t step_keep(starfold_replica_context_t rc, void *arg)
+{
+    (void)arg;
+    kept[starfold_replica_context_replica_id_in_sync_group(rc)] = rc;
+    return STARFOLD_OK;
+}
+
+/* Replica 1 fails without recording a detail; @arg: NULL, or every replica succeeds. */
+static starfold_status_t step_silent_failure(starfold_replica_context_t rc, void *arg)
+{
+    if (arg) return STARFOLD_OK;
+    return starfold_replica_context_replica_id_in_sync_group(rc) == 1 ? STARFOLD_ERR_RUNTIME : STARFOLD_OK;
+}
+
+static void test_context_after_run(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run(s, step_keep, NULL), STARFOLD_OK);
+    /* Another run may reuse the memory the first one freed. */
+    int ok = 1;
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_silent_failure, &ok), STARFOLD_OK);
+    const float x = 1.0f;
+    const int dev = 1;
+    starfold_value_t v = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev, STARFOLD_FLOAT32, 1, &x, &v),
+                          STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_replica_context_all_reduce(kept[1], STARFOLD_OP_SUM, 1, &v, NULL, &r),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(),
+                                  "starfold_replica_context_all_reduce: the replica context is no longer valid"));
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_EQUAL(starfold_replica_context_merge_call(kept[0], count_merge_fn, NULL, NULL),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "no longer valid"));
+    starpu_data_handle_t h = NULL;
+    CU_ASSERT_EQUAL(starfold_replica_context_select(kept[1], v, &h), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(h);
+    CU_ASSERT_EQUAL(starfold_replica_context_replica_id_in_sync_group(kept[1]), -1);
+    CU_ASSERT_EQUAL(starfold_replica_context_num_replicas_in_sync(kept[1]), 0);
+    CU_ASSERT_EQUAL(starfold_replica_context_device(kept[1]), -2);
+    CU_ASSERT_PTR_NULL(starfold_replica_context_strategy(kept[1]));
+    starfold_value_destroy(v);
+
+    /* A failure with no detail still says who failed and how. */
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_silent_failure, NULL), STARFOLD_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "replica 1 (device 1) returned"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "with no detail"));
+    starfold_strategy_destroy(s);
+}
+
 /* merge_fn's error reaches every replica; merge results go to each replica. */
 static starfold_status_t failing_merge_fn(starfold_strategy_t strategy, int n, void *const *args, void **results)
 {
@@ -1180,6 +1239,7 @@ int main(int argc, char **argv)
         { "a replica fails while others wait", test_replica_failure },
         { "replicas disagree on the values", test_bad_structure },
         { "replica and cross-replica contexts", test_contexts },
+        { "a replica context used after its run", test_context_after_run },
         { "merge_call results and errors", test_merge_call },
         { "Strategy.reduce with and without axis", test_strategy_reduce_axis },
         { "reduce_to, broadcast_to, update", test_cross_replica_methods },

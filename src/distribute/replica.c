@@ -30,6 +30,13 @@
  *
  * The calling thread's replica context is thread-local: NULL outside a run and inside a merge
  * function (the cross-replica context), which is how cross-replica methods refuse replica contexts.
+ *
+ * Lifetime. Replica contexts live in their run, which starfold_strategy_run() frees before it returns;
+ * a caller may still hold one (kept in a global, passed to another thread). Such a pointer is never
+ * dereferenced: a context other than the calling thread's own is looked up by address among the live
+ * runs (a process-wide list, under its own lock, that a run leaves before it is freed), and only a
+ * context found there is read. A stale one gets STARFOLD_ERR_INVALID_ARGUMENT, or the accessors'
+ * NULL answers.
  */
 #include "config.h"
 
@@ -109,6 +116,7 @@ struct starfold__run {
     starfold_status_t broken_status;
     int broken_secondary;
     char broken_msg[MSG_LEN];
+    starfold__run_t *next_live;    /* the list of live runs (live_lock) */
 };
 
 static _Thread_local struct starfold_replica_context *tls_rc; /* NULL: cross-replica context */
@@ -117,6 +125,64 @@ static _Thread_local starfold__run_t *tls_run;                       /* the run 
 starfold_replica_context_t starfold__current_replica(void)
 {
     return tls_rc;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Live runs: which replica context pointers may be read (see "Lifetime" above)
+ */
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static starfold__run_t *live_runs;
+
+static void live_add(starfold__run_t *run)
+{
+    pthread_mutex_lock(&live_lock);
+    run->next_live = live_runs;
+    live_runs = run;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(starfold__run_t *run)
+{
+    pthread_mutex_lock(&live_lock);
+    for (starfold__run_t **p = &live_runs; *p; p = &(*p)->next_live)
+        if (*p == run) {
+            *p = run->next_live;
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* A copy of what a replica context says, and the run it belongs to (not to be dereferenced later). */
+typedef struct rc_view {
+    const starfold__run_t *run;
+    int id, device, n;
+    starfold_strategy_t strategy;
+} rc_view_t;
+
+/*
+ * Fills @out from @rc when @rc is the calling thread's own context or one of a live run; returns 0,
+ * or -1 for NULL or a context whose run has ended (nothing read through @rc then). Addresses are
+ * compared as integers: @rc may point anywhere.
+ */
+static int rc_lookup(starfold_replica_context_t rc, rc_view_t *out)
+{
+    if (!rc) return -1;
+    if (rc == tls_rc) {
+        *out = (rc_view_t){ rc->run, rc->id, rc->device, rc->run->n, rc->strategy };
+        return 0;
+    }
+    const uintptr_t at = (uintptr_t)rc;
+    int found = -1;
+    pthread_mutex_lock(&live_lock);
+    for (const starfold__run_t *run = live_runs; run && found < 0; run = run->next_live) {
+        const uintptr_t lo = (uintptr_t)run->rcs, hi = (uintptr_t)(run->rcs + run->n);
+        if (at < lo || at >= hi || (at - lo) % sizeof *run->rcs != 0) continue;
+        *out = (rc_view_t){ run, rc->id, rc->device, run->n, rc->strategy };
+        found = 0;
+    }
+    pthread_mutex_unlock(&live_lock);
+    return found;
 }
 
 STARFOLD_API starfold_replica_context_t starfold_get_replica_context(void)
@@ -137,32 +203,37 @@ starfold_status_t starfold__require_cross_replica(const char *fn)
  * Replica context accessors
  */
 
+/* The accessors answer as for NULL when the context's run has ended. */
 STARFOLD_API int starfold_replica_context_replica_id_in_sync_group(starfold_replica_context_t context)
 {
-    return context ? context->id : -1;
+    rc_view_t v;
+    return rc_lookup(context, &v) == 0 ? v.id : -1;
 }
 
 STARFOLD_API int starfold_replica_context_num_replicas_in_sync(starfold_replica_context_t context)
 {
-    return context ? context->run->n : 0;
+    rc_view_t v;
+    return rc_lookup(context, &v) == 0 ? v.n : 0;
 }
 
 STARFOLD_API int starfold_replica_context_device(starfold_replica_context_t context)
 {
-    return context ? context->device : -2;
+    rc_view_t v;
+    return rc_lookup(context, &v) == 0 ? v.device : -2;
 }
 
 STARFOLD_API starfold_strategy_t starfold_replica_context_strategy(starfold_replica_context_t context)
 {
-    return context ? context->strategy : NULL;
+    rc_view_t v;
+    return rc_lookup(context, &v) == 0 ? v.strategy : NULL;
 }
 
 /* select_replica: the component on this device, else the only one, else the one of this index. */
-static int select_index(starfold_replica_context_t rc, starfold_value_t v)
+static int select_index(const rc_view_t *rc, starfold_value_t v)
 {
     int c = starfold__value_component_on(v, rc->device);
     if (c < 0 && v->n == 1) c = 0;
-    if (c < 0 && v->n == rc->run->n) c = rc->id;
+    if (c < 0 && v->n == rc->n) c = rc->id;
     return c;
 }
 
@@ -173,11 +244,15 @@ STARFOLD_API starfold_status_t starfold_replica_context_select(starfold_replica_
     if (!context || !value || !handle)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
                         !context ? "context" : !value ? "value" : "handle");
-    const int c = select_index(context, value);
+    rc_view_t rc;
+    if (rc_lookup(context, &rc) != 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the replica context is no longer valid (its "
+                               "starfold_strategy_run() has returned)", fn);
+    const int c = select_index(&rc, value);
     if (c < 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "%s: the value (%d components) has no component for replica %d (device %d)", fn, value->n,
-                        context->id, context->device);
+                        rc.id, rc.device);
     *handle = value->handles[c];
     return STARFOLD_OK;
 }
@@ -432,14 +507,16 @@ static starfold_status_t execute(starfold__run_t *run, long k, char *msg)
 static starfold_status_t check_own(starfold_replica_context_t rc, const char *fn)
 {
     if (!rc) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL replica context", fn);
-    if (tls_rc != rc) {
-        if (!tls_rc && tls_run == rc->run)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: called in the cross-replica context (a merge function)",
-                            fn);
+    if (tls_rc == rc) return STARFOLD_OK;
+    rc_view_t v;
+    if (rc_lookup(rc, &v) != 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                        "%s: the replica context of replica %d is used outside that replica's function", fn, rc->id);
-    }
-    return STARFOLD_OK;
+                               "%s: the replica context is no longer valid (its starfold_strategy_run() has returned)", fn);
+    if (!tls_rc && tls_run == v.run)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: called in the cross-replica context (a merge function)",
+                               fn);
+    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                           "%s: the replica context of replica %d is used outside that replica's function", fn, v.id);
 }
 
 /* Records a local error in the slot (the collective will fail for everyone with it). */
@@ -566,6 +643,7 @@ static void *replica_main(void *p)
 
 static void run_free(starfold__run_t *run)
 {
+    live_remove(run);
     pthread_cond_destroy(&run->cond);
     pthread_mutex_destroy(&run->lock);
     free(run->rcs);
@@ -628,6 +706,7 @@ static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn,
         run->rcs[r].device = s->devices[r];
         run->rcs[r].strategy = s;
     }
+    live_add(run);
     return run;
 }
 
@@ -667,8 +746,12 @@ STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strateg
             if (run->status[r] != STARFOLD_OK && !run->secondary[r]) pick = r;
         for (int r = 0; r < run->n && pick < 0; r++)
             if (run->status[r] != STARFOLD_OK) pick = r;
-        if (pick >= 0)
+        /* A replica function may fail without recording a detail: then the status names the failure. */
+        if (pick >= 0 && run->msg[pick][0])
             st = starfold__error(run->status[pick], "replica %d (device %d): %s", pick, run->rcs[pick].device, run->msg[pick]);
+        else if (pick >= 0)
+            st = starfold__error(run->status[pick], "replica %d (device %d) returned %s with no detail", pick,
+                                 run->rcs[pick].device, starfold_status_string(run->status[pick]));
     }
     run_free(run);
     return st;
