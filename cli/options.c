@@ -405,13 +405,14 @@ int cli_open_topology(const cli_command_t *cmd, const cli_opts_t *o, const char 
     starfold_topology_t t = NULL;
     starfold_status_t st = starfold_topology_open(spec, &t);
     if (st != STARFOLD_OK) {
-        if (st == STARFOLD_ERR_NOT_FOUND || st == STARFOLD_ERR_IO) {
+        /* An unknown name gets the list of names; a file that cannot be read, the library's reason. */
+        if (st == STARFOLD_ERR_NOT_FOUND) {
             const char *const *names = starfold_topology_builtin_names();
             char list[256] = "";
             size_t used = 0;
             for (int k = 0; names[k] && used < sizeof list; k++)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s, ", names[k]);
-            return cli_usage_error(cmd, "--topology: '%s' is neither a topology (%sdetect) nor a readable DOT file",
+            return cli_usage_error(cmd, "--topology: '%s' is neither a topology (%sdetect) nor a DOT file",
                                    spec, list);
         }
         return cli_bad_value(cmd, st, "--topology %s", spec);

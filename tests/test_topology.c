@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <starfold/topology.h>
 #include <starfold/graph.h>
@@ -588,7 +590,15 @@ static const struct {
     { "unknown graph attribute", "graph g {\n  rank=same\n  a -- b [bandwidth=1]\n}\n", STARFOLD_ERR_PARSE,
       "bad.dot:2: unknown graph attribute 'rank'" },
     { "zero bandwidth", "graph g {\n  a -- b [bandwidth=1]\n  b -- c [bandwidth=0]\n}\n", STARFOLD_ERR_PARSE,
-      "bad.dot:3: link b -- c: bandwidth must be a number > 0" },
+      "bad.dot:3: link b -- c: bandwidth must be a number in [1e-06, 1e+06] (GB/s), got '0'" },
+    { "denormal bandwidth", "graph g {\n  a -- b [bandwidth=\"1e-310\"]\n}\n", STARFOLD_ERR_PARSE,
+      "bad.dot:2: link a -- b: bandwidth must be a number in [1e-06, 1e+06] (GB/s), got '1e-310'" },
+    { "bandwidth too large", "graph g {\n  a -- b [bandwidth=10000000]\n}\n", STARFOLD_ERR_PARSE,
+      "bad.dot:2: link a -- b: bandwidth must be a number in [1e-06, 1e+06] (GB/s), got '10000000'" },
+    { "bandwidth DBL_MAX", "graph g {\n  a -- b [bandwidth=\"1.7976931348623157e308\"]\n}\n", STARFOLD_ERR_PARSE,
+      "bad.dot:2: link a -- b: bandwidth must be a number in" },
+    { "latency too large", "graph g {\n  a -- b [bandwidth=1, latency=10000000]\n}\n", STARFOLD_ERR_PARSE,
+      "bad.dot:2: link a -- b: latency must be a number in [0, 1e+06] (us), got '10000000'" },
     { "negative bandwidth", "graph g {\n  a -- b [bandwidth=-2.5]\n}\n", STARFOLD_ERR_PARSE, "bad.dot:2:" },
     { "non-numeric bandwidth", "graph g {\n  a -- b [bandwidth=fast]\n}\n", STARFOLD_ERR_PARSE, "'fast'" },
     { "infinite bandwidth", "graph g {\n  a -- b [bandwidth=inf]\n}\n", STARFOLD_ERR_PARSE, "bad.dot:2:" },
@@ -632,6 +642,145 @@ static void test_dot_bad_input(void)
     starfold_topology_destroy(t);
     CU_ASSERT_EQUAL(starfold_topology_load_string("graph g {\n\n a -- ;\n}", "again.dot", &t), STARFOLD_ERR_PARSE);
     CU_ASSERT(error_mentions("again.dot:3:"));
+}
+
+/*
+ * Hostile files: what cgraph would choke on, and what is no file at all, is refused before cgraph
+ * sees it, with the limit in the message; nothing blocks (a FIFO with no writer), nothing reads
+ * forever (/dev/zero).
+ */
+static void expect_file_refused(const char *path, starfold_status_t status, const char *detail)
+{
+    starfold_topology_t t = (starfold_topology_t)&t;
+    const starfold_status_t st = starfold_topology_load(path, &t);
+    if (st != status || !error_mentions(detail))
+        fprintf(stderr, "\n  %s: status %d, detail \"%s\"\n", path, (int)st, starfold_last_error());
+    CU_ASSERT_EQUAL(st, status);
+    CU_ASSERT(error_mentions(detail));
+    CU_ASSERT_PTR_EQUAL(t, (starfold_topology_t)&t);
+}
+
+static void expect_text_refused(const char *text, starfold_status_t status, const char *detail)
+{
+    starfold_topology_t t = NULL;
+    const starfold_status_t st = starfold_topology_load_string(text, "big.dot", &t);
+    if (st != status || !error_mentions(detail))
+        fprintf(stderr, "\n  status %d, detail \"%s\"\n", (int)st, starfold_last_error());
+    CU_ASSERT_EQUAL(st, status);
+    CU_ASSERT(error_mentions(detail));
+    CU_ASSERT_PTR_NULL(t);
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(text, 1, len, f), len);
+    fclose(f);
+}
+
+static void test_dot_hostile_files(void)
+{
+    /* Not regular files. */
+    const char *dir = out_path("");
+    expect_file_refused(dir, STARFOLD_ERR_IO, "a directory, not a topology file (only regular files are read)");
+    const char *fifo = out_path("topology.fifo");
+    remove(fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    expect_file_refused(fifo, STARFOLD_ERR_IO, "a FIFO, not a topology file");
+    remove(fifo);
+    expect_file_refused("/dev/zero", STARFOLD_ERR_IO, "/dev/zero: a character device, not a topology file");
+    expect_file_refused("/dev/urandom", STARFOLD_ERR_IO, "/dev/urandom: a character device");
+
+    /* A NUL byte, and text after it. */
+    static const char nul[] = "graph g {\n  a -- b [bandwidth=1]\n}\n\0garbage";
+    const char *path = out_path("topology-nul.dot");
+    write_file(path, nul, sizeof nul - 1);
+    expect_file_refused(path, STARFOLD_ERR_PARSE, ":4: a NUL byte at offset 35: a topology file is text");
+
+    /* Larger than the limit (sparse: nothing is written). */
+    path = out_path("topology-huge.dot");
+    write_file(path, "graph g { a -- b [bandwidth=1] }\n", 34);
+    CU_ASSERT_EQUAL_FATAL(truncate(path, (off_t)STARFOLD_TOPOLOGY_FILE_MAX + 1), 0);
+    expect_file_refused(path, STARFOLD_ERR_IO, "8388609 bytes, more than the 8388608 bytes a topology file may have");
+    remove(path);
+
+    /* One token longer than the limit: a comment, a quoted label, a name. */
+    char *text = malloc(65010 + 128);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    const char *forms[3][2] = { { "graph g {\n a -- b [bandwidth=1]\n # ", "\n}\n" },
+                                { "graph g {\n a -- b [bandwidth=1, label=\"", "\"]\n}\n" },
+                                { "graph g {\n a -- ", " [bandwidth=1]\n}\n" } };
+    for (int k = 0; k < 3; k++) {
+        char *p = text;
+        p += sprintf(p, "%s", forms[k][0]);
+        memset(p, 'x', 65000);
+        p += 65000;
+        p += sprintf(p, "%s", "xxxxxxxxxx");
+        sprintf(p, "%s", forms[k][1]);
+        /* 65,010 bytes is within the limit: the token is read. */
+        starfold_topology_t t = NULL;
+        CU_ASSERT_EQUAL(starfold_topology_load_string(text, "long.dot", &t), STARFOLD_OK);
+        starfold_topology_destroy(t);
+    }
+    free(text);
+    text = malloc((size_t)STARFOLD_TOPOLOGY_TOKEN_MAX + 128);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *p = text + sprintf(text, "graph g {\n a -- b [bandwidth=1]\n # ");
+    memset(p, 'x', STARFOLD_TOPOLOGY_TOKEN_MAX);
+    sprintf(p + STARFOLD_TOPOLOGY_TOKEN_MAX, "\n}\n");
+    expect_text_refused(text, STARFOLD_ERR_PARSE, "big.dot:3: a comment of 65538 bytes, longer than the 65536 bytes");
+    p = text + sprintf(text, "graph g {\n a -- \"");
+    memset(p, 'y', STARFOLD_TOPOLOGY_TOKEN_MAX);
+    sprintf(p + STARFOLD_TOPOLOGY_TOKEN_MAX, "\" [bandwidth=1]\n}\n");
+    expect_text_refused(text, STARFOLD_ERR_PARSE, "big.dot:2: a quoted string of 65538 bytes");
+    free(text);
+
+    /* Too many edges (parallel ones: cgraph recurses once per edge), too deep a nesting. */
+    const size_t edge_len = sizeof "  a -- b [bandwidth=1]\n" - 1;
+    text = malloc(32 + (size_t)(STARFOLD_TOPOLOGY_EDGES_MAX + 1) * edge_len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    p = text + sprintf(text, "graph g {\n");
+    for (int i = 0; i <= STARFOLD_TOPOLOGY_EDGES_MAX; i++) p += sprintf(p, "  a -- b [bandwidth=1]\n");
+    sprintf(p, "}\n");
+    expect_text_refused(text, STARFOLD_ERR_PARSE, "big.dot:16386: more than 16384 edges, the most a topology file");
+    free(text);
+    text = malloc(2 * 1001 + 64);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    p = text + sprintf(text, "graph g ");
+    memset(p, '{', 1001);
+    p += 1001;
+    p += sprintf(p, " a -- b [bandwidth=1] ");
+    memset(p, '}', 1001);
+    p[1001] = '\0';
+    expect_text_refused(text, STARFOLD_ERR_PARSE, "big.dot:1: braces nested more than 1000 deep");
+    text[8] = ' '; /* 1000 deep: read */
+    text[strlen(text) - 1] = '\0';
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL(starfold_topology_load_string(text, "deep.dot", &t), STARFOLD_OK);
+    starfold_topology_destroy(t);
+    free(text);
+}
+
+/*
+ * Each device knows the line of its first mention, found in one pass over the text: here 64 devices
+ * first named after 100,000 lines of comments (a pass per device took 20 times longer).
+ */
+static void test_dot_device_lines(void)
+{
+    const int comments = 100000;
+    char *text = malloc((size_t)comments * 8 + 64 * 40 + 64);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *p = text + sprintf(text, "graph g {\n");
+    for (int i = 0; i < comments; i++) p += sprintf(p, " # d%d\n", i % 64);
+    for (int i = 1; i < 64; i++) p += sprintf(p, " d%d -- d%d [bandwidth=1]\n", i - 1, i);
+    sprintf(p, "}\n");
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_load_string(text, "lines.dot", &t), STARFOLD_OK);
+    CU_ASSERT_EQUAL(t->devices[0].line, comments + 2);
+    for (int i = 1; i < 64; i++) CU_ASSERT_EQUAL(t->devices[i].line, comments + 1 + i);
+    starfold_topology_destroy(t);
+    free(text);
 }
 
 static void test_dot_too_many_devices(void)
@@ -877,6 +1026,8 @@ int main(void)
         { "dot", "format: ids, defaults, aliases", test_dot_format },
         { "errors", "bad DOT input", test_dot_bad_input },
         { "errors", "more than 64 devices", test_dot_too_many_devices },
+        { "errors", "hostile files: not regular, NUL, limits", test_dot_hostile_files },
+        { "dot", "device lines in one pass", test_dot_device_lines },
         { "errors", "bad arguments and files", test_bad_arguments_and_files },
         { "output", "render svg and png", test_render },
         { "output", "open and detect", test_open_and_detect },

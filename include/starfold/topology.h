@@ -44,14 +44,27 @@ typedef enum starfold_device_kind {
     STARFOLD_DEVICE_CPU            /**< "cpu": a logical device in host memory. */
 } starfold_device_kind_t;
 
+/**
+ * @name Link values a topology accepts
+ * Wide enough for any interconnect (1 kB/s to 1 PB/s, up to a second per transfer), narrow enough that
+ * the cost model's arithmetic stays finite and exact enough: a value outside is refused where it
+ * enters (starfold_topology_add_link(), the DOT reader) with ::STARFOLD_ERR_INVALID_ARGUMENT or
+ * ::STARFOLD_ERR_PARSE naming the range.
+ * @{
+ */
+#define STARFOLD_LINK_BANDWIDTH_MIN_GBPS 1e-6 /**< smallest bandwidth, GB/s */
+#define STARFOLD_LINK_BANDWIDTH_MAX_GBPS 1e6  /**< largest bandwidth, GB/s */
+#define STARFOLD_LINK_LATENCY_MAX_US 1e6      /**< largest latency, us (latencies are >= 0) */
+/** @} */
+
 /** @brief One link, as stored in a topology. Devices a < b. */
 typedef struct starfold_link {
     int a;                          /**< first device */
     int b;                          /**< second device */
     starfold_link_kind_t kind;      /**< what carries the traffic */
     int lanes;                      /**< parallel physical links it stands for (>= 1) */
-    double bandwidth_GBps;          /**< per direction, all lanes together, > 0 */
-    double latency_us;              /**< per transfer, >= 0 */
+    double bandwidth_GBps;          /**< per direction, all lanes together, in [1e-6, 1e6] */
+    double latency_us;              /**< per transfer, in [0, 1e6] */
 } starfold_link_t;
 
 /**
@@ -92,12 +105,28 @@ STARFOLD_API starfold_status_t starfold_topology_builtin(const char *name, starf
 /** @brief Names of the built-in topologies, NULL-terminated. */
 STARFOLD_API const char *const *starfold_topology_builtin_names(void);
 
+/** @brief Largest topology file starfold_topology_load() reads, in bytes (10,000 devices fit in about 1 MB). */
+#define STARFOLD_TOPOLOGY_FILE_MAX (8 << 20)
+/** @brief Longest name, quoted or HTML string or comment a topology text may hold, in bytes. */
+#define STARFOLD_TOPOLOGY_TOKEN_MAX 65536
+/** @brief Most edge operators (`--`, `->`) a topology text may hold: links, parallel ones included. */
+#define STARFOLD_TOPOLOGY_EDGES_MAX 16384
+/** @brief Deepest nesting of braces (subgraphs) a topology text may have. */
+#define STARFOLD_TOPOLOGY_NESTING_MAX 1000
+
 /**
  * @brief Reads a topology from a Graphviz DOT file with cgraph.
  *
  * Nodes are devices, in the order of their "id" attribute (or of appearance); edges are links with
  * attributes kind, bandwidth (GB/s), latency (us) and lanes. See graphs/README.md.
- * @return ::STARFOLD_ERR_IO (cannot open), ::STARFOLD_ERR_PARSE (syntax, unknown attribute, bad value;
+ *
+ * The file is untrusted: it must be a regular file (a directory, a FIFO or a device such as
+ * /dev/zero is refused before anything is read) of at most ::STARFOLD_TOPOLOGY_FILE_MAX bytes, text
+ * without NUL bytes, with no token longer than ::STARFOLD_TOPOLOGY_TOKEN_MAX, at most
+ * ::STARFOLD_TOPOLOGY_EDGES_MAX edges and braces nested at most ::STARFOLD_TOPOLOGY_NESTING_MAX deep;
+ * the time to read it is linear in its size.
+ * @return ::STARFOLD_ERR_IO (cannot open or read, not a regular file, larger than the limit; the
+ *         detail says which), ::STARFOLD_ERR_PARSE (syntax, unknown attribute, bad value, a limit above;
  *         the detail names file and line), ::STARFOLD_ERR_TOPOLOGY (disconnected, no device).
  */
 STARFOLD_API starfold_status_t starfold_topology_load(const char *path, starfold_topology_t *topology);

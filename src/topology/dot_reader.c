@@ -21,6 +21,10 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "base/common.h"
 #include "topology/topology.h"
 
@@ -199,6 +203,33 @@ static int find_line(const char *src, starfold__find_t what, const char *a, cons
         }
     } while (w[2].kind != TOK_END);
     return 0;
+}
+
+/*
+ * The line of every device, in one pass over the text (what find_line(FIND_NODE) answers for each,
+ * without rescanning the text once per device): each name token that is no attribute name or value
+ * is looked up among the graph's nodes (cgraph's own index), and the first mention of a node wins.
+ */
+static void device_lines(const char *src, Agraph_t *g, Agnode_t *const *node_of, int n, int *lines)
+{
+    starfold__token_t w[3] = { { .kind = TOK_OTHER }, { .kind = TOK_OTHER }, { .kind = TOK_OTHER } };
+    int line = 1, left = n;
+    const char *p = src;
+    for (int i = 0; i < n; i++) lines[i] = 0;
+    do {
+        w[0] = w[1];
+        w[1] = w[2];
+        p = next_token(p, &line, &w[2]);
+        if (w[1].kind != TOK_ID || w[0].kind == TOK_EQ || w[2].kind == TOK_EQ) continue;
+        Agnode_t *v = agnode(g, w[1].text, 0);
+        if (!v) continue;
+        for (int i = 0; i < n; i++)
+            if (node_of[i] == v && lines[i] == 0) {
+                lines[i] = w[1].line;
+                left--;
+                break;
+            }
+    } while (w[2].kind != TOK_END && left > 0);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -417,15 +448,16 @@ static int edge_line(const starfold__dot_t *d, int i)
     return find_line(d->src, FIND_EDGE, agnameof(a), agnameof(b), earlier);
 }
 
-/* One numeric edge attribute: @dflt when absent (NAN: required), else a number > lo (@open_lo) or >= lo. */
-static int edge_number(Agedge_t *e, const char *name, double dflt, double lo, int open_lo, double *out)
+/* One numeric edge attribute: @dflt when absent (NAN: required), else a number in [lo, hi]. A value
+ * strtod cannot hold (an underflow to a denormal, an overflow) is out of range like any other. */
+static int edge_number(Agedge_t *e, const char *name, double dflt, double lo, double hi, double *out)
 {
     const char *v = attr(e, name);
     if (!v) {
         *out = dflt;
         return isnan(dflt) ? -1 : 0;
     }
-    return parse_double(v, out) == 0 && (open_lo ? *out > lo : *out >= lo) ? 0 : -1;
+    return parse_double(v, out) == 0 && *out >= lo && *out <= hi ? 0 : -1;
 }
 
 static starfold_status_t read_link(const starfold__dot_t *d, starfold_topology_t t, int i)
@@ -442,15 +474,19 @@ static starfold_status_t read_link(const starfold__dot_t *d, starfold_topology_t
         return dot_error(STARFOLD_ERR_PARSE, d->origin, edge_line(d, i),
                          "link %s -- %s: unknown kind '%s' (known: nvlink, pcie, inter-socket, host; qpi, upi, sys)",
                          ta, hb, attr(e, "kind"));
-    if (edge_number(e, "bandwidth", NAN, 0, 1, &l.bandwidth_GBps) != 0)
+    if (edge_number(e, "bandwidth", NAN, STARFOLD_LINK_BANDWIDTH_MIN_GBPS, STARFOLD_LINK_BANDWIDTH_MAX_GBPS,
+                    &l.bandwidth_GBps) != 0)
+        return attr(e, "bandwidth")
+                   ? dot_error(STARFOLD_ERR_PARSE, d->origin, edge_line(d, i),
+                               "link %s -- %s: bandwidth must be a number in [%g, %g] (GB/s), got '%s'", ta, hb,
+                               STARFOLD_LINK_BANDWIDTH_MIN_GBPS, STARFOLD_LINK_BANDWIDTH_MAX_GBPS, attr(e, "bandwidth"))
+                   : dot_error(STARFOLD_ERR_PARSE, d->origin, edge_line(d, i),
+                               "link %s -- %s: bandwidth (GB/s) is required", ta, hb);
+    if (edge_number(e, "latency", 1.0, 0, STARFOLD_LINK_LATENCY_MAX_US, &l.latency_us) != 0)
         return dot_error(STARFOLD_ERR_PARSE, d->origin, edge_line(d, i),
-                         attr(e, "bandwidth") ? "link %s -- %s: bandwidth must be a number > 0 (GB/s), got '%s'"
-                                              : "link %s -- %s: bandwidth (GB/s) is required%s",
-                         ta, hb, attr(e, "bandwidth") ? attr(e, "bandwidth") : "");
-    if (edge_number(e, "latency", 1.0, 0, 0, &l.latency_us) != 0)
-        return dot_error(STARFOLD_ERR_PARSE, d->origin, edge_line(d, i),
-                         "link %s -- %s: latency must be a number >= 0 (us), got '%s'", ta, hb, attr(e, "latency"));
-    if (edge_number(e, "lanes", 1.0, 1, 0, &lanes) != 0 || lanes != floor(lanes) || lanes > 1024)
+                         "link %s -- %s: latency must be a number in [0, %g] (us), got '%s'", ta, hb,
+                         STARFOLD_LINK_LATENCY_MAX_US, attr(e, "latency"));
+    if (edge_number(e, "lanes", 1.0, 1, 1024, &lanes) != 0 || lanes != floor(lanes))
         return dot_error(STARFOLD_ERR_PARSE, d->origin, edge_line(d, i),
                          "link %s -- %s: lanes must be an integer >= 1, got '%s'", ta, hb, attr(e, "lanes"));
     l.lanes = (int)lanes;
@@ -513,9 +549,11 @@ static starfold_status_t graph_to_topology(starfold__dot_t *d, starfold_topology
     SF_CHECK_GOTO(order_devices(d), st, done);
     topology_name(d, name, sizeof name);
     SF_CHECK_GOTO(starfold_topology_create(name, d->n, &t), st, done);
-    for (int i = 0; i < d->n; i++) {
-        SF_CHECK_GOTO(read_device(d, t, i), st, done);
-        t->devices[i].line = node_line(d, d->node_of[i]);
+    for (int i = 0; i < d->n; i++) SF_CHECK_GOTO(read_device(d, t, i), st, done);
+    {
+        int lines[STARFOLD_MAX_DEVICES];
+        device_lines(d->src, d->g, d->node_of, d->n, lines);
+        for (int i = 0; i < d->n; i++) t->devices[i].line = lines[i];
     }
     SF_CHECK_GOTO(collect_edges(d), st, done);
     for (int i = 0; i < d->num_edges; i++) SF_CHECK_GOTO(read_link(d, t, i), st, done);
@@ -535,11 +573,84 @@ done:
     return st;
 }
 
+/*
+ * What would make cgraph slow or deep, refused before cgraph sees the text, in one pass: its lexer
+ * takes time quadratic in the length of one token (4 MB of a comment: over 20 s), its dictionaries
+ * recurse once per parallel edge (600,000 of them overflow an 8 MB stack), and its parser gives up on
+ * braces nested some thousands deep with no message of its own. The lexical
+ * rules are those of next_token() and skip_space().
+ */
+static starfold_status_t check_text_limits(const char *src, const char *origin)
+{
+    size_t edges = 0;
+    int line = 1, depth = 0;
+    for (const char *p = src; *p;) {
+        const char *start = p;
+        const int start_line = line;
+        const char *what;
+        if (*p == '\n') {
+            line++, p++;
+            continue;
+        } else if (isspace((unsigned char)*p)) {
+            p++;
+            continue;
+        } else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+            while (*p && *p != '\n') p++;
+            what = "comment";
+        } else if (p[0] == '/' && p[1] == '*') {
+            for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++) line += *p == '\n';
+            if (*p) p += 2;
+            what = "comment";
+        } else if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1]) p++;
+                line += *p == '\n';
+            }
+            if (*p) p++;
+            what = "quoted string";
+        } else if (*p == '<') {
+            int angles = 0;
+            do {
+                angles += (*p == '<') - (*p == '>');
+                line += *p == '\n';
+                p++;
+            } while (*p && angles > 0);
+            what = "HTML string";
+        } else if (*p == '{' || *p == '}') {
+            depth += *p++ == '{' ? 1 : -1;
+            if (depth > STARFOLD_TOPOLOGY_NESTING_MAX)
+                return dot_error(STARFOLD_ERR_PARSE, origin, line,
+                                 "braces nested more than %d deep, the most a topology file may nest",
+                                 STARFOLD_TOPOLOGY_NESTING_MAX);
+            continue;
+        } else if (p[0] == '-' && (p[1] == '-' || p[1] == '>')) {
+            p += 2;
+            if (++edges > STARFOLD_TOPOLOGY_EDGES_MAX)
+                return dot_error(STARFOLD_ERR_PARSE, origin, line, "more than %d edges, the most a topology file may have",
+                                 STARFOLD_TOPOLOGY_EDGES_MAX);
+            continue;
+        } else if (id_char(*p) || *p == '-') {
+            do p++; while (id_char(*p));
+            what = "name";
+        } else {
+            p++;
+            continue;
+        }
+        if ((size_t)(p - start) > STARFOLD_TOPOLOGY_TOKEN_MAX)
+            return dot_error(STARFOLD_ERR_PARSE, origin, start_line,
+                             "a %s of %zu bytes, longer than the %d bytes a topology file allows", what,
+                             (size_t)(p - start), STARFOLD_TOPOLOGY_TOKEN_MAX);
+    }
+    return STARFOLD_OK;
+}
+
 static starfold_status_t load_text(const char *src, const char *origin, starfold_topology_t *topology)
 {
     starfold__dot_t d = { .src = src, .origin = origin };
     starfold_topology_t t = NULL;
 
+    starfold_status_t limits = check_text_limits(src, origin);
+    if (limits != STARFOLD_OK) return limits;
     starfold__cgraph_lock();
     starfold_status_t st = parse_dot(src, origin, &d.g);
     if (st == STARFOLD_OK) {
@@ -552,36 +663,72 @@ static starfold_status_t load_text(const char *src, const char *origin, starfold
     return st;
 }
 
-/* The whole file, NUL-terminated; ERR_IO when it cannot be read. */
-static starfold_status_t read_file(const char *path, char **out)
+/* What a file that is not a regular one is, for the message. */
+static const char *file_kind(mode_t mode)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return starfold__error(STARFOLD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+/*
+ * The whole file, NUL-terminated, and its length; ERR_IO when it cannot be read. Only a regular file
+ * of at most STARFOLD_TOPOLOGY_FILE_MAX bytes is read: it is opened without blocking (a FIFO with no
+ * writer would block the open), checked with fstat, and read to its size plus one byte, so a file
+ * that grows past the limit meanwhile is refused too.
+ */
+static starfold_status_t read_file(const char *path, char **out, size_t *out_len)
+{
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return starfold__error(STARFOLD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
     starfold_status_t st = STARFOLD_OK;
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1) break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
+    char *buf = NULL;
+    size_t len = 0;
+    if (fstat(fd, &sb) != 0) {
+        st = starfold__error(STARFOLD_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (!S_ISREG(sb.st_mode)) {
+        st = starfold__error(STARFOLD_ERR_IO, "%s: %s, not a topology file (only regular files are read)", path,
+                             file_kind(sb.st_mode));
+    } else if (sb.st_size > STARFOLD_TOPOLOGY_FILE_MAX) {
+        st = starfold__error(STARFOLD_ERR_IO, "%s: %lld bytes, more than the %d bytes a topology file may have", path,
+                             (long long)sb.st_size, STARFOLD_TOPOLOGY_FILE_MAX);
+    } else if (!(buf = malloc((size_t)sb.st_size + 2))) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
+    } else {
+        const size_t want = (size_t)sb.st_size + 1; /* one more byte: a file that grew is seen */
+        for (;;) {
+            const ssize_t got = read(fd, buf + len, want - len);
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) {
+                st = starfold__error(STARFOLD_ERR_IO, "%s: read failed: %s", path, strerror(errno));
+                break;
+            }
+            len += (size_t)got;
+            if (got == 0 || len == want) break;
         }
-        buf = bigger;
-        cap *= 2;
+        if (st == STARFOLD_OK && len > (size_t)sb.st_size)
+            st = starfold__error(STARFOLD_ERR_IO, "%s: the file grew while it was read", path);
     }
-    if (!buf) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
-    else if (ferror(f)) st = starfold__error(STARFOLD_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-    fclose(f);
+    close(fd);
     if (st != STARFOLD_OK) {
         free(buf);
         return st;
     }
     buf[len] = '\0';
     *out = buf;
+    *out_len = len;
     return STARFOLD_OK;
+}
+
+/* A NUL byte inside the text: the format is text, and what follows a NUL would be ignored unseen. */
+static starfold_status_t check_no_nul(const char *text, size_t len, const char *origin)
+{
+    const char *nul = memchr(text, '\0', len);
+    if (!nul) return STARFOLD_OK;
+    int line = 1;
+    for (const char *p = text; p < nul; p++) line += *p == '\n';
+    return dot_error(STARFOLD_ERR_PARSE, origin, line, "a NUL byte at offset %zu: a topology file is text",
+                     (size_t)(nul - text));
 }
 
 STARFOLD_API starfold_status_t starfold_topology_load(const char *path, starfold_topology_t *topology)
@@ -589,8 +736,10 @@ STARFOLD_API starfold_status_t starfold_topology_load(const char *path, starfold
     if (!path || !topology)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_load: NULL %s", !path ? "path" : "topology");
     char *text = NULL;
-    starfold_status_t st = read_file(path, &text);
+    size_t len = 0;
+    starfold_status_t st = read_file(path, &text, &len);
     starfold_topology_t t = NULL;
+    if (st == STARFOLD_OK) st = check_no_nul(text, len, path);
     if (st == STARFOLD_OK) st = load_text(text, path, &t);
     free(text);
     if (st == STARFOLD_OK && !(t->origin = starfold__strdup(path))) {

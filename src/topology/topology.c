@@ -3,7 +3,8 @@
  *
  * Invariants kept by every function here:
  *  - 1 <= num_devices <= STARFOLD_MAX_DEVICES, every device has a non-empty name;
- *  - every stored link has 0 <= a < b < num_devices, lanes >= 1, finite bandwidth > 0, finite latency >= 0;
+ *  - every stored link has 0 <= a < b < num_devices, lanes >= 1, bandwidth and latency within the
+ *    STARFOLD_LINK_* ranges of topology.h;
  *  - a failing call leaves the topology and every output parameter as they were.
  * Links keep the order they were added in: DOT output and the link index follow it.
  */
@@ -133,12 +134,13 @@ STARFOLD_API starfold_status_t starfold_topology_add_link(starfold_topology_t to
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: unknown link kind %d", l->a, l->b, (int)l->kind);
     if (l->lanes < 1)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: lanes must be >= 1, got %d", l->a, l->b, l->lanes);
-    if (!isfinite(l->bandwidth_GBps) || l->bandwidth_GBps <= 0)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: bandwidth must be a finite number > 0 GB/s, got %g",
-                        l->a, l->b, l->bandwidth_GBps);
-    if (!isfinite(l->latency_us) || l->latency_us < 0)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: latency must be a finite number >= 0 us, got %g",
-                        l->a, l->b, l->latency_us);
+    if (!(l->bandwidth_GBps >= STARFOLD_LINK_BANDWIDTH_MIN_GBPS && l->bandwidth_GBps <= STARFOLD_LINK_BANDWIDTH_MAX_GBPS))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: bandwidth must be in [%g, %g] GB/s, got %g",
+                               l->a, l->b, STARFOLD_LINK_BANDWIDTH_MIN_GBPS, STARFOLD_LINK_BANDWIDTH_MAX_GBPS,
+                               l->bandwidth_GBps);
+    if (!(l->latency_us >= 0 && l->latency_us <= STARFOLD_LINK_LATENCY_MAX_US))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: latency must be in [0, %g] us, got %g", l->a,
+                               l->b, STARFOLD_LINK_LATENCY_MAX_US, l->latency_us);
     if (SF_GROW(topology->links, topology->num_links, topology->cap_links) != 0)
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory adding link %d-%d", l->a, l->b);
 
