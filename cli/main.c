@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const cli_command_t *const commands[] = { &cli_cmd_topo, &cli_cmd_graph, &cli_cmd_simulate, &cli_cmd_run,
@@ -44,7 +45,34 @@ static int unknown_command(const char *name)
     return CLI_USAGE;
 }
 
-int main(int argc, char **argv)
+/*
+ * Output that did not reach its file is a failure (GNU's close_stdout): a full disk, /dev/full, a
+ * closed descriptor. Every command's result on stdout is checked here, after the command, and the
+ * exit status says 1 with the reason on stderr.
+ */
+static int finish_stdout(int status)
+{
+    errno = 0;
+    int failed = fflush(stdout) != 0, err = errno;
+    if (!failed && ferror(stdout)) {
+        /* A write failed earlier and its errno is long gone: one probe byte on the lost output asks
+         * the system again for the reason (ENOSPC, EBADF, EIO...). */
+        failed = 1;
+        clearerr(stdout);
+        errno = 0;
+        err = fputc('\n', stdout) == EOF || fflush(stdout) != 0 ? errno : 0;
+    }
+    errno = 0;
+    if (fclose(stdout) != 0 && !failed) {
+        failed = 1;
+        err = errno;
+    }
+    if (!failed) return status;
+    fprintf(stderr, "starfold: cannot write the output: %s\n", err ? strerror(err) : "write error");
+    return status == CLI_OK ? CLI_FAIL : status;
+}
+
+static int run_main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "starfold: missing command (topo, graph, simulate, run, bench, demo; see starfold --help)\n");
@@ -76,4 +104,11 @@ int main(int argc, char **argv)
     const cli_command_t *c = find_command(first);
     if (!c) return unknown_command(first);
     return c->main(c, argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+    /* Lines reach a pipe as they are printed (`starfold demo | tee log`), as they do on a terminal. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    return finish_stdout(run_main(argc, argv));
 }

@@ -399,7 +399,9 @@ static void test_bad_arguments(void)
         { "topo", "--bogus", "unknown option '--bogus'" },
         { "topo", "--topology", "needs a value" },
         { "topo", "--topology no-such-machine", "no-such-machine" },
-        { "topo", "--topology /nonexistent/file.dot", "file.dot" },
+        { "topo", "--topology /nonexistent/file.dot", "/nonexistent/file.dot: cannot open: No such file or directory" },
+        { "topo", "--topology /tmp", "/tmp: a directory, not a topology file" },
+        { "topo", "--topology /dev/zero", "/dev/zero: a character device, not a topology file" },
         { "topo", "-o picture.pdf", ".pdf" },
         { "topo", "--algorithm hierarchical-copy", "does not apply to topo" },
         { "topo", "stray", "unexpected argument 'stray'" },
@@ -454,6 +456,55 @@ static void test_bad_arguments(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_usage_error(cases[i].cmd, cases[i].args, cases[i].mention);
+}
+
+/*
+ * Output that cannot be written is a failure: stdout on /dev/full (every write fails with ENOSPC) or
+ * closed gives exit 1 and the reason on stderr, for every command that prints a result.
+ */
+static void run_stdout(cli_result_t *r, const char *redirect, const char *args)
+{
+    char errp[1024], cmd[4096];
+    snprintf(errp, sizeof errp, "%s/cli-stderr.txt", out_dir());
+    snprintf(cmd, sizeof cmd, "exec '%s/starfold' %s %s 2>'%s'", SF_BUILDDIR, args, redirect, errp);
+    memset(r, 0, sizeof *r);
+    r->status = -1;
+    char *argv[] = { "sh", "-c", cmd, NULL };
+    pid_t pid;
+    fflush(NULL);
+    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0) {
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st)) r->status = WEXITSTATUS(st);
+    }
+    r->out = calloc(1, 1);
+    r->err = slurp(errp, NULL);
+    if (!r->err) r->err = calloc(1, 1);
+}
+
+static void test_write_errors(void)
+{
+    static const struct {
+        const char *args, *redirect, *reason;
+    } cases[] = {
+        { "graph --json", ">/dev/full", "No space left on device" },
+        { "simulate --json", ">/dev/full", "No space left on device" },
+        { "topo", ">/dev/full", "No space left on device" },
+        { "topo --json", ">&-", "Bad file descriptor" },
+        { "graph -o -", ">/dev/full", "No space left on device" },
+        { "--help", ">/dev/full", "No space left on device" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_result_t r;
+        run_stdout(&r, cases[i].redirect, cases[i].args);
+        const int ok = r.status == 1 && strstr(r.err, "starfold: cannot write the output: ") &&
+                       strstr(r.err, cases[i].reason);
+        if (!ok)
+            fprintf(stderr, "\n  starfold %s %s: status %d, stderr '%s'\n", cases[i].args, cases[i].redirect, r.status,
+                    r.err);
+        CU_ASSERT(ok);
+        result_free(&r);
+    }
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -1291,6 +1342,7 @@ int main(void)
         { "command", "top level, --version, unknown command", test_top_level },
         { "command", "--help for every command", test_help_everywhere },
         { "command", "bad arguments: exit 2, one line", test_bad_arguments },
+        { "command", "lost output: exit 1 with the reason", test_write_errors },
         { "topo", "tables and JSON", test_topo_table },
         { "topo", "-o dot, svg, png, -", test_topo_output },
         { "graph", "JSON of the DGX-1 hierarchical copy", test_graph_json_dgx1 },
