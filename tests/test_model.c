@@ -200,6 +200,63 @@ static void test_backward_pass(void)
 }
 
 /*
+ * Long simulated times: the event loop must end whatever the bytes or the clock reach. At 1e6 us and
+ * beyond, a flow's last bytes can take less than one ulp of the clock; such a flow once never ended
+ * (8 GiB hierarchical copy, a task overhead of 10 s, a backward pass of 10 s). Each case returns, and
+ * the model stays linear: twice the bytes, about twice the time.
+ */
+static double predict(starfold_topology_t t, const char *algorithm, uint64_t count, const starfold_cost_params_t *p)
+{
+    const int devs[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const int n = starfold_topology_num_devices(t);
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, count };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, n, devs, n, devs, 1, &td };
+    starfold_graph_t g = NULL;
+    starfold_prediction_t r;
+    r.time_us = -1;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, algorithm, &d, NULL, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, p, &r), STARFOLD_OK);
+    starfold_graph_destroy(g);
+    return r.time_us;
+}
+
+static void test_long_simulated_times(void)
+{
+    starfold_topology_t dgx = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin("dgx1-v100", &dgx), STARFOLD_OK);
+    const double four = predict(dgx, "hierarchical-copy", 1ull << 30, NULL);  /* 4 GiB of float32 */
+    const double eight = predict(dgx, "hierarchical-copy", 1ull << 31, NULL); /* 8 GiB */
+    CU_ASSERT(four > 1e5 && isfinite(eight));
+    CU_ASSERT(eight / four > 1.99 && eight / four < 2.01);
+    starfold_topology_destroy(dgx);
+
+    /* A task overhead of 10 s. */
+    starfold_topology_t t = pair_topology();
+    starfold_cost_params_t p = params();
+    p.task_overhead_us = 1e7;
+    const double slow = predict(t, "reduce-to-one", 1000, &p);
+    CU_ASSERT(slow >= 2e7 && slow < 1e8);
+
+    /* A backward pass of 100 layers of 0.1 s. */
+    const int src[2] = { 0, 1 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, 16000 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 2, src, 2, src, 1, &td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "ring", &d, NULL, &g), STARFOLD_OK);
+    double layers[100];
+    for (int l = 0; l < 100; l++) layers[l] = 1e5;
+    const int ready = 99;
+    starfold_backward_pass_t bp = { 100, layers, 1, &g, &ready };
+    starfold_overlap_prediction_t r;
+    p = params();
+    CU_ASSERT_EQUAL(starfold_simulate_backward_pass(&bp, &p, &r), STARFOLD_OK);
+    CU_ASSERT(NEAR(r.compute_us, 1e7));
+    CU_ASSERT(r.step_us >= 1e7 && r.step_us < 1e7 + 1e4);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
+/*
  * Host memory: two CPU devices, each copying 1e6 bytes into its own output at the same time. The
  * kernels share the host memory (each kernel's 2e6 bytes read + written drain at half the bandwidth
  * while both run); with one worker for both devices they run one after the other.
@@ -278,6 +335,7 @@ int main(void)
     CU_add_test(s, "dependencies chain", test_dependency_chain);
     CU_add_test(s, "algorithm verdicts on the DGX-1", test_algorithm_verdicts);
     CU_add_test(s, "backward pass overlapped with its buckets", test_backward_pass);
+    CU_add_test(s, "long simulated times end, and stay linear", test_long_simulated_times);
     CU_add_test(s, "host memory shared, CPU workers shared", test_host_memory);
     CU_add_test(s, "bad input", test_bad_input);
     CU_basic_set_mode(CU_BRM_VERBOSE);

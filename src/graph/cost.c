@@ -284,10 +284,16 @@ static starfold_status_t run(sim_t *s)
         for (int l = 0; l < s->ndev * s->ndev; l++)
             if (s->active[l]) s->busy[l] += dt;
         now = next;
-        /* Finished flows. */
+        /*
+         * Finished flows: nothing left, or less than the clock can still tell apart from now. Without
+         * the second test a flow whose last bytes take less than one ulp of `now` (1e-9 us at 1e7 us
+         * of simulated time) would never finish: dt would round to 0 forever. So every pass of this
+         * loop retires a flow or a timer, or moves the clock, and the cost depends on the events
+         * (tasks and flows), not on the bytes or the simulated time.
+         */
         for (size_t k = 0; k < s->nlive;) {
             flow_t *f = &s->flows[s->live[k]];
-            if (f->remaining > 1e-6 * (1 + f->remaining)) {
+            if (f->remaining > 1e-6 * (1 + f->remaining) && now + f->remaining / flow_rate(s, f) > now) {
                 k++;
                 continue;
             }
