@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -654,6 +655,18 @@ static void test_timeout(void)
     CU_ASSERT_EQUAL(starfold_strategy_run(s, step_timeout, &ea), STARFOLD_OK);
     CU_ASSERT_EQUAL(ea.st[0], STARFOLD_OK);
     CU_ASSERT_EQUAL(ea.st[1], STARFOLD_OK);
+
+    /* An infinite timeout is no timeout (it once made the wait spin forever); DBL_MAX likewise. */
+    const double forever[2] = { INFINITY, DBL_MAX };
+    for (int k = 0; k < 2; k++) {
+        memset(&ea, 0, sizeof ea);
+        ea.timeout = forever[k];
+        ea.late_ms = 300;
+        CU_ASSERT_EQUAL(starfold_strategy_run(s, step_timeout, &ea), STARFOLD_OK);
+        CU_ASSERT_EQUAL(ea.st[0], STARFOLD_OK);
+        CU_ASSERT_EQUAL(ea.st[1], STARFOLD_OK);
+        CU_ASSERT_TRUE(ea.elapsed[0] >= 0.25);
+    }
     starfold_strategy_destroy(s);
 }
 

@@ -371,8 +371,8 @@ typedef struct starfold_communication_options {
     int64_t bytes_per_pack;
     /**
      * Seconds a replica waits for the other replicas to join a collective (all_reduce, merge_call)
-     * before the collective fails with ::STARFOLD_ERR_TIMEOUT; >= 0; 0 = no limit. No thread is
-     * created for it.
+     * before the collective fails with ::STARFOLD_ERR_TIMEOUT; >= 0; 0 or +infinity = no limit
+     * (wait as long as it takes). No thread is created for it.
      */
     double timeout_seconds;
     /** Which algorithm a strategy with default cross-device ops uses (see the enum). */
@@ -393,7 +393,7 @@ STARFOLD_API void starfold_communication_options_init(starfold_communication_opt
 /**
  * @brief TensorFlow's `CommunicationOptions(bytes_per_pack, timeout_seconds, implementation)`, validated.
  * @param [in]  bytes_per_pack >= 0
- * @param [in]  timeout_seconds >= 0 (0 = none)
+ * @param [in]  timeout_seconds >= 0 (0 or +infinity = none)
  * @param [in]  implementation "AUTO", "RING" or "NCCL" in any case; NULL = AUTO
  * @param [out] options the options (promote_integer_mean = 0)
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT: "Argument `bytes_per_pack` must be >=0, Received -1", a

@@ -188,6 +188,9 @@ starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfo
  */
 /* Non-NULL while the thread runs a replica function (NULL again inside a merge function). */
 starfold_replica_context_t starfold__current_replica(void);
+/* Whether a timeout_seconds bounds a wait: finite and > 0 (0 and +infinity mean no timeout). */
+int starfold__timeout_in_force(double seconds);
+
 /* The error of a cross-replica method called in a replica function (TensorFlow's RuntimeError text). */
 starfold_status_t starfold__require_cross_replica(const char *fn);
 

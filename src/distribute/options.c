@@ -5,7 +5,9 @@
  *     Options(bytes_per_pack=0, timeout_seconds=None, implementation=AUTO)
  *     a.merge(b) = copy of a, then every field of b that is not its default
  *
- * TensorFlow's "no timeout" is None; starfold's is 0 (TensorFlow documents 0 as "disables" too).
+ * TensorFlow's "no timeout" is None; starfold's is 0 (TensorFlow documents 0 as "disables" too) or
+ * +infinity, which means the same: wait as long as it takes. A timeout is in force only when it is
+ * finite and > 0 (starfold__timeout_in_force()), the one rule every wait follows.
  */
 #include "config.h"
 
@@ -16,6 +18,11 @@
 
 static const char *const impl_names[] = { "AUTO", "RING", "NCCL" };
 #define NUM_IMPLS ((int)(sizeof impl_names / sizeof impl_names[0]))
+
+int starfold__timeout_in_force(double seconds)
+{
+    return seconds > 0 && isfinite(seconds);
+}
 
 STARFOLD_API void starfold_communication_options_init(starfold_communication_options_t *options)
 {
@@ -53,8 +60,9 @@ STARFOLD_API starfold_status_t starfold_communication_options_validate(const sta
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "Argument `bytes_per_pack` must be >=0, Received %lld",
                         (long long)options->bytes_per_pack);
     if (isnan(options->timeout_seconds) || options->timeout_seconds < 0)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "Argument `timeout_seconds` must be >= 0 (0 = no timeout), "
-                        "Received %g", options->timeout_seconds);
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "Argument `timeout_seconds` must be >= 0 (0 or infinity = no timeout), Received %g",
+                               options->timeout_seconds);
     if ((int)options->implementation < 0 || (int)options->implementation >= NUM_IMPLS)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "implementation should be a tf.distribute.experimental.CommunicationImplementation, got %d",

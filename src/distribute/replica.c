@@ -362,9 +362,10 @@ static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t k
     }
 
     struct timespec deadline;
-    if (timeout > 0) deadline_after(timeout, &deadline);
+    const int timed = starfold__timeout_in_force(timeout);
+    if (timed) deadline_after(timeout, &deadline);
     while (run->gen == k && !run->broken) {
-        if (timeout > 0 && !run->executing) {
+        if (timed && !run->executing) {
             const int rc_wait = pthread_cond_timedwait(&run->cond, &run->lock, &deadline);
             if (rc_wait == ETIMEDOUT && run->gen == k && !run->broken && !run->executing) {
                 char who[256];
