@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,17 @@ static void test_topology_api(void)
     BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "bandwidth");
     l = good, l.latency_us = -1;
     BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "latency");
+    /* Values outside the links' ranges, which kept the cost model from returning. */
+    l = good, l.bandwidth_GBps = 1e7;
+    BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "bandwidth must be in [1e-06, 1e+06] GB/s, got 1e+07");
+    l = good, l.bandwidth_GBps = DBL_MAX;
+    BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "bandwidth must be in [1e-06, 1e+06] GB/s");
+    l = good, l.bandwidth_GBps = 1e-310;
+    BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "bandwidth must be in [1e-06, 1e+06] GB/s");
+    l = good, l.latency_us = 1e7;
+    BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "latency must be in [0, 1e+06] us, got 1e+07");
+    l = good, l.latency_us = 1e308;
+    BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "latency must be in [0, 1e+06] us");
     l = good, l.lanes = 0;
     BAD(starfold_topology_add_link(two, &l), STARFOLD_ERR_INVALID_ARGUMENT, "lanes");
     l = good, l.kind = (starfold_link_kind_t)42;
@@ -161,9 +173,9 @@ static void test_topology_files(void)
     BAD(starfold_topology_load_string("graph g {\n a [flavour=x];\n a -- b [bandwidth=1]\n}\n", "nattr.dot", &t),
         STARFOLD_ERR_PARSE, "nattr.dot:2: unknown node attribute 'flavour'");
     BAD(starfold_topology_load_string("graph g {\n a -- b [bandwidth=10];\n b -- c [bandwidth=0];\n}\n", "zero.dot", &t),
-        STARFOLD_ERR_PARSE, "zero.dot:3: link b -- c: bandwidth must be a number > 0");
+        STARFOLD_ERR_PARSE, "zero.dot:3: link b -- c: bandwidth must be a number in [1e-06, 1e+06] (GB/s)");
     BAD(starfold_topology_load_string("graph g {\n\n a -- b [bandwidth=-25]\n}\n", "neg.dot", &t), STARFOLD_ERR_PARSE,
-        "neg.dot:3: link a -- b: bandwidth must be a number > 0");
+        "neg.dot:3: link a -- b: bandwidth must be a number in [1e-06, 1e+06] (GB/s)");
     BAD(starfold_topology_load_string("graph g {\n a -- b [bandwidth=nan]\n}\n", "nan.dot", &t), STARFOLD_ERR_PARSE,
         "nan.dot:2:");
     BAD(starfold_topology_load_string("graph g {\n a -- b [kind=nvlink]\n}\n", "nobw.dot", &t), STARFOLD_ERR_PARSE,
