@@ -560,6 +560,39 @@ static void starfold__free(submit_fixture_t *f)
     starfold_topology_destroy(f->topo);
 }
 
+/* Strategy constructors given NULLs: a status, never a crash (three of them once dereferenced them). */
+static void test_strategies(void)
+{
+    starfold_strategy_t sentinel = (starfold_strategy_t)(uintptr_t)0x5eed, s = sentinel;
+    const int two[2] = { 0, 1 };
+    BAD(starfold_mirrored_strategy_create(NULL, NULL, 2, two, NULL, &s), STARFOLD_ERR_INVALID_ARGUMENT, "NULL context");
+    BAD(starfold_mirrored_strategy_create(ctx, NULL, 2, NULL, NULL, &s), STARFOLD_ERR_INVALID_ARGUMENT,
+        "2 devices and a NULL list");
+    BAD(starfold_mirrored_strategy_create(ctx, NULL, 0, two, NULL, &s), STARFOLD_ERR_INVALID_ARGUMENT,
+        "0 devices and a non-NULL list");
+    BAD(starfold_mirrored_strategy_create(ctx, NULL, 2, two, NULL, NULL), STARFOLD_ERR_INVALID_ARGUMENT, "NULL strategy");
+    BAD(starfold_one_device_strategy_create(NULL, NULL, 0, &s), STARFOLD_ERR_INVALID_ARGUMENT, "NULL context");
+    BAD(starfold_one_device_strategy_create(ctx, NULL, 0, NULL), STARFOLD_ERR_INVALID_ARGUMENT, "NULL strategy");
+    BAD(starfold_one_device_strategy_create(ctx, NULL, -3, &s), STARFOLD_ERR_INVALID_ARGUMENT, "device -3");
+    BAD(starfold_central_storage_strategy_create(NULL, NULL, 2, two, STARFOLD_PARAMETER_DEVICE_DEFAULT, &s),
+        STARFOLD_ERR_INVALID_ARGUMENT, "NULL context");
+    BAD(starfold_central_storage_strategy_create(ctx, NULL, 1, NULL, STARFOLD_PARAMETER_DEVICE_DEFAULT, &s),
+        STARFOLD_ERR_INVALID_ARGUMENT, "1 devices and a NULL list");
+    BAD(starfold_central_storage_strategy_create(ctx, NULL, 2, NULL, STARFOLD_PARAMETER_DEVICE_DEFAULT, &s),
+        STARFOLD_ERR_INVALID_ARGUMENT, "2 devices and a NULL list");
+    BAD(starfold_central_storage_strategy_create(ctx, NULL, 2, two, STARFOLD_PARAMETER_DEVICE_DEFAULT, NULL),
+        STARFOLD_ERR_INVALID_ARGUMENT, "NULL strategy");
+    CU_ASSERT_PTR_EQUAL(s, sentinel);
+    /* A NULL topology is the context's: these work. */
+    CU_ASSERT_EQUAL(starfold_mirrored_strategy_create(ctx, NULL, 0, NULL, NULL, &s), STARFOLD_OK);
+    starfold_strategy_destroy(s);
+    CU_ASSERT_EQUAL(starfold_one_device_strategy_create(ctx, NULL, 1, &s), STARFOLD_OK);
+    starfold_strategy_destroy(s);
+    CU_ASSERT_EQUAL(starfold_central_storage_strategy_create(ctx, NULL, 0, NULL, STARFOLD_PARAMETER_DEVICE_DEFAULT, &s),
+                    STARFOLD_OK);
+    starfold_strategy_destroy(s);
+}
+
 static void test_submit(void)
 {
     submit_fixture_t f;
@@ -720,7 +753,8 @@ int main(void)
     if (!CU_add_test(s, "dtypes and ops", test_types) || !CU_add_test(s, "topology API", test_topology_api) ||
         !CU_add_test(s, "topology files", test_topology_files) || !CU_add_test(s, "compile", test_compile) ||
         !CU_add_test(s, "tensor specs", test_spec) ||
-        !CU_add_test(x, "context and vectors", test_context_and_vectors) || !CU_add_test(x, "submit", test_submit))
+        !CU_add_test(x, "context and vectors", test_context_and_vectors) || !CU_add_test(x, "submit", test_submit) ||
+        !CU_add_test(x, "strategies", test_strategies))
         return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -132,6 +132,7 @@ STARFOLD_API starfold_status_t starfold_mirrored_strategy_create(starfold_contex
                                                                  starfold_strategy_t *strategy)
 {
     static const char fn[] = "starfold_mirrored_strategy_create";
+    if (!strategy) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL strategy", fn);
     starfold_strategy_t s = NULL;
     starfold_status_t st = strategy_new(fn, context, topology, STARFOLD_STRATEGY_MIRRORED, num_devices, devices, 0,
                                         NULL, &s);
@@ -167,6 +168,7 @@ STARFOLD_API starfold_status_t starfold_one_device_strategy_create(starfold_cont
                                                                    starfold_strategy_t *strategy)
 {
     static const char fn[] = "starfold_one_device_strategy_create";
+    if (!strategy) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL strategy", fn);
     starfold_strategy_t s = NULL;
     starfold_status_t st = strategy_new(fn, context, topology, STARFOLD_STRATEGY_ONE_DEVICE, 1, &device, 0, NULL, &s);
     if (st != STARFOLD_OK) return st;
@@ -186,7 +188,11 @@ STARFOLD_API starfold_status_t starfold_central_storage_strategy_create(starfold
                                                                         starfold_strategy_t *strategy)
 {
     static const char fn[] = "starfold_central_storage_strategy_create";
-    if (!context) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
+    if (!context || !strategy)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !context ? "context" : "strategy");
+    if (num_compute_devices < 0 || (num_compute_devices > 0) != (compute_devices != NULL))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d devices and a %s list", fn, num_compute_devices,
+                               compute_devices ? "non-NULL" : "NULL");
     const int n = num_compute_devices ? num_compute_devices : starfold_context_num_devices(context);
     /* TensorFlow: the only compute device when there is one, else "/device:CPU:0". */
     if (parameter_device == STARFOLD_PARAMETER_DEVICE_DEFAULT)
