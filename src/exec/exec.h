@@ -49,4 +49,7 @@ struct starfold_request {
     size_t nargs;
 };
 
+/* Whether @handle is a StarPU vector, the one data interface starfold reads and writes (context.c). */
+int starfold__is_vector(starpu_data_handle_t handle);
+
 #endif /* STARFOLD_SRC_EXEC_H */

@@ -255,7 +255,7 @@ static starfold_status_t check_view(const starfold_view_t *v, const starfold__bu
     }
     if (sc->handle != h) {
         sc->handle = h;
-        sc->vector = starpu_data_get_interface_id(h) == STARPU_VECTOR_INTERFACE_ID;
+        sc->vector = starfold__is_vector(h);
         if (sc->vector) sc->nx = starpu_vector_get_nx(h), sc->elemsize = starpu_vector_get_elemsize(h);
     }
     if (!sc->vector)
