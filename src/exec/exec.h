@@ -33,7 +33,6 @@ struct starfold_context {
 };
 
 struct starfold_request {
-    starfold_context_t context;
     pthread_mutex_t lock;
     pthread_cond_t done;          /* signalled when pending reaches 0 (CLOCK_MONOTONIC for timed waits) */
     size_t pending;               /* tasks not yet completed (callbacks not yet run), gate included */

@@ -102,7 +102,7 @@ static void task_done(void *arg)
     pthread_mutex_unlock(&r->lock);
 }
 
-static struct starfold_request *request_new(starfold_context_t ctx)
+static struct starfold_request *request_new(void)
 {
     struct starfold_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -123,7 +123,6 @@ static struct starfold_request *request_new(starfold_context_t ctx)
         free(r);
         return NULL;
     }
-    r->context = ctx;
     return r;
 }
 
@@ -1564,7 +1563,7 @@ static starfold_status_t start(struct starfold_persistent *P, starfold_request_t
     const plan_t *plan = &P->plan;
     const size_t ntasks = P->ntasks;
     starfold_status_t st = STARFOLD_OK;
-    struct starfold_request *req = request_new(context);
+    struct starfold_request *req = request_new();
     struct starpu_task **tasks = NULL, *gate = NULL, **deps = NULL;
     starpu_data_handle_t *uh = NULL;
     size_t ncreated = 0, maxdeps = 1;
