@@ -1477,12 +1477,6 @@ static starfold_status_t prepare(starfold_context_t context, starfold_graph_t gr
         for (size_t k = 0; k < x->npieces; k++) {
             const unit_t *u = &p->units[x->unit0 + k];
             if (u->first_writer == SF_NONE) continue; /* no task touches it */
-            if (u->hi - u->lo > UINT32_MAX) {
-                st = starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
-                              "%s: temporary piece of %zu elements (StarPU vectors hold at most %u)", fn, u->hi - u->lo,
-                              (unsigned)UINT32_MAX);
-                goto fail;
-            }
             P->ntemps++;
             if (x->host) P->host_bytes += temp_piece_bytes(x, u);
         }
