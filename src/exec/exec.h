@@ -3,7 +3,8 @@
  * node) and the request (one submitted graph: its tasks' shared flags, the completion counter and the
  * temporaries to release).
  *
- * Only exec_*.c and kernels_*.c include <starpu.h> among the library's sources.
+ * Among the library's sources only src/exec includes <starpu.h> (through this header), and there
+ * neither plan.c nor pool.c: the planning and the pool know no StarPU (plan.h, pool.h).
  */
 #ifndef STARFOLD_SRC_EXEC_H
 #define STARFOLD_SRC_EXEC_H
