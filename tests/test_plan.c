@@ -15,7 +15,7 @@
  *
  *   views: every replica's tensors in one vector, with guard elements around them (one-pass);
  *   ring: a compiled graph's invariants and piece counts; empty nodes skipped, their dependencies
- *   passed through; a temporary read before any write refused.
+ *   passed through; a temporary read before any write refused; memory nodes >= 64 counted.
  *
  * Set SF_TEST_PLAN_DUMP=1 to print each plan.
  */
@@ -357,6 +357,16 @@ static void test_memory_preflight(void)
     CU_ASSERT_EQUAL(preflight(1, 79, 40, 0), STARFOLD_ERR_OUT_OF_MEMORY);
 }
 
+/* Memory nodes past 63 (a machine of many memory nodes) are counted like the others. */
+static void test_memory_preflight_high_nodes(void)
+{
+    CU_ASSERT_EQUAL(preflight(70, 80, 40, 1), STARFOLD_OK);
+    CU_ASSERT_EQUAL(preflight(70, 79, 40, 1), STARFOLD_ERR_OUT_OF_MEMORY); /* the copies of in1 count */
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "device 0 (memory node 70) would need"));
+    CU_ASSERT_EQUAL(preflight(70, 80, 39, 1), STARFOLD_ERR_OUT_OF_MEMORY);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "device 1 (memory node 71) would need"));
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Views
  */
@@ -569,6 +579,7 @@ int main(void)
     CU_add_test(s, "a vector StarPU cannot partition stays whole", test_hand_not_partitionable);
     CU_add_test(s, "one memory node: only writes cut", test_hand_one_node);
     CU_add_test(s, "memory pre-flight", test_memory_preflight);
+    CU_add_test(s, "memory pre-flight on memory nodes past 63", test_memory_preflight_high_nodes);
     CU_add_test(s, "views of one vector per replica", test_views);
     CU_add_test(s, "ring", test_ring);
     CU_add_test(s, "an empty node passes its dependencies on", test_empty_node_passes_deps);

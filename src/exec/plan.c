@@ -459,6 +459,7 @@ starfold_status_t starfold__plan_build(starfold__plan_t *p, const struct starfol
  * read from another node. When StarPU knows a node's capacity (a GPU's memory, STARPU_LIMIT_*_MEM)
  * and the need exceeds it, the graph is refused with STARFOLD_ERR_OUT_OF_MEMORY instead of leaving
  * StarPU to run out in the middle of the graph (where StarPU 1.3 waits for memory that never frees).
+ * A piece read on a node by several tasks is copied there once: seen[] has a bit per (piece, node).
  */
 starfold_status_t starfold__plan_check_memory(const starfold__plan_t *p)
 {
@@ -466,7 +467,7 @@ starfold_status_t starfold__plan_check_memory(const starfold__plan_t *p)
     const starfold__plan_facts_t *f = p->facts;
     const size_t nodes = f->num_nodes;
     uint64_t *need = calloc(nodes + 1, sizeof *need);
-    size_t *seen = calloc(p->nunits + 1, sizeof *seen); /* per unit: nodes it was already counted on, as a bit set */
+    unsigned char *seen = calloc(p->nunits * nodes / 8 + 1, 1);
     if (!need || !seen) {
         free(need);
         free(seen);
@@ -484,11 +485,12 @@ starfold_status_t starfold__plan_check_memory(const starfold__plan_t *p)
         const int here = f->nodes[n->device];
         for (size_t k = 0; k < n->nsrc; k++) {
             const starfold__span_t *sp = &n->src[k];
-            if (sp->count == 0 || f->nodes[g->bufs[sp->buf].device] == here || here >= 64) continue;
+            if (sp->count == 0 || f->nodes[g->bufs[sp->buf].device] == here) continue;
             size_t u;
             for (starfold__piece_iter_t it = starfold__pieces_of(p, sp); starfold__piece_next(&it, &u);) {
-                if (seen[u] >> here & 1) continue;
-                seen[u] |= (size_t)1 << here;
+                const size_t bit = u * nodes + (size_t)here;
+                if (seen[bit / 8] >> (bit % 8) & 1) continue;
+                seen[bit / 8] |= (unsigned char)(1u << (bit % 8));
                 need[here] += (uint64_t)(p->units[u].hi - p->units[u].lo) * p->res[p->units[u].res].elemsize;
             }
         }
