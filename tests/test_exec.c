@@ -700,7 +700,7 @@ static starfold_graph_t compile_all_reduce(const char *algo, int n, const starfo
     return g;
 }
 
-/* The pool of main-memory blocks for temporaries (exec_pool.c), alone and under submissions. */
+/* The pool of main-memory blocks for temporaries (src/exec/pool.c), alone and under submissions. */
 static void test_temp_pool(void)
 {
     starfold__pool_t *p = starfold__pool_create();

@@ -305,7 +305,7 @@ static starfold_status_t check_replicas(starfold_context_t ctx, starfold_dtype_t
         const char *what = r < n ? "input" : "output";
         const int slot = r < n ? r : r - n;
         if (!h) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s %d", fn, what, slot);
-        if (starpu_data_get_interface_id(h) != STARPU_VECTOR_INTERFACE_ID)
+        if (!starfold__is_vector(h))
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s %d is not a StarPU vector", fn, what, slot);
         if (starpu_vector_get_elemsize(h) != es)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s %d has %zu-byte elements, %s needs %zu", fn, what,

@@ -27,6 +27,7 @@
 
 #include "base/common.h"
 #include "distribute/distribute.h"
+#include "exec/exec.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Submission records
@@ -289,7 +290,7 @@ STARFOLD_API starfold_status_t starfold_value_wrap(starfold_context_t context, s
     for (int c = 0; c < num_components; c++) {
         starpu_data_handle_t h = handles[c];
         if (!h) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: NULL handle", fn, c);
-        if (starpu_data_get_interface_id(h) != STARPU_VECTOR_INTERFACE_ID)
+        if (!starfold__is_vector(h))
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: the handle is not a StarPU vector", fn, c);
         const size_t nx = starpu_vector_get_nx(h), es = starpu_vector_get_elemsize(h);
         if (es != elem)

@@ -349,10 +349,15 @@ STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_dat
     if (home >= 0 && ptr && bytes) starpu_free_on_node((unsigned)home, ptr, bytes);
 }
 
+int starfold__is_vector(starpu_data_handle_t handle)
+{
+    return starpu_data_get_interface_id(handle) == STARPU_VECTOR_INTERFACE_ID;
+}
+
 static starfold_status_t check_vector(starpu_data_handle_t handle, const void *host, size_t bytes, const char *fn)
 {
     if (!handle) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL handle", fn);
-    if (starpu_data_get_interface_id(handle) != STARPU_VECTOR_INTERFACE_ID)
+    if (!starfold__is_vector(handle))
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the handle is not a StarPU vector", fn);
     if (bytes > 0 && !host) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL host buffer", fn);
     const size_t size = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);

@@ -3,7 +3,8 @@
  * node) and the request (one submitted graph: its tasks' shared flags, the completion counter and the
  * temporaries to release).
  *
- * Only exec_*.c and kernels_*.c include <starpu.h> among the library's sources.
+ * Among the library's sources only src/exec includes <starpu.h> (through this header), and there
+ * neither plan.c nor pool.c: the planning and the pool know no StarPU (plan.h, pool.h).
  */
 #ifndef STARFOLD_SRC_EXEC_H
 #define STARFOLD_SRC_EXEC_H
@@ -33,7 +34,6 @@ struct starfold_context {
 };
 
 struct starfold_request {
-    starfold_context_t context;
     pthread_mutex_t lock;
     pthread_cond_t done;          /* signalled when pending reaches 0 (CLOCK_MONOTONIC for timed waits) */
     size_t pending;               /* tasks not yet completed (callbacks not yet run), gate included */
@@ -48,5 +48,8 @@ struct starfold_request {
     starfold__kernel_args_t **args;      /* [nargs] one per task, owned */
     size_t nargs;
 };
+
+/* Whether @handle is a StarPU vector, the one data interface starfold reads and writes (context.c). */
+int starfold__is_vector(starpu_data_handle_t handle);
 
 #endif /* STARFOLD_SRC_EXEC_H */

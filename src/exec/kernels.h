@@ -1,7 +1,7 @@
 /*
  * The kernels of the executor: one StarPU codelet whose CPU, OpenCL and CUDA functions run any node
  * of a graph. Everything a kernel needs travels in its cl_arg, a starfold__kernel_args_t built by
- * exec_submit.c for one node:
+ * template.c for one node:
  *
  *   kind COPY   (COPY, PACK, UNPACK): concat(src spans) -> concat(dst spans), equal totals;
  *   kind REDUCE: every dst = src0 op src1 op ... (left to right), divided by the divisor when it is

@@ -490,5 +490,5 @@ static void kernel_cpu(void *buffers[], const starfold__kernel_args_t *a)
     default:
         break;
     }
-    starfold__kernel_fail(a); /* unknown kind or dtype: cannot happen with args built by exec_submit.c */
+    starfold__kernel_fail(a); /* unknown kind or dtype: cannot happen with args built by template.c */
 }

@@ -1,6 +1,6 @@
 /*
- * Host-memory blocks for the temporaries of requests, reused across submissions (exec_pool.c).
- * No StarPU here: plain memory, handed to StarPU by exec_submit.c.
+ * Host-memory blocks for the temporaries of requests, reused across submissions (pool.c).
+ * No StarPU here: plain memory, handed to StarPU by submit.c.
  */
 #ifndef STARFOLD_SRC_EXEC_POOL_H
 #define STARFOLD_SRC_EXEC_POOL_H

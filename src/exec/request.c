@@ -1,0 +1,163 @@
+/*
+ * Requests: the life of one start of a submission, from its tasks' creation to the caller's wait.
+ *
+ * A request is created by submit.c's start() before any task, and owns what its tasks need until
+ * they are done: each task's kernel arguments (args[]), the request-wide flags the kernels read
+ * (cancelled, status) and, for a submission started once, its temporaries (temps[] and their
+ * main-memory block from the context's pool).
+ *
+ * Completion. Every callback StarPU runs for the request - one per task, the gate's, one per
+ * unpartition of a caller's vector - decrements `pending` under the mutex and broadcasts at zero:
+ *
+ *     pending = tasks + gate + unpartitions      (set before the first submission)
+ *         task_done() ... task_done()  -> 0  -> cond broadcast -> waiters return
+ *
+ * Invariants. `pending` reaches zero once, after every kernel ran: what the kernels wrote is then
+ * visible to the waiter. The temporaries are unregistered (without coherency: nothing of them is
+ * kept) by the first wait that sees completion, or by the destroy, exactly once (temps_released):
+ * unregistering may block briefly, so starfold_request_test() leaves it to them. The destroy waits
+ * for completion first, so a request is never freed under its tasks.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <time.h>
+
+#include "base/common.h"
+#include "exec/submit.h"
+
+void starfold__request_task_done(void *arg)
+{
+    struct starfold_request *r = arg;
+    pthread_mutex_lock(&r->lock);
+    if (r->pending > 0 && --r->pending == 0) pthread_cond_broadcast(&r->done);
+    pthread_mutex_unlock(&r->lock);
+}
+
+struct starfold_request *starfold__request_new(void)
+{
+    struct starfold_request *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) {
+        free(r);
+        return NULL;
+    }
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int ok = pthread_cond_init(&r->done, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!ok) {
+        free(r);
+        return NULL;
+    }
+    if (pthread_mutex_init(&r->lock, NULL) != 0) {
+        pthread_cond_destroy(&r->done);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/*
+ * Unregisters the temporaries (no write-back). Only once every task completed; may block briefly
+ * while StarPU finishes releasing them. The first caller does it (two threads may wait on a request).
+ */
+static void request_release_temps(struct starfold_request *r)
+{
+    pthread_mutex_lock(&r->lock);
+    const int mine = !r->temps_released;
+    r->temps_released = 1;
+    pthread_mutex_unlock(&r->lock);
+    if (!mine) return;
+    for (size_t i = 0; i < r->ntemps; i++)
+        if (r->temps[i]) starpu_data_unregister_no_coherency(r->temps[i]);
+    if (r->temp_block) starfold__pool_put(r->pool, r->temp_block, r->temp_block_bytes);
+    r->temp_block = NULL;
+}
+
+void starfold__request_free(struct starfold_request *r)
+{
+    request_release_temps(r);
+    for (size_t i = 0; i < r->nargs; i++) free(r->args[i]);
+    free(r->args);
+    free(r->temps);
+    pthread_cond_destroy(&r->done);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+void starfold__request_wait_all(struct starfold_request *r)
+{
+    pthread_mutex_lock(&r->lock);
+    while (r->pending > 0) pthread_cond_wait(&r->done, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+    SF_TSAN_ACQUIRE(); /* what the kernels wrote */
+}
+
+static starfold_status_t request_result(struct starfold_request *r)
+{
+    return (starfold_status_t)__atomic_load_n(&r->status, __ATOMIC_ACQUIRE);
+}
+
+STARFOLD_API starfold_status_t starfold_request_wait(starfold_request_t request)
+{
+    if (!request) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_wait: NULL request");
+    starfold__request_wait_all(request);
+    request_release_temps(request);
+    starfold_status_t st = request_result(request);
+    if (st != STARFOLD_OK) starfold__error(st, "a task of the request failed on its device");
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_request_wait_timeout(starfold_request_t request, double seconds)
+{
+    if (!request) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_wait_timeout: NULL request");
+    if (isnan(seconds) || seconds < 0.0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_wait_timeout: %g seconds", seconds);
+    if (isinf(seconds)) return starfold_request_wait(request);
+
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    double whole = floor(seconds);
+    if (whole > 1e9) whole = 1e9; /* ~30 years: as good as forever, and no time_t overflow */
+    deadline.tv_sec += (time_t)whole;
+    deadline.tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int timed_out = 0;
+    pthread_mutex_lock(&request->lock);
+    while (request->pending > 0 && !timed_out)
+        timed_out = pthread_cond_timedwait(&request->done, &request->lock, &deadline) == ETIMEDOUT;
+    const int finished = request->pending == 0;
+    pthread_mutex_unlock(&request->lock);
+    if (!finished)
+        return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_request_wait_timeout: still running after %g s", seconds);
+    SF_TSAN_ACQUIRE();
+    request_release_temps(request);
+    starfold_status_t st = request_result(request);
+    if (st != STARFOLD_OK) starfold__error(st, "a task of the request failed on its device");
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_request_test(starfold_request_t request)
+{
+    if (!request) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_request_test: NULL request");
+    pthread_mutex_lock(&request->lock);
+    const int finished = request->pending == 0;
+    pthread_mutex_unlock(&request->lock);
+    if (!finished) return STARFOLD_ERR_IN_PROGRESS;
+    SF_TSAN_ACQUIRE();
+    /* Temporaries stay registered until a wait or the destroy: unregistering may block. */
+    return request_result(request);
+}
+
+STARFOLD_API void starfold_request_destroy(starfold_request_t request)
+{
+    if (!request) return;
+    starfold__request_wait_all(request);
+    starfold__request_free(request);
+}
+
