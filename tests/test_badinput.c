@@ -560,6 +560,20 @@ static void starfold__free(submit_fixture_t *f)
     starfold_topology_destroy(f->topo);
 }
 
+/* starfold_vector_destroy() of a handle that is no vector: left alone, not an abort inside StarPU. */
+static void test_vector_destroy_other_handle(void)
+{
+    static float x = 42.0f;
+    starpu_data_handle_t var = NULL;
+    starpu_variable_data_register(&var, STARPU_MAIN_RAM, (uintptr_t)&x, sizeof x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(var);
+    starfold_vector_destroy(ctx, var);
+    num_cases++;
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "starfold_vector_destroy: the handle is not a StarPU vector"));
+    starpu_data_unregister(var); /* still registered: the caller's to unregister */
+    CU_ASSERT_EQUAL(x, 42.0f);
+}
+
 /* Strategy constructors given NULLs: a status, never a crash (three of them once dereferenced them). */
 static void test_strategies(void)
 {
@@ -754,7 +768,8 @@ int main(void)
         !CU_add_test(s, "topology files", test_topology_files) || !CU_add_test(s, "compile", test_compile) ||
         !CU_add_test(s, "tensor specs", test_spec) ||
         !CU_add_test(x, "context and vectors", test_context_and_vectors) || !CU_add_test(x, "submit", test_submit) ||
-        !CU_add_test(x, "strategies", test_strategies))
+        !CU_add_test(x, "strategies", test_strategies) ||
+        !CU_add_test(x, "vector_destroy of another kind of handle", test_vector_destroy_other_handle))
         return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -255,7 +255,10 @@ STARFOLD_API starfold_status_t starfold_vector_create(starfold_context_t context
                                                       starfold_dtype_t dtype, size_t count,
                                                       starpu_data_handle_t *handle);
 
-/** @brief Unregisters and frees a vector made by starfold_vector_create(). */
+/**
+ * @brief Unregisters and frees a vector made by starfold_vector_create(). NULL is a no-op; a handle
+ *        that is not a StarPU vector is left as it is, with the reason in starfold_last_error().
+ */
 STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_data_handle_t handle);
 
 /** @brief Copies @p bytes from host memory into a vector (waits for tasks using it). */

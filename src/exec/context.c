@@ -337,6 +337,13 @@ STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_dat
 {
     (void)context;
     if (!handle) return;
+    /* Another kind of handle (a variable, a matrix) is the caller's to unregister: touching it as a
+     * vector aborts inside StarPU. Left alone, with the reason in starfold_last_error(). */
+    if (!starfold__is_vector(handle)) {
+        starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_vector_destroy: the handle is not a StarPU vector; "
+                                                       "left registered");
+        return;
+    }
     const int home = starpu_data_get_home_node(handle);
     const size_t bytes = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);
     uintptr_t ptr = 0;
