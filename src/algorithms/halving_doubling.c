@@ -132,7 +132,7 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     while (p2 * 2 <= n) p2 *= 2;
     hd_t h = { g, n, p2, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
                calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)n, sizeof(size_t)),
-               g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
+               starfold__op_accumulation(g->op) };
     starfold__pack_plan_t plan = { 0 };
     int done = 0;
     if (!h.out_slot || !h.have || !h.dest || !h.part || !h.lo) {

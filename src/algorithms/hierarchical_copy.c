@@ -75,7 +75,7 @@ static starfold_status_t build_pack(starfold_graph_t g, const starfold__pack_pla
 {
     starfold_status_t st;
     const int n = hs->n;
-    const starfold_op_t acc = g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op;
+    const starfold_op_t acc = starfold__op_accumulation(g->op);
     const int tag = (int)pk->index;
     const int r0 = (int)(pk->index % (size_t)n);
 

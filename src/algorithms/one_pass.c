@@ -216,7 +216,7 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     one_pass_t o = { .g = g, .n = g->num_inputs, .m = g->num_outputs };
     o.broadcast = g->kind == STARFOLD_COLL_BROADCAST;
     o.mean = !o.broadcast && g->op == STARFOLD_OP_MEAN;
-    o.acc = o.broadcast || o.mean ? STARFOLD_OP_SUM : g->op;
+    o.acc = o.broadcast ? STARFOLD_OP_SUM : starfold__op_accumulation(g->op);
     o.target = options->chunk_bytes ? options->chunk_bytes : ONE_PASS_CHUNK;
     o.src = malloc(sizeof *o.src * (size_t)o.n);
     o.dst = malloc(sizeof *o.dst * (size_t)o.m);

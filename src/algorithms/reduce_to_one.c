@@ -51,7 +51,7 @@ starfold_status_t starfold__build_reduce_to_one(starfold_graph_t g, int reduce_d
     const int n = g->num_inputs;
     const int home = starfold__graph_output_slot_on(g, reduce_device);
     /* MEAN accumulates a SUM, then divides: the division is its own task, as TensorFlow's `/ n`. */
-    const starfold_op_t acc = g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op;
+    const starfold_op_t acc = starfold__op_accumulation(g->op);
     starfold__span_t *src = malloc(sizeof *src * (size_t)n);
     if (!src) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "reduce-to-one: out of memory");
 

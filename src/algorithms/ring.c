@@ -268,7 +268,7 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     const int n = g->num_inputs;
     ring_build_t rb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
                         calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)(2 * n * n), sizeof(size_t)),
-                        g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
+                        starfold__op_accumulation(g->op) };
     ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
     starfold__pack_plan_t plan = { 0 };
     int done = 0;

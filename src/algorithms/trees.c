@@ -221,7 +221,7 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     starfold_status_t st = STARFOLD_OK;
     const int n = g->num_inputs;
     trees_build_t tb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
-                         calloc((size_t)n, sizeof(starfold__span_t)), g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
+                         calloc((size_t)n, sizeof(starfold__span_t)), starfold__op_accumulation(g->op) };
     tree_t *trees = calloc(TREES_MAX, sizeof *trees);
     starfold__pack_plan_t plan = { 0 };
     int done = 0;

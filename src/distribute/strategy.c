@@ -565,7 +565,7 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t stra
      * elements on the host: the two reductions commute. */
     const int promote = strategy->options.promote_integer_mean;
     const starfold_dtype_t dt = value->dtype;
-    const starfold_op_t across = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
+    const starfold_op_t across = starfold__op_accumulation(op);
     const size_t total = (size_t)value->n * value->count; /* TensorFlow's summed dimension sizes */
     if (op == STARFOLD_OP_MEAN && total == 0 && is_integer(dt) && !promote)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: integer MEAN over zero elements", fn);
