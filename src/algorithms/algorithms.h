@@ -48,16 +48,16 @@ int starfold__graph_output_slot_on(const struct starfold_graph *g, int device);
 starfold_status_t starfold__allreduce_prepare(starfold_graph_t g, const starfold_algo_options_t *options, int *out_slot,
                                        starfold__pack_plan_t *plan, int *done);
 /* A pack that is exactly one whole tensor is reduced in place of that tensor: no pack/unpack copies. */
-int starfold__pack_is_tensor(const struct starfold_graph *g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk);
+int starfold__pack_is_tensor(const struct starfold_graph *g, const starfold__pack_t *pk);
 /* Replica p's data of pack @pk: its input tensor, or a temporary on its device filled by a PACK task. */
-starfold_status_t starfold__pack_gather(starfold_graph_t g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, int p,
+starfold_status_t starfold__pack_gather(starfold_graph_t g, const starfold__pack_t *pk, int p,
                                  starfold__span_t *have);
 /* Where replica p's result of pack @pk is built: its output tensor, or a temporary (output dtype). */
-starfold_status_t starfold__pack_result(starfold_graph_t g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, int p,
+starfold_status_t starfold__pack_result(starfold_graph_t g, const starfold__pack_t *pk, int p,
                                  int out_slot, starfold__span_t *dest);
 /* Writes the reduced pack @from into output slot @out_slot: a COPY, an UNPACK, or nothing when @from
  * already is that output. */
-starfold_status_t starfold__pack_scatter(starfold_graph_t g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, int out_slot,
+starfold_status_t starfold__pack_scatter(starfold_graph_t g, const starfold__pack_t *pk, int out_slot,
                                   starfold__span_t from);
 
 #endif /* STARFOLD_SRC_ALGORITHMS_H */

@@ -19,10 +19,9 @@ int starfold__graph_output_slot_on(const struct starfold_graph *g, int device)
     return -1;
 }
 
-int starfold__pack_is_tensor(const struct starfold_graph *g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk)
+int starfold__pack_is_tensor(const struct starfold_graph *g, const starfold__pack_t *pk)
 {
-    return plan->direct ||
-           (pk->nsegs == 1 && pk->segs[0].offset == 0 && pk->segs[0].count == g->tensors[pk->segs[0].tensor].count);
+    return pk->nsegs == 1 && pk->segs[0].offset == 0 && pk->segs[0].count == g->tensors[pk->segs[0].tensor].count;
 }
 
 /* The pack's segments as spans of slot @slot's input (out = 0) or output (out = 1) tensors; malloc'd. */
@@ -36,10 +35,10 @@ static starfold__span_t *pack_spans(const struct starfold_graph *g, const starfo
     return s;
 }
 
-starfold_status_t starfold__pack_gather(starfold_graph_t g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, int p,
+starfold_status_t starfold__pack_gather(starfold_graph_t g, const starfold__pack_t *pk, int p,
                                  starfold__span_t *have)
 {
-    if (starfold__pack_is_tensor(g, plan, pk)) {
+    if (starfold__pack_is_tensor(g, pk)) {
         *have = starfold__whole(g, starfold__graph_input(g, p, pk->segs[0].tensor));
         return STARFOLD_OK;
     }
@@ -54,10 +53,10 @@ starfold_status_t starfold__pack_gather(starfold_graph_t g, const starfold__pack
     return st;
 }
 
-starfold_status_t starfold__pack_result(starfold_graph_t g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, int p,
+starfold_status_t starfold__pack_result(starfold_graph_t g, const starfold__pack_t *pk, int p,
                                  int out_slot, starfold__span_t *dest)
 {
-    if (starfold__pack_is_tensor(g, plan, pk)) {
+    if (starfold__pack_is_tensor(g, pk)) {
         *dest = starfold__whole(g, starfold__graph_output(g, out_slot, pk->segs[0].tensor));
         return STARFOLD_OK;
     }
@@ -68,10 +67,10 @@ starfold_status_t starfold__pack_result(starfold_graph_t g, const starfold__pack
     return st;
 }
 
-starfold_status_t starfold__pack_scatter(starfold_graph_t g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, int out_slot,
+starfold_status_t starfold__pack_scatter(starfold_graph_t g, const starfold__pack_t *pk, int out_slot,
                                   starfold__span_t from)
 {
-    if (starfold__pack_is_tensor(g, plan, pk)) {
+    if (starfold__pack_is_tensor(g, pk)) {
         starfold__span_t dst = starfold__whole(g, starfold__graph_output(g, out_slot, pk->segs[0].tensor));
         if (dst.buf == from.buf) return STARFOLD_OK; /* the result was built in place */
         return starfold__graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &dst, 1, (int)pk->index, NULL);

@@ -50,8 +50,8 @@ static starfold_status_t build_pack(hd_t *h, const starfold__pack_plan_t *plan, 
     starfold_graph_t g = h->g;
     const int n = h->n, p2 = h->p2, tag = (int)pk->index;
     for (int p = 0; p < n; p++) {
-        if ((st = starfold__pack_gather(g, plan, pk, p, &h->have[p])) != STARFOLD_OK ||
-            (st = starfold__pack_result(g, plan, pk, p, h->out_slot[p], &h->dest[p])) != STARFOLD_OK)
+        if ((st = starfold__pack_gather(g, pk, p, &h->have[p])) != STARFOLD_OK ||
+            (st = starfold__pack_result(g, pk, p, h->out_slot[p], &h->dest[p])) != STARFOLD_OK)
             return st;
         h->part[p] = h->have[p];
         h->lo[p] = 0;
@@ -120,7 +120,7 @@ static starfold_status_t build_pack(hd_t *h, const starfold__pack_plan_t *plan, 
             return st;
 
     for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_scatter(g, plan, pk, h->out_slot[p], h->dest[p])) != STARFOLD_OK) return st;
+        if ((st = starfold__pack_scatter(g, pk, h->out_slot[p], h->dest[p])) != STARFOLD_OK) return st;
     return STARFOLD_OK;
 }
 

@@ -80,7 +80,7 @@ static starfold_status_t build_pack(starfold_graph_t g, const starfold__pack_pla
     const int r0 = (int)(pk->index % (size_t)n);
 
     for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_gather(g, plan, pk, p, &have[p])) != STARFOLD_OK) return st;
+        if ((st = starfold__pack_gather(g, pk, p, &have[p])) != STARFOLD_OK) return st;
 
     /* total on r0 = (group of r0) + (other group, reduced on r1). */
     size_t tbuf;
@@ -125,7 +125,7 @@ static starfold_status_t build_pack(starfold_graph_t g, const starfold__pack_pla
 
     for (int p = 0; p < n; p++) {
         starfold__span_t from = (r1 >= 0 && hs->group[p] == hs->group[r1]) ? bcast1 : total;
-        if ((st = starfold__pack_scatter(g, plan, pk, hs->out_slot[p], from)) != STARFOLD_OK) return st;
+        if ((st = starfold__pack_scatter(g, pk, hs->out_slot[p], from)) != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
 }

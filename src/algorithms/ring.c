@@ -207,8 +207,8 @@ static starfold_status_t build_pack(ring_build_t *rb, const starfold__pack_plan_
     starfold_graph_t g = rb->g;
     const int n = rb->n, tag = (int)pk->index;
     for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_gather(g, plan, pk, p, &rb->have[p])) != STARFOLD_OK ||
-            (st = starfold__pack_result(g, plan, pk, p, rb->out_slot[p], &rb->dest[p])) != STARFOLD_OK)
+        if ((st = starfold__pack_gather(g, pk, p, &rb->have[p])) != STARFOLD_OK ||
+            (st = starfold__pack_result(g, pk, p, rb->out_slot[p], &rb->dest[p])) != STARFOLD_OK)
             return st;
 
     if (n == 1) { /* nothing to exchange: the result is the input (divided by 1 for MEAN) */
@@ -255,7 +255,7 @@ static starfold_status_t build_pack(ring_build_t *rb, const starfold__pack_plan_
     }
 
     for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_scatter(g, plan, pk, rb->out_slot[p], rb->dest[p])) != STARFOLD_OK) return st;
+        if ((st = starfold__pack_scatter(g, pk, rb->out_slot[p], rb->dest[p])) != STARFOLD_OK) return st;
     return STARFOLD_OK;
 }
 

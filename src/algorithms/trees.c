@@ -190,8 +190,8 @@ static starfold_status_t build_pack(trees_build_t *tb, const starfold__pack_plan
     starfold_graph_t g = tb->g;
     const int n = tb->n, tag = (int)pk->index;
     for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_gather(g, plan, pk, p, &tb->have[p])) != STARFOLD_OK ||
-            (st = starfold__pack_result(g, plan, pk, p, tb->out_slot[p], &tb->dest[p])) != STARFOLD_OK)
+        if ((st = starfold__pack_gather(g, pk, p, &tb->have[p])) != STARFOLD_OK ||
+            (st = starfold__pack_result(g, pk, p, tb->out_slot[p], &tb->dest[p])) != STARFOLD_OK)
             return st;
     double total_w = 0, acc_w = 0;
     for (int t = 0; t < ntrees; t++) total_w += trees[t].weight;
@@ -212,7 +212,7 @@ static starfold_status_t build_pack(trees_build_t *tb, const starfold__pack_plan
         lo = hi;
     }
     for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_scatter(g, plan, pk, tb->out_slot[p], tb->dest[p])) != STARFOLD_OK) return st;
+        if ((st = starfold__pack_scatter(g, pk, tb->out_slot[p], tb->dest[p])) != STARFOLD_OK) return st;
     return STARFOLD_OK;
 }
 
