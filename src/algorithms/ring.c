@@ -133,7 +133,6 @@ typedef struct ring_build {
     starfold_op_t acc;
 } ring_build_t;
 
-/* One chunked ring over elements [lo, lo + count) of the pack, ring @order, @tag for labels. */
 /*
  * Rounds of one logical ring form a wavefront: hop h of chunk j in round k waits for hop h of chunk j
  * in round k-1 (@chain holds, per chunk and hop, the task of the previous round, or (size_t)-1). Each
@@ -148,6 +147,7 @@ static starfold_status_t chain_after(starfold_graph_t g, size_t *chain, size_t n
     return st;
 }
 
+/* One chunked ring over elements [lo, lo + count) of the pack, ring @order, @tag for labels. */
 static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold_dtype_t dt, size_t lo, size_t count,
                                     int tag, size_t *chain)
 {
