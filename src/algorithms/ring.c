@@ -1,8 +1,9 @@
 /*
  * ring: chunked ring all-reduce (reduce-scatter, then all-gather) over several rings at once.
  *
- * Rings come from the topology: Hamiltonian cycles of the replicas' devices, found one after the
- * other, each maximising its bottleneck bandwidth on what the previous ones left of every link. Each
+ * Rings come from the topology's bandwidths (src/patterns/ring_search.c): Hamiltonian cycles of the
+ * replicas' devices, found one after the other, each maximising its bottleneck bandwidth on what the
+ * previous ones left of every link. Each
  * cycle is used in both directions (links are full duplex), so a cycle of bottleneck b gives two
  * logical rings of weight b, and every pack is split among the logical rings in proportion to their
  * weights. On a DGX-1 V100 that is the ring of doubled links 0-3-2-1-5-6-7-4 (50 GB/s) and the ring of
@@ -35,93 +36,12 @@
 
 #include "algorithms/algorithms.h"
 #include "base/common.h"
+#include "patterns/patterns.h"
+#include "topology/topology.h"
 
 #define RING_MAX_CYCLES 4
-#define RING_SEARCH_MAX 12      /* exhaustive cycle search up to this many devices, the identity ring beyond */
 #define RING_AUTO_CHUNK ((size_t)5 << 19) /* 2.5 MiB */
 #define RING_AUTO_MAX_ROUNDS 16
-
-typedef struct ring {
-    int order[STARFOLD_MAX_DEVICES]; /* replica positions in ring order */
-    double weight;                   /* bottleneck bandwidth, GB/s */
-} ring_t;
-
-/* ------------------------------------------------------------------------------------------------ */
-/* Pattern maths: cycles maximising their bottleneck on residual bandwidth (no graph, no runtime).   */
-
-typedef struct search {
-    int n;
-    double res[RING_SEARCH_MAX][RING_SEARCH_MAX];
-    int path[RING_SEARCH_MAX], used[RING_SEARCH_MAX];
-    int best[RING_SEARCH_MAX];
-    double best_b;
-} search_t;
-
-static void dfs(search_t *s, int depth, double bottleneck)
-{
-    if (bottleneck <= s->best_b) return; /* cannot beat the best cycle found */
-    const int last = s->path[depth - 1];
-    if (depth == s->n) {
-        double b = fmin(bottleneck, s->res[last][s->path[0]]);
-        if (b > s->best_b) {
-            s->best_b = b;
-            memcpy(s->best, s->path, sizeof(int) * (size_t)s->n);
-        }
-        return;
-    }
-    for (int v = 1; v < s->n; v++) {
-        if (s->used[v] || s->res[last][v] <= 0) continue;
-        s->used[v] = 1;
-        s->path[depth] = v;
-        dfs(s, depth + 1, fmin(bottleneck, s->res[last][v]));
-        s->used[v] = 0;
-    }
-}
-
-/*
- * Up to @max cycles, each the Hamiltonian cycle with the best bottleneck on the bandwidth the previous
- * ones left; stops at a cycle under half the first one's bottleneck (it would only add hops).
- */
-static int find_rings(starfold_topology_t t, int n, const int *devices, int max, ring_t *rings)
-{
-    if (n > RING_SEARCH_MAX) { /* identity ring: the replicas' order */
-        for (int i = 0; i < n; i++) rings[0].order[i] = i;
-        double w = INFINITY;
-        for (int i = 0; i < n; i++) w = fmin(w, starfold_topology_bandwidth(t, devices[i], devices[(i + 1) % n]));
-        rings[0].weight = w > 0 && isfinite(w) ? w : 1.0;
-        return 1;
-    }
-    search_t s;
-    memset(&s, 0, sizeof s);
-    s.n = n;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) s.res[a][b] = a == b ? 0 : starfold_topology_bandwidth(t, devices[a], devices[b]);
-    int count = 0;
-    for (; count < max; count++) {
-        s.best_b = 0;
-        memset(s.used, 0, sizeof s.used);
-        s.path[0] = 0;
-        s.used[0] = 1;
-        dfs(&s, 1, INFINITY);
-        if (s.best_b <= 0 || (count > 0 && s.best_b < 0.5 * rings[0].weight)) break;
-        memcpy(rings[count].order, s.best, sizeof(int) * (size_t)n);
-        rings[count].weight = s.best_b;
-        for (int i = 0; i < n; i++) { /* both directions use b of the link's per-direction bandwidth */
-            int a = s.best[i], b = s.best[(i + 1) % n];
-            s.res[a][b] -= s.best_b;
-            s.res[b][a] -= s.best_b;
-        }
-    }
-    if (count == 0) { /* no cycle over direct links: the replicas' order, through whatever paths exist */
-        for (int i = 0; i < n; i++) rings[0].order[i] = i;
-        rings[0].weight = 1.0;
-        count = 1;
-    }
-    return count;
-}
-
-/* ------------------------------------------------------------------------------------------------ */
-/* Graph building                                                                                    */
 
 typedef struct ring_build {
     starfold_graph_t g;
@@ -200,7 +120,7 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
     return STARFOLD_OK;
 }
 
-static starfold_status_t build_pack(ring_build_t *rb, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, const ring_t *rings,
+static starfold_status_t build_pack(ring_build_t *rb, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, const starfold__ring_t *rings,
                                     int nlogical, const starfold_algo_options_t *options)
 {
     starfold_status_t st = STARFOLD_OK;
@@ -269,8 +189,9 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     ring_build_t rb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
                         calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)(2 * n * n), sizeof(size_t)),
                         starfold__op_accumulation(g->op) };
-    ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
+    starfold__ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
     starfold__pack_plan_t plan = { 0 };
+    double *bw = NULL;
     int done = 0;
     if (!rb.out_slot || !rb.have || !rb.dest || !rb.chain || !rings) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
@@ -278,7 +199,8 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     }
     SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, rb.out_slot, &plan, &done), st, out);
     if (done) goto out;
-    const int ncycles = n > 1 ? find_rings(g->topology, n, g->input_devices, options->num_rings ? options->num_rings : 2, rings) : 1;
+    SF_CHECK_GOTO(starfold__topology_bandwidths(g->topology, n, g->input_devices, &bw), st, out);
+    const int ncycles = n > 1 ? starfold__ring_search(n, bw, options->num_rings ? options->num_rings : 2, rings) : 1;
     for (size_t i = 0; i < plan.npacks; i++)
         SF_CHECK_GOTO(build_pack(&rb, &plan, &plan.packs[i], rings, 2 * ncycles, options), st, out);
 out:
@@ -288,6 +210,7 @@ out:
     free(rb.dest);
     free(rb.chain);
     free(rings);
+    free(bw);
     return st;
 }
 

@@ -1,12 +1,14 @@
 /*
  * trees: reduce up and broadcast down several spanning trees at once, each carrying a share of the data.
  *
- * Trees come from the topology: a maximum spanning tree (Kruskal on link bandwidth) maximises the
- * tree's bottleneck; its bottleneck b is taken off every one of its links, and the next tree is built
- * on what is left, while b stays at least half the first tree's. Links are full duplex: the reduce
- * uses child -> parent, the broadcast parent -> child, so one tree uses b of each direction. Each tree
- * is rooted at its centre (the device of least height) and gets a share of every pack in proportion
- * to b, moved in rounds of bounded chunks so the broadcast of one round overlaps the reduce of the next.
+ * Trees come from the topology's bandwidths (src/patterns/tree_search.c): a maximum spanning tree
+ * (Kruskal on link bandwidth) maximises the tree's bottleneck; its bottleneck b is taken off every one
+ * of its links, and the next tree is built on what is left, while b stays at least half the first
+ * tree's; without any spanning tree over direct links, a star on replica 0. Links are full duplex:
+ * the reduce uses child -> parent, the broadcast parent -> child, so one tree uses b of each
+ * direction. Each tree is rooted at its centre (the device of least height) and gets a share of every
+ * pack in proportion to b, moved in rounds of bounded chunks so the broadcast of one round overlaps
+ * the reduce of the next.
  *
  *          root                     reduce (post-order): a node adds its own data and its children's
  *         /    \                    partial sums, then sends up; the root scales for MEAN and writes
@@ -16,7 +18,7 @@
  *
  * On a DGX-1 the minimum cut around a GPU is its degree, so such trees reach the reduce and broadcast
  * bounds in principle; with log-depth trees they also cut latency against a ring's 2(n-1) hops.
- * Packing and the fallbacks are those of the other all-reduce algorithms (algo_common.c).
+ * Packing and the fallbacks are those of the other all-reduce algorithms (allreduce_packs.c).
  */
 #include "config.h"
 
@@ -24,117 +26,12 @@
 
 #include "algorithms/algorithms.h"
 #include "base/common.h"
+#include "patterns/patterns.h"
+#include "topology/topology.h"
 
 #define TREES_MAX 4
 #define TREES_AUTO_CHUNK ((size_t)4 << 20)
 #define TREES_AUTO_MAX_ROUNDS 8
-
-typedef struct tree {
-    int parent[STARFOLD_MAX_DEVICES]; /* replica position of the parent, -1 for the root */
-    int order[STARFOLD_MAX_DEVICES];  /* positions in pre-order (root first); post-order is its reverse */
-    double weight;                    /* bottleneck bandwidth, GB/s */
-} tree_t;
-
-/* ------------------------------------------------------------------------------------------------ */
-/* Pattern maths: trees on residual bandwidth                                                        */
-
-typedef struct edge {
-    int a, b;
-    double w;
-} edge_t;
-
-static int edge_cmp(const void *pa, const void *pb)
-{
-    const edge_t *x = pa, *y = pb;
-    if (x->w != y->w) return x->w < y->w ? 1 : -1; /* heaviest first */
-    if (x->a != y->a) return x->a - y->a;
-    return x->b - y->b;
-}
-
-static int uf_find(int *uf, int x)
-{
-    while (uf[x] != x) x = uf[x] = uf[uf[x]];
-    return x;
-}
-
-/* Orients the tree given as an adjacency matrix from @root: parents and pre-order; returns the height. */
-static int orient(int n, const unsigned char adj[][STARFOLD_MAX_DEVICES], int root, tree_t *t)
-{
-    int queue[STARFOLD_MAX_DEVICES], depth[STARFOLD_MAX_DEVICES], head = 0, tail = 0, height = 0;
-    for (int i = 0; i < n; i++) t->parent[i] = -2;
-    t->parent[root] = -1;
-    depth[root] = 0;
-    queue[tail++] = root;
-    while (head < tail) { /* breadth-first: a parent always comes before its children */
-        int v = queue[head++];
-        for (int u = 0; u < n; u++)
-            if (adj[v][u] && t->parent[u] == -2) {
-                t->parent[u] = v;
-                depth[u] = depth[v] + 1;
-                if (depth[u] > height) height = depth[u];
-                queue[tail++] = u;
-            }
-    }
-    memcpy(t->order, queue, sizeof(int) * (size_t)n);
-    return height;
-}
-
-static int find_trees(starfold_topology_t topo, int n, const int *devices, int max, tree_t *trees)
-{
-    /* Residual bandwidths: per call, never static (compiles run concurrently from several threads). */
-    double (*res)[STARFOLD_MAX_DEVICES] = malloc(sizeof *res * (size_t)n);
-    edge_t *edges = malloc(sizeof *edges * (size_t)(n * n));
-    if (!res || !edges) {
-        free(res);
-        free(edges);
-        return -1;
-    }
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) res[a][b] = a == b ? 0 : starfold_topology_bandwidth(topo, devices[a], devices[b]);
-    int count = 0;
-    for (; count < max; count++) {
-        int ne = 0;
-        for (int a = 0; a < n; a++)
-            for (int b = a + 1; b < n; b++)
-                if (res[a][b] > 0) edges[ne++] = (edge_t){ a, b, res[a][b] };
-        qsort(edges, (size_t)ne, sizeof *edges, edge_cmp);
-        int uf[STARFOLD_MAX_DEVICES], joined = 1;
-        unsigned char adj[STARFOLD_MAX_DEVICES][STARFOLD_MAX_DEVICES];
-        memset(adj, 0, sizeof adj);
-        for (int i = 0; i < n; i++) uf[i] = i;
-        double b = INFINITY;
-        for (int e = 0; e < ne && joined < n; e++) { /* Kruskal, heaviest links first */
-            int x = uf_find(uf, edges[e].a), y = uf_find(uf, edges[e].b);
-            if (x == y) continue;
-            uf[x] = y;
-            adj[edges[e].a][edges[e].b] = adj[edges[e].b][edges[e].a] = 1;
-            b = fmin(b, edges[e].w);
-            joined++;
-        }
-        if (joined < n || (count > 0 && b < 0.5 * trees[0].weight)) break;
-        if (!isfinite(b)) { /* one device: a tree without links, used once */
-            b = 1.0;
-            max = count + 1;
-        }
-        /* the centre: the root of least height, the lowest position among equals */
-        int best_root = 0, best_h = n;
-        for (int r = 0; r < n; r++) {
-            int h = orient(n, adj, r, &trees[count]);
-            if (h < best_h) best_h = h, best_root = r;
-        }
-        orient(n, adj, best_root, &trees[count]);
-        trees[count].weight = b;
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++)
-                if (adj[i][j]) res[i][j] -= b;
-    }
-    free(edges);
-    free(res);
-    return count;
-}
-
-/* ------------------------------------------------------------------------------------------------ */
-/* Graph building                                                                                    */
 
 typedef struct trees_build {
     starfold_graph_t g;
@@ -145,7 +42,7 @@ typedef struct trees_build {
 } trees_build_t;
 
 /* One reduce-then-broadcast of elements [lo, lo + len) of the pack over tree @t. */
-static starfold_status_t tree_round(trees_build_t *tb, const tree_t *t, starfold_dtype_t dt, size_t lo, size_t len,
+static starfold_status_t tree_round(trees_build_t *tb, const starfold__tree_t *t, starfold_dtype_t dt, size_t lo, size_t len,
                                     int tag)
 {
     starfold_status_t st;
@@ -184,7 +81,7 @@ static starfold_status_t tree_round(trees_build_t *tb, const tree_t *t, starfold
 }
 
 static starfold_status_t build_pack(trees_build_t *tb, const starfold__pack_plan_t *plan, const starfold__pack_t *pk,
-                                    const tree_t *trees, int ntrees, const starfold_algo_options_t *options)
+                                    const starfold__tree_t *trees, int ntrees, const starfold_algo_options_t *options)
 {
     starfold_status_t st;
     starfold_graph_t g = tb->g;
@@ -222,8 +119,9 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     const int n = g->num_inputs;
     trees_build_t tb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
                          calloc((size_t)n, sizeof(starfold__span_t)), starfold__op_accumulation(g->op) };
-    tree_t *trees = calloc(TREES_MAX, sizeof *trees);
+    starfold__tree_t *trees = calloc(TREES_MAX, sizeof *trees);
     starfold__pack_plan_t plan = { 0 };
+    double *bw = NULL;
     int done = 0;
     if (!tb.out_slot || !tb.have || !tb.dest || !trees) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "trees: out of memory");
@@ -231,19 +129,11 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     }
     SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, tb.out_slot, &plan, &done), st, out);
     if (done) goto out;
-    int ntrees = find_trees(g->topology, n, g->input_devices, TREES_MAX, trees);
+    SF_CHECK_GOTO(starfold__topology_bandwidths(g->topology, n, g->input_devices, &bw), st, out);
+    const int ntrees = starfold__tree_search(n, bw, TREES_MAX, trees);
     if (ntrees < 0) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "trees: out of memory");
         goto out;
-    }
-    if (ntrees == 0) { /* no spanning tree over direct links: a star on replica 0, through any path */
-        trees[0].weight = 1.0;
-        trees[0].parent[0] = -1;
-        for (int p = 0; p < n; p++) {
-            trees[0].order[p] = p;
-            if (p) trees[0].parent[p] = 0;
-        }
-        ntrees = 1;
     }
     for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(&tb, &plan, &plan.packs[i], trees, ntrees, options), st, out);
 out:
@@ -252,6 +142,7 @@ out:
     free(tb.have);
     free(tb.dest);
     free(trees);
+    free(bw);
     return st;
 }
 

@@ -11,13 +11,12 @@
 
 #include "base/common.h"
 #include "base/gv.h"
+#include "patterns/patterns.h"
 #include "topology/topology.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
-
-#define SF_BISECT_EXHAUSTIVE_MAX 20
 
 /* ------------------------------------------------------------------------------------------------
  * Life cycle
@@ -246,6 +245,16 @@ STARFOLD_API double starfold_topology_bandwidth(starfold_topology_t topology, in
     return i < 0 ? 0 : topology->links[i].bandwidth_GBps;
 }
 
+starfold_status_t starfold__topology_bandwidths(starfold_topology_t t, int n, const int *devices, double **bw)
+{
+    double *m = malloc(sizeof *m * (size_t)n * (size_t)n);
+    if (!m) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory reading the bandwidths of topology '%s'", t->name);
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) m[a * n + b] = a == b ? 0 : starfold_topology_bandwidth(t, devices[a], devices[b]);
+    *bw = m;
+    return STARFOLD_OK;
+}
+
 STARFOLD_API starfold_status_t starfold_topology_best_link(starfold_topology_t topology, int a, int b,
                                                            starfold_link_t *link)
 {
@@ -337,58 +346,8 @@ STARFOLD_API starfold_status_t starfold_topology_validate(starfold_topology_t to
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Bisection
+ * Bisection: the search is pattern maths (src/patterns/bisection.c) over the devices' bandwidths.
  */
-
-/* Bandwidth inside the two groups of @side (bit i set: position i in group 1). */
-static double intra_bandwidth(int n, double w[][SF_BISECT_EXHAUSTIVE_MAX], unsigned side)
-{
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (((side >> i) & 1u) == ((side >> j) & 1u)) sum += w[i][j];
-    return sum;
-}
-
-/*
- * Next k-combination of {1..last} in lexicographic order (c ascending); 0 after the last one.
- * Position 0 is fixed in group 0, so group 0 = {0} + c and the enumeration visits first groups in
- * lexicographic order of positions: the first maximum found is the tie-break the header promises.
- */
-static int next_combination(int *c, int k, int last)
-{
-    int i = k - 1;
-    while (i >= 0 && c[i] == last - (k - 1 - i)) i--;
-    if (i < 0) return 0;
-    c[i]++;
-    for (int j = i + 1; j < k; j++) c[j] = c[j - 1] + 1;
-    return 1;
-}
-
-static void bisect_exhaustive(starfold_topology_t t, int n, const int *devices, int *group)
-{
-    double w[SF_BISECT_EXHAUSTIVE_MAX][SF_BISECT_EXHAUSTIVE_MAX];
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) w[i][j] = i == j ? 0 : starfold_topology_bandwidth(t, devices[i], devices[j]);
-
-    const int k = n / 2 - 1;               /* members of group 0 besides position 0 */
-    int c[SF_BISECT_EXHAUSTIVE_MAX];
-    for (int j = 0; j < k; j++) c[j] = j + 1;
-
-    unsigned best_side = 0;
-    double best = -1;
-    do {
-        unsigned side = ((1u << n) - 1u) & ~1u;   /* everyone in group 1 but position 0 */
-        for (int j = 0; j < k; j++) side &= ~(1u << c[j]);
-        double score = intra_bandwidth(n, w, side);
-        /* strictly better by more than rounding: equal splits keep the earlier (smaller) first group */
-        if (score > best + 1e-12 * fmax(1.0, fabs(best))) {
-            best = score;
-            best_side = side;
-        }
-    } while (next_combination(c, k, n - 1));
-    for (int i = 0; i < n; i++) group[i] = (int)((best_side >> i) & 1u);
-}
 
 STARFOLD_API starfold_status_t starfold_topology_bisect(starfold_topology_t topology, int n, const int *devices,
                                                         int *group)
@@ -408,13 +367,11 @@ STARFOLD_API starfold_status_t starfold_topology_bisect(starfold_topology_t topo
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "bisect: device %d appears twice", devices[i]);
     }
 
-    if (n == 1) {
-        group[0] = 0;
-    } else if (n > SF_BISECT_EXHAUSTIVE_MAX) {
-        for (int i = 0; i < n; i++) group[i] = i < n / 2 ? 0 : 1;
-    } else {
-        bisect_exhaustive(topology, n, devices, group);
-    }
+    double *bw = NULL;
+    starfold_status_t st = starfold__topology_bandwidths(topology, n, devices, &bw);
+    if (st != STARFOLD_OK) return st;
+    starfold__bisect(n, bw, group);
+    free(bw);
     return STARFOLD_OK;
 }
 
