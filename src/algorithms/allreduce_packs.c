@@ -1,7 +1,7 @@
 /*
- * Steps the all-reduce algorithms share (hierarchical-copy, ring, halving-doubling): TensorFlow's
- * prologue (broadcast and the not-an-all-reduce fallback), packing a replica's tensors into a pack and
- * scattering a reduced pack back into its outputs. Pure graph building, like the algorithms.
+ * Steps the all-reduce algorithms share (hierarchical-copy, ring, halving-doubling, trees): packing a
+ * replica's tensors into a pack and scattering a reduced pack back into its outputs. Pure graph
+ * building, like the algorithms.
  *
  *   inputs of replica p ---pack (or nothing: a pack that is one whole tensor)---> have[p]
  *   ... the algorithm reduces the have[p] into results ...
@@ -82,21 +82,19 @@ starfold_status_t starfold__pack_scatter(starfold_graph_t g, const starfold__pac
     return st;
 }
 
+int starfold__graph_is_all_reduce(const struct starfold_graph *g)
+{
+    if (g->kind != STARFOLD_COLL_REDUCE || g->num_outputs != g->num_inputs) return 0;
+    for (int p = 0; p < g->num_inputs; p++)
+        if (starfold__graph_output_slot_on(g, g->input_devices[p]) < 0) return 0;
+    return 1;
+}
+
 starfold_status_t starfold__allreduce_prepare(starfold_graph_t g, const starfold_algo_options_t *options, int *out_slot,
-                                       starfold__pack_plan_t *plan, int *done)
+                                       starfold__pack_plan_t *plan)
 {
     memset(plan, 0, sizeof *plan);
-    *done = 1;
-    if (options->num_packs < 0)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", g->algorithm,
-                        options->num_packs);
-    if (g->kind == STARFOLD_COLL_BROADCAST) return starfold__build_simple_broadcast(g);
-    /* An all-reduce only when the destinations are the sources as a set; else TensorFlow's fallback. */
-    const int n = g->num_inputs;
-    int all_reduce = g->num_outputs == n;
-    for (int p = 0; p < n && all_reduce; p++) all_reduce = (out_slot[p] = starfold__graph_output_slot_on(g, g->input_devices[p])) >= 0;
-    if (!all_reduce) return starfold__build_reduce_to_one(g, g->output_devices[0]);
-    *done = 0;
+    for (int p = 0; p < g->num_inputs; p++) out_slot[p] = starfold__graph_output_slot_on(g, g->input_devices[p]);
     return options->bytes_per_pack > 0 ? starfold__pack_plan_by_size(g->tensors, g->num_tensors, options->bytes_per_pack, plan)
                                        : starfold__pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, plan);
 }

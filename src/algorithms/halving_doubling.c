@@ -134,13 +134,11 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
                calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)n, sizeof(size_t)),
                starfold__op_accumulation(g->op) };
     starfold__pack_plan_t plan = { 0 };
-    int done = 0;
     if (!h.out_slot || !h.have || !h.dest || !h.part || !h.lo) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "halving-doubling: out of memory");
         goto out;
     }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, h.out_slot, &plan, &done), st, out);
-    if (done) goto out;
+    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, h.out_slot, &plan), st, out);
     for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(&h, &plan, &plan.packs[i]), st, out);
 out:
     starfold__pack_plan_free(&plan);
@@ -155,5 +153,7 @@ out:
 const starfold__algorithm_t starfold__algo_halving_doubling = {
     .name = "halving-doubling",
     .description = "recursive halving reduce-scatter and doubling all-gather; other counts folded onto a power of two",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK,
     .build = build,
 };

@@ -138,13 +138,11 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
                       calloc((size_t)n, sizeof(starfold__span_t)) };
     starfold__span_t *have = calloc((size_t)n, sizeof *have);
     starfold__pack_plan_t plan = { 0 };
-    int done = 0;
     if (!hs.group || !hs.out_slot || !hs.src || !have) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "hierarchical-copy: out of memory");
         goto out;
     }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, hs.out_slot, &plan, &done), st, out);
-    if (done) goto out;
+    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, hs.out_slot, &plan), st, out);
     SF_CHECK_GOTO(starfold_topology_bisect(g->topology, n, g->input_devices, hs.group), st, out);
     for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(g, &plan, &plan.packs[i], &hs, have), st, out);
 out:
@@ -159,5 +157,7 @@ out:
 const starfold__algorithm_t starfold__algo_hierarchical_copy = {
     .name = "hierarchical-copy",
     .description = "TensorFlow's HierarchicalCopyAllReduce: two groups, rotating roots, concat-and-split packs",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK,
     .build = build,
 };

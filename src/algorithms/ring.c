@@ -182,9 +182,6 @@ static starfold_status_t build_pack(ring_build_t *rb, const starfold__pack_plan_
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
     starfold_status_t st = STARFOLD_OK;
-    if (options->num_rings < 0 || options->num_rings > RING_MAX_CYCLES)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "ring: num_rings must be 0 (automatic) to %d, got %d",
-                        RING_MAX_CYCLES, options->num_rings);
     const int n = g->num_inputs;
     ring_build_t rb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
                         calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)(2 * n * n), sizeof(size_t)),
@@ -192,13 +189,11 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     starfold__ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
     starfold__pack_plan_t plan = { 0 };
     double *bw = NULL;
-    int done = 0;
     if (!rb.out_slot || !rb.have || !rb.dest || !rb.chain || !rings) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
         goto out;
     }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, rb.out_slot, &plan, &done), st, out);
-    if (done) goto out;
+    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, rb.out_slot, &plan), st, out);
     SF_CHECK_GOTO(starfold__topology_bandwidths(g->topology, n, g->input_devices, &bw), st, out);
     const int ncycles = n > 1 ? starfold__ring_search(n, bw, options->num_rings ? options->num_rings : 2, rings) : 1;
     for (size_t i = 0; i < plan.npacks; i++)
@@ -217,5 +212,9 @@ out:
 const starfold__algorithm_t starfold__algo_ring = {
     .name = "ring",
     .description = "chunked ring all-reduce over the topology's edge-disjoint rings, both directions, pipelined",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK | STARFOLD_ALGO_OPTION_CHUNK_BYTES |
+               STARFOLD_ALGO_OPTION_NUM_RINGS,
+    .max_rings = RING_MAX_CYCLES,
     .build = build,
 };

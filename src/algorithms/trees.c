@@ -122,13 +122,11 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     starfold__tree_t *trees = calloc(TREES_MAX, sizeof *trees);
     starfold__pack_plan_t plan = { 0 };
     double *bw = NULL;
-    int done = 0;
     if (!tb.out_slot || !tb.have || !tb.dest || !trees) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "trees: out of memory");
         goto out;
     }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, tb.out_slot, &plan, &done), st, out);
-    if (done) goto out;
+    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, tb.out_slot, &plan), st, out);
     SF_CHECK_GOTO(starfold__topology_bandwidths(g->topology, n, g->input_devices, &bw), st, out);
     const int ntrees = starfold__tree_search(n, bw, TREES_MAX, trees);
     if (ntrees < 0) {
@@ -149,5 +147,7 @@ out:
 const starfold__algorithm_t starfold__algo_trees = {
     .name = "trees",
     .description = "reduce up and broadcast down edge-disjoint maximum-bottleneck spanning trees, pipelined",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK | STARFOLD_ALGO_OPTION_CHUNK_BYTES,
     .build = build,
 };
