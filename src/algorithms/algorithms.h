@@ -71,24 +71,40 @@ int starfold__graph_output_slot_on(const struct starfold_graph *g, int device);
 int starfold__graph_is_all_reduce(const struct starfold_graph *g);
 
 /*
- * Shared steps of the all-reduce algorithms (allreduce_packs.c).
+ * The all-reduce driver (allreduce_packs.c), shared by hierarchical-copy, ring, halving-doubling and
+ * trees, which each supply only their pattern: the reduction of one pack.
  *
- * starfold__allreduce_prepare(): for an all-reduce, fills out_slot[p] (the output slot on replica p's
- * device) and the pack plan (bytes_per_pack, else num_packs).
+ * The driver cuts the tensors into packs (bytes_per_pack, else num_packs; pack.h), and for each pack:
+ *
+ *   inputs of replica p ---pack (or nothing: a pack that is one whole tensor)---> have[p]
+ *   have[0..n-1] ---the pattern's reduce_pack()---> result[p] on every replica p
+ *   result[p] ---unpack (or copy, or nothing when it is the output)---> outputs of replica p
+ *
+ * Unless the pattern places results itself, result[p] is set before reduce_pack() to where replica p's
+ * result goes: its output tensor for a pack that is one whole tensor, else a temporary of the output
+ * dtype on its device. With one replica there is nothing to exchange: unless the pattern reduces a
+ * single replica itself, the driver copies the input into the result (divides by 1 for MEAN).
  */
-starfold_status_t starfold__allreduce_prepare(starfold_graph_t g, const starfold_algo_options_t *options, int *out_slot,
-                                       starfold__pack_plan_t *plan);
-/* A pack that is exactly one whole tensor is reduced in place of that tensor: no pack/unpack copies. */
-int starfold__pack_is_tensor(const struct starfold_graph *g, const starfold__pack_t *pk);
-/* Replica p's data of pack @pk: its input tensor, or a temporary on its device filled by a PACK task. */
-starfold_status_t starfold__pack_gather(starfold_graph_t g, const starfold__pack_t *pk, int p,
-                                 starfold__span_t *have);
-/* Where replica p's result of pack @pk is built: its output tensor, or a temporary (output dtype). */
-starfold_status_t starfold__pack_result(starfold_graph_t g, const starfold__pack_t *pk, int p,
-                                 int out_slot, starfold__span_t *dest);
-/* Writes the reduced pack @from into output slot @out_slot: a COPY, an UNPACK, or nothing when @from
- * already is that output. */
-starfold_status_t starfold__pack_scatter(starfold_graph_t g, const starfold__pack_t *pk, int out_slot,
-                                  starfold__span_t from);
+typedef struct starfold__allreduce {
+    starfold_graph_t g;
+    const starfold_algo_options_t *options;
+    int n;                         /* replicas: the graph's inputs, also its outputs */
+    starfold_op_t acc;             /* the op partial results are combined with (SUM for MEAN) */
+    const starfold__pack_t *pack;  /* the pack being reduced */
+    int tag;                       /* its index, for the tasks' labels */
+    starfold__span_t *have;        /* [n] replica p's data of the pack */
+    starfold__span_t *result;      /* [n] replica p's result of the pack */
+} starfold__allreduce_t;
+
+typedef struct starfold__allreduce_pattern {
+    /* Reduces ar->pack: reads ar->have[p] and leaves replica p's result in ar->result[p]. */
+    starfold_status_t (*reduce_pack)(starfold__allreduce_t *ar, void *self);
+    int places_results;  /* 1: reduce_pack() points result[p] at its own buffers (the driver places none) */
+    int reduces_single;  /* 1: reduce_pack() builds the one-replica case too */
+} starfold__allreduce_pattern_t;
+
+/* Builds the all-reduce of @g with @pattern; @self is handed to every reduce_pack() call. */
+starfold_status_t starfold__allreduce_packs(starfold_graph_t g, const starfold_algo_options_t *options,
+                                     const starfold__allreduce_pattern_t *pattern, void *self);
 
 #endif /* STARFOLD_SRC_ALGORITHMS_H */

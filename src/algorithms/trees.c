@@ -18,7 +18,8 @@
  *
  * On a DGX-1 the minimum cut around a GPU is its degree, so such trees reach the reduce and broadcast
  * bounds in principle; with log-depth trees they also cut latency against a ring's 2(n-1) hops.
- * Packing and the fallbacks are those of the other all-reduce algorithms (allreduce_packs.c).
+ * Packing is the all-reduce driver's (allreduce_packs.c), the fallbacks compile.c's, as for the other
+ * all-reduce algorithms: this file reduces one pack.
  */
 #include "config.h"
 
@@ -33,26 +34,23 @@
 #define TREES_AUTO_CHUNK ((size_t)4 << 20)
 #define TREES_AUTO_MAX_ROUNDS 8
 
-typedef struct trees_build {
-    starfold_graph_t g;
-    int n;
-    int *out_slot;
-    starfold__span_t *have, *dest;
-    starfold_op_t acc;
-} trees_build_t;
+typedef struct trees_state {
+    const starfold__tree_t *trees;
+    int ntrees;
+} trees_state_t;
 
 /* One reduce-then-broadcast of elements [lo, lo + len) of the pack over tree @t. */
-static starfold_status_t tree_round(trees_build_t *tb, const starfold__tree_t *t, starfold_dtype_t dt, size_t lo, size_t len,
-                                    int tag)
+static starfold_status_t tree_round(starfold__allreduce_t *ar, const starfold__tree_t *t, size_t lo, size_t len)
 {
     starfold_status_t st;
-    starfold_graph_t g = tb->g;
-    const int n = tb->n;
+    starfold_graph_t g = ar->g;
+    const int n = ar->n, tag = ar->tag;
+    const starfold_dtype_t dt = ar->pack->dtype;
     starfold__span_t partial[STARFOLD_MAX_DEVICES], srcs[STARFOLD_MAX_DEVICES];
     for (int k = n - 1; k >= 0; k--) { /* post-order: children first */
         const int v = t->order[k];
         int ns = 0;
-        srcs[ns++] = starfold__span(tb->have[v].buf, tb->have[v].offset + lo, len);
+        srcs[ns++] = starfold__span(ar->have[v].buf, ar->have[v].offset + lo, len);
         for (int u = 0; u < n; u++)
             if (t->parent[u] == v) srcs[ns++] = partial[u];
         const int root = t->parent[v] < 0;
@@ -60,85 +58,74 @@ static starfold_status_t tree_round(trees_build_t *tb, const starfold__tree_t *t
             partial[v] = srcs[0];
             continue;
         }
-        starfold__span_t mine = starfold__span(tb->dest[v].buf, tb->dest[v].offset + lo, len);
+        starfold__span_t mine = starfold__span(ar->result[v].buf, ar->result[v].offset + lo, len);
         if (root && g->op != STARFOLD_OP_MEAN) { /* the root's sum is its result */
-            if ((st = starfold__graph_reduce(g, tb->acc, srcs, (size_t)ns, mine, tag, NULL)) != STARFOLD_OK) return st;
+            if ((st = starfold__graph_reduce(g, ar->acc, srcs, (size_t)ns, mine, tag, NULL)) != STARFOLD_OK) return st;
             continue;
         }
         size_t buf;
         if ((st = starfold__graph_add_temp(g, g->input_devices[v], dt, len, tag, &buf)) != STARFOLD_OK) return st;
         partial[v] = starfold__whole(g, buf);
-        if ((st = starfold__graph_reduce(g, tb->acc, srcs, (size_t)ns, partial[v], tag, NULL)) != STARFOLD_OK) return st;
+        if ((st = starfold__graph_reduce(g, ar->acc, srcs, (size_t)ns, partial[v], tag, NULL)) != STARFOLD_OK) return st;
         if (root && (st = starfold__graph_scale(g, partial[v], mine, (uint32_t)n, tag, NULL)) != STARFOLD_OK) return st;
     }
     for (int k = 1; k < n; k++) { /* pre-order: every node copies its parent's result */
         const int v = t->order[k], p = t->parent[v];
-        starfold__span_t from = starfold__span(tb->dest[p].buf, tb->dest[p].offset + lo, len);
-        starfold__span_t to = starfold__span(tb->dest[v].buf, tb->dest[v].offset + lo, len);
+        starfold__span_t from = starfold__span(ar->result[p].buf, ar->result[p].offset + lo, len);
+        starfold__span_t to = starfold__span(ar->result[v].buf, ar->result[v].offset + lo, len);
         if ((st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &to, 1, tag, NULL)) != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
 }
 
-static starfold_status_t build_pack(trees_build_t *tb, const starfold__pack_plan_t *plan, const starfold__pack_t *pk,
-                                    const starfold__tree_t *trees, int ntrees, const starfold_algo_options_t *options)
+/* The pattern: the pack's share of each tree, in rounds of bounded chunks. */
+static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
 {
     starfold_status_t st;
-    starfold_graph_t g = tb->g;
-    const int n = tb->n, tag = (int)pk->index;
-    for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_gather(g, pk, p, &tb->have[p])) != STARFOLD_OK ||
-            (st = starfold__pack_result(g, pk, p, tb->out_slot[p], &tb->dest[p])) != STARFOLD_OK)
-            return st;
+    const trees_state_t *ts = self;
+    const starfold__pack_t *pk = ar->pack;
+    const size_t chunk_bytes = ar->options->chunk_bytes;
     double total_w = 0, acc_w = 0;
-    for (int t = 0; t < ntrees; t++) total_w += trees[t].weight;
+    for (int t = 0; t < ts->ntrees; t++) total_w += ts->trees[t].weight;
     const size_t es = starfold_dtype_size(pk->dtype);
-    const size_t chunk = options->chunk_bytes ? options->chunk_bytes : TREES_AUTO_CHUNK;
+    const size_t chunk = chunk_bytes ? chunk_bytes : TREES_AUTO_CHUNK;
     size_t lo = 0;
-    for (int t = 0; t < ntrees; t++) {
-        acc_w += trees[t].weight;
-        const size_t hi = t == ntrees - 1 ? pk->count : (size_t)llround((double)pk->count * acc_w / total_w);
+    for (int t = 0; t < ts->ntrees; t++) {
+        acc_w += ts->trees[t].weight;
+        const size_t hi = t == ts->ntrees - 1 ? pk->count : (size_t)llround((double)pk->count * acc_w / total_w);
         const size_t share = hi - lo;
         size_t rounds = (share * es + chunk - 1) / chunk;
         if (rounds < 1) rounds = 1;
-        if (!options->chunk_bytes && rounds > TREES_AUTO_MAX_ROUNDS) rounds = TREES_AUTO_MAX_ROUNDS;
+        if (!chunk_bytes && rounds > TREES_AUTO_MAX_ROUNDS) rounds = TREES_AUTO_MAX_ROUNDS;
         for (size_t k = 0; k < rounds; k++) {
             const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
-            if (b > a && (st = tree_round(tb, &trees[t], pk->dtype, a, b - a, tag)) != STARFOLD_OK) return st;
+            if (b > a && (st = tree_round(ar, &ts->trees[t], a, b - a)) != STARFOLD_OK) return st;
         }
         lo = hi;
     }
-    for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_scatter(g, pk, tb->out_slot[p], tb->dest[p])) != STARFOLD_OK) return st;
     return STARFOLD_OK;
 }
 
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
+    /* One replica is a tree too: its root reduces its own data into its result. */
+    static const starfold__allreduce_pattern_t pattern = { .reduce_pack = reduce_pack, .reduces_single = 1 };
     starfold_status_t st = STARFOLD_OK;
     const int n = g->num_inputs;
-    trees_build_t tb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
-                         calloc((size_t)n, sizeof(starfold__span_t)), starfold__op_accumulation(g->op) };
     starfold__tree_t *trees = calloc(TREES_MAX, sizeof *trees);
-    starfold__pack_plan_t plan = { 0 };
+    trees_state_t ts = { trees, 0 };
     double *bw = NULL;
-    if (!tb.out_slot || !tb.have || !tb.dest || !trees) {
+    if (!trees) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "trees: out of memory");
         goto out;
     }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, tb.out_slot, &plan), st, out);
     SF_CHECK_GOTO(starfold__topology_bandwidths(g->topology, n, g->input_devices, &bw), st, out);
-    const int ntrees = starfold__tree_search(n, bw, TREES_MAX, trees);
-    if (ntrees < 0) {
+    if ((ts.ntrees = starfold__tree_search(n, bw, TREES_MAX, trees)) < 0) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "trees: out of memory");
         goto out;
     }
-    for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(&tb, &plan, &plan.packs[i], trees, ntrees, options), st, out);
+    st = starfold__allreduce_packs(g, options, &pattern, &ts);
 out:
-    starfold__pack_plan_free(&plan);
-    free(tb.out_slot);
-    free(tb.have);
-    free(tb.dest);
     free(trees);
     free(bw);
     return st;
