@@ -137,13 +137,6 @@ static int parse_int(const char *text, long lo, long hi, long *out)
     return 0;
 }
 
-static int known_algorithm(const char *name)
-{
-    for (int i = 0; i < starfold_algorithm_count(); i++)
-        if (strcmp(starfold_algorithm_name(i), name) == 0) return 1;
-    return 0;
-}
-
 static void algorithm_list(char *buf, size_t len)
 {
     size_t used = 0;
@@ -167,13 +160,14 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
             o->algorithm = v;
             break;
         }
-        if (!known_algorithm(v)) {
+        const int index = starfold_algorithm_find(v);
+        if (index < 0) {
             char list[256];
             algorithm_list(list, sizeof list);
             return cli_usage_error(cmd, "%s: unknown algorithm '%s' (known: %s%s)", shown, v, list,
                                    cmd->allow_all ? ", all" : "");
         }
-        o->algorithm = v;
+        o->algorithm = starfold_algorithm_name(index); /* the registry's spelling */
         break;
     case OPT_OP:
         o->all_ops = 0;
@@ -444,8 +438,8 @@ int cli_parse_tensors(const cli_command_t *cmd, const char *spec, starfold_dtype
 
 int cli_algorithm_packs(const char *algorithm)
 {
-    /* The algorithms that do not pack (one task per tensor or per chunk of a tensor). */
-    return strcmp(algorithm, "reduce-to-one") != 0 && strcmp(algorithm, "one-pass") != 0;
+    /* Those that read num_packs; the others run one task per tensor or per chunk of a tensor. */
+    return (starfold_algorithm_options(starfold_algorithm_find(algorithm)) & STARFOLD_ALGO_OPTION_NUM_PACKS) != 0;
 }
 
 void cli_algo_tuning(const cli_opts_t *o, starfold_algo_options_t *opt)

@@ -480,6 +480,44 @@ static void test_bad_input(void)
     starfold_topology_destroy(tp);
 }
 
+/* One lookup, case-insensitive; the options each algorithm reads ("auto": every one another reads). */
+static void test_registry(void)
+{
+    for (int a = 0; a < starfold_algorithm_count(); a++) CU_ASSERT_EQUAL(starfold_algorithm_find(starfold_algorithm_name(a)), a);
+    const int ring = starfold_algorithm_find("ring");
+    CU_ASSERT(ring >= 0);
+    CU_ASSERT_EQUAL(starfold_algorithm_find("RING"), ring);
+    CU_ASSERT_EQUAL(starfold_algorithm_find("Ring"), ring);
+    CU_ASSERT_EQUAL(starfold_algorithm_find("rin"), -1);
+    CU_ASSERT_EQUAL(starfold_algorithm_find("ring "), -1);
+    CU_ASSERT_EQUAL(starfold_algorithm_find(""), -1);
+    CU_ASSERT_EQUAL(starfold_algorithm_find(NULL), -1);
+    CU_ASSERT_EQUAL(starfold_algorithm_find("all"), -1);
+
+    CU_ASSERT_EQUAL(starfold_algorithm_options(-1), 0u);
+    CU_ASSERT_EQUAL(starfold_algorithm_options(starfold_algorithm_count()), 0u);
+    CU_ASSERT_EQUAL(starfold_algorithm_options(starfold_algorithm_find("reduce-to-one")), STARFOLD_ALGO_OPTION_REDUCE_TO_DEVICE);
+    CU_ASSERT_EQUAL(starfold_algorithm_options(starfold_algorithm_find("one-pass")), STARFOLD_ALGO_OPTION_CHUNK_BYTES);
+    CU_ASSERT(starfold_algorithm_options(ring) & STARFOLD_ALGO_OPTION_NUM_RINGS);
+    unsigned all = 0;
+    for (int a = 0; a < starfold_algorithm_count(); a++)
+        if (a != starfold_algorithm_find("auto")) all |= starfold_algorithm_options(a);
+    CU_ASSERT_EQUAL(starfold_algorithm_options(starfold_algorithm_find("auto")), all);
+
+    /* compile takes any case and names the graph as the registry does */
+    starfold_topology_t tp = topo("dgx1-v100");
+    starfold_tensor_desc_t t[1] = { { STARFOLD_FLOAT32, 1000 } };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 4, iota, 0, NULL, 1, t };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "Halving-Doubling", &d, NULL, &g), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_graph_algorithm(g), "halving-doubling");
+    starfold_graph_destroy(g);
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "no-such-algorithm", &d, NULL, &g), STARFOLD_ERR_NOT_FOUND);
+    CU_ASSERT_STRING_EQUAL(starfold_last_error(), "unknown algorithm 'no-such-algorithm' (known: reduce-to-one, "
+                                                  "hierarchical-copy, ring, halving-doubling, trees, one-pass, auto)");
+    starfold_topology_destroy(tp);
+}
+
 /* Reduce-to-one honours reduce_to_device and MEAN divides on it before the copies. */
 static void test_reduce_to_device(void)
 {
@@ -514,6 +552,7 @@ int main(void)
     CU_add_test(s, "bytes_per_pack", test_bytes_per_pack);
     CU_add_test(s, "promoting integer MEAN", test_promote_integer_mean);
     CU_add_test(s, "bad input", test_bad_input);
+    CU_add_test(s, "registry: find, options", test_registry);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

@@ -350,7 +350,7 @@ static inline starfold_destination_t starfold_destination_host(void)
 typedef enum starfold_communication_implementation {
     /** "AUTO": the strategy's own choice (its cross-device ops). */
     STARFOLD_COMMUNICATION_AUTO = 0,
-    /** "RING": the registered "ring" algorithm; "hierarchical-copy" in a build without one. */
+    /** "RING": the "ring" algorithm. */
     STARFOLD_COMMUNICATION_RING,
     /** "NCCL": "hierarchical-copy" (starfold has no NCCL; its graphs run on any StarPU worker). */
     STARFOLD_COMMUNICATION_NCCL
@@ -456,7 +456,7 @@ typedef struct starfold_cross_device_ops *starfold_cross_device_ops_t;
  * AllReduceCrossDeviceOps: an all-reduce when the value's devices are the destination's devices,
  * else the fallback to reduce-to-one.
  *
- * @param [in]  algorithm a registered name
+ * @param [in]  algorithm a registered name, in any case (starfold_algorithm_find())
  * @param [in]  options algorithm options (copied; NULL = starfold_algo_options_init() defaults)
  * @param [in]  topology the topology to plan on (a reference is kept); NULL = the strategy's
  *              topology when used by a strategy, else the context's (starfold_context_topology())

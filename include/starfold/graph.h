@@ -91,7 +91,10 @@ typedef struct starfold_algo_options {
      * step. 0 (default) = automatic (chunks of at most 2.5 MiB, at most 16 rounds).
      */
     size_t chunk_bytes;
-    /** ring: number of edge-disjoint rings to use, each in both directions; 0 (default) = automatic (up to 2). */
+    /**
+     * ring: number of edge-disjoint rings to use, each in both directions, 1 to 4; 0 (default) =
+     * automatic (up to 2). A value outside 0..4 is rejected whichever algorithm is named.
+     */
     int num_rings;
 } starfold_algo_options_t;
 
@@ -115,10 +118,33 @@ STARFOLD_API const char *starfold_task_kind_name(starfold_task_kind_t kind);
 
 /** @brief Number of registered algorithms. */
 STARFOLD_API int starfold_algorithm_count(void);
+/**
+ * @brief Looks an algorithm up by name, ignoring case ("ring", "Ring" and "RING" are one algorithm).
+ * @param [in] name an algorithm name, or NULL
+ * @return its index (0 .. starfold_algorithm_count() - 1), or -1 when @p name is NULL or names no
+ *         registered algorithm (no error is recorded)
+ */
+STARFOLD_API int starfold_algorithm_find(const char *name);
 /** @brief Name of algorithm @p index ("reduce-to-one", "hierarchical-copy", ...), NULL out of range. */
 STARFOLD_API const char *starfold_algorithm_name(int index);
 /** @brief One-line description of algorithm @p index, NULL out of range. */
 STARFOLD_API const char *starfold_algorithm_description(int index);
+
+/** @brief The fields of ::starfold_algo_options_t an algorithm reads (starfold_algorithm_options()). */
+typedef enum starfold_algo_option {
+    STARFOLD_ALGO_OPTION_NUM_PACKS = 1 << 0,        /**< num_packs */
+    STARFOLD_ALGO_OPTION_BYTES_PER_PACK = 1 << 1,   /**< bytes_per_pack */
+    STARFOLD_ALGO_OPTION_CHUNK_BYTES = 1 << 2,      /**< chunk_bytes */
+    STARFOLD_ALGO_OPTION_NUM_RINGS = 1 << 3,        /**< num_rings */
+    STARFOLD_ALGO_OPTION_REDUCE_TO_DEVICE = 1 << 4  /**< reduce_to_device */
+} starfold_algo_option_t;
+
+/**
+ * @brief The options algorithm @p index reads: an OR of ::starfold_algo_option_t bits ("auto" reads
+ *        every option another algorithm reads); 0 out of range. starfold_graph_compile() ignores the
+ *        other options' values as long as they are in range.
+ */
+STARFOLD_API unsigned starfold_algorithm_options(int index);
 
 /**
  * @brief Compiles a collective with a named algorithm.
@@ -132,15 +158,18 @@ STARFOLD_API const char *starfold_algorithm_description(int index);
  * graph is named "auto:<algorithm>"). The all-reduce algorithms fall back to reduce-to-one on the first
  * destination when the destinations are not the sources, and broadcast is a copy to every destination.
  *
+ * Options: a value out of an option's range (num_packs < 0, num_rings outside 0..4, reduce_to_device
+ * neither -1 nor a device) is rejected whichever algorithm is named, even one that does not read the
+ * option; a value in range is ignored by the algorithms that do not read it (starfold_algorithm_options()).
+ *
  * @param [in]  topology devices and links; the graph keeps a reference
- * @param [in]  algorithm a registered name
+ * @param [in]  algorithm a registered name, in any case (starfold_algorithm_find())
  * @param [in]  desc the collective
  * @param [in]  options NULL for the defaults
  * @param [out] graph the graph, owned by the caller (starfold_graph_destroy())
  * @return ::STARFOLD_ERR_NOT_FOUND for an unknown algorithm, ::STARFOLD_ERR_INVALID_ARGUMENT for a bad
- *         description or option (an option out of range - num_packs < 0, num_rings < 0,
- *         reduce_to_device neither -1 nor a device, promote_integer_mean neither 0 nor 1 - is rejected
- *         whichever algorithm is named, even one that does not use it), ::STARFOLD_ERR_NOT_SUPPORTED when
+ *         description or option (an option out of range, or promote_integer_mean neither 0 nor 1),
+ *         ::STARFOLD_ERR_NOT_SUPPORTED when
  *         the algorithm cannot do this collective on this topology (one-pass over devices that do not
  *         share one memory; "auto" then leaves it out). With the environment variable
  *         STARFOLD_CHECK_GRAPHS=1 (the test suite sets it) every compiled graph also goes through

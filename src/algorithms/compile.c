@@ -2,9 +2,11 @@
  * The algorithm registry and the compile entry point.
  *
  * starfold_graph_compile() owns everything that is the same for every algorithm: validating the
- * collective (devices exist and are distinct, dtypes known, op known), resolving "destinations =
- * sources", creating the graph with its input and output buffers, and sealing it after the
- * algorithm's build() has appended its tasks. Algorithms only validate their own options.
+ * collective (devices exist and are distinct, dtypes known, op known) and the options (one rule for
+ * every algorithm, validate_options()), resolving "destinations = sources", creating the graph with
+ * its input and output buffers, what the registry row says (shared memory, the fallbacks for the
+ * collectives an algorithm has no pattern for, "auto"), and sealing the graph after the algorithm's
+ * build() has appended its tasks. Algorithms validate nothing.
  */
 #include "config.h"
 
@@ -19,6 +21,8 @@
 static const starfold__algorithm_t starfold__algo_auto = {
     .name = "auto",
     .description = "the algorithm the cost model predicts fastest for this collective on this topology",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE | STARFOLD__SUPPORTS_REDUCE | STARFOLD__SUPPORTS_BROADCAST,
+    .is_auto = 1,
     .build = NULL,
 };
 
@@ -39,6 +43,18 @@ STARFOLD_API int starfold_algorithm_count(void)
     return REGISTRY_SIZE;
 }
 
+const starfold__algorithm_t *starfold__algorithm_at(int index)
+{
+    return index >= 0 && index < REGISTRY_SIZE ? registry[index] : NULL;
+}
+
+STARFOLD_API int starfold_algorithm_find(const char *name)
+{
+    for (int i = 0; name && i < REGISTRY_SIZE; i++)
+        if (starfold__streq_nocase(registry[i]->name, name)) return i;
+    return -1;
+}
+
 STARFOLD_API const char *starfold_algorithm_name(int index)
 {
     return index >= 0 && index < REGISTRY_SIZE ? registry[index]->name : NULL;
@@ -49,11 +65,29 @@ STARFOLD_API const char *starfold_algorithm_description(int index)
     return index >= 0 && index < REGISTRY_SIZE ? registry[index]->description : NULL;
 }
 
-const starfold__algorithm_t *starfold__algorithm_find(const char *name)
+/* "auto" compiles every other algorithm with the caller's options, so it reads all of theirs. */
+STARFOLD_API unsigned starfold_algorithm_options(int index)
 {
-    for (int i = 0; name && i < REGISTRY_SIZE; i++)
-        if (!strcmp(registry[i]->name, name)) return registry[i];
-    return NULL;
+    if (index < 0 || index >= REGISTRY_SIZE) return 0;
+    if (!registry[index]->is_auto) return registry[index]->options;
+    unsigned all = 0;
+    for (int i = 0; i < REGISTRY_SIZE; i++) all |= registry[i]->options;
+    return all;
+}
+
+starfold_status_t starfold__algorithm_lookup(const char *name, const starfold__algorithm_t **algorithm)
+{
+    const int i = starfold_algorithm_find(name);
+    if (i >= 0) {
+        *algorithm = registry[i];
+        return STARFOLD_OK;
+    }
+    char names[256] = "";
+    for (int k = 0; k < REGISTRY_SIZE; k++) {
+        strncat(names, k ? ", " : "", sizeof names - strlen(names) - 1);
+        strncat(names, registry[k]->name, sizeof names - strlen(names) - 1);
+    }
+    return starfold__error(STARFOLD_ERR_NOT_FOUND, "unknown algorithm '%s' (known: %s)", name ? name : "(null)", names);
 }
 
 STARFOLD_API void starfold_algo_options_init(starfold_algo_options_t *options)
@@ -111,21 +145,36 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
     return STARFOLD_OK;
 }
 
+/* The most rings num_rings may ask for: the largest max_rings of the algorithms that read it. */
+static int max_rings(void)
+{
+    int m = 0;
+    for (int i = 0; i < REGISTRY_SIZE; i++)
+        if ((registry[i]->options & STARFOLD_ALGO_OPTION_NUM_RINGS) && registry[i]->max_rings > m) m = registry[i]->max_rings;
+    return m;
+}
+
 /*
- * Options out of range are rejected whichever algorithm is asked for, even one that ignores the
- * option: a negative num_packs given to reduce-to-one is as much a caller's mistake as one given to
- * hierarchical-copy, and "auto" must not depend on which algorithm it happens to pick.
+ * The options rule, the same for every algorithm and checked here only (builders never re-check):
+ *  - a value out of an option's range is refused whichever algorithm is named, even one that does not
+ *    read the option: a negative num_packs given to reduce-to-one is as much a caller's mistake as one
+ *    given to hierarchical-copy, and "auto" must not depend on which algorithm it happens to pick;
+ *  - a value in range is ignored by the algorithms that do not read the option (the registry's
+ *    .options), so "auto" can hand one set of options to every algorithm.
+ * The ranges: num_packs >= 0; num_rings 0 (automatic) up to the largest .max_rings of the algorithms
+ * that read it; reduce_to_device -1 (the first destination) or a device; bytes_per_pack and
+ * chunk_bytes anything (0 = automatic).
  */
 static starfold_status_t validate_options(starfold_topology_t topology, const char *algorithm,
                                           const starfold_collective_desc_t *desc, const starfold_algo_options_t *o)
 {
-    const int ndev = starfold_topology_num_devices(topology);
+    const int ndev = starfold_topology_num_devices(topology), rings = max_rings();
     if (o->num_packs < 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", algorithm,
                         o->num_packs);
-    if (o->num_rings < 0)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: num_rings must be >= 0 (0 = automatic), got %d", algorithm,
-                        o->num_rings);
+    if (o->num_rings < 0 || o->num_rings > rings)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: num_rings must be 0 (automatic) to %d, got %d", algorithm,
+                        rings, o->num_rings);
     if (o->reduce_to_device < -1 || o->reduce_to_device >= ndev)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: reduce_to_device %d is not a device (0..%d) or -1",
                         algorithm, o->reduce_to_device, ndev - 1);
@@ -133,6 +182,35 @@ static starfold_status_t validate_options(starfold_topology_t topology, const ch
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "promote_integer_mean must be 0 or 1, got %d",
                         desc->promote_integer_mean);
     return STARFOLD_OK;
+}
+
+/* An algorithm with .shared_memory needs every source and destination in the first source's memory. */
+static starfold_status_t check_shared_memory(const starfold__algorithm_t *algo, const struct starfold_graph *g)
+{
+    const int home = g->input_devices[0];
+    for (int i = 0; i < g->num_inputs + g->num_outputs; i++) {
+        const int dev = i < g->num_inputs ? g->input_devices[i] : g->output_devices[i - g->num_inputs];
+        if (!starfold_topology_same_memory(g->topology, home, dev))
+            return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
+                            "%s needs every replica in one memory (CPU devices in host memory); devices %d and "
+                            "%d of topology '%s' have memories of their own",
+                            algo->name, home, dev, starfold_topology_name(g->topology));
+    }
+    return STARFOLD_OK;
+}
+
+/*
+ * The algorithm's pattern for the collectives it supports, TensorFlow's fallbacks for the others: a
+ * broadcast is the simple broadcast, a reduce to other devices than the sources is reduce-to-one on
+ * the first destination.
+ */
+static starfold_status_t build_graph(const starfold__algorithm_t *algo, starfold_graph_t g, const starfold_algo_options_t *o)
+{
+    if (g->kind == STARFOLD_COLL_BROADCAST)
+        return algo->supports & STARFOLD__SUPPORTS_BROADCAST ? algo->build(g, o) : starfold__build_simple_broadcast(g);
+    if (algo->supports & STARFOLD__SUPPORTS_REDUCE) return algo->build(g, o);
+    if ((algo->supports & STARFOLD__SUPPORTS_ALL_REDUCE) && starfold__graph_is_all_reduce(g)) return algo->build(g, o);
+    return starfold__build_reduce_to_one(g, g->output_devices[0]);
 }
 
 /* Whether STARFOLD_CHECK_GRAPHS asks for the invariant checker after every compile (read once). */
@@ -159,7 +237,7 @@ static starfold_status_t compile_auto(starfold_topology_t topology, const starfo
     double best_time = 0;
     starfold_status_t st = STARFOLD_OK;
     for (int i = 0; i < REGISTRY_SIZE; i++) {
-        if (!registry[i]->build) continue;
+        if (registry[i]->is_auto) continue;
         starfold_graph_t g = NULL;
         starfold_prediction_t p;
         if ((st = starfold_graph_compile(topology, registry[i]->name, desc, options, &g)) != STARFOLD_OK) {
@@ -205,15 +283,8 @@ STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topolo
     if (!topology || !algorithm || !desc || !graph)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_graph_compile: NULL %s",
                         !topology ? "topology" : !algorithm ? "algorithm" : !desc ? "description" : "graph");
-    const starfold__algorithm_t *algo = starfold__algorithm_find(algorithm);
-    if (!algo) {
-        char names[256] = "";
-        for (int i = 0; i < REGISTRY_SIZE; i++) {
-            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
-            strncat(names, registry[i]->name, sizeof names - strlen(names) - 1);
-        }
-        return starfold__error(STARFOLD_ERR_NOT_FOUND, "unknown algorithm '%s' (known: %s)", algorithm, names);
-    }
+    const starfold__algorithm_t *algo = NULL;
+    if ((st = starfold__algorithm_lookup(algorithm, &algo)) != STARFOLD_OK) return st;
     if ((st = starfold_topology_validate(topology)) != STARFOLD_OK) return st;
     if ((st = validate(topology, desc)) != STARFOLD_OK) return st;
 
@@ -229,11 +300,12 @@ STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topolo
         d.destinations = d.sources;
     }
 
-    if (!algo->build) return compile_auto(topology, desc, options, graph);
+    if (algo->is_auto) return compile_auto(topology, desc, options, graph);
 
     starfold_graph_t g = NULL;
     if ((st = starfold__graph_create(topology, algo->name, &d, &g)) != STARFOLD_OK) return st;
-    st = algo->build(g, options);
+    if (algo->shared_memory) st = check_shared_memory(algo, g);
+    if (st == STARFOLD_OK) st = build_graph(algo, g, options);
     if (st != STARFOLD_OK) {
         starfold_graph_destroy(g);
         return st;

@@ -14,7 +14,8 @@
  *   all-gather, d = 1 then 2: each copies the partner's finished range into its own output
  *
  * Each partial half is its own temporary, so every transfer moves exactly the half it needs.
- * Packing as hierarchical copy (num_packs / bytes_per_pack; single-tensor packs in place).
+ * Packing and the one-replica copy are the all-reduce driver's (allreduce_packs.c): this file reduces
+ * one pack.
  */
 #include "config.h"
 
@@ -22,43 +23,37 @@
 #include "base/common.h"
 
 typedef struct hd {
-    starfold_graph_t g;
-    int n, p2;
-    int *out_slot;    /* [n] */
-    starfold__span_t *have;  /* [n] pack data of each replica */
-    starfold__span_t *dest;  /* [n] result of each replica */
+    int p2;                  /* the largest power of two <= n */
     starfold__span_t *part;  /* [n] current partial (range [lo, lo+count) of the pack) */
-    size_t *lo;       /* [n] */
-    starfold_op_t acc;
+    size_t *lo;              /* [n] */
 } hd_t;
 
 /* A new temporary on replica @p's device holding the reduction of @a and @b. */
-static starfold_status_t reduce_into_temp(hd_t *h, int p, starfold__span_t a, starfold__span_t b, starfold_dtype_t dt, int tag,
+static starfold_status_t reduce_into_temp(const starfold__allreduce_t *ar, int p, starfold__span_t a, starfold__span_t b,
                                           starfold__span_t *out)
 {
     size_t buf;
-    starfold_status_t st = starfold__graph_add_temp(h->g, h->g->input_devices[p], dt, a.count, tag, &buf);
+    starfold_status_t st = starfold__graph_add_temp(ar->g, ar->g->input_devices[p], ar->pack->dtype, a.count, ar->tag, &buf);
     if (st != STARFOLD_OK) return st;
     starfold__span_t srcs[2] = { a, b };
-    *out = starfold__whole(h->g, buf);
-    return starfold__graph_reduce(h->g, h->acc, srcs, 2, *out, tag, NULL);
+    *out = starfold__whole(ar->g, buf);
+    return starfold__graph_reduce(ar->g, ar->acc, srcs, 2, *out, ar->tag, NULL);
 }
 
-static starfold_status_t build_pack(hd_t *h, const starfold__pack_plan_t *plan, const starfold__pack_t *pk)
+/* The pattern: fold, halve, write the finished range, double, unfold. */
+static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
 {
     starfold_status_t st = STARFOLD_OK;
-    starfold_graph_t g = h->g;
-    const int n = h->n, p2 = h->p2, tag = (int)pk->index;
+    hd_t *h = self;
+    starfold_graph_t g = ar->g;
+    const int n = ar->n, p2 = h->p2, tag = ar->tag;
     for (int p = 0; p < n; p++) {
-        if ((st = starfold__pack_gather(g, plan, pk, p, &h->have[p])) != STARFOLD_OK ||
-            (st = starfold__pack_result(g, plan, pk, p, h->out_slot[p], &h->dest[p])) != STARFOLD_OK)
-            return st;
-        h->part[p] = h->have[p];
+        h->part[p] = ar->have[p];
         h->lo[p] = 0;
     }
     /* Fold the replicas beyond the power of two into their partners. */
     for (int e = p2; e < n; e++)
-        if ((st = reduce_into_temp(h, e - p2, h->part[e - p2], h->have[e], pk->dtype, tag, &h->part[e - p2])) != STARFOLD_OK)
+        if ((st = reduce_into_temp(ar, e - p2, h->part[e - p2], ar->have[e], &h->part[e - p2])) != STARFOLD_OK)
             return st;
 
     /* Recursive halving: partials shrink to one P-th of the pack, each in its own temporary. */
@@ -77,7 +72,7 @@ static starfold_status_t build_pack(hd_t *h, const starfold__pack_plan_t *plan, 
                 next[p] = starfold__span(h->part[p].buf, h->part[p].offset + keep_off, 0);
                 continue;
             }
-            if ((st = reduce_into_temp(h, p, mine, theirs, pk->dtype, tag, &next[p])) != STARFOLD_OK) return st;
+            if ((st = reduce_into_temp(ar, p, mine, theirs, &next[p])) != STARFOLD_OK) return st;
         }
         for (int p = 0; p < p2; p++) {
             h->part[p] = next[p];
@@ -87,7 +82,7 @@ static starfold_status_t build_pack(hd_t *h, const starfold__pack_plan_t *plan, 
     /* Each replica writes its finished range (scaled for MEAN). */
     for (int p = 0; p < p2; p++) {
         if (h->part[p].count == 0) continue;
-        starfold__span_t to = starfold__span(h->dest[p].buf, h->dest[p].offset + h->lo[p], h->part[p].count);
+        starfold__span_t to = starfold__span(ar->result[p].buf, ar->result[p].offset + h->lo[p], h->part[p].count);
         st = g->op == STARFOLD_OP_MEAN ? starfold__graph_scale(g, h->part[p], to, (uint32_t)n, tag, NULL)
                                        : starfold__graph_copy(g, STARFOLD_TASK_COPY, &h->part[p], 1, &to, 1, tag, NULL);
         if (st != STARFOLD_OK) return st;
@@ -102,8 +97,8 @@ static starfold_status_t build_pack(hd_t *h, const starfold__pack_plan_t *plan, 
         for (int p = 0; p < p2; p++) {
             const int q = p ^ d;
             if (own_len[q] == 0) continue;
-            starfold__span_t from = starfold__span(h->dest[q].buf, h->dest[q].offset + own_lo[q], own_len[q]);
-            starfold__span_t to = starfold__span(h->dest[p].buf, h->dest[p].offset + own_lo[q], own_len[q]);
+            starfold__span_t from = starfold__span(ar->result[q].buf, ar->result[q].offset + own_lo[q], own_len[q]);
+            starfold__span_t to = starfold__span(ar->result[p].buf, ar->result[p].offset + own_lo[q], own_len[q]);
             if ((st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &to, 1, tag, NULL)) != STARFOLD_OK) return st;
         }
         for (int p = 0; p < p2; p++) { /* the pair's ranges are adjacent: merge them */
@@ -116,37 +111,20 @@ static starfold_status_t build_pack(hd_t *h, const starfold__pack_plan_t *plan, 
     }
     /* The folded replicas get the whole result from their partners. */
     for (int e = p2; e < n; e++)
-        if ((st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &h->dest[e - p2], 1, &h->dest[e], 1, tag, NULL)) != STARFOLD_OK)
+        if ((st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &ar->result[e - p2], 1, &ar->result[e], 1, tag, NULL)) != STARFOLD_OK)
             return st;
-
-    for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_scatter(g, plan, pk, h->out_slot[p], h->dest[p])) != STARFOLD_OK) return st;
     return STARFOLD_OK;
 }
 
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
-    starfold_status_t st = STARFOLD_OK;
+    static const starfold__allreduce_pattern_t pattern = { .reduce_pack = reduce_pack };
+    starfold_status_t st;
     const int n = g->num_inputs;
-    int p2 = 1;
-    while (p2 * 2 <= n) p2 *= 2;
-    hd_t h = { g, n, p2, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
-               calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)n, sizeof(size_t)),
-               g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
-    starfold__pack_plan_t plan = { 0 };
-    int done = 0;
-    if (!h.out_slot || !h.have || !h.dest || !h.part || !h.lo) {
-        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "halving-doubling: out of memory");
-        goto out;
-    }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, h.out_slot, &plan, &done), st, out);
-    if (done) goto out;
-    for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(&h, &plan, &plan.packs[i]), st, out);
-out:
-    starfold__pack_plan_free(&plan);
-    free(h.out_slot);
-    free(h.have);
-    free(h.dest);
+    hd_t h = { 1, calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)n, sizeof(size_t)) };
+    while (h.p2 * 2 <= n) h.p2 *= 2;
+    if (!h.part || !h.lo) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "halving-doubling: out of memory");
+    else st = starfold__allreduce_packs(g, options, &pattern, &h);
     free(h.part);
     free(h.lo);
     return st;
@@ -155,5 +133,7 @@ out:
 const starfold__algorithm_t starfold__algo_halving_doubling = {
     .name = "halving-doubling",
     .description = "recursive halving reduce-scatter and doubling all-gather; other counts folded onto a power of two",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK,
     .build = build,
 };

@@ -21,8 +21,9 @@
  *
  * Packing: concat-and-split into num_packs contiguous packs per dtype (pack.h); num_packs = 0 reduces
  * every tensor on its own, rotating the root by tensor index. With bytes_per_pack > 0, packs are
- * TensorFlow's size-based groups of whole tensors instead (pack.h, starfold__pack_plan_by_size). Each reduction order is TensorFlow's:
- * (group A in replica order) + (group B in replica order).
+ * TensorFlow's size-based groups of whole tensors instead (pack.h, starfold__pack_plan_by_size); the
+ * all-reduce driver (allreduce_packs.c) packs and unpacks, this file reduces one pack. Each reduction
+ * order is TensorFlow's: (group A in replica order) + (group B in replica order).
  *
  * Fixed defects: odd N (TensorFlow drops replica N-1), N = 1 (TensorFlow calls add_n([])), groups from
  * the topology instead of hard-coded halves, mixed dtypes (TensorFlow's concat fails). As in
@@ -34,11 +35,10 @@
 #include "algorithms/algorithms.h"
 #include "base/common.h"
 
-/* Per-build scratch: replica positions split into groups, and each replica's output slot. */
+/* Per-build scratch: replica positions split into groups. */
 typedef struct hc_state {
     int n;
-    int *group;     /* [n] 0 or 1 per replica position */
-    int *out_slot;  /* [n] output slot on the same device as replica position p */
+    int *group;            /* [n] 0 or 1 per replica position */
     starfold__span_t *src; /* [n] scratch for reduce sources */
 } hc_state_t;
 
@@ -70,17 +70,19 @@ static starfold_status_t reduce_group(starfold_graph_t g, hc_state_t *hs, const 
     return starfold__graph_reduce(g, acc, hs->src, k, dst, tag, NULL);
 }
 
-static starfold_status_t build_pack(starfold_graph_t g, const starfold__pack_plan_t *plan, const starfold__pack_t *pk,
-                                    hc_state_t *hs, starfold__span_t *have)
+/* The pattern: both groups reduced on their roots, the total on r0, back to r1; every member of a
+ * group reads its result from its root. */
+static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
 {
     starfold_status_t st;
+    hc_state_t *hs = self;
+    starfold_graph_t g = ar->g;
+    const starfold__pack_t *pk = ar->pack;
+    const starfold__span_t *have = ar->have;
     const int n = hs->n;
-    const starfold_op_t acc = g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op;
-    const int tag = (int)pk->index;
+    const starfold_op_t acc = ar->acc;
+    const int tag = ar->tag;
     const int r0 = (int)(pk->index % (size_t)n);
-
-    for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_gather(g, plan, pk, p, &have[p])) != STARFOLD_OK) return st;
 
     /* total on r0 = (group of r0) + (other group, reduced on r1). */
     size_t tbuf;
@@ -123,41 +125,34 @@ static starfold_status_t build_pack(starfold_graph_t g, const starfold__pack_pla
         bcast1 = other;
     }
 
-    for (int p = 0; p < n; p++) {
-        starfold__span_t from = (r1 >= 0 && hs->group[p] == hs->group[r1]) ? bcast1 : total;
-        if ((st = starfold__pack_scatter(g, plan, pk, hs->out_slot[p], from)) != STARFOLD_OK) return st;
-    }
+    for (int p = 0; p < n; p++) ar->result[p] = (r1 >= 0 && hs->group[p] == hs->group[r1]) ? bcast1 : total;
     return STARFOLD_OK;
 }
 
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
+    /* Results stay on the two roots, which scatter them; one replica is a group of one. */
+    static const starfold__allreduce_pattern_t pattern = { .reduce_pack = reduce_pack, .places_results = 1,
+                                                           .reduces_single = 1 };
     starfold_status_t st = STARFOLD_OK;
     const int n = g->num_inputs;
-    hc_state_t hs = { n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(int)),
-                      calloc((size_t)n, sizeof(starfold__span_t)) };
-    starfold__span_t *have = calloc((size_t)n, sizeof *have);
-    starfold__pack_plan_t plan = { 0 };
-    int done = 0;
-    if (!hs.group || !hs.out_slot || !hs.src || !have) {
+    hc_state_t hs = { n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)) };
+    if (!hs.group || !hs.src) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "hierarchical-copy: out of memory");
         goto out;
     }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, hs.out_slot, &plan, &done), st, out);
-    if (done) goto out;
     SF_CHECK_GOTO(starfold_topology_bisect(g->topology, n, g->input_devices, hs.group), st, out);
-    for (size_t i = 0; i < plan.npacks; i++) SF_CHECK_GOTO(build_pack(g, &plan, &plan.packs[i], &hs, have), st, out);
+    st = starfold__allreduce_packs(g, options, &pattern, &hs);
 out:
-    starfold__pack_plan_free(&plan);
     free(hs.group);
-    free(hs.out_slot);
     free(hs.src);
-    free(have);
     return st;
 }
 
 const starfold__algorithm_t starfold__algo_hierarchical_copy = {
     .name = "hierarchical-copy",
     .description = "TensorFlow's HierarchicalCopyAllReduce: two groups, rotating roots, concat-and-split packs",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK,
     .build = build,
 };

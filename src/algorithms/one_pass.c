@@ -43,7 +43,8 @@
  *
  * In place: the task reading in_d[c] is the task writing out_d[c], element for element, so the same
  * handle may be both (a batch's UNPACK into out_d runs after every PACK has read the inputs). Devices
- * that do not share one memory: STARFOLD_ERR_NOT_SUPPORTED ("auto" then skips it).
+ * that do not share one memory: STARFOLD_ERR_NOT_SUPPORTED from compile.c (.shared_memory), and "auto"
+ * leaves one-pass out.
  */
 #include "config.h"
 
@@ -204,19 +205,10 @@ out:
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
     starfold_status_t st = STARFOLD_OK;
-    const int home = g->input_devices[0];
-    for (int i = 0; i < g->num_inputs + g->num_outputs; i++) {
-        const int dev = i < g->num_inputs ? g->input_devices[i] : g->output_devices[i - g->num_inputs];
-        if (!starfold_topology_same_memory(g->topology, home, dev))
-            return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
-                            "one-pass needs every replica in one memory (CPU devices in host memory); devices %d and "
-                            "%d of topology '%s' have memories of their own",
-                            home, dev, starfold_topology_name(g->topology));
-    }
     one_pass_t o = { .g = g, .n = g->num_inputs, .m = g->num_outputs };
     o.broadcast = g->kind == STARFOLD_COLL_BROADCAST;
     o.mean = !o.broadcast && g->op == STARFOLD_OP_MEAN;
-    o.acc = o.broadcast || o.mean ? STARFOLD_OP_SUM : g->op;
+    o.acc = o.broadcast ? STARFOLD_OP_SUM : starfold__op_accumulation(g->op);
     o.target = options->chunk_bytes ? options->chunk_bytes : ONE_PASS_CHUNK;
     o.src = malloc(sizeof *o.src * (size_t)o.n);
     o.dst = malloc(sizeof *o.dst * (size_t)o.m);
@@ -253,5 +245,8 @@ const starfold__algorithm_t starfold__algo_one_pass = {
     .name = "one-pass",
     .description = "devices sharing one memory: each chunk read once from every replica, reduced and written to "
                    "every destination by one task (small tensors batched)",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE | STARFOLD__SUPPORTS_REDUCE | STARFOLD__SUPPORTS_BROADCAST,
+    .options = STARFOLD_ALGO_OPTION_CHUNK_BYTES,
+    .shared_memory = 1,
     .build = build,
 };

@@ -43,7 +43,6 @@ static starfold_status_t plan_direct(const starfold_tensor_desc_t *tensors, size
 {
     starfold_status_t st = STARFOLD_OK;
     size_t cap = 0;
-    plan->direct = 1;
     for (size_t t = 0; t < ntensors; t++) {
         if (tensors[t].count == 0) continue;
         starfold__pack_t *p;

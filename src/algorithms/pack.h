@@ -12,7 +12,7 @@
  *
  * Dtype groups come in order of first appearance; pack indices run across groups, so with the default
  * num_packs = 1 and two dtypes there are two packs (0 and 1), each rotating the hierarchical root.
- * num_packs = 0: no packing, one "pack" per non-empty tensor that is the tensor itself (direct = 1).
+ * num_packs = 0: no packing, one "pack" per non-empty tensor that is the tensor itself.
  */
 #ifndef STARFOLD_SRC_PACK_H
 #define STARFOLD_SRC_PACK_H
@@ -37,7 +37,6 @@ typedef struct starfold__pack {
 typedef struct starfold__pack_plan {
     starfold__pack_t *packs;
     size_t npacks;
-    int direct;          /* 1: no packing, packs[i] is exactly one whole tensor */
 } starfold__pack_plan_t;
 
 /* Builds the concat-and-split plan; num_packs >= 0 (0 = direct). */

@@ -51,7 +51,7 @@ starfold_status_t starfold__build_reduce_to_one(starfold_graph_t g, int reduce_d
     const int n = g->num_inputs;
     const int home = starfold__graph_output_slot_on(g, reduce_device);
     /* MEAN accumulates a SUM, then divides: the division is its own task, as TensorFlow's `/ n`. */
-    const starfold_op_t acc = g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op;
+    const starfold_op_t acc = starfold__op_accumulation(g->op);
     starfold__span_t *src = malloc(sizeof *src * (size_t)n);
     if (!src) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "reduce-to-one: out of memory");
 
@@ -88,17 +88,14 @@ out:
 
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
-    if (g->kind == STARFOLD_COLL_BROADCAST) return starfold__build_simple_broadcast(g);
-    int r = options->reduce_to_device;
-    if (r < -1 || r >= starfold_topology_num_devices(g->topology))
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "reduce-to-one: reduce_to_device %d is not a device (0..%d) or -1",
-                        r, starfold_topology_num_devices(g->topology) - 1);
-    if (r < 0) r = g->output_devices[0];
-    return starfold__build_reduce_to_one(g, r);
+    const int r = options->reduce_to_device;
+    return starfold__build_reduce_to_one(g, r >= 0 ? r : g->output_devices[0]);
 }
 
 const starfold__algorithm_t starfold__algo_reduce_to_one = {
     .name = "reduce-to-one",
     .description = "TensorFlow's ReductionToOneDevice: reduce each tensor on one device, then copy it out",
+    .supports = STARFOLD__SUPPORTS_REDUCE, /* an all-reduce too, as a reduce on one device */
+    .options = STARFOLD_ALGO_OPTION_REDUCE_TO_DEVICE,
     .build = build,
 };

@@ -1,8 +1,9 @@
 /*
  * ring: chunked ring all-reduce (reduce-scatter, then all-gather) over several rings at once.
  *
- * Rings come from the topology: Hamiltonian cycles of the replicas' devices, found one after the
- * other, each maximising its bottleneck bandwidth on what the previous ones left of every link. Each
+ * Rings come from the topology's bandwidths (src/patterns/ring_search.c): Hamiltonian cycles of the
+ * replicas' devices, found one after the other, each maximising its bottleneck bandwidth on what the
+ * previous ones left of every link. Each
  * cycle is used in both directions (links are full duplex), so a cycle of bottleneck b gives two
  * logical rings of weight b, and every pack is split among the logical rings in proportion to their
  * weights. On a DGX-1 V100 that is the ring of doubled links 0-3-2-1-5-6-7-4 (50 GB/s) and the ring of
@@ -20,14 +21,14 @@
  *                                                        out[j-1] ---> out[j] ---> ... ---> out[j-2]
  *
  * Pipelining: a ring's share is moved in rounds, each an independent chunked ring over a slice, so the
- * additions of one round overlap the transfers of the next (chunk_bytes). Packing as hierarchical copy:
- * concat-and-split per dtype into num_packs packs (default 1), or bytes_per_pack; a pack that is one
- * whole tensor is reduced in place of it, others through pack/unpack temporaries.
+ * additions of one round overlap the transfers of the next (chunk_bytes). Packing, the one-replica
+ * copy and the results are the all-reduce driver's (allreduce_packs.c): this file reduces one pack.
  *
  * Every chunk's partial sums live in their own temporaries, so a transfer moves exactly one chunk.
  * Accumulation order: chunk j is summed in ring order starting at position j; every replica receives
  * the same bits (the all-gather copies one result). Not an all-reduce (destinations other than the
- * sources) -> reduce-to-one, broadcast -> the simple broadcast, as TensorFlow's all-reduce ops do.
+ * sources) -> reduce-to-one, broadcast -> the simple broadcast, as TensorFlow's all-reduce ops do
+ * (compile.c, for every algorithm that supports only all-reduces).
  */
 #include "config.h"
 
@@ -35,105 +36,19 @@
 
 #include "algorithms/algorithms.h"
 #include "base/common.h"
+#include "patterns/patterns.h"
+#include "topology/topology.h"
 
 #define RING_MAX_CYCLES 4
-#define RING_SEARCH_MAX 12      /* exhaustive cycle search up to this many devices, the identity ring beyond */
 #define RING_AUTO_CHUNK ((size_t)5 << 19) /* 2.5 MiB */
 #define RING_AUTO_MAX_ROUNDS 16
 
-typedef struct ring {
-    int order[STARFOLD_MAX_DEVICES]; /* replica positions in ring order */
-    double weight;                   /* bottleneck bandwidth, GB/s */
-} ring_t;
+typedef struct ring_state {
+    const starfold__ring_t *rings; /* the cycles; logical ring r runs cycle r / 2, odd ones backwards */
+    int nlogical;
+    size_t *chain;                 /* [n chunks x 2n hops] the previous round's task of each hop (wavefront) */
+} ring_state_t;
 
-/* ------------------------------------------------------------------------------------------------ */
-/* Pattern maths: cycles maximising their bottleneck on residual bandwidth (no graph, no runtime).   */
-
-typedef struct search {
-    int n;
-    double res[RING_SEARCH_MAX][RING_SEARCH_MAX];
-    int path[RING_SEARCH_MAX], used[RING_SEARCH_MAX];
-    int best[RING_SEARCH_MAX];
-    double best_b;
-} search_t;
-
-static void dfs(search_t *s, int depth, double bottleneck)
-{
-    if (bottleneck <= s->best_b) return; /* cannot beat the best cycle found */
-    const int last = s->path[depth - 1];
-    if (depth == s->n) {
-        double b = fmin(bottleneck, s->res[last][s->path[0]]);
-        if (b > s->best_b) {
-            s->best_b = b;
-            memcpy(s->best, s->path, sizeof(int) * (size_t)s->n);
-        }
-        return;
-    }
-    for (int v = 1; v < s->n; v++) {
-        if (s->used[v] || s->res[last][v] <= 0) continue;
-        s->used[v] = 1;
-        s->path[depth] = v;
-        dfs(s, depth + 1, fmin(bottleneck, s->res[last][v]));
-        s->used[v] = 0;
-    }
-}
-
-/*
- * Up to @max cycles, each the Hamiltonian cycle with the best bottleneck on the bandwidth the previous
- * ones left; stops at a cycle under half the first one's bottleneck (it would only add hops).
- */
-static int find_rings(starfold_topology_t t, int n, const int *devices, int max, ring_t *rings)
-{
-    if (n > RING_SEARCH_MAX) { /* identity ring: the replicas' order */
-        for (int i = 0; i < n; i++) rings[0].order[i] = i;
-        double w = INFINITY;
-        for (int i = 0; i < n; i++) w = fmin(w, starfold_topology_bandwidth(t, devices[i], devices[(i + 1) % n]));
-        rings[0].weight = w > 0 && isfinite(w) ? w : 1.0;
-        return 1;
-    }
-    search_t s;
-    memset(&s, 0, sizeof s);
-    s.n = n;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) s.res[a][b] = a == b ? 0 : starfold_topology_bandwidth(t, devices[a], devices[b]);
-    int count = 0;
-    for (; count < max; count++) {
-        s.best_b = 0;
-        memset(s.used, 0, sizeof s.used);
-        s.path[0] = 0;
-        s.used[0] = 1;
-        dfs(&s, 1, INFINITY);
-        if (s.best_b <= 0 || (count > 0 && s.best_b < 0.5 * rings[0].weight)) break;
-        memcpy(rings[count].order, s.best, sizeof(int) * (size_t)n);
-        rings[count].weight = s.best_b;
-        for (int i = 0; i < n; i++) { /* both directions use b of the link's per-direction bandwidth */
-            int a = s.best[i], b = s.best[(i + 1) % n];
-            s.res[a][b] -= s.best_b;
-            s.res[b][a] -= s.best_b;
-        }
-    }
-    if (count == 0) { /* no cycle over direct links: the replicas' order, through whatever paths exist */
-        for (int i = 0; i < n; i++) rings[0].order[i] = i;
-        rings[0].weight = 1.0;
-        count = 1;
-    }
-    return count;
-}
-
-/* ------------------------------------------------------------------------------------------------ */
-/* Graph building                                                                                    */
-
-typedef struct ring_build {
-    starfold_graph_t g;
-    int n;
-    int *out_slot;        /* [n] output slot of replica position p */
-    starfold__span_t *have;      /* [n] where replica p's pack data is (input tensor or pack temporary) */
-    starfold__span_t *dest;      /* [n] where replica p's result goes (output tensor or result temporary) */
-    size_t *chain;        /* [n chunks x 2n hops] the previous round's task of each hop (wavefront) */
-    starfold_op_t acc;
-} ring_build_t;
-
-/* One chunked ring over elements [lo, lo + count) of the pack, ring @order, @tag for labels. */
 /*
  * Rounds of one logical ring form a wavefront: hop h of chunk j in round k waits for hop h of chunk j
  * in round k-1 (@chain holds, per chunk and hop, the task of the previous round, or (size_t)-1). Each
@@ -148,12 +63,13 @@ static starfold_status_t chain_after(starfold_graph_t g, size_t *chain, size_t n
     return st;
 }
 
-static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold_dtype_t dt, size_t lo, size_t count,
-                                    int tag, size_t *chain)
+/* One chunked ring over elements [lo, lo + count) of the pack, ring @order, @tag for labels. */
+static starfold_status_t ring_round(starfold__allreduce_t *ar, const int *order, size_t lo, size_t count, size_t *chain)
 {
     starfold_status_t st;
-    starfold_graph_t g = rb->g;
-    const int n = rb->n;
+    starfold_graph_t g = ar->g;
+    const int n = ar->n, tag = ar->tag;
+    const starfold_dtype_t dt = ar->pack->dtype;
     size_t node;
     for (int j = 0; j < n; j++) {
         const size_t c0 = lo + count * (size_t)j / (size_t)n, c1 = lo + count * (size_t)(j + 1) / (size_t)n;
@@ -165,9 +81,9 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
          * (integers in, float64 out) sums into a temporary and divides into the result.
          */
         const int owner = order[(j + n - 1) % n];
-        const starfold__span_t mine = starfold__span(rb->dest[owner].buf, rb->dest[owner].offset + c0, len);
+        const starfold__span_t mine = starfold__span(ar->result[owner].buf, ar->result[owner].offset + c0, len);
         const int promoted = g->bufs[mine.buf].dtype != dt;
-        starfold__span_t partial = starfold__span(rb->have[order[j]].buf, rb->have[order[j]].offset + c0, len);
+        starfold__span_t partial = starfold__span(ar->have[order[j]].buf, ar->have[order[j]].offset + c0, len);
         for (int s = 1; s < n; s++) {
             const int p = order[(j + s) % n];
             const int last = s == n - 1 && !promoted;
@@ -177,9 +93,9 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
                 if ((st = starfold__graph_add_temp(g, g->input_devices[p], dt, len, tag, &tbuf)) != STARFOLD_OK) return st;
                 t = starfold__whole(g, tbuf);
             }
-            starfold__span_t srcs[2] = { partial, starfold__span(rb->have[p].buf, rb->have[p].offset + c0, len) };
+            starfold__span_t srcs[2] = { partial, starfold__span(ar->have[p].buf, ar->have[p].offset + c0, len) };
             const uint32_t divisor = last && g->op == STARFOLD_OP_MEAN ? (uint32_t)n : 1;
-            if ((st = starfold__graph_reduce_n(g, rb->acc, srcs, 2, &t, 1, divisor, tag, &node)) != STARFOLD_OK ||
+            if ((st = starfold__graph_reduce_n(g, ar->acc, srcs, 2, &t, 1, divisor, tag, &node)) != STARFOLD_OK ||
                 (st = chain_after(g, &chain[(size_t)j * 2 * n + s], node)) != STARFOLD_OK)
                 return st;
             partial = t;
@@ -190,7 +106,7 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
         starfold__span_t from = mine;
         for (int s = 1; s < n; s++) {
             const int p = order[(at + s) % n];
-            starfold__span_t to = starfold__span(rb->dest[p].buf, rb->dest[p].offset + c0, len);
+            starfold__span_t to = starfold__span(ar->result[p].buf, ar->result[p].offset + c0, len);
             if ((st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &to, 1, tag, &node)) != STARFOLD_OK ||
                 (st = chain_after(g, &chain[(size_t)j * 2 * n + n + s], node)) != STARFOLD_OK)
                 return st;
@@ -200,99 +116,82 @@ static starfold_status_t ring_round(ring_build_t *rb, const int *order, starfold
     return STARFOLD_OK;
 }
 
-static starfold_status_t build_pack(ring_build_t *rb, const starfold__pack_plan_t *plan, const starfold__pack_t *pk, const ring_t *rings,
-                                    int nlogical, const starfold_algo_options_t *options)
+/* The pattern: the pack's share of each logical ring, in rounds of bounded chunks. */
+static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
 {
-    starfold_status_t st = STARFOLD_OK;
-    starfold_graph_t g = rb->g;
-    const int n = rb->n, tag = (int)pk->index;
-    for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_gather(g, plan, pk, p, &rb->have[p])) != STARFOLD_OK ||
-            (st = starfold__pack_result(g, plan, pk, p, rb->out_slot[p], &rb->dest[p])) != STARFOLD_OK)
-            return st;
-
-    if (n == 1) { /* nothing to exchange: the result is the input (divided by 1 for MEAN) */
-        if (g->op == STARFOLD_OP_MEAN) st = starfold__graph_scale(g, rb->have[0], rb->dest[0], 1, tag, NULL);
-        else st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &rb->have[0], 1, &rb->dest[0], 1, tag, NULL);
-        if (st != STARFOLD_OK) return st;
-    } else {
-        /* Shares of the logical rings in proportion to their weights, then rounds of bounded chunks. */
-        double total_w = 0;
-        for (int r = 0; r < nlogical; r++) total_w += rings[r / 2].weight;
-        const size_t es = starfold_dtype_size(pk->dtype);
-        const size_t chunk = options->chunk_bytes ? options->chunk_bytes : RING_AUTO_CHUNK;
-        /*
-         * Rounds: as many as the largest share needs for chunks of at most `chunk` bytes, the same for
-         * every logical ring, so the rings advance in step (each moves its share in equal slices; a
-         * ring of half the bandwidth moves half the bytes per round). Measured in the model on the
-         * DGX-1 V100 at 256 MiB: equal rounds 144.6 GB/s busbw, rounds per ring 139.7.
-         */
-        size_t max_share = 0;
-        for (int r = 0; r < nlogical; r++) {
-            const double w = rings[r / 2].weight / total_w;
-            const size_t share = (size_t)llround((double)pk->count * w) + 1;
-            if (share > max_share) max_share = share;
-        }
-        size_t rounds = (max_share * es + (size_t)n * chunk - 1) / ((size_t)n * chunk);
-        if (rounds < 1) rounds = 1;
-        if (!options->chunk_bytes && rounds > RING_AUTO_MAX_ROUNDS) rounds = RING_AUTO_MAX_ROUNDS;
-        size_t lo = 0;
-        double acc_w = 0;
-        for (int r = 0; r < nlogical; r++) {
-            acc_w += rings[r / 2].weight;
-            const size_t hi = r == nlogical - 1 ? pk->count : (size_t)llround((double)pk->count * acc_w / total_w);
-            const size_t share = hi - lo;
-            /* odd logical rings run the cycle backwards */
-            int order[STARFOLD_MAX_DEVICES];
-            for (int i = 0; i < n; i++) order[i] = r % 2 ? rings[r / 2].order[(n - i) % n] : rings[r / 2].order[i];
-            for (size_t c = 0; c < (size_t)(2 * n * n); c++) rb->chain[c] = (size_t)-1;
-            for (size_t k = 0; k < rounds; k++) {
-                const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
-                if (b > a && (st = ring_round(rb, order, pk->dtype, a, b - a, tag, rb->chain)) != STARFOLD_OK) return st;
-            }
-            lo = hi;
-        }
+    starfold_status_t st;
+    const ring_state_t *rs = self;
+    const starfold__ring_t *rings = rs->rings;
+    const starfold__pack_t *pk = ar->pack;
+    const int n = ar->n, nlogical = rs->nlogical;
+    double total_w = 0;
+    for (int r = 0; r < nlogical; r++) total_w += rings[r / 2].weight;
+    const size_t es = starfold_dtype_size(pk->dtype);
+    const size_t chunk = ar->options->chunk_bytes ? ar->options->chunk_bytes : RING_AUTO_CHUNK;
+    /*
+     * Rounds: as many as the largest share needs for chunks of at most `chunk` bytes, the same for
+     * every logical ring, so the rings advance in step (each moves its share in equal slices; a ring
+     * of half the bandwidth moves half the bytes per round). Measured in the model on the DGX-1 V100 at
+     * 256 MiB: equal rounds 144.6 GB/s busbw, rounds per ring 139.7.
+     */
+    size_t max_share = 0;
+    for (int r = 0; r < nlogical; r++) {
+        const double w = rings[r / 2].weight / total_w;
+        const size_t share = (size_t)llround((double)pk->count * w) + 1;
+        if (share > max_share) max_share = share;
     }
-
-    for (int p = 0; p < n; p++)
-        if ((st = starfold__pack_scatter(g, plan, pk, rb->out_slot[p], rb->dest[p])) != STARFOLD_OK) return st;
+    size_t rounds = (max_share * es + (size_t)n * chunk - 1) / ((size_t)n * chunk);
+    if (rounds < 1) rounds = 1;
+    if (!ar->options->chunk_bytes && rounds > RING_AUTO_MAX_ROUNDS) rounds = RING_AUTO_MAX_ROUNDS;
+    size_t lo = 0;
+    double acc_w = 0;
+    for (int r = 0; r < nlogical; r++) {
+        acc_w += rings[r / 2].weight;
+        const size_t hi = r == nlogical - 1 ? pk->count : (size_t)llround((double)pk->count * acc_w / total_w);
+        const size_t share = hi - lo;
+        /* odd logical rings run the cycle backwards */
+        int order[STARFOLD_MAX_DEVICES];
+        for (int i = 0; i < n; i++) order[i] = r % 2 ? rings[r / 2].order[(n - i) % n] : rings[r / 2].order[i];
+        for (size_t c = 0; c < (size_t)(2 * n * n); c++) rs->chain[c] = (size_t)-1;
+        for (size_t k = 0; k < rounds; k++) {
+            const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
+            if (b > a && (st = ring_round(ar, order, a, b - a, rs->chain)) != STARFOLD_OK) return st;
+        }
+        lo = hi;
+    }
     return STARFOLD_OK;
 }
 
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
+    static const starfold__allreduce_pattern_t pattern = { .reduce_pack = reduce_pack };
     starfold_status_t st = STARFOLD_OK;
-    if (options->num_rings < 0 || options->num_rings > RING_MAX_CYCLES)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "ring: num_rings must be 0 (automatic) to %d, got %d",
-                        RING_MAX_CYCLES, options->num_rings);
-    const int n = g->num_inputs;
-    ring_build_t rb = { g, n, calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(starfold__span_t)),
-                        calloc((size_t)n, sizeof(starfold__span_t)), calloc((size_t)(2 * n * n), sizeof(size_t)),
-                        g->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : g->op };
-    ring_t *rings = calloc(RING_MAX_CYCLES, sizeof *rings);
-    starfold__pack_plan_t plan = { 0 };
-    int done = 0;
-    if (!rb.out_slot || !rb.have || !rb.dest || !rb.chain || !rings) {
+    const int n = g->num_inputs, max = options->num_rings ? options->num_rings : 2;
+    starfold__ring_t *rings = calloc((size_t)max, sizeof *rings);
+    ring_state_t rs = { rings, 0, calloc((size_t)(2 * n * n), sizeof(size_t)) };
+    double *bw = NULL;
+    if (!rings || !rs.chain) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "ring: out of memory");
         goto out;
     }
-    SF_CHECK_GOTO(starfold__allreduce_prepare(g, options, rb.out_slot, &plan, &done), st, out);
-    if (done) goto out;
-    const int ncycles = n > 1 ? find_rings(g->topology, n, g->input_devices, options->num_rings ? options->num_rings : 2, rings) : 1;
-    for (size_t i = 0; i < plan.npacks; i++)
-        SF_CHECK_GOTO(build_pack(&rb, &plan, &plan.packs[i], rings, 2 * ncycles, options), st, out);
+    if (n > 1) { /* one replica: the driver's copy, no ring */
+        SF_CHECK_GOTO(starfold__topology_bandwidths(g->topology, n, g->input_devices, &bw), st, out);
+        rs.nlogical = 2 * starfold__ring_search(n, bw, max, rings);
+    }
+    st = starfold__allreduce_packs(g, options, &pattern, &rs);
 out:
-    starfold__pack_plan_free(&plan);
-    free(rb.out_slot);
-    free(rb.have);
-    free(rb.dest);
-    free(rb.chain);
     free(rings);
+    free(rs.chain);
+    free(bw);
     return st;
 }
 
 const starfold__algorithm_t starfold__algo_ring = {
     .name = "ring",
     .description = "chunked ring all-reduce over the topology's edge-disjoint rings, both directions, pipelined",
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK | STARFOLD_ALGO_OPTION_CHUNK_BYTES |
+               STARFOLD_ALGO_OPTION_NUM_RINGS,
+    .max_rings = RING_MAX_CYCLES,
     .build = build,
 };

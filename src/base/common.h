@@ -44,4 +44,10 @@ char *starfold__strdup(const char *s);
 /* Case-insensitive ASCII string equality. */
 int starfold__streq_nocase(const char *a, const char *b);
 
+/*
+ * The op that partial results of a reduction with @op are combined with: MEAN adds (the division by
+ * the count is a step of its own), every other op combines with itself.
+ */
+starfold_op_t starfold__op_accumulation(starfold_op_t op);
+
 #endif /* STARFOLD_SRC_COMMON_H */

@@ -79,6 +79,11 @@ STARFOLD_API const char *starfold_op_name(starfold_op_t op)
     return op_names[op];
 }
 
+starfold_op_t starfold__op_accumulation(starfold_op_t op)
+{
+    return op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
+}
+
 STARFOLD_API starfold_status_t starfold_op_from_string(const char *name, starfold_op_t *op)
 {
     if (!name || !op) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_op_from_string: NULL argument");

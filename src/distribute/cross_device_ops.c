@@ -30,6 +30,7 @@
 
 #include <stdio.h>
 
+#include "algorithms/algorithms.h"
 #include "base/common.h"
 #include "distribute/distribute.h"
 
@@ -85,13 +86,6 @@ const char *starfold__path_name(starfold__path_t p)
  * Objects
  */
 
-static const char *find_algorithm(const char *name)
-{
-    for (int i = 0; name && i < starfold_algorithm_count(); i++)
-        if (!strcmp(starfold_algorithm_name(i), name)) return starfold_algorithm_name(i);
-    return NULL;
-}
-
 STARFOLD_API starfold_status_t starfold_cross_device_ops_create(const char *algorithm,
                                                                 const starfold_algo_options_t *options,
                                                                 starfold_topology_t topology,
@@ -100,25 +94,15 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_create(const char *algo
     if (!algorithm || !ops)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_cross_device_ops_create: NULL %s",
                         !algorithm ? "algorithm" : "ops");
-    const char *name = find_algorithm(algorithm);
-    if (!name) {
-        char known[256] = "";
-        for (int i = 0; i < starfold_algorithm_count(); i++) {
-            strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
-            strncat(known, starfold_algorithm_name(i), sizeof known - strlen(known) - 1);
-        }
-        return starfold__error(STARFOLD_ERR_NOT_FOUND, "unknown algorithm '%s' (known: %s)", algorithm, known);
-    }
+    const starfold__algorithm_t *algo = NULL;
+    starfold_status_t st = starfold__algorithm_lookup(algorithm, &algo);
+    if (st != STARFOLD_OK) return st;
     starfold_algo_options_t o;
     starfold_algo_options_init(&o);
     if (options) o = *options;
-    if (o.num_packs < 0) {
-        if (!strcmp(name, "hierarchical-copy"))
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "HierarchicalCopy requires num_packs >= 0, but %d is specified",
-                            o.num_packs);
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", name,
+    if (o.num_packs < 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", algo->name,
                         o.num_packs);
-    }
     if (o.reduce_to_device < -1)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "reduce_to_device %d is neither a device nor -1 (the first "
                         "destination)", o.reduce_to_device);
@@ -132,8 +116,8 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_create(const char *algo
         return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_cross_device_ops_create: cannot create a mutex");
     }
     x->refs = 1;
-    x->algorithm = name;
-    x->all_reduce = strcmp(name, "reduce-to-one") != 0;
+    x->algorithm = algo->name;
+    x->all_reduce = (algo->supports & STARFOLD__SUPPORTS_ALL_REDUCE) != 0;
     x->options = o;
     x->topology = starfold_topology_retain(topology);
     *ops = x;
@@ -152,6 +136,10 @@ STARFOLD_API starfold_status_t starfold_reduction_to_one_device_create(int reduc
 STARFOLD_API starfold_status_t starfold_hierarchical_copy_all_reduce_create(int num_packs,
                                                                             starfold_cross_device_ops_t *ops)
 {
+    /* TensorFlow's HierarchicalCopyAllReduce constructor, in its words. */
+    if (num_packs < 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "HierarchicalCopy requires num_packs >= 0, but %d is specified",
+                        num_packs);
     starfold_algo_options_t o;
     starfold_algo_options_init(&o);
     o.num_packs = num_packs;

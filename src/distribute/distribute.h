@@ -168,8 +168,8 @@ struct starfold_strategy {
     int nvar;                                 /* devices of a variable */
     int *var_devices;                         /* [nvar] */
     starfold_cross_device_ops_t ops;          /* in use: the caller's or the default (a reference) */
-    starfold_cross_device_ops_t ring_ops;     /* implementation RING with default ops ("ring" if registered,
-                                                 else hierarchical-copy); NULL with the caller's ops */
+    starfold_cross_device_ops_t ring_ops;     /* implementation RING with default ops ("ring");
+                                                 NULL with the caller's ops */
     starfold_cross_device_ops_t nccl_ops;     /* implementation NCCL with default ops: hierarchical-copy */
     starfold_communication_options_t options; /* defaults for every call */
     pthread_mutex_t run_lock;                 /* one run at a time */

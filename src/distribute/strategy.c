@@ -38,13 +38,6 @@ STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t ki
  * Construction
  */
 
-static int has_algorithm(const char *name)
-{
-    for (int i = 0; i < starfold_algorithm_count(); i++)
-        if (!strcmp(starfold_algorithm_name(i), name)) return 1;
-    return 0;
-}
-
 static void strategy_free(starfold_strategy_t s)
 {
     if (!s) return;
@@ -147,13 +140,10 @@ STARFOLD_API starfold_status_t starfold_mirrored_strategy_create(starfold_contex
          * caller's choice: pass those ops.
          */
         st = starfold_cross_device_ops_create("auto", NULL, NULL, &s->ops);
-        /* CommunicationImplementation: RING is the registry's "ring" when there is one, NCCL (and RING
-         * without a ring) hierarchical copy, TensorFlow's substitute where NCCL is missing. */
+        /* CommunicationImplementation: RING is the ring algorithm, NCCL hierarchical copy,
+         * TensorFlow's substitute where NCCL is missing. */
         if (st == STARFOLD_OK) st = starfold_hierarchical_copy_all_reduce_create(1, &s->nccl_ops);
-        if (st == STARFOLD_OK) {
-            if (has_algorithm("ring")) st = starfold_cross_device_ops_create("ring", NULL, NULL, &s->ring_ops);
-            else s->ring_ops = starfold_cross_device_ops_retain(s->nccl_ops);
-        }
+        if (st == STARFOLD_OK) st = starfold_cross_device_ops_create("ring", NULL, NULL, &s->ring_ops);
         if (st != STARFOLD_OK) {
             strategy_free(s);
             return st;
@@ -571,7 +561,7 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t stra
      * elements on the host: the two reductions commute. */
     const int promote = strategy->options.promote_integer_mean;
     const starfold_dtype_t dt = value->dtype;
-    const starfold_op_t across = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
+    const starfold_op_t across = starfold__op_accumulation(op);
     const size_t total = (size_t)value->n * value->count; /* TensorFlow's summed dimension sizes */
     if (op == STARFOLD_OP_MEAN && total == 0 && is_integer(dt) && !promote)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: integer MEAN over zero elements", fn);

@@ -1,5 +1,6 @@
 /*
- * The topology object: devices, links, queries, bisection, and its Graphviz form.
+ * The topology object: devices, links, queries, bisection. Its DOT form is written by dot_writer.c
+ * and read by dot_reader.c.
  *
  * Invariants kept by every function here:
  *  - 1 <= num_devices <= STARFOLD_MAX_DEVICES, every device has a non-empty name;
@@ -11,14 +12,11 @@
 #include "config.h"
 
 #include "base/common.h"
-#include "base/gv.h"
+#include "patterns/patterns.h"
 #include "topology/topology.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
-
-#define SF_BISECT_EXHAUSTIVE_MAX 20
 
 /* ------------------------------------------------------------------------------------------------
  * Life cycle
@@ -248,6 +246,16 @@ STARFOLD_API double starfold_topology_bandwidth(starfold_topology_t topology, in
     return i < 0 ? 0 : topology->links[i].bandwidth_GBps;
 }
 
+starfold_status_t starfold__topology_bandwidths(starfold_topology_t t, int n, const int *devices, double **bw)
+{
+    double *m = malloc(sizeof *m * (size_t)n * (size_t)n);
+    if (!m) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory reading the bandwidths of topology '%s'", t->name);
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) m[a * n + b] = a == b ? 0 : starfold_topology_bandwidth(t, devices[a], devices[b]);
+    *bw = m;
+    return STARFOLD_OK;
+}
+
 STARFOLD_API starfold_status_t starfold_topology_best_link(starfold_topology_t topology, int a, int b,
                                                            starfold_link_t *link)
 {
@@ -339,58 +347,8 @@ STARFOLD_API starfold_status_t starfold_topology_validate(starfold_topology_t to
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Bisection
+ * Bisection: the search is pattern maths (src/patterns/bisection.c) over the devices' bandwidths.
  */
-
-/* Bandwidth inside the two groups of @side (bit i set: position i in group 1). */
-static double intra_bandwidth(int n, double w[][SF_BISECT_EXHAUSTIVE_MAX], unsigned side)
-{
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (((side >> i) & 1u) == ((side >> j) & 1u)) sum += w[i][j];
-    return sum;
-}
-
-/*
- * Next k-combination of {1..last} in lexicographic order (c ascending); 0 after the last one.
- * Position 0 is fixed in group 0, so group 0 = {0} + c and the enumeration visits first groups in
- * lexicographic order of positions: the first maximum found is the tie-break the header promises.
- */
-static int next_combination(int *c, int k, int last)
-{
-    int i = k - 1;
-    while (i >= 0 && c[i] == last - (k - 1 - i)) i--;
-    if (i < 0) return 0;
-    c[i]++;
-    for (int j = i + 1; j < k; j++) c[j] = c[j - 1] + 1;
-    return 1;
-}
-
-static void bisect_exhaustive(starfold_topology_t t, int n, const int *devices, int *group)
-{
-    double w[SF_BISECT_EXHAUSTIVE_MAX][SF_BISECT_EXHAUSTIVE_MAX];
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) w[i][j] = i == j ? 0 : starfold_topology_bandwidth(t, devices[i], devices[j]);
-
-    const int k = n / 2 - 1;               /* members of group 0 besides position 0 */
-    int c[SF_BISECT_EXHAUSTIVE_MAX];
-    for (int j = 0; j < k; j++) c[j] = j + 1;
-
-    unsigned best_side = 0;
-    double best = -1;
-    do {
-        unsigned side = ((1u << n) - 1u) & ~1u;   /* everyone in group 1 but position 0 */
-        for (int j = 0; j < k; j++) side &= ~(1u << c[j]);
-        double score = intra_bandwidth(n, w, side);
-        /* strictly better by more than rounding: equal splits keep the earlier (smaller) first group */
-        if (score > best + 1e-12 * fmax(1.0, fabs(best))) {
-            best = score;
-            best_side = side;
-        }
-    } while (next_combination(c, k, n - 1));
-    for (int i = 0; i < n; i++) group[i] = (int)((best_side >> i) & 1u);
-}
 
 STARFOLD_API starfold_status_t starfold_topology_bisect(starfold_topology_t topology, int n, const int *devices,
                                                         int *group)
@@ -410,13 +368,11 @@ STARFOLD_API starfold_status_t starfold_topology_bisect(starfold_topology_t topo
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "bisect: device %d appears twice", devices[i]);
     }
 
-    if (n == 1) {
-        group[0] = 0;
-    } else if (n > SF_BISECT_EXHAUSTIVE_MAX) {
-        for (int i = 0; i < n; i++) group[i] = i < n / 2 ? 0 : 1;
-    } else {
-        bisect_exhaustive(topology, n, devices, group);
-    }
+    double *bw = NULL;
+    starfold_status_t st = starfold__topology_bandwidths(topology, n, devices, &bw);
+    if (st != STARFOLD_OK) return st;
+    starfold__bisect(n, bw, group);
+    free(bw);
     return STARFOLD_OK;
 }
 
@@ -498,130 +454,4 @@ STARFOLD_API starfold_status_t starfold_topology_open(const char *spec, starfold
     return starfold__error(STARFOLD_ERR_NOT_FOUND,
                     "unknown topology '%s': expected dgx1-v100, dgx1-p100, pcie4, emulated, host, detect, or the "
                     "path of a DOT file", spec);
-}
-
-/* ------------------------------------------------------------------------------------------------
- * Graphviz form: the DOT that starfold_topology_load() reads back, plus presentation attributes
- * (shape, color, style, penwidth, edge label) that the loader accepts and ignores.
- */
-
-/* Shortest decimal form that reads back to the same double. */
-static void format_double(char *buf, size_t size, double v)
-{
-    snprintf(buf, size, "%.15g", v);
-    if (strtod(buf, NULL) != v) snprintf(buf, size, "%.17g", v);
-}
-
-static const char *link_color(starfold_link_kind_t kind)
-{
-    switch (kind) {
-    case STARFOLD_LINK_NVLINK: return "#76b900";
-    case STARFOLD_LINK_PCIE: return "#1f77b4";
-    case STARFOLD_LINK_INTER_SOCKET: return "#d62728";
-    default: return "#7f7f7f";
-    }
-}
-
-/* A node name no other node has: the device name, else "dev<i>", else "dev<i>_<k>". */
-static Agnode_t *add_device_node(Agraph_t *g, starfold_topology_t t, int i)
-{
-    char buf[64];
-    const char *want = t->devices[i].name;
-    for (int k = 0; agnode(g, (char *)want, 0); k++) {
-        if (k == 0) snprintf(buf, sizeof buf, "dev%d", i);
-        else snprintf(buf, sizeof buf, "dev%d_%d", i, k);
-        want = buf;
-    }
-    Agnode_t *node = agnode(g, (char *)want, 1);
-    if (!node) return NULL;
-    starfold__agset(node, "id", "%d", i);
-    if (strcmp(want, t->devices[i].name) != 0) agsafeset(node, "label", t->devices[i].name, "");
-    starfold__agset(node, "kind", "%s", starfold__device_kind_name(t->devices[i].kind));
-    if (t->devices[i].socket >= 0) starfold__agset(node, "socket", "%d", t->devices[i].socket);
-    return node;
-}
-
-static int add_link_edge(Agraph_t *g, Agnode_t *const *nodes, const starfold_link_t *l)
-{
-    char bw[40], lat[40];
-    /* NULL name in a non-strict graph: a new edge even when the pair already has one (parallel links). */
-    Agedge_t *e = agedge(g, nodes[l->a], nodes[l->b], NULL, 1);
-    if (!e) return -1;
-    format_double(bw, sizeof bw, l->bandwidth_GBps);
-    format_double(lat, sizeof lat, l->latency_us);
-    starfold__agset(e, "kind", "%s", starfold_link_kind_name(l->kind));
-    starfold__agset(e, "lanes", "%d", l->lanes);
-    starfold__agset(e, "bandwidth", "%s", bw);
-    starfold__agset(e, "latency", "%s", lat);
-    starfold__agset(e, "label", "%s GB/s", bw);
-    starfold__agset(e, "color", "%s", link_color(l->kind));
-    starfold__agset(e, "penwidth", "%d", l->kind == STARFOLD_LINK_NVLINK ? 1 + l->lanes : 1);
-    if (l->kind != STARFOLD_LINK_NVLINK) starfold__agset(e, "style", "dashed");
-    return 0;
-}
-
-/* Builds the graph; the caller holds the cgraph lock and closes the result. */
-static starfold_status_t topology_agraph(starfold_topology_t t, Agraph_t **out)
-{
-    Agnode_t *nodes[STARFOLD_MAX_DEVICES];
-    Agraph_t *g = agopen(*t->name ? t->name : "topology", Agundirected, NULL);
-    if (!g) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph for topology '%s'", t->name);
-    agattr(g, AGNODE, "shape", "box");
-    for (int i = 0; i < t->num_devices; i++)
-        if (!(nodes[i] = add_device_node(g, t, i))) goto oom;
-    for (size_t i = 0; i < t->num_links; i++)
-        if (add_link_edge(g, nodes, &t->links[i]) != 0) goto oom;
-    *out = g;
-    return STARFOLD_OK;
-
-oom:
-    agclose(g);
-    return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: out of memory drawing topology '%s'", t->name);
-}
-
-/* Builds the graph and hands it to @save (under the cgraph lock). */
-static starfold_status_t with_agraph(starfold_topology_t t, const char *path,
-                                     starfold_status_t (*save)(Agraph_t *, const char *))
-{
-    Agraph_t *g = NULL;
-    starfold__cgraph_lock();
-    starfold_status_t st = topology_agraph(t, &g);
-    if (st == STARFOLD_OK) {
-        st = save(g, path);
-        agclose(g);
-    }
-    starfold__cgraph_unlock();
-    return st;
-}
-
-/* DOT whatever the extension. */
-static starfold_status_t save_dot(Agraph_t *g, const char *path)
-{
-    const int to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "w");
-    if (!f) return starfold__error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
-    int rc = agwrite(g, f);
-    int rc2 = to_stdout ? fflush(f) : fclose(f);
-    if (rc != 0 || rc2 != 0) return starfold__error(STARFOLD_ERR_IO, "%s: write failed", path);
-    return STARFOLD_OK;
-}
-
-STARFOLD_API starfold_status_t starfold_topology_write_dot(starfold_topology_t topology, const char *path)
-{
-    if (!topology || !path)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_write_dot: NULL %s",
-                        !topology ? "topology" : "path");
-    if (!*path) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_write_dot: empty path");
-    return with_agraph(topology, path, save_dot);
-}
-
-STARFOLD_API starfold_status_t starfold_topology_render(starfold_topology_t topology, const char *path)
-{
-    if (!topology || !path)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_render: NULL %s",
-                        !topology ? "topology" : "path");
-    starfold__format_t format;
-    starfold_status_t st = starfold__format_from_path(path, &format);   /* reject a bad extension before drawing */
-    if (st != STARFOLD_OK) return st;
-    return with_agraph(topology, path, starfold__agraph_save);
 }

@@ -40,6 +40,13 @@ starfold_status_t starfold__topology_add(starfold_topology_t t, int a, int b, st
  */
 starfold_link_t starfold__pcie_link(int a, int b, int same_switch, int same_socket);
 
+/*
+ * The bandwidth matrix of @n devices for the pattern searches (src/patterns/patterns.h): *bw (malloc'd,
+ * n x n) gets at [a * n + b] the bandwidth of the fastest direct link between devices[a] and
+ * devices[b], 0 when none and on the diagonal. The devices must exist.
+ */
+starfold_status_t starfold__topology_bandwidths(starfold_topology_t t, int n, const int *devices, double **bw);
+
 /* The first device that links cannot reach from device 0, -1 when all can. */
 int starfold__topology_unreachable(starfold_topology_t t);
 

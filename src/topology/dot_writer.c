@@ -1,0 +1,134 @@
+/*
+ * The topology's Graphviz form: the DOT that starfold_topology_load() reads back (dot_reader.c), plus
+ * presentation attributes (shape, color, style, penwidth, edge label) that the loader accepts and
+ * ignores; starfold_topology_render() draws the same graph as SVG or PNG.
+ */
+#include "config.h"
+
+#include "base/common.h"
+#include "base/gv.h"
+#include "topology/topology.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+/* Shortest decimal form that reads back to the same double. */
+static void format_double(char *buf, size_t size, double v)
+{
+    snprintf(buf, size, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, size, "%.17g", v);
+}
+
+static const char *link_color(starfold_link_kind_t kind)
+{
+    switch (kind) {
+    case STARFOLD_LINK_NVLINK: return "#76b900";
+    case STARFOLD_LINK_PCIE: return "#1f77b4";
+    case STARFOLD_LINK_INTER_SOCKET: return "#d62728";
+    default: return "#7f7f7f";
+    }
+}
+
+/* A node name no other node has: the device name, else "dev<i>", else "dev<i>_<k>". */
+static Agnode_t *add_device_node(Agraph_t *g, starfold_topology_t t, int i)
+{
+    char buf[64];
+    const char *want = t->devices[i].name;
+    for (int k = 0; agnode(g, (char *)want, 0); k++) {
+        if (k == 0) snprintf(buf, sizeof buf, "dev%d", i);
+        else snprintf(buf, sizeof buf, "dev%d_%d", i, k);
+        want = buf;
+    }
+    Agnode_t *node = agnode(g, (char *)want, 1);
+    if (!node) return NULL;
+    starfold__agset(node, "id", "%d", i);
+    if (strcmp(want, t->devices[i].name) != 0) agsafeset(node, "label", t->devices[i].name, "");
+    starfold__agset(node, "kind", "%s", starfold__device_kind_name(t->devices[i].kind));
+    if (t->devices[i].socket >= 0) starfold__agset(node, "socket", "%d", t->devices[i].socket);
+    return node;
+}
+
+static int add_link_edge(Agraph_t *g, Agnode_t *const *nodes, const starfold_link_t *l)
+{
+    char bw[40], lat[40];
+    /* NULL name in a non-strict graph: a new edge even when the pair already has one (parallel links). */
+    Agedge_t *e = agedge(g, nodes[l->a], nodes[l->b], NULL, 1);
+    if (!e) return -1;
+    format_double(bw, sizeof bw, l->bandwidth_GBps);
+    format_double(lat, sizeof lat, l->latency_us);
+    starfold__agset(e, "kind", "%s", starfold_link_kind_name(l->kind));
+    starfold__agset(e, "lanes", "%d", l->lanes);
+    starfold__agset(e, "bandwidth", "%s", bw);
+    starfold__agset(e, "latency", "%s", lat);
+    starfold__agset(e, "label", "%s GB/s", bw);
+    starfold__agset(e, "color", "%s", link_color(l->kind));
+    starfold__agset(e, "penwidth", "%d", l->kind == STARFOLD_LINK_NVLINK ? 1 + l->lanes : 1);
+    if (l->kind != STARFOLD_LINK_NVLINK) starfold__agset(e, "style", "dashed");
+    return 0;
+}
+
+/* Builds the graph; the caller holds the cgraph lock and closes the result. */
+static starfold_status_t topology_agraph(starfold_topology_t t, Agraph_t **out)
+{
+    Agnode_t *nodes[STARFOLD_MAX_DEVICES];
+    Agraph_t *g = agopen(*t->name ? t->name : "topology", Agundirected, NULL);
+    if (!g) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph for topology '%s'", t->name);
+    agattr(g, AGNODE, "shape", "box");
+    for (int i = 0; i < t->num_devices; i++)
+        if (!(nodes[i] = add_device_node(g, t, i))) goto oom;
+    for (size_t i = 0; i < t->num_links; i++)
+        if (add_link_edge(g, nodes, &t->links[i]) != 0) goto oom;
+    *out = g;
+    return STARFOLD_OK;
+
+oom:
+    agclose(g);
+    return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: out of memory drawing topology '%s'", t->name);
+}
+
+/* Builds the graph and hands it to @save (under the cgraph lock). */
+static starfold_status_t with_agraph(starfold_topology_t t, const char *path,
+                                     starfold_status_t (*save)(Agraph_t *, const char *))
+{
+    Agraph_t *g = NULL;
+    starfold__cgraph_lock();
+    starfold_status_t st = topology_agraph(t, &g);
+    if (st == STARFOLD_OK) {
+        st = save(g, path);
+        agclose(g);
+    }
+    starfold__cgraph_unlock();
+    return st;
+}
+
+/* DOT whatever the extension. */
+static starfold_status_t save_dot(Agraph_t *g, const char *path)
+{
+    const int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) return starfold__error(STARFOLD_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    int rc = agwrite(g, f);
+    int rc2 = to_stdout ? fflush(f) : fclose(f);
+    if (rc != 0 || rc2 != 0) return starfold__error(STARFOLD_ERR_IO, "%s: write failed", path);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_write_dot(starfold_topology_t topology, const char *path)
+{
+    if (!topology || !path)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_write_dot: NULL %s",
+                        !topology ? "topology" : "path");
+    if (!*path) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_write_dot: empty path");
+    return with_agraph(topology, path, save_dot);
+}
+
+STARFOLD_API starfold_status_t starfold_topology_render(starfold_topology_t topology, const char *path)
+{
+    if (!topology || !path)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_render: NULL %s",
+                        !topology ? "topology" : "path");
+    starfold__format_t format;
+    starfold_status_t st = starfold__format_from_path(path, &format);   /* reject a bad extension before drawing */
+    if (st != STARFOLD_OK) return st;
+    return with_agraph(topology, path, starfold__agraph_save);
+}
