@@ -147,6 +147,22 @@ typedef enum starfold_algo_option {
 STARFOLD_API unsigned starfold_algorithm_options(int index);
 
 /**
+ * @name What one collective may be
+ * The limits starfold_graph_compile() holds every collective to, so that compiling (and simulating)
+ * costs time and memory in proportion to the tasks, and the tasks are bounded: a collective whose
+ * options would need more is refused with ::STARFOLD_ERR_INVALID_ARGUMENT naming the options and the
+ * limit (a chunk_bytes of 4 bytes on 1 MiB, num_packs of a million), never left to run for minutes.
+ * @{
+ */
+/** @brief Most tasks one compiled graph may have (BERT-base unpacked on a ring of 8: 89,600). */
+#define STARFOLD_GRAPH_MAX_TASKS (1 << 18)
+/** @brief Most task arguments (tensor ranges read or written, over all tasks) one graph may have. */
+#define STARFOLD_GRAPH_MAX_SPANS (1 << 22)
+/** @brief Most bytes one replica's tensors of a collective may add up to (4 PiB). */
+#define STARFOLD_COLLECTIVE_MAX_BYTES ((uint64_t)1 << 52)
+/** @} */
+
+/**
  * @brief Compiles a collective with a named algorithm.
  *
  * Algorithms: "reduce-to-one" (TensorFlow's ReductionToOneDevice: every tensor reduced on one device
@@ -161,6 +177,10 @@ STARFOLD_API unsigned starfold_algorithm_options(int index);
  * Options: a value out of an option's range (num_packs < 0, num_rings outside 0..4, reduce_to_device
  * neither -1 nor a device) is rejected whichever algorithm is named, even one that does not read the
  * option; a value in range is ignored by the algorithms that do not read it (starfold_algorithm_options()).
+ * A chunk_bytes or bytes_per_pack larger than the collective's bytes means all of them at once. The
+ * tensors may add up to ::STARFOLD_COLLECTIVE_MAX_BYTES per replica, and the graph may have up to
+ * ::STARFOLD_GRAPH_MAX_TASKS tasks and ::STARFOLD_GRAPH_MAX_SPANS task arguments. A graph is returned
+ * only when it writes every destination.
  *
  * @param [in]  topology devices and links; the graph keeps a reference
  * @param [in]  algorithm a registered name, in any case (starfold_algorithm_find())
@@ -168,7 +188,8 @@ STARFOLD_API unsigned starfold_algorithm_options(int index);
  * @param [in]  options NULL for the defaults
  * @param [out] graph the graph, owned by the caller (starfold_graph_destroy())
  * @return ::STARFOLD_ERR_NOT_FOUND for an unknown algorithm, ::STARFOLD_ERR_INVALID_ARGUMENT for a bad
- *         description or option (an option out of range, or promote_integer_mean neither 0 nor 1),
+ *         description or option (an option out of range, promote_integer_mean neither 0 nor 1, tensors
+ *         past ::STARFOLD_COLLECTIVE_MAX_BYTES, options needing more tasks than the limits above),
  *         ::STARFOLD_ERR_NOT_SUPPORTED when
  *         the algorithm cannot do this collective on this topology (one-pass over devices that do not
  *         share one memory; "auto" then leaves it out). With the environment variable

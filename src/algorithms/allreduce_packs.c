@@ -135,7 +135,11 @@ starfold_status_t starfold__allreduce_packs(starfold_graph_t g, const starfold_a
                       ? starfold__pack_plan_by_size(g->tensors, g->num_tensors, options->bytes_per_pack, &plan)
                       : starfold__pack_plan_concat_split(g->tensors, g->num_tensors, options->num_packs, &plan),
                   st, out);
-    for (size_t i = 0; i < plan.npacks; i++) {
+    /* Every pack that holds anything costs at least one task. */
+    size_t nonempty = 0;
+    for (size_t i = 0; i < plan.npacks; i++) nonempty += plan.packs[i].count > 0;
+    if (st == STARFOLD_OK) st = starfold__graph_reserve(g, nonempty);
+    for (size_t i = 0; st == STARFOLD_OK && i < plan.npacks; i++) {
         ar.pack = &plan.packs[i];
         ar.tag = (int)plan.packs[i].index;
         SF_CHECK_GOTO(one_pack(&ar, pattern, self, out_slot), st, out);

@@ -142,7 +142,26 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "tensor %zu: %zu elements is beyond any device", t,
                             desc->tensors[t].count);
     }
+    /* Each tensor is below 2^51 bytes, so the running total is checked before it can wrap. */
+    uint64_t total = 0;
+    for (size_t t = 0; t < desc->num_tensors; t++) {
+        total += (uint64_t)desc->tensors[t].count * starfold_dtype_size(desc->tensors[t].dtype);
+        if (total > STARFOLD_COLLECTIVE_MAX_BYTES)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "the tensors add up to more than %llu bytes per replica (STARFOLD_COLLECTIVE_MAX_BYTES) "
+                                   "by tensor %zu of %zu",
+                                   (unsigned long long)STARFOLD_COLLECTIVE_MAX_BYTES, t, desc->num_tensors);
+    }
     return STARFOLD_OK;
+}
+
+/* Bytes of one replica's tensors: at most STARFOLD_COLLECTIVE_MAX_BYTES once validate() passed. */
+static uint64_t collective_bytes(const starfold_collective_desc_t *desc)
+{
+    uint64_t total = 0;
+    for (size_t t = 0; t < desc->num_tensors; t++)
+        total += (uint64_t)desc->tensors[t].count * starfold_dtype_size(desc->tensors[t].dtype);
+    return total;
 }
 
 /* The most rings num_rings may ask for: the largest max_rings of the algorithms that read it. */
@@ -161,9 +180,10 @@ static int max_rings(void)
  *    given to hierarchical-copy, and "auto" must not depend on which algorithm it happens to pick;
  *  - a value in range is ignored by the algorithms that do not read the option (the registry's
  *    .options), so "auto" can hand one set of options to every algorithm.
- * The ranges: num_packs >= 0; num_rings 0 (automatic) up to the largest .max_rings of the algorithms
+ * The ranges: num_packs 0 .. STARFOLD_GRAPH_MAX_TASKS; num_rings 0 (automatic) up to the largest .max_rings of the algorithms
  * that read it; reduce_to_device -1 (the first destination) or a device; bytes_per_pack and
- * chunk_bytes anything (0 = automatic).
+ * chunk_bytes anything (0 = automatic), a value above the collective's bytes meaning all of them at
+ * once (effective_options() says so to the builders, whose arithmetic then never wraps).
  */
 static starfold_status_t validate_options(starfold_topology_t topology, const char *algorithm,
                                           const starfold_collective_desc_t *desc, const starfold_algo_options_t *o)
@@ -172,6 +192,11 @@ static starfold_status_t validate_options(starfold_topology_t topology, const ch
     if (o->num_packs < 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s requires num_packs >= 0, but %d is specified", algorithm,
                         o->num_packs);
+    /* A pack costs at least one task: more packs than the task budget can never compile. */
+    if (o->num_packs > STARFOLD_GRAPH_MAX_TASKS)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: num_packs must be at most %d (STARFOLD_GRAPH_MAX_TASKS: a pack costs a task), got %d",
+                               algorithm, STARFOLD_GRAPH_MAX_TASKS, o->num_packs);
     if (o->num_rings < 0 || o->num_rings > rings)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: num_rings must be 0 (automatic) to %d, got %d", algorithm,
                         rings, o->num_rings);
@@ -182,6 +207,55 @@ static starfold_status_t validate_options(starfold_topology_t topology, const ch
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "promote_integer_mean must be 0 or 1, got %d",
                         desc->promote_integer_mean);
     return STARFOLD_OK;
+}
+
+/*
+ * The options the builders see: a chunk or a pack larger than the whole collective is the whole
+ * collective (the same graph), so every size a builder computes with stays below
+ * STARFOLD_COLLECTIVE_MAX_BYTES and `bytes + chunk - 1` cannot wrap (chunk_bytes = SIZE_MAX once gave a
+ * graph of 0 tasks, and 2^63 a division by zero).
+ */
+static starfold_algo_options_t effective_options(const starfold_collective_desc_t *desc, const starfold_algo_options_t *o)
+{
+    starfold_algo_options_t e = *o;
+    const uint64_t total = collective_bytes(desc), whole = total ? total : 1;
+    if (e.chunk_bytes > whole) e.chunk_bytes = (size_t)whole;
+    if (e.bytes_per_pack > whole) e.bytes_per_pack = (size_t)whole;
+    return e;
+}
+
+/* The detail of a collective refused for its size: what it asked for, and the limits. */
+static starfold_status_t over_budget(const char *algorithm, const starfold_collective_desc_t *desc,
+                                     const starfold_algo_options_t *o)
+{
+    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                           "%s: %zu tensors of %llu bytes in all with chunk_bytes %zu, num_packs %d, bytes_per_pack %zu "
+                           "need more than %d tasks or %d task arguments (STARFOLD_GRAPH_MAX_TASKS, "
+                           "STARFOLD_GRAPH_MAX_SPANS): use larger chunks, fewer packs or fewer tensors",
+                           algorithm, desc->num_tensors, (unsigned long long)collective_bytes(desc), o->chunk_bytes,
+                           o->num_packs, o->bytes_per_pack, STARFOLD_GRAPH_MAX_TASKS, STARFOLD_GRAPH_MAX_SPANS);
+}
+
+/*
+ * Every destination written: a graph that leaves an output untouched would hand the caller whatever
+ * was there as the result, so it is never returned, checker or not (O(task arguments)).
+ */
+static starfold_status_t check_outputs_written(const struct starfold_graph *g)
+{
+    unsigned char *written = calloc(g->nbufs ? g->nbufs : 1, 1);
+    if (!written) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", g->algorithm);
+    for (size_t i = 0; i < g->nnodes; i++)
+        for (size_t k = 0; k < g->nodes[i].ndst; k++) written[g->nodes[i].dst[k].buf] = 1;
+    starfold_status_t st = STARFOLD_OK;
+    for (int o = 0; o < g->num_outputs && st == STARFOLD_OK; o++)
+        for (size_t t = 0; t < g->num_tensors && st == STARFOLD_OK; t++) {
+            const size_t b = starfold__graph_output(g, o, t);
+            if (g->bufs[b].count && !written[b])
+                st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: the graph writes no part of tensor %zu on destination %d",
+                                     g->algorithm, t, g->output_devices[o]);
+        }
+    free(written);
+    return st;
 }
 
 /* An algorithm with .shared_memory needs every source and destination in the first source's memory. */
@@ -302,10 +376,18 @@ STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topolo
 
     if (algo->is_auto) return compile_auto(topology, desc, options, graph);
 
+    const starfold_algo_options_t eff = effective_options(&d, options);
+    /* Each destination's tensors are written by at least one task argument each: a collective past
+     * the budget on that count alone is refused before its buffers are even allocated. */
+    size_t nonempty = 0;
+    for (size_t t = 0; t < d.num_tensors; t++) nonempty += d.tensors[t].count > 0;
+    if (nonempty > (size_t)STARFOLD_GRAPH_MAX_SPANS / (size_t)d.num_destinations) return over_budget(algo->name, &d, options);
     starfold_graph_t g = NULL;
     if ((st = starfold__graph_create(topology, algo->name, &d, &g)) != STARFOLD_OK) return st;
     if (algo->shared_memory) st = check_shared_memory(algo, g);
-    if (st == STARFOLD_OK) st = build_graph(algo, g, options);
+    if (st == STARFOLD_OK) st = build_graph(algo, g, &eff);
+    if (st != STARFOLD_OK && g->over_budget) st = over_budget(algo->name, &d, options);
+    if (st == STARFOLD_OK) st = check_outputs_written(g);
     if (st != STARFOLD_OK) {
         starfold_graph_destroy(g);
         return st;

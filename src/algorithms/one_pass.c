@@ -90,6 +90,8 @@ static starfold_status_t one_tensor(one_pass_t *o, size_t t)
     const int prom = promoted(o, dt);
     const uint32_t divisor = o->mean && !prom ? (uint32_t)o->n : 1;
     const size_t chunks = chunks_of(o, count, dt);
+    starfold_status_t reserved = starfold__graph_reserve(o->g, chunks); /* a task per chunk */
+    if (reserved != STARFOLD_OK) return reserved;
     for (size_t c = 0; c < chunks; c++) {
         const size_t lo = count * c / chunks, len = count * (c + 1) / chunks - lo;
         const int device = g->input_devices[o->turn++ % (size_t)o->n];

@@ -143,6 +143,18 @@ static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
     size_t rounds = (max_share * es + (size_t)n * chunk - 1) / ((size_t)n * chunk);
     if (rounds < 1) rounds = 1;
     if (!ar->options->chunk_bytes && rounds > RING_AUTO_MAX_ROUNDS) rounds = RING_AUTO_MAX_ROUNDS;
+    /*
+     * A lower bound of the tasks below, so a hopeless chunk size fails before anything is built: a
+     * round of len elements has min(len, n) chunks that move, each in n - 1 hops of a task each.
+     */
+    size_t at_least = 0;
+    for (int r = 0; r < nlogical; r++) {
+        size_t share = (size_t)((double)pk->count * rings[r / 2].weight / total_w);
+        share = share ? share - 1 : 0; /* below the share the loop below gives this ring, whatever the rounding */
+        const size_t moving = share < rounds ? share : rounds, len = share / rounds;
+        at_least += moving * (len < (size_t)n ? (len ? len : 1) : (size_t)n) * (size_t)(n - 1);
+    }
+    if ((st = starfold__graph_reserve(ar->g, at_least)) != STARFOLD_OK) return st;
     size_t lo = 0;
     double acc_w = 0;
     for (int r = 0; r < nlogical; r++) {

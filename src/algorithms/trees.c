@@ -97,6 +97,9 @@ static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
         size_t rounds = (share * es + chunk - 1) / chunk;
         if (rounds < 1) rounds = 1;
         if (!chunk_bytes && rounds > TREES_AUTO_MAX_ROUNDS) rounds = TREES_AUTO_MAX_ROUNDS;
+        /* Every round that moves anything reduces up the tree: at least n - 1 tasks (one alone). */
+        const size_t per_round = ar->n > 1 ? (size_t)(ar->n - 1) : 1;
+        if ((st = starfold__graph_reserve(ar->g, (share < rounds ? share : rounds) * per_round)) != STARFOLD_OK) return st;
         for (size_t k = 0; k < rounds; k++) {
             const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
             if (b > a && (st = tree_round(ar, &ts->trees[t], a, b - a)) != STARFOLD_OK) return st;

@@ -5,9 +5,14 @@
  * reference on its topology. Builders validate every span they are given, so an algorithm bug is
  * reported as STARFOLD_ERR_INTERNAL at the faulty call rather than as a wrong result later.
  *
- * Dependency inference (see graph.h): each buffer keeps the history of accesses in node order. A new
- * node depends on every earlier node whose access overlaps one of its own with at least one side
- * writing. The history is dropped by starfold__graph_seal() once the algorithm has finished.
+ * Dependency inference (see graph.h): each buffer keeps the history of its accesses. A new node
+ * depends on every earlier node whose access overlaps one of its own with at least one side writing.
+ * The history is sorted by offset, so finding the overlaps is a binary search and a scan over the
+ * accesses that start less than the longest access earlier: a buffer read chunk by chunk by 100,000
+ * tasks costs O(log n) per access instead of O(n) (a scan of the whole history made a fine-chunked
+ * collective quadratic). Dependencies are kept sorted and unique, so the order in which the overlaps
+ * are found does not show. The history is dropped by starfold__graph_seal() once the algorithm has
+ * finished.
  */
 #include "config.h"
 
@@ -144,12 +149,27 @@ static int overlap(size_t a_off, size_t a_cnt, size_t b_off, size_t b_cnt)
     return a_cnt && b_cnt && a_off < b_off + b_cnt && b_off < a_off + a_cnt;
 }
 
+/* The first access of @b's history whose offset is > @offset (the history is sorted by offset). */
+static size_t hist_after(const starfold__buffer_t *b, size_t offset)
+{
+    size_t lo = 0, hi = b->nhist;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (b->hist[mid].offset <= offset) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 /* Infers deps for one access of node @self and records the access in the buffer's history. */
 static starfold_status_t track_access(starfold_graph_t g, size_t self, starfold__span_t s, int write)
 {
     starfold__buffer_t *b = &g->bufs[s.buf];
-    for (size_t i = 0; i < b->nhist; i++) {
-        starfold__access_t *a = &b->hist[i];
+    /* Candidates start before the access ends, and no more than the longest access before it starts. */
+    const size_t end = s.count ? s.offset + s.count - 1 : s.offset;
+    for (size_t i = hist_after(b, end); i-- > 0;) {
+        const starfold__access_t *a = &b->hist[i];
+        if (a->offset + b->hist_max_count <= s.offset) break;
         if (a->node == self || !(a->write || write)) continue;
         if (!overlap(a->offset, a->count, s.offset, s.count)) continue;
         starfold_status_t st = node_add_dep(&g->nodes[self], a->node);
@@ -157,7 +177,11 @@ static starfold_status_t track_access(starfold_graph_t g, size_t self, starfold_
     }
     if (SF_GROW(b->hist, b->nhist, b->cap_hist))
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory tracking buffer accesses");
-    b->hist[b->nhist++] = (starfold__access_t){ self, s.offset, s.count, write };
+    const size_t at = hist_after(b, s.offset); /* after the equal offsets: node order among them */
+    memmove(&b->hist[at + 1], &b->hist[at], (b->nhist - at) * sizeof *b->hist);
+    b->hist[at] = (starfold__access_t){ self, s.offset, s.count, write };
+    b->nhist++;
+    if (s.count > b->hist_max_count) b->hist_max_count = s.count;
     return STARFOLD_OK;
 }
 
@@ -214,6 +238,13 @@ static starfold_status_t add_node(starfold_graph_t g, int device, starfold_task_
                             starfold_dtype_name(g->bufs[s->buf].dtype));
     }
 
+    /* The task budget (graph.h): checked before anything is allocated, so a collective that would
+     * need millions of tasks is refused after at most STARFOLD_GRAPH_MAX_TASKS of them. */
+    if (g->nnodes >= STARFOLD_GRAPH_MAX_TASKS || nsrc + ndst > STARFOLD_GRAPH_MAX_SPANS - g->nspans) {
+        g->over_budget = 1;
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: more than %d tasks or %d task arguments",
+                               g->algorithm, STARFOLD_GRAPH_MAX_TASKS, STARFOLD_GRAPH_MAX_SPANS);
+    }
     if (SF_GROW(g->nodes, g->nnodes, g->cap_nodes))
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory adding task %zu", g->nnodes);
     const size_t self = g->nnodes;
@@ -238,6 +269,7 @@ static starfold_status_t add_node(starfold_graph_t g, int device, starfold_task_
     n->ndst = ndst;
     n->nseg = 1;
     g->nnodes++; /* from here on graph_free owns the node */
+    g->nspans += nsrc + ndst;
 
     for (size_t i = 0; i < nsrc; i++)
         if ((st = track_access(g, self, src[i], 0)) != STARFOLD_OK) return st;
@@ -245,6 +277,14 @@ static starfold_status_t add_node(starfold_graph_t g, int device, starfold_task_
         if ((st = track_access(g, self, dst[i], 1)) != STARFOLD_OK) return st;
     if (node_out) *node_out = self;
     return STARFOLD_OK;
+}
+
+starfold_status_t starfold__graph_reserve(starfold_graph_t g, size_t tasks)
+{
+    if (tasks <= (size_t)STARFOLD_GRAPH_MAX_TASKS - g->nnodes) return STARFOLD_OK;
+    g->over_budget = 1;
+    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: at least %zu more tasks, past %d", g->algorithm, tasks,
+                           STARFOLD_GRAPH_MAX_TASKS);
 }
 
 static size_t total_count(const starfold__span_t *s, size_t n)
@@ -336,7 +376,7 @@ void starfold__graph_seal(starfold_graph_t g)
     for (size_t i = 0; i < g->nbufs; i++) {
         free(g->bufs[i].hist);
         g->bufs[i].hist = NULL;
-        g->bufs[i].nhist = g->bufs[i].cap_hist = 0;
+        g->bufs[i].nhist = g->bufs[i].cap_hist = g->bufs[i].hist_max_count = 0;
     }
 }
 

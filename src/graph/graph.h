@@ -55,8 +55,9 @@ typedef struct starfold__buffer {
     size_t count;             /* elements */
     int slot;                 /* input/output slot; -1 for TEMP */
     size_t tensor;            /* tensor index for INPUT/OUTPUT; for TEMP the pack or tensor it serves */
-    starfold__access_t *hist;        /* builder bookkeeping, in node order */
+    starfold__access_t *hist;        /* builder bookkeeping, sorted by offset (node order among equals) */
     size_t nhist, cap_hist;
+    size_t hist_max_count;           /* the longest access in hist: how far left an overlap can start */
 } starfold__buffer_t;
 
 typedef struct starfold__span {
@@ -99,7 +100,17 @@ struct starfold_graph {
     size_t nbufs, cap_bufs;
     starfold__node_t *nodes;
     size_t nnodes, cap_nodes;
+    size_t nspans;                  /* task arguments so far, against STARFOLD_GRAPH_MAX_SPANS */
+    int over_budget;                /* a task was refused: the graph would pass a limit of graph.h */
 };
+
+/*
+ * A builder about to append at least @tasks tasks says so first: past STARFOLD_GRAPH_MAX_TASKS the
+ * graph is marked over budget and STARFOLD_ERR_INVALID_ARGUMENT returned at once, before any is built
+ * (add_node enforces the limit anyway; this only makes a hopeless collective fail fast). @tasks must
+ * be a lower bound of what follows, never more.
+ */
+starfold_status_t starfold__graph_reserve(starfold_graph_t g, size_t tasks);
 
 /*
  * Creates an empty graph for @desc (already validated) with its input and output buffers.
