@@ -574,6 +574,111 @@ static void starfold__free(submit_fixture_t *f)
     starfold_topology_destroy(f->topo);
 }
 
+/*
+ * Hostile sizes and options (no runtime): each case once crashed, hung for minutes or returned a graph
+ * that computed nothing. Now each either fails at once with the limit in the detail, or compiles to a
+ * graph the checker passes.
+ */
+static starfold_graph_t compile_or_null(starfold_topology_t t, const char *algorithm, int n, const starfold_tensor_desc_t *td,
+                                        size_t nt, const starfold_algo_options_t *o, starfold_status_t *st)
+{
+    static const int devs[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, n, devs, 0, NULL, nt, td };
+    starfold_graph_t g = NULL;
+    *st = starfold_graph_compile(t, algorithm, &d, o, &g);
+    return g;
+}
+
+static void expect_graph(starfold_topology_t t, const char *algorithm, int n, const starfold_tensor_desc_t *td, size_t nt,
+                         const starfold_algo_options_t *o)
+{
+    starfold_status_t st;
+    starfold_graph_t g = compile_or_null(t, algorithm, n, td, nt, o, &st);
+    num_cases++;
+    if (st != STARFOLD_OK) fprintf(stderr, "\n  %s: %s\n", algorithm, starfold_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, STARFOLD_OK);
+    CU_ASSERT(starfold_graph_num_tasks(g) > 0);
+    CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+    starfold_graph_destroy(g);
+}
+
+static void test_hostile_sizes(void)
+{
+    starfold_topology_t host = NULL, dgx = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin("host", &host), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin("dgx1-v100", &dgx), STARFOLD_OK);
+    starfold_algo_options_t o;
+    starfold_status_t st;
+    const starfold_tensor_desc_t mib = { STARFOLD_FLOAT32, 262144 }, k1 = { STARFOLD_FLOAT32, 1024 };
+
+    /* Chunks larger than everything: one chunk, never a division by zero or a graph of no task. */
+    starfold_algo_options_init(&o);
+    o.chunk_bytes = (size_t)1 << 63;
+    expect_graph(host, "ring", 2, &mib, 1, &o);
+    o.chunk_bytes = (size_t)1 << 61;
+    expect_graph(host, "ring", 8, &mib, 1, &o);
+    expect_graph(host, "trees", 8, &mib, 1, &o);
+    o.chunk_bytes = SIZE_MAX;
+    expect_graph(host, "one-pass", 2, &k1, 1, &o);
+    expect_graph(host, "ring", 8, &k1, 1, &o);
+    o.bytes_per_pack = SIZE_MAX;
+    expect_graph(dgx, "hierarchical-copy", 8, &k1, 1, &o);
+
+    /* Tensors adding up past STARFOLD_COLLECTIVE_MAX_BYTES (65,536 x 2^48 float64 wrapped 2^64). */
+    starfold_tensor_desc_t *huge = malloc(65536 * sizeof *huge);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(huge);
+    for (size_t t = 0; t < 65536; t++) huge[t] = (starfold_tensor_desc_t){ STARFOLD_FLOAT64, (size_t)1 << 48 };
+    starfold_algo_options_init(&o);
+    for (int a = 0; a < starfold_algorithm_count(); a++) {
+        starfold_graph_t g = compile_or_null(host, starfold_algorithm_name(a), 8, huge, 65536, &o, &st);
+        num_cases++;
+        CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "the tensors add up to more than 4503599627370496 bytes per replica"));
+        CU_ASSERT_PTR_NULL(g);
+    }
+    free(huge);
+
+    /* Options that would need millions of tasks: refused with the options and the limits named. */
+    starfold_algo_options_init(&o);
+    o.chunk_bytes = 4;
+    const starfold_tensor_desc_t m4 = { STARFOLD_FLOAT32, 1 << 20 };
+    static const char *const chunked[] = { "ring", "trees" };
+    for (size_t a = 0; a < sizeof chunked / sizeof chunked[0]; a++) {
+        BAD((compile_or_null(host, chunked[a], 8, &mib, 1, &o, &st), st), STARFOLD_ERR_INVALID_ARGUMENT,
+            "1 tensors of 1048576 bytes in all with chunk_bytes 4, num_packs 1, bytes_per_pack 0 need more than 262144 "
+            "tasks or 4194304 task arguments (STARFOLD_GRAPH_MAX_TASKS, STARFOLD_GRAPH_MAX_SPANS)");
+    }
+    /* one-pass: a task per 4-byte chunk fits 1 MiB exactly (262,144 tasks); 4 MiB does not. */
+    BAD((compile_or_null(host, "one-pass", 8, &m4, 1, &o, &st), st), STARFOLD_ERR_INVALID_ARGUMENT,
+        "one-pass: 1 tensors of 4194304 bytes in all with chunk_bytes 4");
+    expect_graph(host, "auto", 8, &mib, 1, &o); /* auto leaves those out and picks among the others */
+    starfold_algo_options_init(&o);
+    o.num_packs = 1 << 20;
+    BAD((compile_or_null(dgx, "hierarchical-copy", 8, &m4, 1, &o, &st), st), STARFOLD_ERR_INVALID_ARGUMENT,
+        "hierarchical-copy: num_packs must be at most 262144 (STARFOLD_GRAPH_MAX_TASKS: a pack costs a task), got 1048576");
+    o.num_packs = 200000; /* in range, but more packs than the budget allows tasks for */
+    BAD((compile_or_null(dgx, "hierarchical-copy", 8, &m4, 1, &o, &st), st), STARFOLD_ERR_INVALID_ARGUMENT,
+        "num_packs 200000, bytes_per_pack 0 need more than 262144 tasks");
+    starfold_tensor_desc_t *tiny = malloc(1048576 * sizeof *tiny);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tiny);
+    for (size_t t = 0; t < 1048576; t++) tiny[t] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, 1 };
+    starfold_algo_options_init(&o);
+    BAD((compile_or_null(host, "reduce-to-one", 8, tiny, 1048576, &o, &st), st), STARFOLD_ERR_INVALID_ARGUMENT,
+        "reduce-to-one: 1048576 tensors of 4194304 bytes in all");
+    BAD((compile_or_null(host, "one-pass", 8, tiny, 1048576, &o, &st), st), STARFOLD_ERR_INVALID_ARGUMENT,
+        "one-pass: 1048576 tensors of 4194304 bytes in all");
+    free(tiny);
+
+    /* Large collectives compile as fast as small ones: auto over 1 GiB and 4 x 1 GiB on the host's 8. */
+    const starfold_tensor_desc_t gib = { STARFOLD_FLOAT32, (size_t)1 << 28 };
+    const starfold_tensor_desc_t four[4] = { gib, gib, gib, gib };
+    expect_graph(host, "auto", 8, &gib, 1, NULL);
+    expect_graph(host, "auto", 8, four, 4, NULL);
+    expect_graph(dgx, "auto", 8, four, 4, NULL);
+    starfold_topology_destroy(host);
+    starfold_topology_destroy(dgx);
+}
+
 /* starfold_vector_destroy() of a handle that is no vector: left alone, not an abort inside StarPU. */
 static void test_vector_destroy_other_handle(void)
 {
@@ -780,7 +885,7 @@ int main(void)
     if (!s || !x) return 1;
     if (!CU_add_test(s, "dtypes and ops", test_types) || !CU_add_test(s, "topology API", test_topology_api) ||
         !CU_add_test(s, "topology files", test_topology_files) || !CU_add_test(s, "compile", test_compile) ||
-        !CU_add_test(s, "tensor specs", test_spec) ||
+        !CU_add_test(s, "tensor specs", test_spec) || !CU_add_test(s, "hostile sizes and options", test_hostile_sizes) ||
         !CU_add_test(x, "context and vectors", test_context_and_vectors) || !CU_add_test(x, "submit", test_submit) ||
         !CU_add_test(x, "strategies", test_strategies) ||
         !CU_add_test(x, "vector_destroy of another kind of handle", test_vector_destroy_other_handle))

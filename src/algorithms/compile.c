@@ -301,22 +301,70 @@ static int check_graphs(void)
 }
 
 /*
- * "auto": every other algorithm is compiled with the caller's options and replayed by the cost model;
- * the fastest graph is returned, named "auto:<algorithm>". Ties go to the earlier registry entry.
+ * One named algorithm on a validated collective (@d: destinations resolved). *over_budget says a
+ * failure came from the limits of graph.h, which "auto" treats as "not this algorithm".
  */
-static starfold_status_t compile_auto(starfold_topology_t topology, const starfold_collective_desc_t *desc,
+static starfold_status_t compile_named(const starfold__algorithm_t *algo, starfold_topology_t topology,
+                                       const starfold_collective_desc_t *d, const starfold_algo_options_t *options,
+                                       starfold_graph_t *graph, int *over)
+{
+    starfold_status_t st = STARFOLD_OK;
+    *over = 0;
+    const starfold_algo_options_t eff = effective_options(d, options);
+    /* Each destination's tensors are written by at least one task argument each: a collective past
+     * the budget on that count alone is refused before its buffers are even allocated. */
+    size_t nonempty = 0;
+    for (size_t t = 0; t < d->num_tensors; t++) nonempty += d->tensors[t].count > 0;
+    if (nonempty > (size_t)STARFOLD_GRAPH_MAX_SPANS / (size_t)d->num_destinations) {
+        *over = 1;
+        return over_budget(algo->name, d, options);
+    }
+    starfold_graph_t g = NULL;
+    if ((st = starfold__graph_create(topology, algo->name, d, &g)) != STARFOLD_OK) return st;
+    if (algo->shared_memory) st = check_shared_memory(algo, g);
+    if (st == STARFOLD_OK) st = build_graph(algo, g, &eff);
+    if (st != STARFOLD_OK && g->over_budget) {
+        *over = 1;
+        st = over_budget(algo->name, d, options);
+    }
+    if (st == STARFOLD_OK) st = check_outputs_written(g);
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(g);
+        return st;
+    }
+    starfold__graph_seal(g);
+    /* STARFOLD_CHECK_GRAPHS=1 (the test suite sets it): every graph compiled, here or through the
+     * distribute layer, passes the invariant checker before it is handed out. */
+    if (check_graphs() && (st = starfold_graph_check(g)) != STARFOLD_OK) {
+        starfold_graph_destroy(g);
+        return st;
+    }
+    *graph = g;
+    return STARFOLD_OK;
+}
+
+/*
+ * "auto": every other algorithm is compiled with the caller's options and replayed by the cost model;
+ * the fastest graph is returned, named "auto:<algorithm>". Ties go to the earlier registry entry. An
+ * algorithm that cannot do the collective here (one-pass without shared memory) or would pass the
+ * limits of graph.h (a ring of many unpacked tensors) is left out; when every one is, the last
+ * reason is returned.
+ */
+static starfold_status_t compile_auto(starfold_topology_t topology, const starfold_collective_desc_t *d,
                                       const starfold_algo_options_t *options, starfold_graph_t *graph)
 {
     starfold_graph_t best = NULL;
     double best_time = 0;
-    starfold_status_t st = STARFOLD_OK;
+    starfold_status_t st = STARFOLD_OK, skipped = STARFOLD_OK;
     for (int i = 0; i < REGISTRY_SIZE; i++) {
         if (registry[i]->is_auto) continue;
         starfold_graph_t g = NULL;
         starfold_prediction_t p;
-        if ((st = starfold_graph_compile(topology, registry[i]->name, desc, options, &g)) != STARFOLD_OK) {
-            if (st != STARFOLD_ERR_NOT_SUPPORTED) break;
-            st = STARFOLD_OK; /* this algorithm cannot do this collective here (one-pass without shared memory) */
+        int over = 0;
+        if ((st = compile_named(registry[i], topology, d, options, &g, &over)) != STARFOLD_OK) {
+            if (st != STARFOLD_ERR_NOT_SUPPORTED && !over) break;
+            skipped = st;
+            st = STARFOLD_OK;
             continue;
         }
         if ((st = starfold_graph_simulate(g, NULL, &p)) != STARFOLD_OK) {
@@ -331,6 +379,7 @@ static starfold_status_t compile_auto(starfold_topology_t topology, const starfo
             starfold_graph_destroy(g);
         }
     }
+    if (st == STARFOLD_OK && !best) st = skipped; /* the last algorithm's reason is in starfold_last_error() */
     if (st != STARFOLD_OK) {
         starfold_graph_destroy(best);
         return st;
@@ -373,32 +422,7 @@ STARFOLD_API starfold_status_t starfold_graph_compile(starfold_topology_t topolo
         d.num_destinations = d.num_sources;
         d.destinations = d.sources;
     }
-
-    if (algo->is_auto) return compile_auto(topology, desc, options, graph);
-
-    const starfold_algo_options_t eff = effective_options(&d, options);
-    /* Each destination's tensors are written by at least one task argument each: a collective past
-     * the budget on that count alone is refused before its buffers are even allocated. */
-    size_t nonempty = 0;
-    for (size_t t = 0; t < d.num_tensors; t++) nonempty += d.tensors[t].count > 0;
-    if (nonempty > (size_t)STARFOLD_GRAPH_MAX_SPANS / (size_t)d.num_destinations) return over_budget(algo->name, &d, options);
-    starfold_graph_t g = NULL;
-    if ((st = starfold__graph_create(topology, algo->name, &d, &g)) != STARFOLD_OK) return st;
-    if (algo->shared_memory) st = check_shared_memory(algo, g);
-    if (st == STARFOLD_OK) st = build_graph(algo, g, &eff);
-    if (st != STARFOLD_OK && g->over_budget) st = over_budget(algo->name, &d, options);
-    if (st == STARFOLD_OK) st = check_outputs_written(g);
-    if (st != STARFOLD_OK) {
-        starfold_graph_destroy(g);
-        return st;
-    }
-    starfold__graph_seal(g);
-    /* STARFOLD_CHECK_GRAPHS=1 (the test suite sets it): every graph compiled, here or through the
-     * distribute layer, passes the invariant checker before it is handed out. */
-    if (check_graphs() && (st = starfold_graph_check(g)) != STARFOLD_OK) {
-        starfold_graph_destroy(g);
-        return st;
-    }
-    *graph = g;
-    return STARFOLD_OK;
+    if (algo->is_auto) return compile_auto(topology, &d, options, graph);
+    int over = 0;
+    return compile_named(algo, topology, &d, options, graph, &over);
 }
