@@ -16,8 +16,9 @@
  *                bytes_per_pack, chunk_bytes (8 bytes each)
  *     then       tensors, 9 bytes each: a dtype byte and an 8-byte element count (at most 16)
  *
- * Properties beyond "no crash, no sanitizer report, no hang": a success gives a graph the invariant
- * checker passes, with at least one task and at most STARFOLD_GRAPH_MAX_TASKS; a failure gives an
+ * Properties beyond "no crash, no sanitizer report, no hang": a success gives a graph with at least
+ * one task (unless every tensor is empty) and at most STARFOLD_GRAPH_MAX_TASKS, which the invariant checker passes (graphs of up to
+ * 20,000 tasks: the checker's memory grows with the square of the tasks); a failure gives an
  * argument/support status with a detail, and leaves the output untouched.
  */
 #include <stdint.h>
@@ -96,8 +97,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == STARFOLD_OK) {
         FUZZ_CHECK(g != sentinel && g != NULL);
         const size_t n = starfold_graph_num_tasks(g);
-        FUZZ_CHECK(n >= 1 && n <= STARFOLD_GRAPH_MAX_TASKS);
-        FUZZ_CHECK(starfold_graph_check(g) == STARFOLD_OK);
+        size_t elements = 0;
+        for (size_t t = 0; t < nt; t++) elements |= tensors[t].count;
+        FUZZ_CHECK((n >= 1 || elements == 0) && n <= STARFOLD_GRAPH_MAX_TASKS); /* empty tensors: nothing to do */
+        /* The checker's ancestry is n^2/16 bytes (25 MB at 20,000 tasks, 4 GB at the task limit). */
+        if (n <= 20000) FUZZ_CHECK(starfold_graph_check(g) == STARFOLD_OK);
         starfold_graph_destroy(g);
     } else {
         FUZZ_CHECK(g == sentinel);
