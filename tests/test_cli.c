@@ -102,6 +102,21 @@ static void result_free(cli_result_t *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The exit status of `sh -c CMD`, -1 when it did not exit. */
+static int sh_status(char *cmd)
+{
+    char *argv[] = { "sh", "-c", cmd, NULL };
+    pid_t pid;
+    int status = -1;
+    fflush(NULL);
+    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0) {
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st)) status = WEXITSTATUS(st);
+    }
+    return status;
+}
+
 /* Runs `[ENV] starfold ARGS` through /bin/sh; @env is a prefix of VAR=value words or NULL. */
 static void run_env(cli_result_t *r, const char *env, const char *fmt, ...)
 {
@@ -115,15 +130,7 @@ static void run_env(cli_result_t *r, const char *env, const char *fmt, ...)
     snprintf(errp, sizeof errp, "%s/cli-stderr.txt", out_dir());
     snprintf(cmd, sizeof cmd, "%s exec '%s/starfold' %s >'%s' 2>'%s'", env ? env : "", SF_BUILDDIR, args, outp, errp);
     memset(r, 0, sizeof *r);
-    r->status = -1;
-    char *argv[] = { "sh", "-c", cmd, NULL };
-    pid_t pid;
-    fflush(NULL);
-    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0) {
-        int st = 0;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-        if (WIFEXITED(st)) r->status = WEXITSTATUS(st);
-    }
+    r->status = sh_status(cmd);
     r->out = slurp(outp, NULL);
     r->err = slurp(errp, NULL);
     if (!r->out) r->out = calloc(1, 1);
@@ -468,15 +475,7 @@ static void run_stdout(cli_result_t *r, const char *redirect, const char *args)
     snprintf(errp, sizeof errp, "%s/cli-stderr.txt", out_dir());
     snprintf(cmd, sizeof cmd, "exec '%s/starfold' %s %s 2>'%s'", SF_BUILDDIR, args, redirect, errp);
     memset(r, 0, sizeof *r);
-    r->status = -1;
-    char *argv[] = { "sh", "-c", cmd, NULL };
-    pid_t pid;
-    fflush(NULL);
-    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0) {
-        int st = 0;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-        if (WIFEXITED(st)) r->status = WEXITSTATUS(st);
-    }
+    r->status = sh_status(cmd);
     r->out = calloc(1, 1);
     r->err = slurp(errp, NULL);
     if (!r->err) r->err = calloc(1, 1);
