@@ -107,4 +107,14 @@ typedef struct starfold__allreduce_pattern {
 starfold_status_t starfold__allreduce_packs(starfold_graph_t g, const starfold_algo_options_t *options,
                                      const starfold__allreduce_pattern_t *pattern, void *self);
 
+/*
+ * The first element of part @k of @total elements cut into @parts near-equal parts: floor(total * k /
+ * parts), computed without the product (which wraps for tensors of 2^47 elements cut into 2^17
+ * chunks). Needs parts * parts to fit in size_t; the builders' reservations keep parts below 2^18.
+ */
+static inline size_t starfold__part_start(size_t total, size_t k, size_t parts)
+{
+    return total / parts * k + total % parts * k / parts;
+}
+
 #endif /* STARFOLD_SRC_ALGORITHMS_H */

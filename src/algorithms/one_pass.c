@@ -93,7 +93,7 @@ static starfold_status_t one_tensor(one_pass_t *o, size_t t)
     starfold_status_t reserved = starfold__graph_reserve(o->g, chunks); /* a task per chunk */
     if (reserved != STARFOLD_OK) return reserved;
     for (size_t c = 0; c < chunks; c++) {
-        const size_t lo = count * c / chunks, len = count * (c + 1) / chunks - lo;
+        const size_t lo = starfold__part_start(count, c, chunks), len = starfold__part_start(count, c + 1, chunks) - lo;
         const int device = g->input_devices[o->turn++ % (size_t)o->n];
         for (int s = 0; s < o->n; s++) o->src[s] = starfold__span(starfold__graph_input(g, s, t), lo, len);
         if (!prom) {
@@ -140,8 +140,8 @@ static starfold_status_t batch_segments(one_pass_t *o, size_t t0, size_t t1)
         for (int d = 0; d < o->m; d++) dst[q * (size_t)o->m + (size_t)d] = starfold__whole(g, starfold__graph_output(g, d, t));
         q++;
         done += g->tensors[t].count;
-        if (done < total / groups * k + total % groups * k / groups && done < total) continue;
-        while (k < groups && done >= total / groups * k + total % groups * k / groups) k++;
+        if (done < starfold__part_start(total, k, groups) && done < total) continue;
+        while (k < groups && done >= starfold__part_start(total, k, groups)) k++;
         const int device = g->input_devices[o->turn++ % (size_t)o->n];
         st = starfold__graph_reduce_segments(g, device, o->acc, src, (size_t)o->n, dst, (size_t)o->m, q, divisor, (int)t0,
                                       NULL);
@@ -184,7 +184,7 @@ static starfold_status_t batch_promoted(one_pass_t *o, size_t t0, size_t t1)
     SF_CHECK_GOTO(starfold__graph_add_temp(g, home, out_dt, total, tag, &result), st, out);
     const size_t chunks = chunks_of(o, total, dt);
     for (size_t c = 0; c < chunks; c++) {
-        const size_t lo = total * c / chunks, len = total * (c + 1) / chunks - lo;
+        const size_t lo = starfold__part_start(total, c, chunks), len = starfold__part_start(total, c + 1, chunks) - lo;
         const int device = g->input_devices[o->turn++ % (size_t)o->n];
         for (int s = 0; s < o->n; s++) o->src[s] = starfold__span(packs[s], lo, len);
         const starfold__span_t part = starfold__span(sum, lo, len);

@@ -72,7 +72,8 @@ static starfold_status_t ring_round(starfold__allreduce_t *ar, const int *order,
     const starfold_dtype_t dt = ar->pack->dtype;
     size_t node;
     for (int j = 0; j < n; j++) {
-        const size_t c0 = lo + count * (size_t)j / (size_t)n, c1 = lo + count * (size_t)(j + 1) / (size_t)n;
+        const size_t c0 = lo + starfold__part_start(count, (size_t)j, (size_t)n),
+                     c1 = lo + starfold__part_start(count, (size_t)(j + 1), (size_t)n);
         if (c1 == c0) continue;
         const size_t len = c1 - c0;
         /*
@@ -166,7 +167,7 @@ static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
         for (int i = 0; i < n; i++) order[i] = r % 2 ? rings[r / 2].order[(n - i) % n] : rings[r / 2].order[i];
         for (size_t c = 0; c < (size_t)(2 * n * n); c++) rs->chain[c] = (size_t)-1;
         for (size_t k = 0; k < rounds; k++) {
-            const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
+            const size_t a = lo + starfold__part_start(share, k, rounds), b = lo + starfold__part_start(share, k + 1, rounds);
             if (b > a && (st = ring_round(ar, order, a, b - a, rs->chain)) != STARFOLD_OK) return st;
         }
         lo = hi;

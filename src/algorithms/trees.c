@@ -101,7 +101,7 @@ static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
         const size_t per_round = ar->n > 1 ? (size_t)(ar->n - 1) : 1;
         if ((st = starfold__graph_reserve(ar->g, (share < rounds ? share : rounds) * per_round)) != STARFOLD_OK) return st;
         for (size_t k = 0; k < rounds; k++) {
-            const size_t a = lo + share * k / rounds, b = lo + share * (k + 1) / rounds;
+            const size_t a = lo + starfold__part_start(share, k, rounds), b = lo + starfold__part_start(share, k + 1, rounds);
             if (b > a && (st = tree_round(ar, &ts->trees[t], a, b - a)) != STARFOLD_OK) return st;
         }
         lo = hi;

@@ -7,11 +7,16 @@
  *
  * Dependency inference (see graph.h): each buffer keeps the history of its accesses. A new node
  * depends on every earlier node whose access overlaps one of its own with at least one side writing.
- * The history is sorted by offset, so finding the overlaps is a binary search and a scan over the
- * accesses that start less than the longest access earlier: a buffer read chunk by chunk by 100,000
+ * The history is kept by length class (accesses of 2^c to 2^(c+1) - 1 elements), each class sorted
+ * by offset: finding the overlaps is, per class, a binary search and a scan over the accesses that
+ * start less than the class's longest access earlier, so a buffer read chunk by chunk by 100,000
  * tasks costs O(log n) per access instead of O(n) (a scan of the whole history made a fine-chunked
- * collective quadratic). Dependencies are kept sorted and unique, so the order in which the overlaps
- * are found does not show. The history is dropped by starfold__graph_seal() once the algorithm has
+ * collective quadratic), and one long access (a pack reading a whole tensor) does not widen the scan
+ * of the short ones. An access in offset order is appended to its class; one out of order waits in a
+ * short unsorted list, scanned in full, which is sorted and merged into the class once it holds more
+ * than max(64, sqrt(n)) accesses (inserting each in place moved the whole class every time: quadratic
+ * again). Empty accesses overlap nothing and are not kept. Dependencies are kept sorted and unique,
+ * so the order in which the overlaps are found does not show. The history is dropped by starfold__graph_seal() once the algorithm has
  * finished.
  */
 #include "config.h"
@@ -22,10 +27,12 @@
 
 #include <stdio.h>
 
+static void hist_free(starfold__buffer_t *b);
+
 static void graph_free(starfold_graph_t g)
 {
     if (!g) return;
-    for (size_t i = 0; i < g->nbufs; i++) free(g->bufs[i].hist);
+    for (size_t i = 0; i < g->nbufs; i++) hist_free(&g->bufs[i]);
     for (size_t i = 0; i < g->nnodes; i++) {
         free(g->nodes[i].src);
         free(g->nodes[i].dst);
@@ -149,40 +156,124 @@ static int overlap(size_t a_off, size_t a_cnt, size_t b_off, size_t b_cnt)
     return a_cnt && b_cnt && a_off < b_off + b_cnt && b_off < a_off + a_cnt;
 }
 
-/* The first access of @b's history whose offset is > @offset (the history is sorted by offset). */
-static size_t hist_after(const starfold__buffer_t *b, size_t offset)
+/* The accesses of one length class: sorted[] by offset, then recent[] out of order. */
+struct starfold__hist {
+    starfold__access_t *sorted, *recent;
+    size_t nsorted, cap_sorted, nrecent, cap_recent;
+    size_t max_count; /* the longest access of the class: how far left an overlap can start */
+};
+
+static void hist_free(starfold__buffer_t *b)
 {
-    size_t lo = 0, hi = b->nhist;
+    for (int c = 0; c < b->nhist; c++) {
+        free(b->hist[c].sorted);
+        free(b->hist[c].recent);
+    }
+    free(b->hist);
+    b->hist = NULL;
+    b->nhist = 0;
+}
+
+/* The length class of a non-empty access: floor(log2(count)). */
+static int length_class(size_t count)
+{
+    int c = 0;
+    while (count >>= 1) c++;
+    return c;
+}
+
+/* The first access of @h's sorted part whose offset is > @offset. */
+static size_t sorted_after(const struct starfold__hist *h, size_t offset)
+{
+    size_t lo = 0, hi = h->nsorted;
     while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;
-        if (b->hist[mid].offset <= offset) lo = mid + 1;
+        if (h->sorted[mid].offset <= offset) lo = mid + 1;
         else hi = mid;
     }
     return lo;
 }
 
+/* Adds a dependency of @self on @a when the two accesses conflict. */
+static starfold_status_t depend_on(starfold_graph_t g, size_t self, const starfold__access_t *a, starfold__span_t s,
+                                   int write)
+{
+    if (a->node == self || !(a->write || write) || !overlap(a->offset, a->count, s.offset, s.count)) return STARFOLD_OK;
+    return node_add_dep(&g->nodes[self], a->node);
+}
+
+static int access_cmp(const void *pa, const void *pb)
+{
+    const starfold__access_t *a = pa, *b = pb;
+    return a->offset != b->offset ? (a->offset > b->offset) - (a->offset < b->offset)
+                                  : (a->node > b->node) - (a->node < b->node);
+}
+
+/* Sorts the out-of-order accesses and merges them into the sorted part (O(n), every sqrt(n) accesses). */
+static starfold_status_t merge_recent(struct starfold__hist *h)
+{
+    const size_t n = h->nsorted + h->nrecent;
+    starfold__access_t *merged = malloc(n * sizeof *merged);
+    if (!merged) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory tracking buffer accesses");
+    qsort(h->recent, h->nrecent, sizeof *h->recent, access_cmp);
+    size_t i = 0, j = 0, k = 0;
+    while (i < h->nsorted || j < h->nrecent)
+        merged[k++] = j == h->nrecent || (i < h->nsorted && access_cmp(&h->sorted[i], &h->recent[j]) <= 0)
+                          ? h->sorted[i++]
+                          : h->recent[j++];
+    free(h->sorted);
+    h->sorted = merged;
+    h->nsorted = h->cap_sorted = n;
+    h->nrecent = 0;
+    return STARFOLD_OK;
+}
+
+/* Records an access in its class. */
+static starfold_status_t hist_add(starfold__buffer_t *b, starfold__access_t rec)
+{
+    const int c = length_class(rec.count);
+    if (c >= b->nhist) {
+        struct starfold__hist *more = realloc(b->hist, (size_t)(c + 1) * sizeof *more);
+        if (!more) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory tracking buffer accesses");
+        memset(more + b->nhist, 0, (size_t)(c + 1 - b->nhist) * sizeof *more);
+        b->hist = more;
+        b->nhist = c + 1;
+    }
+    struct starfold__hist *h = &b->hist[c];
+    if (rec.count > h->max_count) h->max_count = rec.count;
+    if (h->nsorted == 0 || h->sorted[h->nsorted - 1].offset <= rec.offset) { /* in order: appended */
+        if (SF_GROW(h->sorted, h->nsorted, h->cap_sorted))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory tracking buffer accesses");
+        h->sorted[h->nsorted++] = rec;
+        return STARFOLD_OK;
+    }
+    if (SF_GROW(h->recent, h->nrecent, h->cap_recent))
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory tracking buffer accesses");
+    h->recent[h->nrecent++] = rec;
+    size_t limit = 64;
+    while (limit * limit < h->nsorted) limit *= 2;
+    return h->nrecent > limit ? merge_recent(h) : STARFOLD_OK;
+}
+
 /* Infers deps for one access of node @self and records the access in the buffer's history. */
 static starfold_status_t track_access(starfold_graph_t g, size_t self, starfold__span_t s, int write)
 {
+    if (s.count == 0) return STARFOLD_OK; /* overlaps nothing */
     starfold__buffer_t *b = &g->bufs[s.buf];
-    /* Candidates start before the access ends, and no more than the longest access before it starts. */
-    const size_t end = s.count ? s.offset + s.count - 1 : s.offset;
-    for (size_t i = hist_after(b, end); i-- > 0;) {
-        const starfold__access_t *a = &b->hist[i];
-        if (a->offset + b->hist_max_count <= s.offset) break;
-        if (a->node == self || !(a->write || write)) continue;
-        if (!overlap(a->offset, a->count, s.offset, s.count)) continue;
-        starfold_status_t st = node_add_dep(&g->nodes[self], a->node);
-        if (st != STARFOLD_OK) return st;
+    starfold_status_t st;
+    const size_t end = s.offset + s.count - 1;
+    for (int c = 0; c < b->nhist; c++) {
+        const struct starfold__hist *h = &b->hist[c];
+        /* Candidates start before the access ends, and no more than the class's longest access before
+         * it starts. */
+        for (size_t i = sorted_after(h, end); i-- > 0;) {
+            if (h->sorted[i].offset + h->max_count <= s.offset) break;
+            if ((st = depend_on(g, self, &h->sorted[i], s, write)) != STARFOLD_OK) return st;
+        }
+        for (size_t i = 0; i < h->nrecent; i++)
+            if ((st = depend_on(g, self, &h->recent[i], s, write)) != STARFOLD_OK) return st;
     }
-    if (SF_GROW(b->hist, b->nhist, b->cap_hist))
-        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory tracking buffer accesses");
-    const size_t at = hist_after(b, s.offset); /* after the equal offsets: node order among them */
-    memmove(&b->hist[at + 1], &b->hist[at], (b->nhist - at) * sizeof *b->hist);
-    b->hist[at] = (starfold__access_t){ self, s.offset, s.count, write };
-    b->nhist++;
-    if (s.count > b->hist_max_count) b->hist_max_count = s.count;
-    return STARFOLD_OK;
+    return hist_add(b, (starfold__access_t){ self, s.offset, s.count, write });
 }
 
 static starfold_status_t check_span(starfold_graph_t g, starfold__span_t s, const char *what)
@@ -374,9 +465,7 @@ starfold_status_t starfold__graph_add_dep(starfold_graph_t g, size_t before, siz
 void starfold__graph_seal(starfold_graph_t g)
 {
     for (size_t i = 0; i < g->nbufs; i++) {
-        free(g->bufs[i].hist);
-        g->bufs[i].hist = NULL;
-        g->bufs[i].nhist = g->bufs[i].cap_hist = g->bufs[i].hist_max_count = 0;
+        hist_free(&g->bufs[i]);
     }
 }
 

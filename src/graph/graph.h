@@ -41,6 +41,9 @@
 
 typedef enum starfold__buf_kind { SF_BUF_INPUT = 0, SF_BUF_OUTPUT, SF_BUF_TEMP } starfold__buf_kind_t;
 
+/* Accesses of one length class of a buffer, for dependency inference (graph.c). */
+struct starfold__hist;
+
 /* One access recorded for dependency inference. */
 typedef struct starfold__access {
     size_t node;
@@ -55,9 +58,8 @@ typedef struct starfold__buffer {
     size_t count;             /* elements */
     int slot;                 /* input/output slot; -1 for TEMP */
     size_t tensor;            /* tensor index for INPUT/OUTPUT; for TEMP the pack or tensor it serves */
-    starfold__access_t *hist;        /* builder bookkeeping, sorted by offset (node order among equals) */
-    size_t nhist, cap_hist;
-    size_t hist_max_count;           /* the longest access in hist: how far left an overlap can start */
+    struct starfold__hist *hist;     /* builder bookkeeping: the accesses, by length class (graph.c) */
+    int nhist;                       /* classes allocated */
 } starfold__buffer_t;
 
 typedef struct starfold__span {
