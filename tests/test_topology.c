@@ -688,6 +688,17 @@ static void test_dot_hostile_files(void)
     remove(fifo);
     CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
     expect_file_refused(fifo, STARFOLD_ERR_IO, "a FIFO, not a topology file");
+    /* Opened by name (no '/' or '.'): looking for the file must not open it, or the FIFO blocks. */
+    char cwd[4096];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+    CU_ASSERT_EQUAL_FATAL(chdir(out_path("")), 0);
+    rename("topology.fifo", "topologyfifo");
+    starfold_topology_t t_open = NULL;
+    CU_ASSERT_EQUAL(starfold_topology_open("topologyfifo", &t_open), STARFOLD_ERR_IO);
+    CU_ASSERT(error_mentions("topologyfifo: a FIFO, not a topology file"));
+    CU_ASSERT_PTR_NULL(t_open);
+    remove("topologyfifo");
+    CU_ASSERT_EQUAL_FATAL(chdir(cwd), 0);
     remove(fifo);
     expect_file_refused("/dev/zero", STARFOLD_ERR_IO, "/dev/zero: a character device, not a topology file");
     expect_file_refused("/dev/urandom", STARFOLD_ERR_IO, "/dev/urandom: a character device");

@@ -116,6 +116,21 @@ static starfold_status_t check_devices(const char *what, const int *list, int n,
     return STARFOLD_OK;
 }
 
+/*
+ * Bytes of one replica's tensors, summed until they pass STARFOLD_COLLECTIVE_MAX_BYTES (each tensor is
+ * below 2^51 bytes once its count is checked, so the running sum never wraps); @past, when not NULL,
+ * gets the tensor at which it passed. After validate(), the exact total.
+ */
+static uint64_t collective_bytes(const starfold_collective_desc_t *desc, size_t *past)
+{
+    uint64_t total = 0;
+    for (size_t t = 0; t < desc->num_tensors && total <= STARFOLD_COLLECTIVE_MAX_BYTES; t++) {
+        total += (uint64_t)desc->tensors[t].count * starfold_dtype_size(desc->tensors[t].dtype);
+        if (past) *past = t;
+    }
+    return total;
+}
+
 static starfold_status_t validate(starfold_topology_t topology, const starfold_collective_desc_t *desc)
 {
     starfold_status_t st;
@@ -142,26 +157,13 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "tensor %zu: %zu elements is beyond any device", t,
                             desc->tensors[t].count);
     }
-    /* Each tensor is below 2^51 bytes, so the running total is checked before it can wrap. */
-    uint64_t total = 0;
-    for (size_t t = 0; t < desc->num_tensors; t++) {
-        total += (uint64_t)desc->tensors[t].count * starfold_dtype_size(desc->tensors[t].dtype);
-        if (total > STARFOLD_COLLECTIVE_MAX_BYTES)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                   "the tensors add up to more than %llu bytes per replica (STARFOLD_COLLECTIVE_MAX_BYTES) "
-                                   "by tensor %zu of %zu",
-                                   (unsigned long long)STARFOLD_COLLECTIVE_MAX_BYTES, t, desc->num_tensors);
-    }
+    size_t past = 0;
+    if (collective_bytes(desc, &past) > STARFOLD_COLLECTIVE_MAX_BYTES)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "the tensors add up to more than %llu bytes per replica (STARFOLD_COLLECTIVE_MAX_BYTES) "
+                               "by tensor %zu of %zu",
+                               (unsigned long long)STARFOLD_COLLECTIVE_MAX_BYTES, past, desc->num_tensors);
     return STARFOLD_OK;
-}
-
-/* Bytes of one replica's tensors: at most STARFOLD_COLLECTIVE_MAX_BYTES once validate() passed. */
-static uint64_t collective_bytes(const starfold_collective_desc_t *desc)
-{
-    uint64_t total = 0;
-    for (size_t t = 0; t < desc->num_tensors; t++)
-        total += (uint64_t)desc->tensors[t].count * starfold_dtype_size(desc->tensors[t].dtype);
-    return total;
 }
 
 /* The most rings num_rings may ask for: the largest max_rings of the algorithms that read it. */
@@ -218,7 +220,7 @@ static starfold_status_t validate_options(starfold_topology_t topology, const ch
 static starfold_algo_options_t effective_options(const starfold_collective_desc_t *desc, const starfold_algo_options_t *o)
 {
     starfold_algo_options_t e = *o;
-    const uint64_t total = collective_bytes(desc), whole = total ? total : 1;
+    const uint64_t total = collective_bytes(desc, NULL), whole = total ? total : 1;
     if (e.chunk_bytes > whole) e.chunk_bytes = (size_t)whole;
     if (e.bytes_per_pack > whole) e.bytes_per_pack = (size_t)whole;
     return e;
@@ -232,7 +234,7 @@ static starfold_status_t over_budget(const char *algorithm, const starfold_colle
                            "%s: %zu tensors of %llu bytes in all with chunk_bytes %zu, num_packs %d, bytes_per_pack %zu "
                            "need more than %d tasks or %d task arguments (STARFOLD_GRAPH_MAX_TASKS, "
                            "STARFOLD_GRAPH_MAX_SPANS): use larger chunks, fewer packs or fewer tensors",
-                           algorithm, desc->num_tensors, (unsigned long long)collective_bytes(desc), o->chunk_bytes,
+                           algorithm, desc->num_tensors, (unsigned long long)collective_bytes(desc, NULL), o->chunk_bytes,
                            o->num_packs, o->bytes_per_pack, STARFOLD_GRAPH_MAX_TASKS, STARFOLD_GRAPH_MAX_SPANS);
 }
 

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------------
  * Life cycle
@@ -433,11 +434,11 @@ int starfold__device_kind_parse(const char *name, starfold_device_kind_t *kind)
  * One entry point
  */
 
+/* Whether @path names something on disk. Not by opening it: opening a FIFO blocks until a writer comes,
+ * which the reader's non-blocking open (dot_reader.c) exists to avoid. */
 static int file_exists(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (f) fclose(f);
-    return f != NULL;
+    return access(path, F_OK) == 0;
 }
 
 STARFOLD_API starfold_status_t starfold_topology_open(const char *spec, starfold_topology_t *topology)
