@@ -22,7 +22,23 @@
  * per GPU, STARPU_NWORKER_PER_CUDA=2, starfold's tasks on one). Units: time in us, bandwidth in
  * bytes/us (1 GB/s = 1e3 B/us).
  *
- * Cost: O(events x active flows); a few thousand tasks simulate in milliseconds.
+ * Flows are kept by path. Every flow on one path (one ordered pair of devices, or the host memory)
+ * drains at the same rate, so a path is one "flow group": a service counter `served` (the bytes each
+ * of its flows has received since the group was last empty) and a min-heap of its flows by `target`
+ * (the counter's value at which the flow is done: `served` when it started + its bytes). A step of
+ * the clock advances each live group's counter, not each flow, and the next flow to finish on a path
+ * is its heap's top:
+ *
+ *   group g (path a->b):  served ----------------------->
+ *                          flow 7 target |      flow 9 target |     flow 12 target |
+ *
+ * Flows that finish at one instant are handed on in the order they were created, whatever their
+ * paths, so the replay does not depend on how groups are stored. A link's bytes are the sum of its
+ * flows' bytes (every flow finishes), its busy time is accumulated when its count of active flows
+ * falls back to zero.
+ *
+ * Cost: O(events x (live paths + log flows)), never O(events x flows): 1,792 packs of flows on one
+ * path cost what one does. A few thousand tasks simulate in milliseconds.
  */
 #include "config.h"
 
@@ -52,11 +68,23 @@ typedef struct hop {
 
 typedef struct flow {
     size_t node;
-    double remaining; /* bytes */
-    int nhops;
-    int link[2];      /* indices into the directed-link table (the host memory is the last entry) */
+    double bytes;     /* its size */
+    double target;    /* its group's `served` at which it is done (set when it starts flowing) */
+    size_t group;     /* its path: a directed device pair a * ndev + b, or ndev * ndev (host memory) */
     int kernel;       /* 1: a CPU kernel's memory traffic on the shared host memory, 0: a transfer */
 } flow_t;
+
+/* The flows on one path, all at one rate (see the top of this file). */
+typedef struct flow_group {
+    int nhops;
+    int link[2];      /* indices into the directed-link table (the host memory is the last entry) */
+    double latency;   /* us, the path's */
+    int known;        /* the path was looked up (0: not yet; nhops 0 after: no path) */
+    double served;    /* bytes each member has received since the group was last empty */
+    size_t *heap;     /* member flows, min-heap by (target, flow index) */
+    size_t n, cap;
+    int live;         /* in the live-group list */
+} flow_group_t;
 
 typedef struct timer {
     double at;
@@ -84,8 +112,9 @@ typedef struct sim {
     size_t ntasks;
     starfold_cost_params_t p;
     int ndev;
-    /* directed links: dense ndev x ndev table of (bw, active flows, busy time, bytes) for direct links */
-    double *bw, *busy, *bytes;
+    /* directed links: dense ndev x ndev table of (bw, active flows, busy time, bytes) for direct links,
+     * then the host memory; `since` is when a link's active count last rose from zero */
+    double *bw, *busy, *bytes, *since;
     int *active;
     /* tasks */
     size_t *pending_deps, *pending_flows;
@@ -98,11 +127,14 @@ typedef struct sim {
     size_t *rank;      /* tasks on the longest chain after each task, itself included */
     size_t *qseq, next_qseq; /* the order in which tasks were queued */
     int *busy_worker;
-    /* flows and timers */
+    /* flows, their groups (one per path, ndev * ndev + 1) and timers */
     flow_t *flows;
     size_t nflows, cap_flows;
-    size_t *live;      /* indices of active flows */
+    flow_group_t *groups;
+    size_t *live;      /* groups with flows */
     size_t nlive, cap_live;
+    size_t *finished;  /* flows done at the current instant */
+    size_t nfinished, cap_finished;
     timer_t_ *heap;
     size_t nheap, cap_heap;
 } sim_t;
@@ -169,6 +201,87 @@ static int path(const sim_t *s, int a, int b, int *links, double *latency)
     links[1] = dl(s, best, b);
     *latency = l1.latency_us + l2.latency_us;
     return 2;
+}
+
+/* The group of transfers a -> b, its path looked up once. NULL when there is no path. */
+static flow_group_t *transfer_group(sim_t *s, int a, int b)
+{
+    flow_group_t *g = &s->groups[dl(s, a, b)];
+    if (!g->known) {
+        g->known = 1;
+        g->link[1] = -1;
+        g->nhops = path(s, a, b, g->link, &g->latency);
+    }
+    return g->nhops ? g : NULL;
+}
+
+/* Whether flow @a finishes before flow @b of one group: smaller target, else created first. */
+static int flow_before(const sim_t *s, size_t a, size_t b)
+{
+    const double ta = s->flows[a].target, tb = s->flows[b].target;
+    return ta != tb ? ta < tb : a < b;
+}
+
+static void group_heap_push(sim_t *s, flow_group_t *g, size_t f)
+{
+    size_t i = g->n++;
+    for (; i > 0 && flow_before(s, f, g->heap[(i - 1) / 2]); i = (i - 1) / 2) g->heap[i] = g->heap[(i - 1) / 2];
+    g->heap[i] = f;
+}
+
+static size_t group_heap_pop(sim_t *s, flow_group_t *g)
+{
+    const size_t top = g->heap[0], last = g->heap[--g->n], n = g->n;
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && flow_before(s, g->heap[c + 1], g->heap[c])) c++;
+        if (!flow_before(s, g->heap[c], last)) break;
+        g->heap[i] = g->heap[c];
+        i = c;
+    }
+    if (n) g->heap[i] = last;
+    return top;
+}
+
+/* The rate of every flow of a group: its bottleneck link's bandwidth shared by the flows on it. */
+static double group_rate(const sim_t *s, const flow_group_t *g)
+{
+    double r = DBL_MAX;
+    for (int h = 0; h < g->nhops; h++) r = fmin(r, s->bw[g->link[h]] / s->active[g->link[h]]);
+    return r;
+}
+
+/* Flow @f starts flowing at @now: it joins its group, and its links count one more active flow. */
+static starfold_status_t flow_start(sim_t *s, size_t f, double now)
+{
+    flow_group_t *g = &s->groups[s->flows[f].group];
+    if (SF_GROW(g->heap, g->n, g->cap)) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
+    if (!g->live) {
+        if (SF_GROW(s->live, s->nlive, s->cap_live)) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
+        s->live[s->nlive++] = s->flows[f].group;
+        g->live = 1;
+        g->served = 0;
+    }
+    s->flows[f].target = g->served + s->flows[f].bytes;
+    group_heap_push(s, g, f);
+    for (int h = 0; h < g->nhops; h++) {
+        const int l = g->link[h];
+        if (s->active[l]++ == 0) s->since[l] = now;
+        s->bytes[l] += s->flows[f].bytes;
+    }
+    return STARFOLD_OK;
+}
+
+/* Flow @f is done at @now: its links count one flow fewer (busy time accrues when one goes idle). */
+static void flow_end(sim_t *s, size_t f, double now)
+{
+    const flow_group_t *g = &s->groups[s->flows[f].group];
+    for (int h = 0; h < g->nhops; h++) {
+        const int l = g->link[h];
+        if (--s->active[l] == 0) s->busy[l] += now - s->since[l];
+    }
 }
 
 /* Bytes a graph task's kernel reads and writes. */
@@ -271,25 +384,73 @@ static starfold_status_t start_task(sim_t *s, size_t node, double now)
         const int from = t->g->bufs[n->src[i].buf].device;
         const uint64_t bytes = starfold__span_bytes(t->g, n->src[i]);
         if (bytes == 0 || starfold_topology_same_memory(s->topology, from, n->device)) continue;
-        int links[2];
-        double latency = 0;
-        int nh = path(s, from, n->device, links, &latency);
-        if (nh == 0)
+        const flow_group_t *g = transfer_group(s, from, n->device);
+        if (!g)
             return starfold__error(STARFOLD_ERR_TOPOLOGY, "simulate: no path from device %d to device %d", from, n->device);
         if (SF_GROW(s->flows, s->nflows, s->cap_flows)) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
-        s->flows[s->nflows] = (flow_t){ node, (double)bytes, nh, { links[0], nh > 1 ? links[1] : -1 }, 0 };
-        starfold_status_t st = heap_push(s, now + latency, 0, s->nflows++);
+        s->flows[s->nflows] = (flow_t){ node, (double)bytes, 0, (size_t)dl(s, from, n->device), 0 };
+        starfold_status_t st = heap_push(s, now + g->latency, 0, s->nflows++);
         if (st != STARFOLD_OK) return st;
         s->pending_flows[node]++;
     }
     return s->pending_flows[node] ? STARFOLD_OK : enqueue_compute(s, node, now);
 }
 
-static double flow_rate(const sim_t *s, const flow_t *f)
+/* Whether a flow with @remaining bytes at @rate is done at @now: nothing left, or less than the clock
+ * can still tell apart from now. Without the second test a flow whose last bytes take less than one
+ * ulp of `now` (1e-9 us at 1e7 us of simulated time) would never finish: the step would round to 0
+ * forever. So every step of the event loop retires a flow or a timer, or moves the clock, and the
+ * cost depends on the events, not on the bytes or the simulated time. */
+static int flow_done(double remaining, double rate, double now)
 {
-    double r = DBL_MAX;
-    for (int h = 0; h < f->nhops; h++) r = fmin(r, s->bw[f->link[h]] / s->active[f->link[h]]);
-    return r;
+    return !(remaining > 1e-6 * (1 + remaining)) || !(now + remaining / rate > now);
+}
+
+/* The next instant something happens: the earliest timer, or the earliest flow to drain at current
+ * rates (each live group's heap top). */
+static double next_event(const sim_t *s, double now)
+{
+    double next = s->nheap ? s->heap[0].at : DBL_MAX;
+    for (size_t k = 0; k < s->nlive; k++) {
+        const flow_group_t *g = &s->groups[s->live[k]];
+        next = fmin(next, now + (s->flows[g->heap[0]].target - g->served) / group_rate(s, g));
+    }
+    return next;
+}
+
+/* Moves the clock from @now to @next: every live group's flows receive rate x dt more bytes; the
+ * flows done then are collected in s->finished, in creation order. */
+static starfold_status_t advance(sim_t *s, double now, double next)
+{
+    const double dt = next - now;
+    s->nfinished = 0;
+    for (size_t k = 0; k < s->nlive; k++) {
+        flow_group_t *g = &s->groups[s->live[k]];
+        const double rate = group_rate(s, g);
+        g->served += rate * dt;
+        while (g->n && flow_done(s->flows[g->heap[0]].target - g->served, rate, next)) {
+            if (SF_GROW(s->finished, s->nfinished, s->cap_finished))
+                return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
+            s->finished[s->nfinished++] = group_heap_pop(s, g);
+        }
+    }
+    for (size_t k = 0; k < s->nlive;) { /* groups left empty leave the live list */
+        flow_group_t *g = &s->groups[s->live[k]];
+        if (g->n) {
+            k++;
+            continue;
+        }
+        g->live = 0;
+        s->live[k] = s->live[--s->nlive];
+    }
+    /* insertion sort by flow index: usually a handful, and often already in order */
+    for (size_t i = 1; i < s->nfinished; i++) {
+        const size_t f = s->finished[i];
+        size_t j = i;
+        for (; j > 0 && s->finished[j - 1] > f; j--) s->finished[j] = s->finished[j - 1];
+        s->finished[j] = f;
+    }
+    return STARFOLD_OK;
 }
 
 static starfold_status_t run(sim_t *s)
@@ -300,39 +461,14 @@ static starfold_status_t run(sim_t *s)
     for (size_t i = 0; i < s->ntasks; i++)
         if (s->pending_deps[i] == 0 && (st = start_task(s, i, 0)) != STARFOLD_OK) return st;
     while (done < s->ntasks) {
-        /* Next event: the earliest timer or the earliest flow to drain at current rates. */
-        double next = s->nheap ? s->heap[0].at : DBL_MAX;
-        for (size_t k = 0; k < s->nlive; k++) {
-            const flow_t *f = &s->flows[s->live[k]];
-            next = fmin(next, now + f->remaining / flow_rate(s, f));
-        }
+        const double next = next_event(s, now);
         if (next == DBL_MAX) return starfold__error(STARFOLD_ERR_INTERNAL, "simulate: %zu tasks never became ready", s->ntasks - done);
-        const double dt = next - now;
-        /* Drain the live flows; account link busy time and bytes. */
-        for (size_t k = 0; k < s->nlive; k++) {
-            flow_t *f = &s->flows[s->live[k]];
-            double moved = fmin(f->remaining, flow_rate(s, f) * dt);
-            f->remaining -= moved;
-            for (int h = 0; h < f->nhops; h++) s->bytes[f->link[h]] += moved;
-        }
-        for (int l = 0; l < s->ndev * s->ndev; l++)
-            if (s->active[l]) s->busy[l] += dt;
+        if ((st = advance(s, now, next)) != STARFOLD_OK) return st;
         now = next;
-        /*
-         * Finished flows: nothing left, or less than the clock can still tell apart from now. Without
-         * the second test a flow whose last bytes take less than one ulp of `now` (1e-9 us at 1e7 us
-         * of simulated time) would never finish: dt would round to 0 forever. So every pass of this
-         * loop retires a flow or a timer, or moves the clock, and the cost depends on the events
-         * (tasks and flows), not on the bytes or the simulated time.
-         */
-        for (size_t k = 0; k < s->nlive;) {
-            flow_t *f = &s->flows[s->live[k]];
-            if (f->remaining > 1e-6 * (1 + f->remaining) && now + f->remaining / flow_rate(s, f) > now) {
-                k++;
-                continue;
-            }
-            for (int h = 0; h < f->nhops; h++) s->active[f->link[h]]--;
-            s->live[k] = s->live[--s->nlive];
+        /* Finished flows: a kernel's memory traffic ends its kernel; a task's last transfer queues it. */
+        for (size_t k = 0; k < s->nfinished; k++) {
+            const flow_t *f = &s->flows[s->finished[k]];
+            flow_end(s, s->finished[k], now);
             if (f->kernel) {
                 if ((st = heap_push(s, now, 1, f->node)) != STARFOLD_OK) return st; /* the kernel ends now */
             } else if (--s->pending_flows[f->node] == 0 && (st = enqueue_compute(s, f->node, now)) != STARFOLD_OK) {
@@ -343,9 +479,7 @@ static starfold_status_t run(sim_t *s)
         while (s->nheap && s->heap[0].at <= now) {
             timer_t_ t = heap_pop(s);
             if (t.kind == 0) { /* a flow starts flowing */
-                if (SF_GROW(s->live, s->nlive, s->cap_live)) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
-                s->live[s->nlive++] = t.index;
-                for (int h = 0; h < s->flows[t.index].nhops; h++) s->active[s->flows[t.index].link[h]]++;
+                if ((st = flow_start(s, t.index, now)) != STARFOLD_OK) return st;
                 continue;
             }
             if (t.kind == 2) { /* a CPU kernel's overhead is over: its bytes flow through the host memory */
@@ -354,12 +488,11 @@ static starfold_status_t run(sim_t *s)
                     if ((st = heap_push(s, now, 1, t.index)) != STARFOLD_OK) return st;
                     continue;
                 }
-                if (SF_GROW(s->flows, s->nflows, s->cap_flows) || SF_GROW(s->live, s->nlive, s->cap_live))
+                if (SF_GROW(s->flows, s->nflows, s->cap_flows))
                     return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory");
-                const int mem = s->ndev * s->ndev;
-                s->flows[s->nflows] = (flow_t){ t.index, (double)touched, 1, { mem, -1 }, 1 };
-                s->live[s->nlive++] = s->nflows++;
-                s->active[mem]++;
+                const size_t mem = (size_t)s->ndev * (size_t)s->ndev;
+                s->flows[s->nflows] = (flow_t){ t.index, (double)touched, 0, mem, 1 };
+                if ((st = flow_start(s, s->nflows++, now)) != STARFOLD_OK) return st;
                 continue;
             }
             /* a kernel ended: the task is done, its worker takes the next one, successors may start */
@@ -387,6 +520,9 @@ static void sim_free(sim_t *s)
         for (size_t i = 0; i < s->ntasks; i++) free(s->succ[i]);
     if (s->queue)
         for (int d = 0; d < 2 * s->ndev + s->p.cpu_workers; d++) free(s->queue[d]);
+    if (s->groups)
+        for (size_t g = 0; g <= (size_t)s->ndev * (size_t)s->ndev; g++) free(s->groups[g].heap);
+    free(s->groups), free(s->since), free(s->finished);
     free(s->bw), free(s->busy), free(s->bytes), free(s->active);
     free(s->pending_deps), free(s->pending_flows), free(s->succ), free(s->nsucc), free(s->ready_at);
     free(s->queue), free(s->qseq), free(s->qlen), free(s->busy_worker), free(s->rank);
@@ -400,6 +536,8 @@ static starfold_status_t sim_init(sim_t *s)
     s->busy = calloc(nl + 1, sizeof(double));
     s->bytes = calloc(nl + 1, sizeof(double));
     s->active = calloc(nl + 1, sizeof(int));
+    s->since = calloc(nl + 1, sizeof(double));
+    s->groups = calloc(nl + 1, sizeof(flow_group_t));
     s->pending_deps = calloc(n + 1, sizeof(size_t));
     s->pending_flows = calloc(n + 1, sizeof(size_t));
     s->succ = calloc(n + 1, sizeof(size_t *));
@@ -412,7 +550,7 @@ static starfold_status_t sim_init(sim_t *s)
     s->qlen = calloc(nw, sizeof(size_t));
     s->busy_worker = calloc(nw, sizeof(int));
     s->rank = calloc(n + 1, sizeof(size_t));
-    if (!s->rank || !s->bw || !s->busy || !s->bytes || !s->active || !s->pending_deps || !s->pending_flows || !s->succ ||
+    if (!s->rank || !s->since || !s->groups || !s->bw || !s->busy || !s->bytes || !s->active || !s->pending_deps || !s->pending_flows || !s->succ ||
         !s->nsucc || !s->ready_at || !s->queue || !s->qseq || !s->qlen || !s->busy_worker)
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "simulate: out of memory for %zu tasks", n);
     for (size_t d = 0; d < nw; d++)
@@ -422,6 +560,7 @@ static starfold_status_t sim_init(sim_t *s)
         for (int b = 0; b < s->ndev; b++)
             if (a != b) s->bw[dl(s, a, b)] = starfold_topology_bandwidth(s->topology, a, b) * 1e3;
     s->bw[nl] = s->p.cpu_memory_GBps * 1e3;
+    s->groups[nl] = (flow_group_t){ .nhops = 1, .link = { (int)nl, -1 }, .known = 1 }; /* CPU kernels' traffic */
     /* successors from the deps; each task counts its distinct dependencies */
     for (size_t i = 0; i < n; i++) {
         s->pending_deps[i] = s->tasks[i].ndeps;
