@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void print_json(FILE *f, const starfold_graph_stats_t *s, const starfold_link_bytes_t *pairs, size_t npairs)

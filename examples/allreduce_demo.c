@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <starpu.h>
 #include <starfold.h>
 
 #define CHECK(call)                                                                                   \

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <starpu.h>
 #include <starfold.h>
 
 #include "tools.h"

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <starpu.h> /* the tests look at where StarPU keeps a value's components */
 #include <starfold.h>
 
 #include "distribute/distribute.h"

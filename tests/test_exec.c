@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <starpu.h>
 #include <starfold.h>
 
 #include "exec/exec.h"

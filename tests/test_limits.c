@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <starpu.h>
 #include <starfold.h>
 
 #include "util.h"

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <starpu.h>
 #include <starfold.h>
 
 #include "base/common.h"

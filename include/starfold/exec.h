@@ -44,8 +44,12 @@
  * Errors leave the library usable: a failed or refused submission releases everything it created,
  * and the same context, graph and handles can be submitted again.
  *
- * StarPU's headers, included here, use POSIX types (pthread_rwlock_t...): under a strict -std=c11,
- * define _POSIX_C_SOURCE 200809L (or _GNU_SOURCE) before including <starfold.h>, or use -std=gnu11.
+ * This header does not include <starpu.h>: it names StarPU's data handle type only, as StarPU's own
+ * headers declare it (a pointer to an incomplete struct), so a program that includes just
+ * <starfold.h> compiles under a strict `-std=c11 -Wall -Werror`. A program that calls StarPU itself
+ * includes <starpu.h> before or after <starfold.h> (C11 allows the identical typedef twice); StarPU's
+ * headers use POSIX types (pthread_rwlock_t...), so under a strict -std=c11 such a program defines
+ * _POSIX_C_SOURCE 200809L (or _GNU_SOURCE) first, or uses -std=gnu11.
  *
  * Failures come back as statuses: a submission that StarPU refuses is cancelled as a whole (tasks
  * already queued turn into no-ops, outputs are not written); a kernel that fails makes
@@ -54,7 +58,6 @@
 #ifndef STARFOLD_EXEC_H
 #define STARFOLD_EXEC_H
 
-#include <starpu.h>
 #include <starfold/common.h>
 #include <starfold/topology.h>
 #include <starfold/graph.h>
@@ -62,6 +65,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/**
+ * @brief StarPU's handle of registered data, declared exactly as <starpu_data.h> declares it.
+ *
+ * Repeated here so that this header needs no StarPU header (nor the POSIX feature macros those need);
+ * identical to StarPU's typedef, which C11 and C++ accept twice.
+ */
+struct _starpu_data_state;
+typedef struct _starpu_data_state *starpu_data_handle_t;
 
 /** @brief Opaque execution context. */
 typedef struct starfold_context *starfold_context_t;

@@ -27,7 +27,7 @@
 
 #include "base/common.h"
 #include "distribute/distribute.h"
-#include "exec/exec.h"
+#include "exec/vectors.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Submission records
@@ -102,7 +102,11 @@ static starfold_status_t host_vector_create(starfold_dtype_t dtype, size_t count
     void *p = NULL;
     if (count > 0 && !(p = calloc(count, elem)))
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", count * elem);
-    starpu_vector_data_register(handle, STARPU_MAIN_RAM, (uintptr_t)p, (uint32_t)count, elem);
+    const starfold_status_t st = starfold__host_vector_register(p, count, elem, handle);
+    if (st != STARFOLD_OK) {
+        free(p);
+        return st;
+    }
     *mem = p;
     return STARFOLD_OK;
 }
@@ -110,7 +114,7 @@ static starfold_status_t host_vector_create(starfold_dtype_t dtype, size_t count
 static void host_vector_destroy(starpu_data_handle_t handle, void *mem)
 {
     /* Waits for the tasks using it; no write-back into a buffer freed next. */
-    if (handle) starpu_data_unregister_no_coherency(handle);
+    if (handle) starfold__vector_unregister_discard(handle);
     free(mem);
 }
 
@@ -292,7 +296,8 @@ STARFOLD_API starfold_status_t starfold_value_wrap(starfold_context_t context, s
         if (!h) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: NULL handle", fn, c);
         if (!starfold__is_vector(h))
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: the handle is not a StarPU vector", fn, c);
-        const size_t nx = starpu_vector_get_nx(h), es = starpu_vector_get_elemsize(h);
+        size_t nx, es;
+        starfold__vector_shape(h, &nx, &es);
         if (es != elem)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                             "%s: component %d: elements of %zu bytes, %s has %zu-byte elements", fn, c, es,

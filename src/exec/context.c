@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 
 #include "base/common.h"
@@ -359,6 +360,27 @@ STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_dat
 int starfold__is_vector(starpu_data_handle_t handle)
 {
     return starpu_data_get_interface_id(handle) == STARPU_VECTOR_INTERFACE_ID;
+}
+
+void starfold__vector_shape(starpu_data_handle_t handle, size_t *count, size_t *elem_size)
+{
+    *count = starpu_vector_get_nx(handle);
+    *elem_size = starpu_vector_get_elemsize(handle);
+}
+
+starfold_status_t starfold__host_vector_register(void *mem, size_t count, size_t elem_size,
+                                                 starpu_data_handle_t *handle)
+{
+    if (count > UINT32_MAX)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%zu elements: a StarPU vector holds at most %" PRIu32,
+                               count, UINT32_MAX);
+    starpu_vector_data_register(handle, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)count, elem_size);
+    return STARFOLD_OK;
+}
+
+void starfold__vector_unregister_discard(starpu_data_handle_t handle)
+{
+    starpu_data_unregister_no_coherency(handle);
 }
 
 static starfold_status_t check_vector(starpu_data_handle_t handle, const void *host, size_t bytes, const char *fn)

@@ -16,6 +16,7 @@
 
 #include "exec/pool.h"
 #include "exec/kernels.h"
+#include "exec/vectors.h"
 
 struct starfold_context {
     starfold_device_mode_t mode;  /* never AUTO */
@@ -49,7 +50,5 @@ struct starfold_request {
     size_t nargs;
 };
 
-/* Whether @handle is a StarPU vector, the one data interface starfold reads and writes (context.c). */
-int starfold__is_vector(starpu_data_handle_t handle);
 
 #endif /* STARFOLD_SRC_EXEC_H */

@@ -1,0 +1,30 @@
+/*
+ * What the layers above the executor may ask of StarPU about vectors, without including <starpu.h>:
+ * the distribute layer wraps callers' handles and keeps host copies, and goes through these calls
+ * (context.c) for the few StarPU operations that takes. starpu_data_handle_t comes from the public
+ * <starfold/exec.h>, declared as StarPU declares it.
+ */
+#ifndef STARFOLD_SRC_EXEC_VECTORS_H
+#define STARFOLD_SRC_EXEC_VECTORS_H
+
+#include <stddef.h>
+#include <starfold/exec.h>
+
+/* Whether @handle is a StarPU vector, the one data interface starfold reads and writes. */
+int starfold__is_vector(starpu_data_handle_t handle);
+
+/* The elements of vector @handle and their size in bytes. */
+void starfold__vector_shape(starpu_data_handle_t handle, size_t *count, size_t *elem_size);
+
+/*
+ * Registers @count elements of @elem_size bytes at @mem (host memory the caller owns; NULL when
+ * @count is 0) as a vector whose home is main memory. Fails when @count does not fit StarPU's
+ * 32-bit vector length.
+ */
+starfold_status_t starfold__host_vector_register(void *mem, size_t count, size_t elem_size,
+                                                 starpu_data_handle_t *handle);
+
+/* Unregisters @handle after the tasks using it, without writing it back home (its memory is freed next). */
+void starfold__vector_unregister_discard(starpu_data_handle_t handle);
+
+#endif /* STARFOLD_SRC_EXEC_VECTORS_H */
