@@ -856,9 +856,9 @@ static starfold_status_t nested_merge_fn(starfold_strategy_t strategy, int n, vo
         return STARFOLD_ERR_INTERNAL;
     ca->in_merge_all_reduce = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &r);
     ca->in_merge_merge = starfold_replica_context_merge_call(rc, count_merge_fn, NULL, NULL);
-    /* Cross-replica methods are fine here. */
+    /* Cross-replica methods are fine here (MEAN: v is one component, whose SUM TensorFlow refuses). */
     const starfold_destination_t d = starfold_destination_device(1);
-    ca->in_merge_reduce_to = starfold_strategy_reduce_to(strategy, STARFOLD_OP_SUM, v, &d, NULL, &r);
+    ca->in_merge_reduce_to = starfold_strategy_reduce_to(strategy, STARFOLD_OP_MEAN, v, &d, NULL, &r);
     if (ca->in_merge_reduce_to == STARFOLD_OK) starfold_value_destroy(r);
     starfold_value_destroy(v);
     return STARFOLD_OK;
@@ -1229,6 +1229,67 @@ static void test_all_reduce_mirrored_variable(void)
     starfold_strategy_destroy(s);
 }
 
+/*
+ * TensorFlow's reduce_non_distributed_value, from its sources (tf-distribute-semantics.md): with
+ * num_replicas_in_sync != 1, SUM of a value that is not a DistributedValues raises "A
+ * non-DistributedValues value %s cannot be reduced with the given reduce op ReduceOp.SUM.", MEAN
+ * returns the value; with one replica SUM broadcasts it. Expected values: 7.0 for MEAN (the value),
+ * 7.0 for SUM with one replica; nothing written on a refusal.
+ */
+static void test_non_distributed_values(void)
+{
+    const int devs[3] = { 0, 1, 2 }, five = 5;
+    const float seven = 7.0f;
+    starfold_strategy_t s = mirrored(3, devs, NULL, NULL);
+    starfold_value_t t = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &five, STARFOLD_FLOAT32, 1, &seven, &t),
+                          STARFOLD_OK);
+    starfold_destination_t d = starfold_destination_device(0);
+    starfold_value_t untouched = (starfold_value_t)(uintptr_t)0x5eed;
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, t, &d, NULL, &untouched), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(),
+                                  "A non-DistributedValues value (one component, on one device) cannot be reduced with "
+                                  "the given reduce op ReduceOp.SUM"));
+    CU_ASSERT_PTR_EQUAL(untouched, (starfold_value_t)(uintptr_t)0x5eed);
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_PROD, t, &d, NULL, &untouched), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "ReduceOp.PROD"));
+    CU_ASSERT_PTR_EQUAL(untouched, (starfold_value_t)(uintptr_t)0x5eed);
+    CU_ASSERT_EQUAL(read_f32(t, 0), 7.0f);
+    /* MEAN, MIN, MAX: the value itself, on the destination. */
+    const starfold_op_t same[3] = { STARFOLD_OP_MEAN, STARFOLD_OP_MIN, STARFOLD_OP_MAX };
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, same[k], t, &d, NULL, &r), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_value_device(r, 0), 0);
+        CU_ASSERT_EQUAL(read_f32(r, 0), 7.0f);
+        starfold_value_destroy(r);
+    }
+    /* Destinations: a device the context lacks is NO_DEVICE (as for values), below -1 INVALID_ARGUMENT. */
+    const int n = starfold_context_num_devices(ctx);
+    starfold_value_t pr = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 3, devs, STARFOLD_FLOAT32, 1, NULL, &pr),
+                          STARFOLD_OK);
+    d = starfold_destination_device(n + 90);
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, pr, &d, NULL, &untouched), STARFOLD_ERR_NO_DEVICE);
+    char want[64];
+    snprintf(want, sizeof want, "device %d, the context has devices 0..%d", n + 90, n - 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), want));
+    d = starfold_destination_device(-5);
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, pr, &d, NULL, &untouched), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destination device -5 is not a device"));
+    CU_ASSERT_PTR_EQUAL(untouched, (starfold_value_t)(uintptr_t)0x5eed);
+    starfold_value_destroy(pr);
+    starfold_strategy_destroy(s);
+
+    /* One replica in sync: SUM of the value is the value (TensorFlow broadcasts it). */
+    s = mirrored(1, &five, NULL, NULL);
+    d = starfold_destination_device(5);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, t, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(read_f32(r, 0), 7.0f);
+    starfold_value_destroy(r);
+    starfold_strategy_destroy(s);
+    starfold_value_destroy(t);
+}
+
 typedef struct named_test {
     const char *name;
     CU_TestFunc fn;
@@ -1258,6 +1319,7 @@ int main(int argc, char **argv)
         { "Strategy.reduce with and without axis", test_strategy_reduce_axis },
         { "reduce_to, broadcast_to, update", test_cross_replica_methods },
         { "all_reduce of a mirrored variable", test_all_reduce_mirrored_variable },
+        { "reduce_to of a non-distributed value; destinations outside the context", test_non_distributed_values },
     };
     if (suite_init() != 0) {
         fprintf(stderr, "test_strategy: cannot create the context: %s\n", starfold_last_error());

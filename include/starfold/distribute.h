@@ -543,8 +543,10 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_options(starfold_cross_
  *              device or the host), owned by the caller; its content is ready once starfold_value_wait()
  *              returns or through StarPU's dependencies
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT ("destinations can not be empty", an empty value, values of
- *         different contexts, a device outside the topology), ::STARFOLD_ERR_NOT_SUPPORTED (an op for a
- *         dtype), ::STARFOLD_ERR_OUT_OF_MEMORY, ::STARFOLD_ERR_RUNTIME (StarPU refused the tasks).
+ *         different contexts, a destination device below -1, or a device of the context that is not in
+ *         the ops' topology), ::STARFOLD_ERR_NO_DEVICE (a destination device the context does not have,
+ *         as starfold_value_create() answers), ::STARFOLD_ERR_NOT_SUPPORTED (an op for a dtype),
+ *         ::STARFOLD_ERR_OUT_OF_MEMORY, ::STARFOLD_ERR_RUNTIME (StarPU refused the tasks).
  */
 STARFOLD_API starfold_status_t starfold_cross_device_ops_reduce(starfold_cross_device_ops_t ops, starfold_op_t op,
                                                                 starfold_value_t value,
@@ -797,7 +799,14 @@ STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strateg
  * MirroredStrategy: a mirrored value reduced with MEAN, MIN or MAX is copied (its components are
  * equal; TensorFlow returns it unchanged), anything else goes through the cross-device ops.
  * CentralStorageStrategy: ReductionToOneDevice on the parameter device. OneDeviceStrategy: a copy on
- * the destination. A SUM of a mirrored value sums its components (TensorFlow asserts instead).
+ * the destination.
+ *
+ * Refused with ::STARFOLD_ERR_INVALID_ARGUMENT, as TensorFlow refuses them:
+ *  - a SUM of a mirrored value of several components (it is one value, not n; TensorFlow asserts);
+ *  - a SUM (or PROD) of a value of one component (TensorFlow's non-DistributedValues) when more than one
+ *    replica is in sync: "A non-DistributedValues value ... cannot be reduced with the given reduce op
+ *    ReduceOp.SUM". Its MEAN, MIN and MAX are the value itself (copied to the destinations); with one
+ *    replica in sync every op gives the value.
  *
  * @param [in]  strategy the strategy
  * @param [in]  op the reduce operation

@@ -326,6 +326,19 @@ static starfold_status_t reduce_to(starfold_strategy_t s, const char *fn, starfo
      * itself; TensorFlow returns it unchanged, starfold copies it to the destinations (exactly: no
      * sum-then-divide rounding). A promoted integer MEAN still converts, through the reduction.
      */
+    /*
+     * TensorFlow's reduce_non_distributed_value: a value of one component, reduced by a strategy of
+     * several replicas, stands for the same tensor on every replica. Its MEAN (and MIN, MAX) is itself;
+     * its SUM would be n times it, which TensorFlow refuses rather than guess; starfold refuses PROD
+     * (its n-th power) for the same reason. With one replica in sync every op gives the value.
+     */
+    if (value->n == 1 && s->n > 1 && (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                        "%s: A non-DistributedValues value (one component, on %s) cannot be reduced with the given "
+                        "reduce op ReduceOp.%s: %d replicas are in sync (TensorFlow refuses too); reduce a "
+                        "per-replica value of the %d replicas, or use MEAN",
+                        fn, value->devices[0] == STARFOLD_DEVICE_HOST ? "the host" : "one device",
+                        op == STARFOLD_OP_SUM ? "SUM" : "PROD", s->n, s->n);
     /* TensorFlow asserts on a mirrored value summed across replicas: it is one value, not n. */
     if (s->kind == STARFOLD_STRATEGY_MIRRORED && value->kind == STARFOLD_VALUE_MIRRORED && op == STARFOLD_OP_SUM &&
         value->n > 1)
