@@ -182,6 +182,13 @@ int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, 
 void cli_machine_close(cli_machine_t *m);
 
 /*
+ * Settles what the cost model describes (model.c): on the machine's own topology, calibrates the
+ * context (once per machine) and attaches the figures to m->topo, so --model and "auto" predict these
+ * devices; on a topology the user named, says that the model describes it, not this machine.
+ */
+void cli_machine_model(const cli_opts_t *o, cli_machine_t *m, FILE *info);
+
+/*
  * One input and one output vector per replica and tensor, on the replica's device; or, bucketed, one
  * input and one output vector per replica holding every tensor one after another (tensors of one
  * dtype), each tensor a view (starfold_submit_views()).

@@ -58,10 +58,6 @@ typedef struct bench {
     size_t nrows, cap;
     int failed;            /* an error happened (the bench goes on with the next row) */
     uint64_t wrong_total;
-    int calibrated;        /* --model on CPU workers: the machine's parameters below are measured */
-    double task_us;        /* per task, < 0 when measuring failed */
-    double submit_us;      /* per submission */
-    double memory_GBps;    /* host memory, bytes read + written by a copy of 8 x 16 MiB; 0 when it failed */
 } bench_t;
 
 /* ------------------------------------------------------------------------------------------------
@@ -361,117 +357,22 @@ static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_
 
 /*
  * --model: the cost model's prediction of each measured algorithm, replayed on the same graph, and its
- * error. On CPU workers the model is calibrated from this run: the host memory bandwidth from the copy
- * baseline (it moves 2 x n x bytes), the logical devices mapped onto the context's workers as the
- * context maps them; the per-task overhead stays the model's default. Elsewhere the defaults apply
- * (the emulated box's transfers are staged through host memory, not the topology's links).
+ * error. The parameters are the topology's: on the machine's own topology, the context's calibration
+ * (cli_machine_model(): per-task and per-submission costs fitted over six graphs, the memory bandwidth
+ * fitted to a measured all-reduce, once per machine); on a topology the user named, its defaults.
  */
-static int double_cmp(const void *pa, const void *pb)
-{
-    const double a = *(const double *)pa, b = *(const double *)pb;
-    return a < b ? -1 : a > b;
-}
-
-/*
- * Seconds per submission of reduce-to-one over @nt one-element tensors on the machine's devices
- * (median of 15 after 3 warm-up), and its task count; -1 on failure.
- */
-static double time_tiny_graph(bench_t *b, size_t nt, size_t *tasks)
-{
-    const int n = b->m.num_devices;
-    starfold_tensor_desc_t t[16];
-    int devices[STARFOLD_MAX_DEVICES];
-    for (size_t k = 0; k < nt; k++) t[k] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, 1 };
-    for (int d = 0; d < n; d++) devices[d] = d;
-    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
-                                              .sources = devices, .num_tensors = nt, .tensors = t };
-    starfold_graph_t g = NULL;
-    starfold_graph_stats_t gs;
-    cli_replicas_t rep;
-    if (starfold_graph_compile(b->m.topo, "reduce-to-one", &desc, NULL, &g) != STARFOLD_OK ||
-        starfold_graph_stats(g, &gs) != STARFOLD_OK) {
-        starfold_graph_destroy(g);
-        return -1;
-    }
-    if (cli_replicas_create(b->m.ctx, n, t, nt, STARFOLD_OP_SUM, &rep) != STARFOLD_OK) {
-        starfold_graph_destroy(g);
-        return -1;
-    }
-    double times[18];
-    int ok = 1;
-    for (int it = 0; it < 18 && ok; it++) {
-        starfold_request_t req = NULL;
-        const double t0 = cli_now();
-        ok = cli_replicas_submit(&rep, g, &req) == STARFOLD_OK && starfold_request_wait(req) == STARFOLD_OK;
-        times[it] = cli_now() - t0;
-        starfold_request_destroy(req);
-    }
-    cli_replicas_destroy(&rep);
-    starfold_graph_destroy(g);
-    if (!ok) return -1;
-    qsort(times + 3, 15, sizeof(double), double_cmp);
-    *tasks = gs.num_tasks;
-    return times[3 + 7];
-}
-
-/*
- * The model's machine parameters on CPU workers, measured once per bench (every --model row uses
- * them, so a small size is not predicted with a bandwidth that small copies cannot reach):
- *  - per task and per submission: the time of one submission of reduce-to-one over 1 and over 16
- *    one-element tensors (n + 1 tasks per tensor, nothing to move) - the slope is what one more task
- *    costs the critical path (StarPU's submission, scheduling and data bookkeeping, on workers that
- *    share the cores with the submitting thread), the intercept what a submission costs anyway;
- *  - host memory bandwidth: the copy baseline on 16 MiB per replica, reads plus writes.
- */
-static void calibrate(bench_t *b)
-{
-    b->calibrated = 1;
-    size_t few = 0, many = 0;
-    const double t_few = time_tiny_graph(b, 1, &few), t_many = time_tiny_graph(b, 16, &many);
-    b->task_us = b->submit_us = -1;
-    if (t_few >= 0 && t_many >= 0 && many > few) {
-        b->task_us = (t_many - t_few) * 1e6 / (double)(many - few);
-        if (b->task_us < 0) b->task_us = 0;
-        b->submit_us = t_few * 1e6 - b->task_us * (double)few;
-        if (b->submit_us < 0) b->submit_us = 0;
-    }
-    const starfold_tensor_desc_t t = { STARFOLD_FLOAT32, (size_t)4 << 20 };
-    cli_replicas_t rep;
-    double copy = 0;
-    b->memory_GBps = 0;
-    if (cli_replicas_create(b->m.ctx, b->m.num_devices, &t, 1, STARFOLD_OP_SUM, &rep) == STARFOLD_OK) {
-        if (measure_copy(b, &t, 1, &rep, &copy) == 0 && copy > 0)
-            b->memory_GBps = 2.0 * b->m.num_devices * (double)(t.count * 4) / copy / 1e9;
-        cli_replicas_destroy(&rep);
-    }
-}
-
 static void model_notes(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
                         const double *times, double copy_s, int n, uint64_t bytes)
 {
+    /* The topology's parameters: the calibration of these devices (cli_machine_model()), or the
+     * defaults of a topology the user named. */
     starfold_cost_params_t p;
-    starfold_cost_params_init(&p);
-    int workers[STARFOLD_MAX_DEVICES], nw = 0;
-    const int cpu = starfold_context_mode(b->m.ctx) == STARFOLD_DEVICES_CPU;
-    if (cpu) {
-        for (int d = 0; d < b->m.num_devices; d++) {
-            const int w = starfold_context_device_worker(b->m.ctx, d);
-            int seen = 0;
-            for (int k = 0; k < nw; k++) seen |= workers[k] == w;
-            if (!seen) workers[nw++] = w;
-        }
-        p.cpu_workers = nw;
-        if (!b->calibrated) calibrate(b);
-        if (b->memory_GBps > 0) p.cpu_memory_GBps = b->memory_GBps;
-        else if (copy_s > 0) p.cpu_memory_GBps = 2.0 * n * (double)bytes / copy_s / 1e9;
-        if (b->task_us >= 0) p.task_overhead_us = b->task_us, p.submit_overhead_us = b->submit_us;
-        fprintf(b->info, "# model: calibrated on this machine: %d CPU workers sharing %.1f GB/s of memory (a copy of "
-                         "16 MiB per replica), %.1f us per task and %.1f us per submission (%s)\n",
-                nw, p.cpu_memory_GBps, p.task_overhead_us, p.submit_overhead_us,
-                b->task_us >= 0 ? "graphs of 1 and 16 one-element tensors" : "defaults: measuring failed");
-    } else {
-        fprintf(b->info, "# model: default parameters (accelerator or emulated devices)\n");
-    }
+    const int own = starfold_topology_cost_params(b->m.topo, &p);
+    (void)copy_s;
+    (void)bytes;
+    fprintf(b->info, "# model: %s\n",
+            own ? "the topology's calibration of these devices (see 'Cost model' above)"
+                : "the defaults of the topology as named, not this machine (see 'Cost model' above)");
     int devices[STARFOLD_MAX_DEVICES];
     for (int d = 0; d < n; d++) devices[d] = d;
     const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = op, .num_sources = n,
@@ -747,6 +648,10 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
 
     b.info = (o->json || o->csv) ? stderr : stdout;
     if ((r = cli_machine_open(cmd, o, b.info, &b.m)) != CLI_OK) goto out_tensors;
+    /* --model and "auto" predict with the cost model: of these devices when the topology is theirs. */
+    int uses_model = o->model;
+    for (int a = 0; a < b.nalgorithms; a++) uses_model |= !strcasecmp(b.algorithms[a], "auto");
+    if (uses_model) cli_machine_model(o, &b.m, b.info);
     print_header(&b);
 
     for (int k = 0; k < ndtypes; k++)
@@ -825,9 +730,10 @@ const cli_command_t cli_cmd_bench = {
         "                          start it every iteration (starfold_persistent_start): the time of a\n"
         "                          training loop's step, planning left out; the baselines are unchanged\n"
         "  --model                 beside each size, the cost model's prediction of each algorithm (starfold\n"
-        "                          simulate) and its error against the measured time; on CPU workers the model\n"
-        "                          is calibrated on the machine first (workers; memory bandwidth of a copy;\n"
-        "                          per-task and per-submission costs of graphs of tiny tensors)\n"
+        "                          simulate) and its error against the measured time; on the machine's own\n"
+        "                          topology the model is calibrated on its devices once (per-task and\n"
+        "                          per-submission costs, memory bandwidth; kept in $STARPU_HOME/.starpu/\n"
+        "                          starfold/, STARFOLD_CALIBRATE=2 measures again), as it is for 'auto'\n"
         "  --json                  one JSON object per row on stdout: algorithm, op, dtype, bytes, count,\n"
         "                          devices, time_us, algbw_GBps, busbw_GBps, wrong (null when unchecked)\n"
         "  --csv                   a header line, then one line per row with the same fields\n"

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -500,6 +501,8 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         return r;
     }
     printf("Devices: %s\n", m.description);
+    /* "auto" chooses with the cost model: of these devices when the topology is theirs. */
+    if (!strcasecmp(o.algorithm, "auto")) cli_machine_model(&o, &m, stdout);
 
     const int n = starfold_topology_num_devices(m.topo);
     int devices[STARFOLD_MAX_DEVICES];

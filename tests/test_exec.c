@@ -28,6 +28,7 @@
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1597,6 +1598,70 @@ static int suite_cleanup(void)
     return 0;
 }
 
+/*
+ * Calibration: measured (forced), kept in $STARPU_HOME/.starpu/starfold/, read back by the next call;
+ * the context's topology then carries the figures, and the model uses them when given no parameters.
+ */
+static void test_calibrate(void)
+{
+    starfold_calibration_t c, again;
+    CU_ASSERT_EQUAL(starfold_context_calibrate(NULL, 0, &c), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_context_calibrate(ctx, 0, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL_FATAL(starfold_context_calibrate(ctx, 1, &c), STARFOLD_OK);
+    CU_ASSERT_EQUAL(c.from_file, 0);
+    CU_ASSERT_EQUAL(c.points, 6);
+    CU_ASSERT(c.fit_error >= 0 && isfinite(c.fit_error));
+    CU_ASSERT(c.params.task_overhead_us >= 0 && isfinite(c.params.task_overhead_us));
+    CU_ASSERT(c.params.submit_overhead_us >= 0 && isfinite(c.params.submit_overhead_us));
+    /* The memory bandwidth of the devices' kind is fitted (within the bisection's range), the other kept. */
+    const double fitted = EMULATED ? c.params.gpu_memory_GBps : c.params.cpu_memory_GBps;
+    const double kept = EMULATED ? c.params.cpu_memory_GBps : c.params.gpu_memory_GBps;
+    CU_ASSERT(fitted >= 0.05 && fitted <= 1e5);
+    CU_ASSERT_EQUAL(kept, EMULATED ? 20.0 : 800.0);
+    const char *home = getenv("STARPU_HOME");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(home);
+    CU_ASSERT_EQUAL(strncmp(c.path, home, strlen(home)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.path, "/.starpu/starfold/calibration."));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.path, EMULATED ? ".opencl.8" : ".cpu.8"));
+    FILE *f = fopen(c.path, "r");
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f) fclose(f);
+
+    /* Read back, not measured: the very same figures. */
+    CU_ASSERT_EQUAL_FATAL(starfold_context_calibrate(ctx, 0, &again), STARFOLD_OK);
+    CU_ASSERT_EQUAL(again.from_file, 1);
+    CU_ASSERT_STRING_EQUAL(again.path, c.path);
+    CU_ASSERT_EQUAL(again.params.task_overhead_us, c.params.task_overhead_us);
+    CU_ASSERT_EQUAL(again.params.submit_overhead_us, c.params.submit_overhead_us);
+    CU_ASSERT_EQUAL(again.params.cpu_memory_GBps, c.params.cpu_memory_GBps);
+    CU_ASSERT_EQUAL(again.params.gpu_memory_GBps, c.params.gpu_memory_GBps);
+    CU_ASSERT_EQUAL(again.params.cpu_workers, c.params.cpu_workers);
+
+    /* The context's topology carries them; simulate with NULL uses them. */
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_context_topology(ctx, &t), STARFOLD_OK);
+    starfold_cost_params_t p;
+    CU_ASSERT_EQUAL(starfold_topology_cost_params(t, &p), 1);
+    CU_ASSERT_EQUAL(p.task_overhead_us, c.params.task_overhead_us);
+    int all8[8];
+    for (int d = 0; d < 8; d++) all8[d] = d;
+    const starfold_tensor_desc_t one = { STARFOLD_FLOAT32, 1 << 16 };
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = 8,
+                                              .sources = all8, .num_tensors = 1, .tensors = &one };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "trees", &desc, NULL, &g), STARFOLD_OK);
+    starfold_prediction_t implicit, explicit_, defaults;
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, NULL, &implicit), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, &c.params, &explicit_), STARFOLD_OK);
+    CU_ASSERT_EQUAL(implicit.time_us, explicit_.time_us);
+    starfold_cost_params_t dp;
+    starfold_cost_params_init(&dp);
+    CU_ASSERT_EQUAL(starfold_graph_simulate(g, &dp, &defaults), STARFOLD_OK);
+    CU_ASSERT_NOT_EQUAL(implicit.time_us, defaults.time_us);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(t);
+}
+
 typedef struct named_test {
     const char *name;
     CU_TestFunc fn;
@@ -1632,6 +1697,7 @@ int main(int argc, char **argv)
 
     static const named_test_t tests[] = {
         { "context", test_context },
+        { "cost-model calibration, kept and read back", test_calibrate },
         { "vectors", test_vectors },
         { "hand-built graphs, N x dtype x op", test_hand_graphs },
         { "all tensors empty", test_all_empty },

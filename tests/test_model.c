@@ -63,6 +63,55 @@ static void test_one_transfer(void)
     starfold_topology_destroy(t);
 }
 
+/*
+ * A topology may carry its machine's parameters: simulate with NULL uses them (the same 123 us as
+ * test_one_transfer's explicit ones), subsets keep them, bad ones are refused and change nothing.
+ */
+static void test_topology_cost_params(void)
+{
+    starfold_topology_t t = pair_topology();
+    starfold_cost_params_t p = params(), got;
+    CU_ASSERT_EQUAL(starfold_topology_cost_params(t, &got), 0); /* the defaults */
+    CU_ASSERT_EQUAL(got.task_overhead_us, 5.0);
+    CU_ASSERT_EQUAL(starfold_topology_set_cost_params(t, &p), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_cost_params(t, &got), 1);
+    CU_ASSERT_EQUAL(got.gpu_memory_GBps, 100.0);
+    starfold_cost_params_t bad = p;
+    bad.gpu_memory_GBps = 0;
+    CU_ASSERT_EQUAL(starfold_topology_set_cost_params(t, &bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "bandwidths > 0"));
+    bad = p;
+    bad.task_overhead_us = NAN;
+    CU_ASSERT_EQUAL(starfold_topology_set_cost_params(t, &bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    bad = p;
+    bad.cpu_workers = -1;
+    CU_ASSERT_EQUAL(starfold_topology_set_cost_params(t, &bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_set_cost_params(NULL, &p), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_cost_params(t, &got), 1); /* unchanged by the refusals */
+    CU_ASSERT_EQUAL(got.gpu_memory_GBps, 100.0);
+    CU_ASSERT_EQUAL(got.task_overhead_us, 1.0);
+
+    const int src[1] = { 0 }, dst[1] = { 1 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, 250000 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_BROADCAST, STARFOLD_OP_SUM, 1, src, 1, dst, 1, &td };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "reduce-to-one", &d, NULL, &g), STARFOLD_OK);
+    starfold_prediction_t r;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_simulate(g, NULL, &r), STARFOLD_OK);
+    CU_ASSERT(NEAR(r.time_us, 123.0));
+    starfold_graph_destroy(g);
+
+    starfold_topology_t sub = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(t, 2, &sub), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_cost_params(sub, &got), 1);
+    CU_ASSERT_EQUAL(got.task_overhead_us, 1.0);
+    starfold_topology_destroy(sub);
+    CU_ASSERT_EQUAL(starfold_topology_set_cost_params(t, NULL), STARFOLD_OK); /* back to the defaults */
+    CU_ASSERT_EQUAL(starfold_topology_cost_params(t, &got), 0);
+    CU_ASSERT_EQUAL(got.gpu_memory_GBps, 800.0);
+    starfold_topology_destroy(t);
+}
+
 /* Two tensors broadcast 0 -> 1 at once share the link: both transfers end at 2 + 2e6/1e4 = 202 us. */
 static void test_shared_link(void)
 {
@@ -331,6 +380,7 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("model", NULL, NULL);
     CU_add_test(s, "one transfer: alpha + beta + kernel", test_one_transfer);
+    CU_add_test(s, "a topology's own cost parameters", test_topology_cost_params);
     CU_add_test(s, "transfers share a directed link", test_shared_link);
     CU_add_test(s, "dependencies chain", test_dependency_chain);
     CU_add_test(s, "algorithm verdicts on the DGX-1", test_algorithm_verdicts);

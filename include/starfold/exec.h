@@ -131,10 +131,55 @@ STARFOLD_API int starfold_context_device_node(starfold_context_t context, int de
 /**
  * @brief A topology of the context's devices as StarPU sees them: one device per logical device,
  *        links between memory nodes with StarPU's calibrated bus bandwidth and latency (devices sharing
- *        a memory node get a "host" link at memory-copy speed).
+ *        a memory node get a "host" link at memory-copy speed); once the context is calibrated
+ *        (starfold_context_calibrate()), it carries the calibration's cost parameters.
  */
 STARFOLD_API starfold_status_t starfold_context_topology(starfold_context_t context,
                                                          starfold_topology_t *topology);
+
+/** @brief What starfold_context_calibrate() found, and where it keeps it. */
+typedef struct starfold_calibration {
+    /**
+     * The machine parameters fitted on the context's devices: task_overhead_us and submit_overhead_us
+     * (a least-squares line over six graphs of 1 to 32 one-element tensors), the memory bandwidth of
+     * its kind of device (cpu_memory_GBps for CPU workers, gpu_memory_GBps otherwise: the bandwidth at
+     * which the model predicts a measured 4 MiB all-reduce), cpu_workers as the context maps devices
+     * onto workers; the other fields are the defaults.
+     */
+    starfold_cost_params_t params;
+    int from_file;      /**< 1: read from @ref path (measured earlier), 0: measured by this call */
+    char path[4096];    /**< the calibration file, "" when there is no $STARPU_HOME or $HOME to keep it */
+    int points;         /**< graphs the overheads were fitted on */
+    double fit_error;   /**< root-mean-square residual of that fit over the mean time (0.1 = 10 %) */
+} starfold_calibration_t;
+
+/**
+ * @brief Calibrates the cost model on the context's devices, once per machine.
+ *
+ * The model's defaults describe a GPU server. This measures what it needs on the devices the
+ * context runs on (on the host's CPU workers, on POCL's emulated devices, on GPUs) and keeps the
+ * result where StarPU keeps its performance models: `$STARPU_HOME/.starpu/starfold/` (StarPU's home
+ * defaults to `$HOME`), one file per host, device mode and device count. Later calls, in this
+ * process or another, read that file instead of measuring (about a second on the host, a few on the
+ * emulated box), unless @p force is nonzero or the environment sets `STARFOLD_CALIBRATE=2` (StarPU's
+ * own convention for "measure again").
+ *
+ * From then on starfold_context_topology() returns topologies that carry these parameters
+ * (starfold_topology_cost_params()), so starfold_graph_simulate() with NULL parameters and the
+ * "auto" algorithm describe this machine, not the default one. Topologies built otherwise (built-in,
+ * from files) keep the defaults unless given parameters with starfold_topology_set_cost_params().
+ *
+ * Runs graphs on every device of the context: call it when no other work is running, or the figures
+ * will include that work.
+ * @param [in]  context the context
+ * @param [in]  force nonzero to measure even when a calibration file exists (and replace it)
+ * @param [out] calibration what was found, and where it is kept
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL; the status of a graph that failed to run
+ *         (::STARFOLD_ERR_RUNTIME, ::STARFOLD_ERR_OUT_OF_MEMORY for the 4 MiB per device); an unwritable
+ *         home is not an error (@ref starfold_calibration::path is then "").
+ */
+STARFOLD_API starfold_status_t starfold_context_calibrate(starfold_context_t context, int force,
+                                                          starfold_calibration_t *calibration);
 
 /**
  * @brief Submits @p graph to StarPU and returns without waiting.

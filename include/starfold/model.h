@@ -26,30 +26,11 @@
 extern "C" {
 #endif
 
-/** @brief Machine parameters the links do not carry. Initialise with starfold_cost_params_init(). */
-typedef struct starfold_cost_params {
-    double task_overhead_us;   /**< runtime cost of one task on its worker (default 5 us) */
-    double gpu_memory_GBps;    /**< kernel memory bandwidth on GPU devices (default 800, a V100's HBM2 in practice) */
-    /**
-     * Host memory bandwidth (bytes read + written) that the kernels of CPU devices share: every CPU
-     * kernel running at a moment gets an equal part of it (default 20).
-     */
-    double cpu_memory_GBps;
-    /**
-     * Workers serving the CPU devices: 0 (default) = one per device; W > 0 = W workers, CPU device d
-     * running on worker d mod W, as a starfold context maps logical devices onto StarPU's CPU workers.
-     */
-    int cpu_workers;
-    /**
-     * Fixed cost of one submission before its first task can start: planning the graph, StarPU's
-     * bookkeeping of its handles and partitions, the wake-up of the waiting thread (default 0: the
-     * graph alone). Added to the predicted time of starfold_graph_simulate().
-     */
-    double submit_overhead_us;
-} starfold_cost_params_t;
-
-/** @brief Fills @p params with the defaults. */
-STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *params);
+/*
+ * starfold_cost_params_t, the machine parameters the links do not carry, and
+ * starfold_cost_params_init() are declared in <starfold/topology.h>: a topology may carry them
+ * (starfold_topology_set_cost_params(), a calibrated context's topology does).
+ */
 
 /** @brief What starfold_graph_simulate() predicts. */
 typedef struct starfold_prediction {
@@ -68,7 +49,8 @@ typedef struct starfold_prediction {
 /**
  * @brief Predicts the run time of @p graph on its topology.
  * @param [in]  graph a compiled graph
- * @param [in]  params NULL for the defaults
+ * @param [in]  params NULL for the topology's (starfold_topology_cost_params(): its calibration if it
+ *              carries one, else the defaults)
  * @param [out] prediction the result
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or non-positive parameters.
  */

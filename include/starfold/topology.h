@@ -164,6 +164,57 @@ STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topo
  */
 STARFOLD_API starfold_status_t starfold_topology_validate(starfold_topology_t topology);
 
+/**
+ * @brief Machine parameters the links do not carry, used by the cost model (starfold/model.h).
+ *        Initialise with starfold_cost_params_init().
+ *
+ * The defaults describe a GPU server; a topology may carry measured ones
+ * (starfold_topology_set_cost_params()): a context's topology carries its calibration
+ * (starfold_context_calibrate() in starfold/exec.h), so the model and "auto" describe the machine
+ * that runs the graphs.
+ */
+typedef struct starfold_cost_params {
+    double task_overhead_us;   /**< runtime cost of one task on its worker (default 5 us) */
+    double gpu_memory_GBps;    /**< kernel memory bandwidth on GPU devices (default 800, a V100's HBM2 in practice) */
+    /**
+     * Host memory bandwidth (bytes read + written) that the kernels of CPU devices share: every CPU
+     * kernel running at a moment gets an equal part of it (default 20).
+     */
+    double cpu_memory_GBps;
+    /**
+     * Workers serving the CPU devices: 0 (default) = one per device; W > 0 = W workers, CPU device d
+     * running on worker d mod W, as a starfold context maps logical devices onto StarPU's CPU workers.
+     */
+    int cpu_workers;
+    /**
+     * Fixed cost of one submission before its first task can start: planning the graph, StarPU's
+     * bookkeeping of its handles and partitions, the wake-up of the waiting thread (default 0: the
+     * graph alone). Added to the predicted time of starfold_graph_simulate().
+     */
+    double submit_overhead_us;
+} starfold_cost_params_t;
+
+/** @brief Fills @p params with the defaults. */
+STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *params);
+
+/**
+ * @brief The cost parameters the model uses for graphs on @p topology: those set on it, else the
+ *        defaults of starfold_cost_params_init().
+ * @return 1 when the topology carries parameters of its own, 0 for the defaults (and for NULL
+ *         arguments, @p params then untouched when NULL)
+ */
+STARFOLD_API int starfold_topology_cost_params(starfold_topology_t topology, starfold_cost_params_t *params);
+
+/**
+ * @brief Attaches machine parameters to @p topology (NULL: back to the defaults). Graphs compiled
+ *        afterwards are simulated with them when no parameters are given, "auto" included; subsets
+ *        keep them.
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a NULL topology or parameters that are not finite with
+ *         overheads >= 0, bandwidths > 0 and cpu_workers 0..4096 (nothing changes).
+ */
+STARFOLD_API starfold_status_t starfold_topology_set_cost_params(starfold_topology_t topology,
+                                                                 const starfold_cost_params_t *params);
+
 /** @brief Adds a reference; starfold_topology_destroy() drops one. */
 STARFOLD_API starfold_topology_t starfold_topology_retain(starfold_topology_t topology);
 

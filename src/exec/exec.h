@@ -32,6 +32,9 @@ struct starfold_context {
      */
     long test_refuse_task;
     long test_fail_task;
+    /* starfold_context_calibrate()'s result, which starfold_context_topology() attaches (calibrate.c) */
+    int calibrated;
+    starfold_cost_params_t calibration;
 };
 
 struct starfold_request {

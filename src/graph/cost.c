@@ -47,17 +47,9 @@
 
 #include "base/common.h"
 #include "graph/graph.h"
+#include "topology/topology.h"
 #include <starfold/model.h>
 
-STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *p)
-{
-    if (!p) return;
-    p->task_overhead_us = 5.0;
-    p->gpu_memory_GBps = 800.0;
-    p->cpu_memory_GBps = 20.0;
-    p->cpu_workers = 0;
-    p->submit_overhead_us = 0.0;
-}
 
 /* A directed hop of a transfer path. */
 typedef struct hop {
@@ -598,21 +590,13 @@ static double bus_factor(const struct starfold_graph *g)
     return n > 1 ? 2.0 * (n - 1) / n : 1.0;
 }
 
-static starfold_status_t check_params(const starfold_cost_params_t *params, starfold_cost_params_t *p)
+/* The parameters a replay uses: the caller's, else the topology's (its calibration or the defaults). */
+static starfold_status_t check_params(starfold_topology_t topology, const starfold_cost_params_t *params,
+                                      starfold_cost_params_t *p)
 {
     if (params) *p = *params;
-    else starfold_cost_params_init(p);
-    if (!(p->task_overhead_us >= 0) || !(p->gpu_memory_GBps > 0) || !(p->cpu_memory_GBps > 0) ||
-        !isfinite(p->task_overhead_us) || !isfinite(p->gpu_memory_GBps) || !isfinite(p->cpu_memory_GBps) ||
-        !(p->submit_overhead_us >= 0) || !isfinite(p->submit_overhead_us))
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                        "cost parameters must be finite with overheads >= 0 and bandwidths > 0 (got %g us per task, "
-                        "%g us per submission, %g, %g GB/s)",
-                        p->task_overhead_us, p->submit_overhead_us, p->gpu_memory_GBps, p->cpu_memory_GBps);
-    if (p->cpu_workers < 0 || p->cpu_workers > 4096)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "cost parameters: cpu_workers must be 0 to 4096, got %d",
-                        p->cpu_workers);
-    return STARFOLD_OK;
+    else starfold_topology_cost_params(topology, p);
+    return starfold__cost_params_check(p, "simulate");
 }
 
 /* Appends graph @g's nodes as tasks from index @base on, each dependency offset by @base. */
@@ -637,7 +621,7 @@ STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, c
 {
     if (!graph || !prediction) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_graph_simulate: NULL argument");
     sim_t s = { 0 };
-    starfold_status_t st = check_params(params, &s.p);
+    starfold_status_t st = check_params(graph->topology, params, &s.p);
     if (st != STARFOLD_OK) return st;
     s.topology = graph->topology;
     s.ndev = starfold_topology_num_devices(graph->topology);
@@ -789,7 +773,7 @@ STARFOLD_API starfold_status_t starfold_simulate_backward_pass(const starfold_ba
                             pass->ready_after[b], pass->num_layers);
     }
     starfold_cost_params_t p;
-    starfold_status_t st = check_params(params, &p);
+    starfold_status_t st = check_params(pass->buckets[0]->topology, params, &p);
     starfold_overlap_prediction_t r = { 0 };
     if (st == STARFOLD_OK) st = simulate_pass(pass, &p, 1, 0, &r.compute_us);
     if (st == STARFOLD_OK) st = simulate_pass(pass, &p, 0, 1, &r.reduce_us);

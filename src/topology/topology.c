@@ -275,6 +275,62 @@ STARFOLD_API starfold_status_t starfold_topology_best_link(starfold_topology_t t
 }
 
 /* ------------------------------------------------------------------------------------------------
+ * Machine parameters for the cost model
+ */
+
+STARFOLD_API void starfold_cost_params_init(starfold_cost_params_t *p)
+{
+    if (!p) return;
+    p->task_overhead_us = 5.0;
+    p->gpu_memory_GBps = 800.0;
+    p->cpu_memory_GBps = 20.0;
+    p->cpu_workers = 0;
+    p->submit_overhead_us = 0.0;
+}
+
+starfold_status_t starfold__cost_params_check(const starfold_cost_params_t *p, const char *fn)
+{
+    if (!(p->task_overhead_us >= 0) || !(p->gpu_memory_GBps > 0) || !(p->cpu_memory_GBps > 0) ||
+        !isfinite(p->task_overhead_us) || !isfinite(p->gpu_memory_GBps) || !isfinite(p->cpu_memory_GBps) ||
+        !(p->submit_overhead_us >= 0) || !isfinite(p->submit_overhead_us))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: cost parameters must be finite with overheads >= 0 and bandwidths > 0 (got %g us "
+                               "per task, %g us per submission, %g, %g GB/s)",
+                               fn, p->task_overhead_us, p->submit_overhead_us, p->gpu_memory_GBps, p->cpu_memory_GBps);
+    if (p->cpu_workers < 0 || p->cpu_workers > 4096)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: cost parameters: cpu_workers must be 0 to 4096, got %d",
+                               fn, p->cpu_workers);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API int starfold_topology_cost_params(starfold_topology_t topology, starfold_cost_params_t *params)
+{
+    if (!params) return 0;
+    if (topology && topology->has_cost_params) {
+        *params = topology->cost_params;
+        return 1;
+    }
+    starfold_cost_params_init(params);
+    return 0;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_set_cost_params(starfold_topology_t topology,
+                                                                 const starfold_cost_params_t *params)
+{
+    static const char fn[] = "starfold_topology_set_cost_params";
+    if (!topology) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL topology", fn);
+    if (!params) {
+        topology->has_cost_params = 0;
+        return STARFOLD_OK;
+    }
+    const starfold_status_t st = starfold__cost_params_check(params, fn);
+    if (st != STARFOLD_OK) return st;
+    topology->cost_params = *params;
+    topology->has_cost_params = 1;
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
  * Derived topologies and checks
  */
 
@@ -307,6 +363,8 @@ STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topo
     for (size_t i = 0; i < topology->num_links; i++)
         if (topology->links[i].b < num_devices)
             SF_CHECK_GOTO(starfold_topology_add_link(s, &topology->links[i]), st, fail);
+    s->has_cost_params = topology->has_cost_params;
+    s->cost_params = topology->cost_params;
     *subset = s;
     return STARFOLD_OK;
 

@@ -22,7 +22,12 @@ struct starfold_topology {
     starfold__device_t *devices;     /* num_devices entries */
     starfold_link_t *links;   /* growable */
     size_t num_links, cap_links;
+    int has_cost_params;      /* 1: cost_params were set (a calibration), 0: the model's defaults */
+    starfold_cost_params_t cost_params;
 };
+
+/* Checks cost parameters (finite, overheads >= 0, bandwidths > 0, cpu_workers 0..4096); @fn names the caller. */
+starfold_status_t starfold__cost_params_check(const starfold_cost_params_t *p, const char *fn);
 
 /* "gpu" / "cpu"; "unknown" otherwise. */
 const char *starfold__device_kind_name(starfold_device_kind_t kind);
