@@ -1290,6 +1290,63 @@ static void test_non_distributed_values(void)
     starfold_value_destroy(t);
 }
 
+/*
+ * TensorFlow 1.x's choose_the_best (tf-distribute-semantics.md, section 4.5): the DGX-1's _dgx1_links
+ * give HierarchicalCopyAllReduce(num_packs = 8); the same machine numbered otherwise (TensorFlow
+ * compared the lists), fewer GPUs or other links give NCCL (starfold: ring, one pack); a non-GPU
+ * device gives ReductionToOneDevice.
+ */
+static void test_choose_the_best(void)
+{
+    static const int tf_dgx1_links[8][4] = { { 1, 2, 3, 4 }, { 0, 2, 3, 5 }, { 0, 1, 3, 6 }, { 0, 1, 2, 7 },
+                                    { 0, 5, 6, 7 }, { 1, 4, 6, 7 }, { 2, 4, 5, 7 }, { 3, 4, 5, 6 } };
+    int m[64] = { 0 }, rotated[64] = { 0 };
+    for (int i = 0; i < 8; i++)
+        for (int k = 0; k < 4; k++) {
+            m[i * 8 + tf_dgx1_links[i][k]] = 1;
+            rotated[((i + 1) % 8) * 8 + (tf_dgx1_links[i][k] + 1) % 8] = 1; /* device d renamed d + 1 mod 8 */
+        }
+    starfold_cross_device_ops_t ops = NULL;
+    starfold_algo_options_t o;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_choose_the_best(8, m, 1, &ops), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "hierarchical-copy");
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_options(ops, &o), STARFOLD_OK);
+    CU_ASSERT_EQUAL(o.num_packs, 8);
+    starfold_cross_device_ops_destroy(ops);
+    /* Self-links are allowed, as TensorFlow allowed them. */
+    for (int i = 0; i < 8; i++) m[i * 8 + i] = 1;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_choose_the_best(8, m, 1, &ops), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "hierarchical-copy");
+    starfold_cross_device_ops_destroy(ops);
+    /* The same machine numbered otherwise: not TensorFlow's list, so NCCL's choice (ring, one pack). */
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_choose_the_best(8, rotated, 1, &ops), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "ring");
+    starfold_cross_device_ops_destroy(ops);
+    /* One link missing. */
+    m[0 * 8 + 4] = m[4 * 8 + 0] = 0;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_choose_the_best(8, m, 1, &ops), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "ring");
+    starfold_cross_device_ops_destroy(ops);
+    /* Four GPUs, fully connected. */
+    int four[16];
+    for (int i = 0; i < 16; i++) four[i] = 1;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_choose_the_best(4, four, 1, &ops), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "ring");
+    starfold_cross_device_ops_destroy(ops);
+    /* A CPU among the devices: ReductionToOneDevice; no matrix needed. */
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_choose_the_best(8, NULL, 0, &ops), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_cross_device_ops_algorithm(ops), "reduce-to-one");
+    starfold_cross_device_ops_destroy(ops);
+    /* Bad input: a status, nothing created. */
+    ops = (starfold_cross_device_ops_t)(uintptr_t)0x5eed;
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_choose_the_best(0, m, 1, &ops), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_choose_the_best(8, NULL, 1, &ops), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_choose_the_best(STARFOLD_MAX_DEVICES + 1, m, 1, &ops),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_EQUAL(ops, (starfold_cross_device_ops_t)(uintptr_t)0x5eed);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_choose_the_best(8, m, 1, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+}
+
 typedef struct named_test {
     const char *name;
     CU_TestFunc fn;
@@ -1320,6 +1377,7 @@ int main(int argc, char **argv)
         { "reduce_to, broadcast_to, update", test_cross_replica_methods },
         { "all_reduce of a mirrored variable", test_all_reduce_mirrored_variable },
         { "reduce_to of a non-distributed value; destinations outside the context", test_non_distributed_values },
+        { "TensorFlow 1.x choose_the_best from a link matrix", test_choose_the_best },
     };
     if (suite_init() != 0) {
         fprintf(stderr, "test_strategy: cannot create the context: %s\n", starfold_last_error());

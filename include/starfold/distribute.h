@@ -489,6 +489,29 @@ STARFOLD_API starfold_status_t starfold_hierarchical_copy_all_reduce_create(int 
                                                                             starfold_cross_device_ops_t *ops);
 
 /**
+ * @brief TensorFlow 1.x's `choose_the_best(devices, session_config)`: the cross-device ops chosen from
+ *        the devices' link matrix, as TensorFlow 1.12-1.14 chose them.
+ *
+ *  - a device that is not a GPU (@p all_gpus 0): ReductionToOneDevice (reduce_to_device -1);
+ *  - exactly 8 GPUs linked as a DGX-1 (device i's NVLink neighbours are TensorFlow's `_dgx1_links[i]`:
+ *    {1,2,3,4}, {0,2,3,5}, {0,1,3,6}, {0,1,2,7}, {0,5,6,7}, {1,4,6,7}, {2,4,5,7}, {3,4,5,6}; a link of a
+ *    device to itself is ignored): HierarchicalCopyAllReduce with `num_packs` = 8, one pack per device,
+ *    so the packs' roots rotate over all of them;
+ *  - any other matrix (fewer GPUs, other links, the same links with devices numbered otherwise):
+ *    TensorFlow's NCCL all-reduce with one pack, which starfold runs as "ring".
+ * TensorFlow compared the link lists exactly, so a relabelled DGX-1 is not recognised; neither is it
+ * here (a strategy's default ops, "auto", find the quads on any labelling through the topology).
+ * @param [in]  num_devices 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [in]  link_matrix @p num_devices x @p num_devices, row-major: nonzero at [i * n + j] when devices
+ *              i and j share a direct (NVLink) link; may be NULL when @p all_gpus is 0
+ * @param [in]  all_gpus nonzero when every device is a GPU
+ * @param [out] ops the new object, owned by the caller (starfold_cross_device_ops_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or a device count out of range.
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_choose_the_best(int num_devices, const int *link_matrix,
+                                                                         int all_gpus, starfold_cross_device_ops_t *ops);
+
+/**
  * @brief Adds a reference (each reference is dropped by one starfold_cross_device_ops_destroy()).
  * @param [in] ops the object, or NULL
  * @return @p ops

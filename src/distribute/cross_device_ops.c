@@ -146,6 +146,53 @@ STARFOLD_API starfold_status_t starfold_hierarchical_copy_all_reduce_create(int 
     return starfold_cross_device_ops_create("hierarchical-copy", &o, NULL, ops);
 }
 
+/*
+ * TensorFlow 1.12-1.14's choose_the_best: the DGX-1's NVLink neighbours of each GPU, as its
+ * _dgx1_links lists them. Device d's row of a link matrix must name exactly these devices (a link to
+ * itself is ignored, as TensorFlow allowed it) for the matrix to be "DGX-1-like".
+ *
+ *        0 ---- 1          quads {0,1,2,3} and {4,5,6,7} fully connected,
+ *        | \  / |          plus i -- i+4 across
+ *        |  \/  |
+ *        |  /\  |   x 2
+ *        3 ---- 2
+ */
+static const unsigned char dgx1_links[8] = {
+    /* bit j of row i: i and j share NVLink */
+    0x1e, 0x2d, 0x4b, 0x87, 0xe1, 0xd2, 0xb4, 0x78,
+};
+
+static int dgx1_like(int n, const int *links)
+{
+    if (n != 8) return 0; /* TensorFlow compared the whole list of 8 rows */
+    for (int i = 0; i < 8; i++) {
+        unsigned row = 0;
+        for (int j = 0; j < 8; j++)
+            if (i != j && links[i * 8 + j]) row |= 1u << j;
+        if (row != dgx1_links[i]) return 0;
+    }
+    return 1;
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_choose_the_best(int num_devices, const int *link_matrix,
+                                                                         int all_gpus, starfold_cross_device_ops_t *ops)
+{
+    static const char fn[] = "starfold_cross_device_ops_choose_the_best";
+    if (!ops) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL ops", fn);
+    if (num_devices < 1 || num_devices > STARFOLD_MAX_DEVICES)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: num_devices must be 1..%d, got %d", fn,
+                               STARFOLD_MAX_DEVICES, num_devices);
+    if (!link_matrix && all_gpus) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL link matrix", fn);
+    /* Any device that is not a GPU: ReductionToOneDevice, as TensorFlow fell back to. */
+    if (!all_gpus) return starfold_reduction_to_one_device_create(-1, ops);
+    /* A DGX-1: hierarchical copy with one pack per device, so every pack has a root of its own. */
+    if (dgx1_like(num_devices, link_matrix)) return starfold_hierarchical_copy_all_reduce_create(num_devices, ops);
+    /* Anything else: TensorFlow's NCCL all-reduce with one pack; starfold's rings stand for NCCL's. */
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    return starfold_cross_device_ops_create("ring", &o, NULL, ops);
+}
+
 STARFOLD_API starfold_cross_device_ops_t starfold_cross_device_ops_retain(starfold_cross_device_ops_t ops)
 {
     if (ops) __atomic_add_fetch(&ops->refs, 1, __ATOMIC_RELAXED);
