@@ -492,6 +492,44 @@ static void test_destinations(void)
     CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
     starfold_value_destroy(r);
 
+    /* The same devices named as a list: no value to allocate, the same all-reduce. */
+    d = starfold_destination_devices(4, rev);
+    starfold__trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_ALL_REDUCE);
+    for (int c = 0; c < 4; c++) CU_ASSERT_EQUAL(starfold_value_device(r, c), rev[c]);
+    CU_ASSERT_EQUAL(starfold_value_kind(r), STARFOLD_VALUE_MIRRORED);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
+    starfold_value_destroy(r);
+    /* A list of other devices: the fallback, reduced on the first of them. */
+    const int d51[2] = { 5, 1 };
+    d = starfold_destination_devices(2, d51);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_MAX, v, &d, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace().path, SF_PATH_FALLBACK);
+    CU_ASSERT_EQUAL(last_trace().reduce_device, 5);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), 5);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 1), 1);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_MAX, 4, 1.0f));
+    starfold_value_destroy(r);
+    /* Bad lists: a status and its reason, no result. */
+    r = NULL;
+    const int twice[2] = { 1, 1 }, neg[2] = { 1, -5 }, host[1] = { STARFOLD_DEVICE_HOST };
+    d = starfold_destination_devices(0, rev);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destinations can not be empty"));
+    d = starfold_destination_devices(2, twice);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destination device 1 is listed twice"));
+    d = starfold_destination_devices(2, neg);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "destination device -5 is not a device"));
+    d = starfold_destination_devices(1, host);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "starfold_destination_host()"));
+    d = starfold_destination_devices(STARFOLD_MAX_DEVICES + 1, rev);
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(r);
+
     /* One device that is a source: the fallback (reduce-to-one on that device). */
     d = starfold_destination_device(2);
     CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, v, &d, NULL, &r), STARFOLD_OK);

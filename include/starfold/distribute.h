@@ -296,7 +296,12 @@ typedef enum starfold_destination_kind {
      */
     STARFOLD_DESTINATION_VALUE,
     /** Host memory (TensorFlow's "/device:CPU:0"): the result is one host component. */
-    STARFOLD_DESTINATION_HOST
+    STARFOLD_DESTINATION_HOST,
+    /**
+     * A list of devices, in its order (TensorFlow's list of device strings): the result is a value
+     * over them, as for ::STARFOLD_DESTINATION_VALUE, without a value to name them.
+     */
+    STARFOLD_DESTINATION_DEVICES
 } starfold_destination_kind_t;
 
 /**
@@ -308,6 +313,8 @@ typedef struct starfold_destination {
     starfold_destination_kind_t kind; /**< which of the fields below is meant */
     int device;                       /**< ::STARFOLD_DESTINATION_DEVICE: the device */
     starfold_value_t value;           /**< ::STARFOLD_DESTINATION_VALUE: the value (borrowed) */
+    int num_devices;                  /**< ::STARFOLD_DESTINATION_DEVICES: 1 .. ::STARFOLD_MAX_DEVICES */
+    const int *devices;               /**< ::STARFOLD_DESTINATION_DEVICES: distinct devices (borrowed) */
 } starfold_destination_t;
 
 /**
@@ -317,7 +324,7 @@ typedef struct starfold_destination {
  */
 static inline starfold_destination_t starfold_destination_device(int device)
 {
-    starfold_destination_t d = { STARFOLD_DESTINATION_DEVICE, device, NULL };
+    starfold_destination_t d = { STARFOLD_DESTINATION_DEVICE, device, NULL, 0, NULL };
     return d;
 }
 
@@ -328,7 +335,7 @@ static inline starfold_destination_t starfold_destination_device(int device)
  */
 static inline starfold_destination_t starfold_destination_value(starfold_value_t value)
 {
-    starfold_destination_t d = { STARFOLD_DESTINATION_VALUE, 0, value };
+    starfold_destination_t d = { STARFOLD_DESTINATION_VALUE, 0, value, 0, NULL };
     return d;
 }
 
@@ -338,7 +345,21 @@ static inline starfold_destination_t starfold_destination_value(starfold_value_t
  */
 static inline starfold_destination_t starfold_destination_host(void)
 {
-    starfold_destination_t d = { STARFOLD_DESTINATION_HOST, STARFOLD_DEVICE_HOST, NULL };
+    starfold_destination_t d = { STARFOLD_DESTINATION_HOST, STARFOLD_DEVICE_HOST, NULL, 0, NULL };
+    return d;
+}
+
+/**
+ * @brief The destination "these devices, in this order" (TensorFlow's list of device strings), with
+ *        no value to allocate for naming them. To all-reduce onto a value's own devices, its devices or
+ *        the value itself (starfold_destination_value()) are the same destination.
+ * @param [in] num_devices 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [in] devices distinct devices of the context (borrowed: they must live during the call using it)
+ * @return the destination
+ */
+static inline starfold_destination_t starfold_destination_devices(int num_devices, const int *devices)
+{
+    starfold_destination_t d = { STARFOLD_DESTINATION_DEVICES, 0, NULL, num_devices, devices };
     return d;
 }
 

@@ -600,9 +600,30 @@ starfold_status_t starfold__dest_resolve(const starfold_destination_t *d, const 
         out->n = d->value->n;
         memcpy(out->devices, d->value->devices, sizeof(int) * (size_t)d->value->n);
         return STARFOLD_OK;
+    case STARFOLD_DESTINATION_DEVICES:
+        if (d->num_devices < 1 || !d->devices)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destinations can not be empty", fn);
+        if (d->num_devices > STARFOLD_MAX_DEVICES)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d destination devices, at most %d", fn,
+                                   d->num_devices, STARFOLD_MAX_DEVICES);
+        for (int i = 0; i < d->num_devices; i++) {
+            if (d->devices[i] < 0)
+                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destination device %d is not a device%s", fn,
+                                       d->devices[i], d->devices[i] == STARFOLD_DEVICE_HOST
+                                                          ? " (the host is a destination of its own: starfold_destination_host())"
+                                                          : "");
+            for (int j = 0; j < i; j++)
+                if (d->devices[j] == d->devices[i])
+                    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destination device %d is listed twice", fn,
+                                           d->devices[i]);
+        }
+        out->n = d->num_devices;
+        memcpy(out->devices, d->devices, sizeof(int) * (size_t)d->num_devices);
+        return STARFOLD_OK;
     default:
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                        "%s: destinations must be one of a device, a value or the host (kind %d)", fn, (int)d->kind);
+                        "%s: destinations must be one of a device, devices, a value or the host (kind %d)", fn,
+                        (int)d->kind);
     }
     out->n = 1;
     out->devices[0] = STARFOLD_DEVICE_HOST;
