@@ -1347,6 +1347,96 @@ static void test_choose_the_best(void)
     CU_ASSERT_EQUAL(starfold_cross_device_ops_choose_the_best(8, m, 1, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
 }
 
+/*
+ * strategy.run returning per-replica results (TensorFlow):
+ *
+ *   def step_fn():
+ *       ctx = tf.distribute.get_replica_context()
+ *       x = tf.constant(float(ctx.replica_id_in_sync_group + 1))
+ *       return ctx.all_reduce(SUM, x) if all_reduce else x
+ *   per_replica = strategy.run(step_fn)
+ *
+ * Expected with 3 replicas: a PerReplica with components 1, 2, 3 on the replicas' devices; with the
+ * all_reduce, 6 on each. Mode "odd": only odd replicas return something (refused); "same": every
+ * replica returns the same mirrored variable (regroup gives that object); "none": no result (NULL).
+ */
+typedef struct results_arg {
+    const char *mode;
+    starfold_value_t shared;
+    starfold_status_t outside;
+} results_arg_t;
+
+static starfold_status_t step_results(starfold_replica_context_t rc, void *arg)
+{
+    results_arg_t *a = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    if (!strcmp(a->mode, "none")) return STARFOLD_OK;
+    if (!strcmp(a->mode, "same")) return starfold_replica_context_set_result(rc, a->shared);
+    if (!strcmp(a->mode, "odd") && r % 2 == 0) return STARFOLD_OK;
+    const float x = (float)(r + 1);
+    starfold_value_t v = NULL, sum = NULL;
+    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &x, &v);
+    if (st == STARFOLD_OK && !strcmp(a->mode, "all_reduce")) {
+        st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &sum);
+        if (st == STARFOLD_OK) st = starfold_replica_context_set_result(rc, sum);
+    } else if (st == STARFOLD_OK) {
+        st = starfold_replica_context_set_result(rc, v);
+    }
+    starfold_value_destroy(sum);
+    starfold_value_destroy(v); /* the result keeps its own reference */
+    return st;
+}
+
+static void test_run_results(void)
+{
+    const int devs[3] = { 2, 0, 5 };
+    starfold_strategy_t s = mirrored(3, devs, NULL, NULL);
+    results_arg_t a = { "plain", NULL, STARFOLD_OK };
+    starfold_value_t r = (starfold_value_t)(uintptr_t)0x5eed;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, step_results, &a, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_kind(r), STARFOLD_VALUE_PER_REPLICA);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_num_components(r), 3);
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_EQUAL(starfold_value_device(r, c), devs[c]);
+        CU_ASSERT_EQUAL(read_f32(r, c), (float)(c + 1));
+    }
+    starfold_value_destroy(r);
+
+    a.mode = "all_reduce";
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, step_results, &a, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_num_components(r), 3);
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_EQUAL(starfold_value_device(r, c), devs[c]);
+        CU_ASSERT_EQUAL(read_f32(r, c), 6.0f);
+    }
+    starfold_value_destroy(r);
+
+    a.mode = "none";
+    CU_ASSERT_EQUAL(starfold_strategy_run_results(s, step_results, &a, &r), STARFOLD_OK);
+    CU_ASSERT_PTR_NULL(r);
+
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable(s, STARFOLD_FLOAT32, 1, NULL, &a.shared), STARFOLD_OK);
+    a.mode = "same";
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, step_results, &a, &r), STARFOLD_OK);
+    CU_ASSERT_PTR_EQUAL(r, a.shared);
+    starfold_value_destroy(r);
+
+    a.mode = "odd";
+    r = (starfold_value_t)(uintptr_t)0x5eed;
+    CU_ASSERT_EQUAL(starfold_strategy_run_results(s, step_results, &a, &r), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "replica 1 returned a result and replica 0 none"));
+    CU_ASSERT_PTR_EQUAL(r, (starfold_value_t)(uintptr_t)0x5eed);
+
+    /* Outside a replica function: refused. */
+    CU_ASSERT_EQUAL(starfold_replica_context_set_result(NULL, a.shared), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_strategy_run_results(s, step_results, &a, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    /* starfold_strategy_run drops results. */
+    a.mode = "plain";
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_results, &a), STARFOLD_OK);
+    starfold_value_destroy(a.shared);
+    starfold_strategy_destroy(s);
+}
+
 typedef struct named_test {
     const char *name;
     CU_TestFunc fn;
@@ -1378,6 +1468,7 @@ int main(int argc, char **argv)
         { "all_reduce of a mirrored variable", test_all_reduce_mirrored_variable },
         { "reduce_to of a non-distributed value; destinations outside the context", test_non_distributed_values },
         { "TensorFlow 1.x choose_the_best from a link matrix", test_choose_the_best },
+        { "strategy.run returns per-replica results", test_run_results },
     };
     if (suite_init() != 0) {
         fprintf(stderr, "test_strategy: cannot create the context: %s\n", starfold_last_error());

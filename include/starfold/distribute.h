@@ -837,6 +837,52 @@ typedef starfold_status_t (*starfold_replica_fn_t)(starfold_replica_context_t co
 STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg);
 
 /**
+ * @brief TensorFlow's `per_replica = strategy.run(fn, args)`: starfold_strategy_run(), then what the
+ *        replicas returned as one value.
+ *
+ * Each replica hands its result over with starfold_replica_context_set_result() (typically a value
+ * it made with starfold_replica_context_create_value(), TensorFlow's tf.constant inside `run`, or
+ * the result of an all_reduce). When every replica set one, @p result is TensorFlow's regroup of
+ * them: a PerReplica value whose component i is replica i's (one-component values on the replicas'
+ * devices, not copied), or the very object when every replica returned the same one (a mirrored
+ * variable). When no replica set one, @p result is NULL.
+ * @param [in]  strategy the strategy
+ * @param [in]  fn the replica function
+ * @param [in]  arg passed to every replica
+ * @param [out] result the regrouped result (owned by the caller), or NULL; untouched on failure
+ * @return as starfold_strategy_run(); ::STARFOLD_ERR_INVALID_ARGUMENT when some replicas set a result
+ *         and others none, or when the results cannot be regrouped (not one component each, devices
+ *         repeated, dtypes or counts differing), naming the replica.
+ */
+STARFOLD_API starfold_status_t starfold_strategy_run_results(starfold_strategy_t strategy, starfold_replica_fn_t fn,
+                                                             void *arg, starfold_value_t *result);
+
+/**
+ * @brief A new one-component value on the calling replica's device (TensorFlow's `tf.constant(...)`
+ *        inside `strategy.run`, placed by the replica's device scope).
+ * @param [in]  context the calling replica's context (from its own replica function only)
+ * @param [in]  dtype element type
+ * @param [in]  count elements
+ * @param [in]  init NULL (zeros) or @p count elements of @p dtype
+ * @param [out] value the new value, owned by the caller
+ * @return as starfold_value_create(); ::STARFOLD_ERR_INVALID_ARGUMENT outside that replica function.
+ */
+STARFOLD_API starfold_status_t starfold_replica_context_create_value(starfold_replica_context_t context,
+                                                                     starfold_dtype_t dtype, size_t count,
+                                                                     const void *init, starfold_value_t *value);
+
+/**
+ * @brief Sets what the calling replica returns to starfold_strategy_run_results() (a reference is
+ *        taken: the replica may destroy its own afterwards). A later call replaces it; NULL clears it.
+ *        starfold_strategy_run() drops the results.
+ * @param [in] context the calling replica's context (from its own replica function only)
+ * @param [in] value a value of the strategy's context, or NULL
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT outside that replica function or for a value of another context.
+ */
+STARFOLD_API starfold_status_t starfold_replica_context_set_result(starfold_replica_context_t context,
+                                                                   starfold_value_t value);
+
+/**
  * @brief TensorFlow's `strategy.extended.reduce_to(reduce_op, value, destinations, options)`.
  *
  * Cross-replica context only (not in a replica function; in a merge function it is fine).

@@ -82,6 +82,7 @@ struct starfold_replica_context {
     int id;
     int device;
     starfold_strategy_t strategy;
+    starfold_value_t result;       /* starfold_replica_context_set_result()'s, a reference; NULL: none */
 };
 
 struct starfold__run {
@@ -645,6 +646,7 @@ static void *replica_main(void *p)
 static void run_free(starfold__run_t *run)
 {
     live_remove(run);
+    for (int r = 0; run->rcs && r < run->n; r++) starfold_value_destroy(run->rcs[r].result);
     pthread_cond_destroy(&run->cond);
     pthread_mutex_destroy(&run->lock);
     free(run->rcs);
@@ -711,9 +713,39 @@ static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn,
     return run;
 }
 
-STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg)
+/*
+ * The replicas' results, regrouped as TensorFlow's strategy.run regroups what its replicas return:
+ * none from every replica gives NULL; one from every replica, a PerReplica of them (or the object
+ * itself when all returned the same one). Called after the threads joined, so no lock.
+ */
+static starfold_status_t regroup_results(const char *name, starfold__run_t *run, starfold_value_t *result)
 {
-    static const char name[] = "starfold_strategy_run";
+    int first_set = -1, first_unset = -1;
+    for (int r = 0; r < run->n; r++) {
+        if (run->rcs[r].result && first_set < 0) first_set = r;
+        if (!run->rcs[r].result && first_unset < 0) first_unset = r;
+    }
+    if (first_set < 0) {
+        *result = NULL;
+        return STARFOLD_OK;
+    }
+    if (first_unset >= 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: replica %d returned a result and replica %d none (every replica returns one, or none "
+                               "does)",
+                               name, first_set, first_unset);
+    starfold_value_t values[STARFOLD_MAX_DEVICES];
+    for (int r = 0; r < run->n; r++) values[r] = run->rcs[r].result;
+    const starfold_status_t st = starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, run->n, values, result);
+    if (st != STARFOLD_OK)
+        return starfold__error(st, "%s: the replicas' results cannot form one PerReplica value: %s", name,
+                               starfold_last_error());
+    return STARFOLD_OK;
+}
+
+static starfold_status_t run_replicas(const char *name, starfold_strategy_t strategy, starfold_replica_fn_t fn,
+                                      void *arg, starfold_value_t *result)
+{
     if (!strategy || !fn)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", name, !strategy ? "strategy" : "fn");
     if (tls_run)
@@ -754,6 +786,66 @@ STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strateg
             st = starfold__error(run->status[pick], "replica %d (device %d) returned %s with no detail", pick,
                                  run->rcs[pick].device, starfold_status_string(run->status[pick]));
     }
+    if (st == STARFOLD_OK && result) st = regroup_results(name, run, result);
     run_free(run);
     return st;
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg)
+{
+    return run_replicas("starfold_strategy_run", strategy, fn, arg, NULL);
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_run_results(starfold_strategy_t strategy, starfold_replica_fn_t fn,
+                                                             void *arg, starfold_value_t *result)
+{
+    static const char name[] = "starfold_strategy_run_results";
+    if (!result) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL result", name);
+    starfold_value_t r = NULL;
+    const starfold_status_t st = run_replicas(name, strategy, fn, arg, &r);
+    if (st == STARFOLD_OK) *result = r;
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * A replica's own values and result
+ */
+
+/* The calling thread's replica context, checked to be @context (a replica's calls are its own). */
+static starfold_status_t own_context(const char *fn, starfold_replica_context_t context)
+{
+    if (!context) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
+    if (context != tls_rc)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: called outside the replica function of this replica context (its own thread, "
+                               "during starfold_strategy_run())",
+                               fn);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_replica_context_create_value(starfold_replica_context_t context,
+                                                                     starfold_dtype_t dtype, size_t count,
+                                                                     const void *init, starfold_value_t *value)
+{
+    static const char fn[] = "starfold_replica_context_create_value";
+    starfold_status_t st = own_context(fn, context);
+    if (st != STARFOLD_OK) return st;
+    if (!value) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL value", fn);
+    return starfold_value_create(context->strategy->ctx, STARFOLD_VALUE_PER_REPLICA, 1, &context->device, dtype, count,
+                                 init, value);
+}
+
+STARFOLD_API starfold_status_t starfold_replica_context_set_result(starfold_replica_context_t context,
+                                                                   starfold_value_t value)
+{
+    static const char fn[] = "starfold_replica_context_set_result";
+    starfold_status_t st = own_context(fn, context);
+    if (st != STARFOLD_OK) return st;
+    if (value && value->ctx != context->strategy->ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the value belongs to another context than the strategy",
+                               fn);
+    starfold_value_retain(value);
+    starfold_value_destroy(context->result);
+    context->result = value;
+    return STARFOLD_OK;
 }
