@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <starpu.h>
 #include <starfold.h>
 
 #define CHECK(call)                                                                                   \

@@ -1,0 +1,283 @@
+/*
+ * Process groups over MPI (starfold/mpi.h): who is in the group, which node each rank is on, how
+ * many devices each brings, and StarPU-MPI's lifetime.
+ *
+ * Creation is collective and every failure is agreed on before anyone returns, so no rank leaves
+ * while another waits:
+ *
+ *   1. local checks that every rank makes alike (MPI initialised, MPI_THREAD_MULTIPLE, a communicator);
+ *   2. one MPI_Allgather on a duplicate of the caller's communicator (errors returned, not fatal) of
+ *      {options, device count}: a rank whose options differ from rank 0's fails every rank, named;
+ *   3. nodes: forced (rank / ranks_per_node), or the ranks sharing memory (MPI_Comm_split_type),
+ *      numbered by their lowest rank: an MPI_Allgather of each rank's node leader;
+ *   4. StarPU-MPI: started with the process's first group over a second duplicate (StarPU-MPI keeps
+ *      the communicator it was started with for the life of the process), counted, stopped with the
+ *      last group unless the application started it.
+ *
+ *     ranks   0  1  2  3          ranks_per_node = 2        node of rank: 0 0 1 1
+ *     comm    |--caller's--|      dups: agreement (g->comm), StarPU-MPI (process-wide)
+ *
+ * Ownership: the group owns its duplicate and its tables; the process-wide StarPU-MPI duplicate is
+ * owned by the count of live groups (spmpi_lock guards both).
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu_mpi.h>
+
+#include "base/common.h"
+#include <starfold/mpi.h>
+
+struct starfold_group {
+    starfold_context_t ctx;
+    MPI_Comm comm;          /* starfold's own duplicate: agreement between ranks */
+    int rank, size;
+    int num_nodes;
+    int *node_of;           /* [size] */
+    int *devices_of;        /* [size] */
+    int started_spmpi;      /* this group counted in spmpi_groups */
+};
+
+static pthread_mutex_t spmpi_lock = PTHREAD_MUTEX_INITIALIZER;
+static int spmpi_groups;               /* live groups that started StarPU-MPI or share it */
+static MPI_Comm spmpi_comm = MPI_COMM_NULL;
+
+STARFOLD_API void starfold_group_options_init(starfold_group_options_t *options)
+{
+    if (!options) return;
+    memset(options, 0, sizeof *options);
+}
+
+/* The text of an MPI error code. */
+static const char *mpi_text(int err, char *buf, int size)
+{
+    int len = 0;
+    if (MPI_Error_string(err, buf, &len) != MPI_SUCCESS) snprintf(buf, (size_t)size, "MPI error %d", err);
+    return buf;
+}
+
+static starfold_status_t mpi_fail(const char *fn, const char *what, int err)
+{
+    char buf[MPI_MAX_ERROR_STRING];
+    return starfold__error(STARFOLD_ERR_RUNTIME, "%s: %s failed: %s", fn, what, mpi_text(err, buf, sizeof buf));
+}
+
+/* Whether this process can talk to the others at all: MPI running, a communicator. Every rank of a
+ * launch sees the same, so a refusal here needs no agreement. */
+static starfold_status_t check_mpi(const char *fn, MPI_Comm comm)
+{
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (!inited || finalized)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: MPI is %s: call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) before, and "
+                               "MPI_Finalize() after, every group",
+                               fn, finalized ? "already finalised" : "not initialised");
+    if (comm == MPI_COMM_NULL) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: MPI_COMM_NULL", fn);
+    return STARFOLD_OK;
+}
+
+/* Step 1: this rank's own arguments; its verdict is shared with the others before anyone returns. */
+static starfold_status_t check_local(const char *fn, starfold_context_t context, const starfold_group_options_t *o,
+                                     const starfold_group_t *group)
+{
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: MPI was initialised below MPI_THREAD_MULTIPLE (level %d); StarPU-MPI's thread and "
+                               "starfold's both call MPI: use MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)",
+                               fn, level);
+    if (!context) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
+    if (!group) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL group", fn);
+    if (o->ranks_per_node < 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: ranks_per_node must be >= 0, got %d", fn,
+                               o->ranks_per_node);
+    return STARFOLD_OK;
+}
+
+/* One rank's contribution to the agreement of step 2. */
+typedef struct hello {
+    int status;          /* this rank's local verdict (a starfold_status_t) */
+    int ranks_per_node;
+    int started_by_caller;
+    int num_devices;
+} hello_t;
+
+/* Step 2: everyone's verdict, options and device count; the first rank whose differ fails all. */
+static starfold_status_t agree(const char *fn, starfold_group_t g, const hello_t *mine, hello_t *all)
+{
+    int err = MPI_Allgather(mine, 4, MPI_INT, all, 4, MPI_INT, g->comm);
+    if (err != MPI_SUCCESS) return mpi_fail(fn, "MPI_Allgather", err);
+    for (int r = 0; r < g->size; r++)
+        if (all[r].status != STARFOLD_OK)
+            return starfold__error((starfold_status_t)all[r].status, "%s: rank %d refused its arguments%s", fn, r,
+                                   r == g->rank ? " (this rank)" : "; see its message");
+    for (int r = 1; r < g->size; r++)
+        if (all[r].ranks_per_node != all[0].ranks_per_node || all[r].started_by_caller != all[0].started_by_caller)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: rank %d gives other options than rank 0 (ranks_per_node %d vs %d, "
+                                   "starpu_mpi_started_by_caller %d vs %d): every rank must give the same",
+                                   fn, r, all[r].ranks_per_node, all[0].ranks_per_node, all[r].started_by_caller,
+                                   all[0].started_by_caller);
+    for (int r = 0; r < g->size; r++) g->devices_of[r] = all[r].num_devices;
+    return STARFOLD_OK;
+}
+
+/* Step 3: the node of every rank, numbered by the node's lowest rank. */
+static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int ranks_per_node)
+{
+    int *leader = malloc(sizeof *leader * (size_t)g->size);
+    if (!leader) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    int mine = g->rank, err;
+    if (ranks_per_node > 0) {
+        mine = g->rank - g->rank % ranks_per_node;
+    } else {
+        MPI_Comm node = MPI_COMM_NULL;
+        err = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node);
+        if (err == MPI_SUCCESS) err = MPI_Allreduce(&g->rank, &mine, 1, MPI_INT, MPI_MIN, node);
+        if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+        if (err != MPI_SUCCESS) {
+            free(leader);
+            return mpi_fail(fn, "finding the ranks that share memory", err);
+        }
+    }
+    err = MPI_Allgather(&mine, 1, MPI_INT, leader, 1, MPI_INT, g->comm);
+    if (err != MPI_SUCCESS) {
+        free(leader);
+        return mpi_fail(fn, "MPI_Allgather of the nodes", err);
+    }
+    /* Leaders are ranks; a node's number is the count of distinct leaders below its own. */
+    g->num_nodes = 0;
+    for (int r = 0; r < g->size; r++) {
+        int below = 0;
+        for (int q = 0; q < g->size; q++) {
+            int first = 1; /* count each leader once: at its first appearance */
+            for (int p = 0; p < q; p++) first &= leader[p] != leader[q];
+            below += first && leader[q] < leader[r];
+        }
+        g->node_of[r] = below;
+        if (below + 1 > g->num_nodes) g->num_nodes = below + 1;
+    }
+    free(leader);
+    return STARFOLD_OK;
+}
+
+/* Step 4: StarPU-MPI, started once per process (unless the application did). */
+static starfold_status_t start_starpu_mpi(const char *fn, starfold_group_t g, MPI_Comm comm, int by_caller)
+{
+    if (by_caller) return STARFOLD_OK;
+    starfold_status_t st = STARFOLD_OK;
+    pthread_mutex_lock(&spmpi_lock);
+    if (spmpi_groups == 0) {
+        int err = MPI_Comm_dup(comm, &spmpi_comm);
+        if (err == MPI_SUCCESS) MPI_Comm_set_errhandler(spmpi_comm, MPI_ERRORS_RETURN);
+        if (err != MPI_SUCCESS) {
+            st = mpi_fail(fn, "MPI_Comm_dup for StarPU-MPI", err);
+        } else if ((err = starpu_mpi_init_comm(NULL, NULL, 0, spmpi_comm)) != 0) {
+            MPI_Comm_free(&spmpi_comm);
+            st = starfold__error(STARFOLD_ERR_RUNTIME, "%s: starpu_mpi_init_comm failed (%d)", fn, err);
+        }
+    }
+    if (st == STARFOLD_OK) {
+        spmpi_groups++;
+        g->started_spmpi = 1;
+    }
+    pthread_mutex_unlock(&spmpi_lock);
+    return st;
+}
+
+static void stop_starpu_mpi(starfold_group_t g)
+{
+    if (!g->started_spmpi) return;
+    pthread_mutex_lock(&spmpi_lock);
+    if (--spmpi_groups == 0) {
+        starpu_mpi_shutdown();
+        MPI_Comm_free(&spmpi_comm);
+    }
+    pthread_mutex_unlock(&spmpi_lock);
+    g->started_spmpi = 0;
+}
+
+static void group_free(starfold_group_t g)
+{
+    if (!g) return;
+    if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
+    free(g->node_of);
+    free(g->devices_of);
+    free(g);
+}
+
+STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context, MPI_Comm comm,
+                                                     const starfold_group_options_t *options, starfold_group_t *group)
+{
+    static const char fn[] = "starfold_group_create";
+    starfold_group_options_t o;
+    if (options) o = *options;
+    else starfold_group_options_init(&o);
+    starfold_status_t st = check_mpi(fn, comm);
+    if (st != STARFOLD_OK) return st;
+    st = check_local(fn, context, &o, group);
+    char mine_msg[512];
+    snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
+
+    starfold_group_t g = calloc(1, sizeof *g);
+    if (!g) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    g->comm = MPI_COMM_NULL;
+    g->ctx = context;
+    int err = MPI_Comm_dup(comm, &g->comm);
+    if (err != MPI_SUCCESS) {
+        group_free(g);
+        return mpi_fail(fn, "MPI_Comm_dup", err);
+    }
+    MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(g->comm, &g->rank);
+    MPI_Comm_size(g->comm, &g->size);
+    g->node_of = calloc((size_t)g->size, sizeof *g->node_of);
+    g->devices_of = calloc((size_t)g->size, sizeof *g->devices_of);
+    hello_t *all = calloc((size_t)g->size, sizeof *all);
+    const hello_t hello = { (int)st, o.ranks_per_node, o.starpu_mpi_started_by_caller,
+                            context ? starfold_context_num_devices(context) : 0 };
+    starfold_status_t agreed = !g->node_of || !g->devices_of || !all
+                                   ? starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn)
+                                   : agree(fn, g, &hello, all);
+    free(all);
+    /* This rank's own refusal keeps its own words. */
+    if (st != STARFOLD_OK) agreed = starfold__error(st, "%s", mine_msg);
+    if (agreed == STARFOLD_OK) agreed = find_nodes(fn, g, o.ranks_per_node);
+    if (agreed == STARFOLD_OK) agreed = start_starpu_mpi(fn, g, comm, o.starpu_mpi_started_by_caller);
+    if (agreed != STARFOLD_OK) {
+        group_free(g);
+        return agreed;
+    }
+    *group = g;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API void starfold_group_destroy(starfold_group_t group)
+{
+    if (!group) return;
+    /* Collective: no rank stops StarPU-MPI while another may still send to it. */
+    MPI_Barrier(group->comm);
+    stop_starpu_mpi(group);
+    group_free(group);
+}
+
+STARFOLD_API int starfold_group_rank(starfold_group_t group) { return group ? group->rank : -1; }
+STARFOLD_API int starfold_group_size(starfold_group_t group) { return group ? group->size : 0; }
+STARFOLD_API int starfold_group_num_nodes(starfold_group_t group) { return group ? group->num_nodes : 0; }
+STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group) { return group ? group->ctx : NULL; }
+
+STARFOLD_API int starfold_group_node(starfold_group_t group, int rank)
+{
+    return group && rank >= 0 && rank < group->size ? group->node_of[rank] : -1;
+}
+
+STARFOLD_API int starfold_group_num_devices(starfold_group_t group, int rank)
+{
+    return group && rank >= 0 && rank < group->size ? group->devices_of[rank] : -1;
+}

@@ -1,0 +1,37 @@
+#!/bin/sh
+# make check: the programs that run across MPI ranks, under mpirun on this one machine: 2, 3 and 4
+# ranks (oversubscribed: the machine may have 2 cores), one or two ranks per faked node and the
+# ranks-sharing-memory default; loopback shared memory only (self, vader), one StarPU CPU worker per
+# rank. Open MPI refuses to run as root unless told: the two variables are set only when running as
+# root. Every run has a time limit, so a hang is a failure, not a stuck CI.
+# Exit 77 only where MPI is truly absent (no mpirun, or starfold configured without MPI).
+top="${SF_TOP_BUILDDIR:-.}"
+prog="$top/tests/mpi/test_group"
+[ -x "$prog" ] || { echo "starfold was configured without MPI (no StarPU-MPI or MPI): skipped"; exit 77; }
+command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
+limit="${SF_MPI_TIMEOUT:-120}"
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+# One CPU worker per rank; each configuration keeps its own StarPU home (its bus calibration).
+export STARPU_NCPU=1 STARPU_NOPENCL=0 STARPU_NCUDA=0 STARPU_SILENT=1 STARPU_SCHED="${STARPU_SCHED:-eager}"
+export STARPU_HOME="$top/tests/.starpu-mpi"
+mkdir -p "$STARPU_HOME"
+status=0
+for np in 2 3 4; do
+    for k in 0 1 2; do
+        echo "== mpirun -np $np test_group $k"
+        timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --bind-to none \
+            --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+            -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+            ${SF_TEST_WRAPPER:+$SF_TEST_WRAPPER} "$prog" "$k"
+        rc=$?
+        case $rc in
+            0) ;;
+            77) echo "skipped: the program says this MPI cannot run it"; exit 77 ;;
+            124|137) echo "FAIL: mpirun -np $np test_group $k did not finish in $limit s"; status=1 ;;
+            *) echo "FAIL: mpirun -np $np test_group $k exited $rc"; status=1 ;;
+        esac
+    done
+done
+exit $status
