@@ -57,6 +57,17 @@ typedef struct starfold_group_options {
      * (starpu_mpi_init_conf() or similar) and stops it itself.
      */
     int starpu_mpi_started_by_caller;
+    /**
+     * How long a collective waits for the other ranks to join it before failing with
+     * ::STARFOLD_ERR_TIMEOUT (on every rank that waits): 0 (default) or infinity = no limit.
+     * After a timeout the group is broken (see starfold_group_all_reduce()).
+     */
+    double timeout_seconds;
+    /**
+     * After this long waiting for other ranks, a collective prints once on stderr which ranks it
+     * is waiting for (Horovod's stall warning). Default 60; 0 = never.
+     */
+    double stall_warning_seconds;
 } starfold_group_options_t;
 
 /** @brief Fills @p options with the defaults. */
@@ -102,6 +113,55 @@ STARFOLD_API int starfold_group_node(starfold_group_t group, int rank);
 STARFOLD_API int starfold_group_num_devices(starfold_group_t group, int rank);
 /** @brief This rank's context. */
 STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group);
+
+/**
+ * @brief All-reduces a list of tensors over every replica of every rank: each rank's outputs get the
+ *        op over all its devices' inputs and all other ranks' (MultiWorkerMirroredStrategy's
+ *        collectives, at the low level). Collective: every rank calls it, with the same op and
+ *        tensors, in the same order as its other collectives of the group.
+ *
+ * Before anything is submitted the ranks agree, point to point on the group's own communicator: each
+ * tells every other its verdict on its own arguments, the collective's sequence number and a
+ * fingerprint of (op, dtypes, sizes). A rank's bad arguments, or ranks asking for different
+ * collectives, fail every rank with ::STARFOLD_ERR_INVALID_ARGUMENT and a message naming the rank and
+ * what differed; no input or output changes. A rank that does not join within the group's
+ * timeout_seconds fails every rank that waits with ::STARFOLD_ERR_TIMEOUT naming the missing ranks;
+ * after the stall warning time the waiting ranks say on stderr whom they wait for.
+ *
+ * After a timeout (or an MPI failure) the group is broken: every later call fails at once,
+ * starfold_group_destroy() does not wait for the other ranks, and the job cannot reduce any more:
+ * MPI offers no way to recover the missing rank (Open MPI 4 has no ULFM). End the job:
+ * starfold_group_abort(), or let the batch scheduler do it; do not call MPI_Finalize() while a rank
+ * is missing (it waits for it).
+ *
+ * Lowering: this rank's devices reduce to a leader vector on device 0 (a graph), one StarPU task per
+ * tensor calls MPI_Allreduce on it across ranks on a CPU worker (so StarPU needs one), and a graph
+ * copies the result to every local output. MEAN divides by the number of replicas of all ranks
+ * (integers truncating, as on one process). Returns when the outputs are written.
+ * @param [in] group the group
+ * @param [in] op the reduce operation
+ * @param [in] num_tensors >= 1
+ * @param [in] tensors their types and sizes (the same on every rank)
+ * @param [in] inputs this rank's replicas: num_devices x num_tensors handles, device-major as
+ *                    starfold_submit() takes them (device d of the context holds slot d)
+ * @param [in] outputs the same layout; may be the inputs (in place)
+ * @return ::STARFOLD_OK on every rank, or the same error on every rank that took part:
+ *         ::STARFOLD_ERR_INVALID_ARGUMENT, ::STARFOLD_ERR_TIMEOUT, ::STARFOLD_ERR_NOT_SUPPORTED (no CPU
+ *         worker for the MPI step), ::STARFOLD_ERR_RUNTIME (MPI or StarPU failed; a broken group).
+ */
+STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                                         const starfold_tensor_desc_t *tensors,
+                                                         const starpu_data_handle_t *inputs,
+                                                         const starpu_data_handle_t *outputs);
+
+/** @brief 1 once a collective of the group timed out or failed between ranks (and for NULL), else 0. */
+STARFOLD_API int starfold_group_is_broken(starfold_group_t group);
+
+/**
+ * @brief Ends the whole job: MPI_Abort() on the group's communicator with @p code. What to call after
+ *        a timeout, when a rank is gone for good. Does not return.
+ */
+STARFOLD_API void starfold_group_abort(starfold_group_t group, int code);
 
 #ifdef __cplusplus
 }

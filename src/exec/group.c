@@ -29,17 +29,7 @@
 #include <starpu_mpi.h>
 
 #include "base/common.h"
-#include <starfold/mpi.h>
-
-struct starfold_group {
-    starfold_context_t ctx;
-    MPI_Comm comm;          /* starfold's own duplicate: agreement between ranks */
-    int rank, size;
-    int num_nodes;
-    int *node_of;           /* [size] */
-    int *devices_of;        /* [size] */
-    int started_spmpi;      /* this group counted in spmpi_groups */
-};
+#include "exec/group.h"
 
 static pthread_mutex_t spmpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int spmpi_groups;               /* live groups that started StarPU-MPI or share it */
@@ -49,6 +39,7 @@ STARFOLD_API void starfold_group_options_init(starfold_group_options_t *options)
 {
     if (!options) return;
     memset(options, 0, sizeof *options);
+    options->stall_warning_seconds = 60.0; /* Horovod's */
 }
 
 /* The text of an MPI error code. */
@@ -97,6 +88,11 @@ static starfold_status_t check_local(const char *fn, starfold_context_t context,
     if (o->ranks_per_node < 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: ranks_per_node must be >= 0, got %d", fn,
                                o->ranks_per_node);
+    if (!(o->timeout_seconds >= 0) || !(o->stall_warning_seconds >= 0))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: timeout_seconds and stall_warning_seconds must be >= 0 (0 or infinity: none), got "
+                               "%g and %g",
+                               fn, o->timeout_seconds, o->stall_warning_seconds);
     return STARFOLD_OK;
 }
 
@@ -206,7 +202,9 @@ static void stop_starpu_mpi(starfold_group_t g)
 static void group_free(starfold_group_t g)
 {
     if (!g) return;
+    starfold__group_collectives_release(g);
     if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
+    if (g->data_comm != MPI_COMM_NULL) MPI_Comm_free(&g->data_comm);
     free(g->node_of);
     free(g->devices_of);
     free(g);
@@ -228,6 +226,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     starfold_group_t g = calloc(1, sizeof *g);
     if (!g) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     g->comm = MPI_COMM_NULL;
+    g->data_comm = MPI_COMM_NULL;
     g->ctx = context;
     int err = MPI_Comm_dup(comm, &g->comm);
     if (err != MPI_SUCCESS) {
@@ -235,6 +234,11 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
         return mpi_fail(fn, "MPI_Comm_dup", err);
     }
     MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
+    if ((err = MPI_Comm_dup(comm, &g->data_comm)) != MPI_SUCCESS) {
+        group_free(g);
+        return mpi_fail(fn, "MPI_Comm_dup", err);
+    }
+    MPI_Comm_set_errhandler(g->data_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(g->comm, &g->rank);
     MPI_Comm_size(g->comm, &g->size);
     g->node_of = calloc((size_t)g->size, sizeof *g->node_of);
@@ -250,6 +254,11 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     if (st != STARFOLD_OK) agreed = starfold__error(st, "%s", mine_msg);
     if (agreed == STARFOLD_OK) agreed = find_nodes(fn, g, o.ranks_per_node);
     if (agreed == STARFOLD_OK) agreed = start_starpu_mpi(fn, g, comm, o.starpu_mpi_started_by_caller);
+    if (agreed == STARFOLD_OK) {
+        g->timeout_seconds = o.timeout_seconds;
+        g->stall_warning_seconds = o.stall_warning_seconds;
+        for (int r = 0; r < g->size; r++) g->total_devices += g->devices_of[r];
+    }
     if (agreed != STARFOLD_OK) {
         group_free(g);
         return agreed;
@@ -261,7 +270,14 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
 STARFOLD_API void starfold_group_destroy(starfold_group_t group)
 {
     if (!group) return;
-    /* Collective: no rank stops StarPU-MPI while another may still send to it. */
+    /* Collective: no rank stops StarPU-MPI while another may still send to it. A broken group
+     * (a rank never joined) cannot meet: it is freed without waiting, StarPU-MPI left running. */
+    if (!group->broken) starfold__group_notice(group);
+    if (!group->broken) starfold__group_collectives_wait(group);
+    if (group->broken) {
+        group_free(group);
+        return;
+    }
     MPI_Barrier(group->comm);
     stop_starpu_mpi(group);
     group_free(group);

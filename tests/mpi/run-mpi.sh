@@ -34,4 +34,23 @@ for np in 2 3 4; do
         esac
     done
 done
+# A rank that never joins in time: TIMEOUT on the others, the late one fails at once, nobody hangs;
+# the job ends with starfold_group_abort(), whose code mpirun returns (0 when every rank passed).
+out="$top/tests/out/mpi-timeout.log"
+mkdir -p "$top/tests/out"
+for np in 2 3; do
+    echo "== mpirun -np $np test_group 1 timeout"
+    timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --bind-to none \
+        --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+        -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+        "$prog" 1 timeout > "$out" 2>&1
+    rc=$?
+    cat "$out"
+    grep -q "timeout case: 0 failures over all ranks" "$out" || rc=1
+    case $rc in
+        0) ;;
+        124|137) echo "FAIL: the timeout case did not finish in $limit s"; status=1 ;;
+        *) echo "FAIL: the timeout case exited $rc"; status=1 ;;
+    esac
+done
 exit $status

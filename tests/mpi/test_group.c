@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <starpu.h>
 #include <starfold.h>
 #include <starfold/mpi.h>
 
@@ -96,6 +99,291 @@ static void test_collective_errors(void)
     starfold_group_destroy(g);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * All-reduce across ranks. Global replica g = rank * 2 + device; element i of tensor t of replica g
+ * at step s is value(op, g, i, s), small integers so every op is exact in every dtype; the expected
+ * result is worked out here from the definition (op over all 2 x size replicas), not from starfold.
+ */
+#define NDEV 2
+static double value(starfold_op_t op, int g, size_t i, int s)
+{
+    if (op == STARFOLD_OP_PROD) return (double)(1 + (g + (int)i + s) % 2); /* 1 or 2: products stay exact */
+    return (double)((g * 7 + (int)(i % 13) + 3 * s) % 29) - 9;          /* -9 .. 19, distinct enough */
+}
+
+static double expected(starfold_op_t op, starfold_dtype_t dt, size_t i, int s)
+{
+    const int total = NDEV * world_size;
+    double acc = value(op, 0, i, s);
+    for (int g = 1; g < total; g++) {
+        const double x = value(op, g, i, s);
+        if (op == STARFOLD_OP_SUM || op == STARFOLD_OP_MEAN) acc += x;
+        else if (op == STARFOLD_OP_PROD) acc *= x;
+        else if (op == STARFOLD_OP_MIN) acc = x < acc ? x : acc;
+        else acc = x > acc ? x : acc;
+    }
+    if (op != STARFOLD_OP_MEAN) return acc;
+    if (dt == STARFOLD_FLOAT32) return (double)((float)acc / (float)total);
+    if (dt == STARFOLD_FLOAT64) return acc / total;
+    return (double)((long long)acc / total); /* integers truncate toward zero */
+}
+
+static void put(void *p, starfold_dtype_t dt, size_t i, double x)
+{
+    switch (dt) {
+    case STARFOLD_FLOAT32: ((float *)p)[i] = (float)x; break;
+    case STARFOLD_FLOAT64: ((double *)p)[i] = x; break;
+    case STARFOLD_INT32: ((int32_t *)p)[i] = (int32_t)x; break;
+    default: ((int64_t *)p)[i] = (int64_t)x; break;
+    }
+}
+
+static double get(const void *p, starfold_dtype_t dt, size_t i)
+{
+    switch (dt) {
+    case STARFOLD_FLOAT32: return ((const float *)p)[i];
+    case STARFOLD_FLOAT64: return ((const double *)p)[i];
+    case STARFOLD_INT32: return ((const int32_t *)p)[i];
+    default: return (double)((const int64_t *)p)[i];
+    }
+}
+
+/* Replicas of NT tensors (sizes below) on this rank's 2 devices: in and out handles, device-major. */
+#define NT 3
+static const size_t sizes[NT] = { 1, 37, 1000 };
+
+typedef struct replicas {
+    starpu_data_handle_t in[NDEV * NT], out[NDEV * NT];
+    starfold_tensor_desc_t tensors[NT];
+} replicas_t;
+
+static void replicas_make(replicas_t *r, starfold_dtype_t dt)
+{
+    for (int t = 0; t < NT; t++) r->tensors[t] = (starfold_tensor_desc_t){ dt, sizes[t] };
+    for (int d = 0; d < NDEV; d++)
+        for (int t = 0; t < NT; t++) {
+            CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, dt, sizes[t], &r->in[d * NT + t]), STARFOLD_OK);
+            CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, dt, sizes[t], &r->out[d * NT + t]), STARFOLD_OK);
+        }
+}
+
+static void replicas_free(replicas_t *r)
+{
+    for (int k = 0; k < NDEV * NT; k++) {
+        starfold_vector_destroy(ctx, r->in[k]);
+        starfold_vector_destroy(ctx, r->out[k]);
+    }
+}
+
+static void fill(replicas_t *r, starfold_op_t op, starfold_dtype_t dt, int s, double sentinel)
+{
+    static unsigned char buf[1000 * 8];
+    for (int d = 0; d < NDEV; d++)
+        for (int t = 0; t < NT; t++) {
+            for (size_t i = 0; i < sizes[t]; i++) put(buf, dt, i, value(op, world_rank * NDEV + d, i, s));
+            CU_ASSERT_EQUAL(starfold_vector_write(r->in[d * NT + t], buf, sizes[t] * starfold_dtype_size(dt)), STARFOLD_OK);
+            for (size_t i = 0; i < sizes[t]; i++) put(buf, dt, i, sentinel);
+            CU_ASSERT_EQUAL(starfold_vector_write(r->out[d * NT + t], buf, sizes[t] * starfold_dtype_size(dt)), STARFOLD_OK);
+        }
+}
+
+/* Elements of this rank's outputs that are not the expected value (or not @sentinel when @untouched). */
+static long wrong(replicas_t *r, starfold_op_t op, starfold_dtype_t dt, int s, int untouched, double sentinel)
+{
+    static unsigned char buf[1000 * 8];
+    long bad = 0;
+    for (int d = 0; d < NDEV; d++)
+        for (int t = 0; t < NT; t++) {
+            if (starfold_vector_read(r->out[d * NT + t], buf, sizes[t] * starfold_dtype_size(dt)) != STARFOLD_OK) return -1;
+            for (size_t i = 0; i < sizes[t]; i++)
+                bad += get(buf, dt, i) != (untouched ? sentinel : expected(op, dt, i, s));
+        }
+    return bad;
+}
+
+static starfold_group_t make_group(double timeout)
+{
+    starfold_group_options_t o;
+    starfold_group_options_init(&o);
+    o.ranks_per_node = ranks_per_node;
+    o.timeout_seconds = timeout;
+    starfold_group_t g = NULL;
+    CU_ASSERT_EQUAL(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g), STARFOLD_OK);
+    return g;
+}
+
+/* Every op x dtype, three tensors (1, 37 and 1,000 elements), over 2 devices per rank. */
+static void test_all_reduce_ops(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+        replicas_t r;
+        replicas_make(&r, (starfold_dtype_t)dt);
+        for (int op = 0; op < STARFOLD_OP_COUNT; op++) {
+            fill(&r, (starfold_op_t)op, (starfold_dtype_t)dt, 0, -77);
+            CU_ASSERT_EQUAL(starfold_group_all_reduce(g, (starfold_op_t)op, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+            const long bad = wrong(&r, (starfold_op_t)op, (starfold_dtype_t)dt, 0, 0, 0);
+            CU_ASSERT_EQUAL(bad, 0);
+            if (bad) fprintf(stderr, "rank %d: %s %s: %ld wrong\n", world_rank, starfold_op_name((starfold_op_t)op),
+                             starfold_dtype_name((starfold_dtype_t)dt), bad);
+        }
+        replicas_free(&r);
+    }
+    starfold_group_destroy(g);
+}
+
+/* 20 steps with the inputs changed every time: a stale transfer would give an earlier step's sums. */
+static void test_all_reduce_steps(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    replicas_t r;
+    replicas_make(&r, STARFOLD_FLOAT32);
+    long bad = 0;
+    for (int s = 0; s < 20; s++) {
+        fill(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, s, -77);
+        CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+        bad += wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, s, 0, 0);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* In place: outputs are the inputs. */
+    fill(&r, STARFOLD_OP_MAX, STARFOLD_FLOAT32, 5, -77);
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_MAX, NT, r.tensors, r.in, r.in), STARFOLD_OK);
+    starpu_data_handle_t keep[NDEV * NT];
+    memcpy(keep, r.out, sizeof keep);
+    memcpy(r.out, r.in, sizeof keep);
+    CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_MAX, STARFOLD_FLOAT32, 5, 0, 0), 0);
+    memcpy(r.out, keep, sizeof keep);
+    replicas_free(&r);
+    starfold_group_destroy(g);
+}
+
+/*
+ * Mismatches agreed on before anything runs: every rank gets INVALID_ARGUMENT with the same reason,
+ * no output changes, and the group goes on working.
+ */
+static void test_all_reduce_mismatch(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    replicas_t r;
+    replicas_make(&r, STARFOLD_FLOAT32);
+    fill(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, -77);
+    /* Rank 1 asks for other sizes. */
+    starfold_tensor_desc_t other[NT];
+    memcpy(other, r.tensors, sizeof other);
+    if (world_rank == 1) other[2].count = 999;
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, NT, other, r.in, r.out), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "rank 1 asks for sum over 3 tensors, rank 0 for sum over 3"));
+    CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, 1, -77), 0);
+    /* The last rank asks for another op. */
+    const starfold_op_t op = world_rank == world_size - 1 ? STARFOLD_OP_MAX : STARFOLD_OP_SUM;
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, op, NT, r.tensors, r.in, r.out), STARFOLD_ERR_INVALID_ARGUMENT);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d asks for max", world_size - 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), want));
+    /* Rank 0 gives an unknown op: its own message there, "rank 0 refused its arguments" elsewhere. */
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, world_rank == 0 ? (starfold_op_t)99 : STARFOLD_OP_SUM, NT, r.tensors,
+                                              r.in, r.out),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), world_rank == 0 ? "unknown reduce op 99" : "rank 0 refused"));
+    CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, 1, -77), 0);
+    /* Still in step: the next collective works. */
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+    CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, 0, 0), 0);
+    CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+    replicas_free(&r);
+    starfold_group_destroy(g);
+}
+
+/* A rank 2 s late, within the timeout: everyone succeeds. */
+static void test_all_reduce_late_rank(void)
+{
+    starfold_group_t g = make_group(30);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    replicas_t r;
+    replicas_make(&r, STARFOLD_FLOAT64);
+    fill(&r, STARFOLD_OP_MEAN, STARFOLD_FLOAT64, 1, -77);
+    if (world_rank == world_size - 1) {
+        const struct timespec two = { 2, 0 };
+        nanosleep(&two, NULL);
+    }
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_MEAN, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+    CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_MEAN, STARFOLD_FLOAT64, 1, 0, 0), 0);
+    replicas_free(&r);
+    starfold_group_destroy(g);
+}
+
+/*
+ * `test_group K timeout`: the last rank never joins collective #0 in time. Every other rank gets
+ * STARFOLD_ERR_TIMEOUT naming it, after the stall warning; the group is broken there (later calls
+ * fail at once); the late rank, arriving after, fails at once on the others' notice instead of
+ * waiting; destroying the broken groups does not block. A broken group cannot be finalised (MPI
+ * would wait for the missing rank), so the job ends as the documentation says: rank 0 aborts it, with
+ * the failure count as the exit code (mpirun returns it).
+ */
+static int run_timeout_case(void)
+{
+    int failed = 0;
+#define EXPECT(cond)                                                                                   \
+    do {                                                                                               \
+        if (!(cond)) {                                                                                 \
+            fprintf(stderr, "rank %d: %s:%d: expected %s (last error: %s)\n", world_rank, __FILE__, __LINE__, \
+                    #cond, starfold_last_error());                                                      \
+            failed++;                                                                                  \
+        }                                                                                              \
+    } while (0)
+    starfold_group_options_t o;
+    starfold_group_options_init(&o);
+    o.ranks_per_node = ranks_per_node;
+    o.timeout_seconds = 1.5;
+    o.stall_warning_seconds = 0.5;
+    starfold_group_t g = NULL;
+    EXPECT(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g) == STARFOLD_OK);
+    if (!g) return 1;
+    const float x = 1.0f;
+    starpu_data_handle_t in[NDEV], out[NDEV];
+    for (int d = 0; d < NDEV; d++) {
+        EXPECT(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 1, &in[d]) == STARFOLD_OK);
+        EXPECT(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 1, &out[d]) == STARFOLD_OK);
+        const float zero = 0.0f;
+        starfold_vector_write(in[d], &x, sizeof x);
+        starfold_vector_write(out[d], &zero, sizeof zero);
+    }
+    const starfold_tensor_desc_t t = { STARFOLD_FLOAT32, 1 };
+    const int late = world_rank == world_size - 1;
+    if (late) {
+        const struct timespec wait = { 4, 0 };
+        nanosleep(&wait, NULL);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_RUNTIME);
+        EXPECT(strstr(starfold_last_error(), "declared the group broken") != NULL);
+    } else {
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_TIMEOUT);
+        char want[64]; /* its own limit passed, or another waiting rank's first: the same missing rank */
+        snprintf(want, sizeof want, "rank %d did not join", world_size - 1);
+        EXPECT(strstr(starfold_last_error(), want) != NULL);
+        EXPECT(starfold_group_is_broken(g) == 1);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_RUNTIME);
+        EXPECT(strstr(starfold_last_error(), "the group is broken") != NULL);
+    }
+    EXPECT(starfold_group_is_broken(g) == 1);
+    float y = -1;
+    starfold_vector_read(out[0], &y, sizeof y);
+    EXPECT(y == 0.0f); /* nothing was written */
+    starfold_group_destroy(g); /* broken: returns without waiting for the others */
+    int total = 0;
+    MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (world_rank == 0) {
+        printf("test_group: %d ranks, timeout case: %d failures over all ranks; ending the job with "
+               "starfold_group_abort()\n", world_size, total);
+        fflush(stdout);
+        starfold_group_abort(NULL, total ? 1 : 0);
+    }
+    for (;;) pause(); /* until the abort ends this rank */
+#undef EXPECT
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -116,11 +404,17 @@ int main(int argc, char **argv)
     if (starfold_context_create(&co, &ctx) != STARFOLD_OK) {
         fprintf(stderr, "test_group: rank %d: cannot create the context: %s\n", world_rank, starfold_last_error());
         failed = 1;
+    } else if (argc > 2 && !strcmp(argv[2], "timeout")) {
+        return run_timeout_case();
     } else if (CU_initialize_registry() == CUE_SUCCESS) {
         CU_pSuite s = CU_add_suite("process groups (starfold/mpi.h)", NULL, NULL);
         CU_add_test(s, "create: rank, size, nodes, devices", test_create);
         CU_add_test(s, "two groups, StarPU-MPI shared", test_two_groups);
         CU_add_test(s, "one rank's bad arguments fail every rank", test_collective_errors);
+        CU_add_test(s, "all-reduce across ranks: every op x dtype", test_all_reduce_ops);
+        CU_add_test(s, "all-reduce across ranks: 20 steps, inputs changed; in place", test_all_reduce_steps);
+        CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
+        CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
         CU_basic_set_mode(world_rank == 0 ? CU_BRM_VERBOSE : CU_BRM_SILENT);
         CU_basic_run_tests();
         failed = (int)CU_get_number_of_failures();

@@ -1,0 +1,561 @@
+/*
+ * All-reduce across the ranks of a process group (starfold_group_all_reduce()): the leader lowering.
+ *
+ *   rank r:   devices 0 .. n_r-1 hold the replicas
+ *
+ *   1. agree        every rank tells every other one (point to point, on the group's own
+ *                   communicator, tag = the collective's sequence number) what it is about to do:
+ *                   its verdict on its own arguments, the sequence number and a fingerprint of
+ *                   (op, tensors). Differences fail every rank before anything is submitted; a rank
+ *                   that does not answer within timeout_seconds fails every rank that waits, named.
+ *   2. local reduce a graph over this rank's devices reduces every tensor to a leader vector on
+ *                   device 0 (reduce-to-one; MEAN is summed here)
+ *   3. across ranks one StarPU task per tensor on a CPU worker calls MPI_Allreduce on the leader
+ *                   vector, in place, on the group's data communicator; MEAN divides by every
+ *                   replica of every rank there. A token handle in STARPU_RW orders these tasks as
+ *                   they were submitted, so every rank calls its MPI collectives in the same order
+ *                   whatever StarPU's scheduler does (two all-reduces reordered on one rank and not
+ *                   on another would deadlock)
+ *   4. local bcast  a graph copies each leader vector to this rank's outputs
+ *
+ *        dev0 dev1 dev2          dev0 dev1              (rank 0, rank 1)
+ *          \   |   /               \  /
+ *          leader0    <== MPI ==>  leader1              (step 3)
+ *          /   |   \               /  \
+ *        out0 out1 out2          out0 out1
+ *
+ * StarPU's sequential consistency on the leader vectors chains the steps: the call returns once
+ * step 4 is done. This is the lowering the issue's measurements favour for a shard (one MPI
+ * collective per tensor, 1.1-1.2x MPI's own time); graphs whose cross-rank edges are StarPU-MPI
+ * sends and receives come next.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/common.h"
+#include "exec/group.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * 1. Agreement
+ */
+
+typedef struct hello {
+    int64_t sequence;
+    uint64_t fingerprint;
+    int32_t status;   /* this rank's verdict on its own arguments */
+    int32_t op;
+    int64_t num_tensors;
+} hello_t;
+
+/* FNV-1a over what must be the same on every rank. */
+static uint64_t fingerprint(starfold_op_t op, size_t nt, const starfold_tensor_desc_t *tensors)
+{
+    uint64_t h = 1469598103934665603ull;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    MIX(op);
+    MIX(nt);
+    for (size_t t = 0; tensors && t < nt; t++) {
+        MIX(tensors[t].dtype);
+        MIX(tensors[t].count);
+    }
+#undef MIX
+    return h;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "1, 3 and 4" (at most a few hundred ranks fit). */
+static void list_ranks(char *buf, size_t size, const int *missing, int n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int r = 0, k = 0; r < n && used + 16 < size; r++) {
+        if (!missing[r]) continue;
+        used += (size_t)snprintf(buf + used, size - used, "%s%d", k ? ", " : "", r);
+        k++;
+    }
+}
+
+/*
+ * The "broken" notice: a rank whose collective timed out tells every other rank, so that a rank that
+ * comes late (or calls starfold_group_destroy()) fails at once instead of waiting for ranks that have
+ * given up. Sent once, never waited for (MPI_Request_free).
+ */
+#define NOTICE_TAG 32000
+
+static void send_notices(starfold_group_t g)
+{
+    g->notice = g->sequence;
+    for (int r = 0; r < g->size; r++) {
+        if (r == g->rank) continue;
+        MPI_Request rq;
+        if (MPI_Isend(&g->notice, 1, MPI_LONG, r, NOTICE_TAG, g->comm, &rq) == MPI_SUCCESS) MPI_Request_free(&rq);
+    }
+}
+
+/* A notice from another rank, received: the group is broken; -1 when none. */
+int starfold__group_notice(starfold_group_t g)
+{
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, NOTICE_TAG, g->comm, &flag, &status) != MPI_SUCCESS || !flag) return -1;
+    long seq = 0;
+    MPI_Recv(&seq, 1, MPI_LONG, status.MPI_SOURCE, NOTICE_TAG, g->comm, MPI_STATUS_IGNORE);
+    g->broken = 1;
+    return status.MPI_SOURCE;
+}
+
+static starfold_status_t noticed(const char *fn, starfold_group_t g, int from)
+{
+    return starfold__error(STARFOLD_ERR_RUNTIME,
+                           "%s: rank %d declared the group broken (a collective timed out there, waiting for this rank "
+                           "or another): destroy the group and end the job (starfold_group_abort())",
+                           fn, from);
+}
+
+/*
+ * Every rank sends its hello to every other and receives theirs, waiting at most the group's
+ * timeout. Fills all[] (all[rank] = mine). On a timeout the receives still pending are cancelled and
+ * the group is broken.
+ */
+static starfold_status_t exchange(const char *fn, starfold_group_t g, int phase, const hello_t *mine, hello_t *all)
+{
+    const int n = g->size, tag = (int)(g->sequence % 15000) * 2 + 1 + phase;
+    MPI_Request *req = malloc(sizeof *req * 2 * (size_t)n);
+    int *missing = calloc((size_t)n, sizeof *missing);
+    if (!req || !missing) {
+        free(req);
+        free(missing);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    all[g->rank] = *mine;
+    int from = starfold__group_notice(g);
+    if (from >= 0) {
+        free(req);
+        free(missing);
+        return noticed(fn, g, from);
+    }
+    int nreq = 0, err = MPI_SUCCESS;
+    for (int r = 0; r < n && err == MPI_SUCCESS; r++) {
+        if (r == g->rank) continue;
+        err = MPI_Irecv(&all[r], (int)sizeof(hello_t), MPI_BYTE, r, tag, g->comm, &req[nreq++]);
+    }
+    for (int r = 0; r < n && err == MPI_SUCCESS; r++) {
+        if (r == g->rank) continue;
+        err = MPI_Isend(mine, (int)sizeof(hello_t), MPI_BYTE, r, tag, g->comm, &req[nreq++]);
+    }
+    const double t0 = now_s();
+    const int limited = g->timeout_seconds > 0 && isfinite(g->timeout_seconds);
+    int warned = 0, done = 0;
+    while (err == MPI_SUCCESS && !done) {
+        err = MPI_Testall(nreq, req, &done, MPI_STATUSES_IGNORE);
+        if (err != MPI_SUCCESS || done) break;
+        const double waited = now_s() - t0;
+        if ((g->stall_warning_seconds > 0 && !warned && waited >= g->stall_warning_seconds) ||
+            (limited && waited >= g->timeout_seconds)) {
+            /* Which ranks have not spoken: the receives from them are still pending. */
+            int k = 0;
+            for (int r = 0; r < n; r++) {
+                if (r == g->rank) continue;
+                int flag = 0;
+                MPI_Request_get_status(req[k++], &flag, MPI_STATUS_IGNORE);
+                missing[r] = !flag;
+            }
+            char who[512];
+            list_ranks(who, sizeof who, missing, n);
+            if (limited && waited >= g->timeout_seconds) {
+                for (int i = 0; i < n - 1; i++) {
+                    int flag = 0;
+                    MPI_Request_get_status(req[i], &flag, MPI_STATUS_IGNORE);
+                    if (!flag) MPI_Cancel(&req[i]);
+                }
+                g->broken = 1;
+                send_notices(g);
+                free(req);
+                free(missing);
+                return starfold__error(STARFOLD_ERR_TIMEOUT,
+                                       "%s: collective #%ld: rank%s %s did not join within %g s; the group is broken "
+                                       "(every later call fails): destroy it and end the job (starfold_group_abort())",
+                                       fn, (long)g->sequence, strchr(who, ',') ? "s" : "", who, g->timeout_seconds);
+            }
+            fprintf(stderr, "starfold: rank %d: collective #%ld has waited %.1f s for rank%s %s\n", g->rank,
+                    (long)g->sequence, waited, strchr(who, ',') ? "s" : "", who);
+            warned = 1;
+        }
+        if ((from = starfold__group_notice(g)) >= 0) {
+            /* Another waiting rank gave up first. Those this rank still waits for are missing for it
+             * too: the same TIMEOUT as if its own limit had passed; with nobody missing here, it was
+             * this rank that came late. */
+            int k = 0, any = 0;
+            for (int r = 0; r < n; r++) {
+                if (r == g->rank) continue;
+                int flag = 0;
+                MPI_Request_get_status(req[k], &flag, MPI_STATUS_IGNORE);
+                missing[r] = !flag;
+                any |= !flag;
+                if (!flag) MPI_Cancel(&req[k]);
+                k++;
+            }
+            char who[512];
+            list_ranks(who, sizeof who, missing, n);
+            free(req);
+            free(missing);
+            if (!any) return noticed(fn, g, from);
+            return starfold__error(STARFOLD_ERR_TIMEOUT,
+                                   "%s: collective #%ld: rank%s %s did not join (rank %d gave up after %g s); the group "
+                                   "is broken (every later call fails): destroy it and end the job "
+                                   "(starfold_group_abort())",
+                                   fn, (long)g->sequence, strchr(who, ',') ? "s" : "", who, from, g->timeout_seconds);
+        }
+        const struct timespec pause = { 0, 200000 }; /* 0.2 ms */
+        nanosleep(&pause, NULL);
+    }
+    free(req);
+    free(missing);
+    /* Everyone answered; a notice that came meanwhile still wins (the others have given up). */
+    if (err == MPI_SUCCESS && (from = starfold__group_notice(g)) >= 0) return noticed(fn, g, from);
+    if (err != MPI_SUCCESS) {
+        g->broken = 1;
+        char buf[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(err, buf, &len);
+        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: exchanging with the other ranks failed: %s", fn, buf);
+    }
+    return STARFOLD_OK;
+}
+
+/* What every rank concludes from the same hellos: the same status and message everywhere. */
+static starfold_status_t verdict(const char *fn, starfold_group_t g, const hello_t *all, const char *mine_msg)
+{
+    for (int r = 0; r < g->size; r++) {
+        if (all[r].status == STARFOLD_OK) continue;
+        if (r == g->rank) return starfold__error((starfold_status_t)all[r].status, "%s", mine_msg);
+        return starfold__error((starfold_status_t)all[r].status, "%s: rank %d refused its arguments (%s); nothing was "
+                               "submitted", fn, r, starfold_status_string((starfold_status_t)all[r].status));
+    }
+    for (int r = 1; r < g->size; r++) {
+        if (all[r].sequence != all[0].sequence)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: rank %d is at collective #%lld, rank 0 at #%lld: the ranks called different "
+                                   "numbers of collectives",
+                                   fn, r, (long long)all[r].sequence, (long long)all[0].sequence);
+        if (all[r].fingerprint != all[0].fingerprint)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: collective #%lld: rank %d asks for %s over %lld tensors, rank 0 for %s over %lld "
+                                   "(ops, tensor counts, dtypes or sizes differ); nothing was submitted",
+                                   fn, (long long)all[0].sequence, r, starfold_op_name((starfold_op_t)all[r].op),
+                                   (long long)all[r].num_tensors, starfold_op_name((starfold_op_t)all[0].op),
+                                   (long long)all[0].num_tensors);
+    }
+    return STARFOLD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * 3. The MPI task
+ */
+
+typedef struct mpi_task_arg {
+    MPI_Comm comm;
+    double timeout_seconds; /* 0 or infinity: none */
+    starfold_dtype_t dtype;
+    starfold_op_t op;
+    size_t count;
+    int divisor;        /* MEAN: every replica of every rank; else 1 */
+    int *status;        /* shared by the collective's tasks: first failure (atomic) */
+} mpi_task_arg_t;
+
+static MPI_Datatype mpi_type(starfold_dtype_t t)
+{
+    switch (t) {
+    case STARFOLD_FLOAT32: return MPI_FLOAT;
+    case STARFOLD_FLOAT64: return MPI_DOUBLE;
+    case STARFOLD_INT32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+    }
+}
+
+static MPI_Op mpi_op(starfold_op_t op)
+{
+    switch (op) {
+    case STARFOLD_OP_MIN: return MPI_MIN;
+    case STARFOLD_OP_MAX: return MPI_MAX;
+    case STARFOLD_OP_PROD: return MPI_PROD;
+    default: return MPI_SUM; /* SUM, and MEAN before its division */
+    }
+}
+
+/* MEAN's division, as the kernels do it: floats divide, integers truncate toward zero. */
+static void divide(void *p, starfold_dtype_t t, size_t count, int divisor)
+{
+    switch (t) {
+    case STARFOLD_FLOAT32:
+        for (size_t i = 0; i < count; i++) ((float *)p)[i] /= (float)divisor;
+        break;
+    case STARFOLD_FLOAT64:
+        for (size_t i = 0; i < count; i++) ((double *)p)[i] /= (double)divisor;
+        break;
+    case STARFOLD_INT32:
+        for (size_t i = 0; i < count; i++) ((int32_t *)p)[i] /= divisor;
+        break;
+    default:
+        for (size_t i = 0; i < count; i++) ((int64_t *)p)[i] /= divisor;
+        break;
+    }
+}
+
+static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
+{
+    const mpi_task_arg_t *a = cl_arg;
+    char *p = (char *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    const size_t es = starfold_dtype_size(a->dtype);
+    /* MPI counts are ints: in slices of at most 2^30 elements. */
+    for (size_t done = 0; done < a->count;) {
+        const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
+        /* Non-blocking and polled, so that a rank gone missing mid-collective costs a timeout, not
+         * a worker forever. */
+        MPI_Request rq;
+        int err = MPI_Iallreduce(MPI_IN_PLACE, p + done * es, (int)n, mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
+        const double t0 = now_s();
+        int fin = 0, failure = STARFOLD_OK;
+        while (err == MPI_SUCCESS && !fin) {
+            err = MPI_Test(&rq, &fin, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS || fin) break;
+            if (a->timeout_seconds > 0 && isfinite(a->timeout_seconds) && now_s() - t0 > a->timeout_seconds) {
+                failure = STARFOLD_ERR_TIMEOUT;
+                break;
+            }
+            const struct timespec pause = { 0, 20000 }; /* 20 us */
+            nanosleep(&pause, NULL);
+        }
+        if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
+        if (failure != STARFOLD_OK) {
+            int expected = STARFOLD_OK;
+            __atomic_compare_exchange_n(a->status, &expected, failure, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+            return;
+        }
+        done += n;
+    }
+    if (a->divisor > 1) divide(p, a->dtype, a->count, a->divisor);
+}
+
+static struct starpu_codelet mpi_allreduce_cl = {
+    .where = STARPU_CPU,
+    .cpu_funcs = { mpi_allreduce_cpu },
+    .cpu_funcs_name = { "starfold_mpi_allreduce_cpu" },
+    .nbuffers = 2,
+    .modes = { STARPU_RW, STARPU_RW }, /* the leader vector, the group's token */
+    .name = "starfold_mpi_allreduce",
+};
+
+/* ------------------------------------------------------------------------------------------------
+ * Steps 2 and 4: the local graphs
+ */
+
+static starfold_status_t local_topology(starfold_group_t g)
+{
+    if (g->local) return STARFOLD_OK;
+    return starfold_context_topology(g->ctx, &g->local);
+}
+
+static starfold_status_t compile_local(starfold_group_t g, starfold_collective_t kind, starfold_op_t op, size_t nt,
+                                       const starfold_tensor_desc_t *tensors, starfold_graph_t *graph)
+{
+    const int n = starfold_context_num_devices(g->ctx);
+    int devices[STARFOLD_MAX_DEVICES], zero = 0;
+    for (int d = 0; d < n; d++) devices[d] = d;
+    starfold_collective_desc_t desc = { .kind = kind, .op = op, .num_tensors = nt, .tensors = tensors };
+    if (kind == STARFOLD_COLL_REDUCE) {
+        desc.num_sources = n, desc.sources = devices;
+        desc.num_destinations = 1, desc.destinations = &zero;
+    } else {
+        desc.num_sources = 1, desc.sources = &zero;
+        desc.num_destinations = n, desc.destinations = devices;
+    }
+    return starfold_graph_compile(g->local, "reduce-to-one", &desc, NULL, graph);
+}
+
+static int cpu_worker_present(void)
+{
+    return starpu_worker_get_count_by_type(STARPU_CPU_WORKER) > 0;
+}
+
+/* The local verdict: arguments of this rank alone. */
+static starfold_status_t check_args(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
+                                    const starfold_tensor_desc_t *tensors, const starpu_data_handle_t *inputs,
+                                    const starpu_data_handle_t *outputs)
+{
+    if ((int)op < 0 || (int)op >= STARFOLD_OP_COUNT)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op);
+    if (nt == 0 || !tensors || !inputs || !outputs)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                               nt == 0 ? "no tensors" : "NULL tensors, inputs or outputs");
+    for (size_t t = 0; t < nt; t++)
+        if ((int)tensors[t].dtype < 0 || (int)tensors[t].dtype >= STARFOLD_DTYPE_COUNT)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: tensor %zu: unknown dtype %d", fn, t,
+                                   (int)tensors[t].dtype);
+    if (!cpu_worker_present())
+        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
+                               "%s: the MPI step runs on a CPU worker and StarPU has none here (set STARPU_NCPU >= 1)",
+                               fn);
+    return local_topology(g);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The collective
+ */
+
+/* Leader vectors on device 0, one per tensor. */
+static starfold_status_t make_leaders(starfold_group_t g, size_t nt, const starfold_tensor_desc_t *tensors,
+                                      starpu_data_handle_t *leaders)
+{
+    for (size_t t = 0; t < nt; t++) {
+        const starfold_status_t st = starfold_vector_create(g->ctx, 0, tensors[t].dtype, tensors[t].count, &leaders[t]);
+        if (st != STARFOLD_OK) return st;
+    }
+    return STARFOLD_OK;
+}
+
+static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, size_t nt,
+                                          const starfold_tensor_desc_t *tensors, const starpu_data_handle_t *leaders,
+                                          mpi_task_arg_t *args, int *status)
+{
+    if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
+    for (size_t t = 0; t < nt; t++) {
+        args[t] = (mpi_task_arg_t){ g->data_comm, g->timeout_seconds, tensors[t].dtype, op, tensors[t].count,
+                                    op == STARFOLD_OP_MEAN ? g->total_devices : 1, status };
+        if (tensors[t].count == 0) continue;
+        struct starpu_task *task = starpu_task_create();
+        task->cl = &mpi_allreduce_cl;
+        task->handles[0] = leaders[t];
+        task->handles[1] = g->token;
+        task->cl_arg = &args[t];
+        task->cl_arg_size = sizeof args[t];
+        const int err = starpu_task_submit(task);
+        if (err != 0) {
+            task->destroy = 0;
+            starpu_task_destroy(task);
+            /* Earlier tensors' tasks are already queued: this rank's later collectives would pair with
+             * them on the other ranks. The group cannot go on. */
+            g->broken = 1;
+            return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of "
+                                   "tensor %zu (%d); the group is broken", t, err);
+        }
+    }
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                                         const starfold_tensor_desc_t *tensors,
+                                                         const starpu_data_handle_t *inputs,
+                                                         const starpu_data_handle_t *outputs)
+{
+    static const char fn[] = "starfold_group_all_reduce";
+    if (!group) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL group", fn);
+    if (group->broken)
+        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: the group is broken (an earlier collective timed out or "
+                               "failed between ranks): destroy it", fn);
+    starfold_status_t st = check_args(fn, group, op, num_tensors, tensors, inputs, outputs);
+    char mine_msg[512];
+    snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
+
+    /* 1. agree */
+    hello_t mine = { group->sequence, fingerprint(op, st == STARFOLD_OK ? num_tensors : 0, st == STARFOLD_OK ? tensors : NULL),
+                     (int32_t)st, (int32_t)op, (int64_t)(st == STARFOLD_OK ? num_tensors : 0) };
+    hello_t *all = calloc((size_t)group->size, sizeof *all);
+    if (!all) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    starfold_status_t agreed = exchange(fn, group, 0, &mine, all);
+    if (agreed == STARFOLD_OK) agreed = verdict(fn, group, all, mine_msg);
+    if (agreed != STARFOLD_OK) {
+        group->sequence++;
+        free(all);
+        return agreed;
+    }
+
+    /* 2-4: local reduce, MPI tasks, local broadcast; a failure before step 3 is agreed on again so
+     * that no rank calls MPI_Allreduce alone. */
+    const starfold_op_t local_op = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
+    starfold_graph_t reduce = NULL, bcast = NULL;
+    starpu_data_handle_t *leaders = calloc(num_tensors, sizeof *leaders);
+    mpi_task_arg_t *args = calloc(num_tensors, sizeof *args);
+    int task_status = STARFOLD_OK;
+    starfold_request_t r1 = NULL, r2 = NULL;
+    st = leaders && args ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_REDUCE, local_op, num_tensors, tensors, &reduce);
+    if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_BROADCAST, local_op, num_tensors, tensors, &bcast);
+    if (st == STARFOLD_OK) st = make_leaders(group, num_tensors, tensors, leaders);
+    if (st == STARFOLD_OK) st = starfold_submit(group->ctx, reduce, inputs, leaders, &r1);
+    {
+        /* Everyone's local part was accepted, or nobody calls MPI: a second round of the same
+         * time-limited exchange (a rank that gave up in the first never answers this one). */
+        snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
+        const hello_t go = { group->sequence, 0, (int32_t)st, 0, 0 };
+        starfold_status_t both = all ? exchange(fn, group, 1, &go, all) : STARFOLD_ERR_OUT_OF_MEMORY;
+        for (int r = 0; both == STARFOLD_OK && r < group->size; r++)
+            if (all[r].status != STARFOLD_OK && r != group->rank)
+                both = starfold__error(STARFOLD_ERR_RUNTIME, "%s: rank %d could not submit its local part (%s); nothing "
+                                       "was reduced across ranks", fn, r,
+                                       starfold_status_string((starfold_status_t)all[r].status));
+        if (st != STARFOLD_OK) st = starfold__error(st, "%s", mine_msg);
+        else st = both;
+    }
+    group->sequence++;
+    free(all);
+    if (st == STARFOLD_OK) st = submit_mpi_tasks(group, op, num_tensors, tensors, leaders, args, &task_status);
+    if (st == STARFOLD_OK) st = starfold_submit(group->ctx, bcast, leaders, outputs, &r2);
+    const starfold_status_t w1 = r1 ? starfold_request_wait(r1) : STARFOLD_OK;
+    const starfold_status_t w2 = r2 ? starfold_request_wait(r2) : STARFOLD_OK;
+    starfold_request_destroy(r1);
+    starfold_request_destroy(r2);
+    if (leaders)
+        for (size_t t = 0; t < num_tensors; t++) starfold_vector_destroy(group->ctx, leaders[t]); /* waits for its tasks */
+    if (st == STARFOLD_OK && w1 != STARFOLD_OK) st = w1;
+    if (st == STARFOLD_OK && w2 != STARFOLD_OK) st = w2;
+    const int failed_task = __atomic_load_n(&task_status, __ATOMIC_ACQUIRE);
+    if (st == STARFOLD_OK && failed_task != STARFOLD_OK) {
+        group->broken = 1;
+        st = starfold__error((starfold_status_t)failed_task, "%s: MPI_Allreduce %s on this rank; the group is broken", fn,
+                             failed_task == STARFOLD_ERR_TIMEOUT ? "did not complete within timeout_seconds" : "failed");
+    }
+    starfold_graph_destroy(reduce);
+    starfold_graph_destroy(bcast);
+    free(leaders);
+    free(args);
+    return st;
+}
+
+void starfold__group_collectives_wait(starfold_group_t g)
+{
+    if (g->token) {
+        starpu_data_acquire(g->token, STARPU_R); /* after every MPI task of the group */
+        starpu_data_release(g->token);
+    }
+}
+
+void starfold__group_collectives_release(starfold_group_t g)
+{
+    /* A broken group may have an MPI task waiting for a rank that is gone: do not wait for it. */
+    if (g->token && g->broken) starpu_data_unregister_submit(g->token);
+    else if (g->token) starpu_data_unregister(g->token);
+    g->token = NULL;
+    starfold_topology_destroy(g->local);
+    g->local = NULL;
+}
+
+STARFOLD_API int starfold_group_is_broken(starfold_group_t group) { return group ? group->broken : 1; }
+
+STARFOLD_API void starfold_group_abort(starfold_group_t group, int code)
+{
+    MPI_Abort(group ? group->comm : MPI_COMM_WORLD, code);
+}
