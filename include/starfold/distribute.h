@@ -655,13 +655,15 @@ typedef struct starfold_replica_context *starfold_replica_context_t;
 typedef enum starfold_strategy_kind {
     STARFOLD_STRATEGY_MIRRORED = 0,   /**< tf.distribute.MirroredStrategy */
     STARFOLD_STRATEGY_ONE_DEVICE,     /**< tf.distribute.OneDeviceStrategy */
-    STARFOLD_STRATEGY_CENTRAL_STORAGE /**< tf.distribute.experimental.CentralStorageStrategy */
+    STARFOLD_STRATEGY_CENTRAL_STORAGE, /**< tf.distribute.experimental.CentralStorageStrategy */
+    /** tf.distribute.MultiWorkerMirroredStrategy: starfold_multi_worker_mirrored_strategy_create() in starfold/mpi.h */
+    STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED
 } starfold_strategy_kind_t;
 
 /**
  * @brief Name of a strategy class.
  * @param [in] kind the class
- * @return "MirroredStrategy", "OneDeviceStrategy", "CentralStorageStrategy"; "unknown" otherwise
+ * @return "MirroredStrategy", "OneDeviceStrategy", "CentralStorageStrategy", "MultiWorkerMirroredStrategy"; "unknown" otherwise
  */
 STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t kind);
 

@@ -35,6 +35,7 @@
 #include <mpi.h>
 #include <starfold/common.h>
 #include <starfold/exec.h>
+#include <starfold/distribute.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -162,6 +163,31 @@ STARFOLD_API int starfold_group_is_broken(starfold_group_t group);
  *        a timeout, when a rank is gone for good. Does not return.
  */
 STARFOLD_API void starfold_group_abort(starfold_group_t group, int code);
+
+/**
+ * @brief TensorFlow's `tf.distribute.MultiWorkerMirroredStrategy(communication_options)`: one
+ *        strategy per process over every device of its context, in sync with every other
+ *        process's.
+ *
+ * Replicas are numbered across processes, rank by rank: replica_id_in_sync_group is this process's
+ * offset (the devices of the ranks before it) plus the local replica's index, and
+ * num_replicas_in_sync counts every replica of every process (TensorFlow's global replica ids).
+ * starfold_strategy_run(), merge_call, variables and update are this process's, as for
+ * MirroredStrategy over its devices; every reduction (batch_reduce_to, reduce_to, the replica
+ * context's all_reduce) goes across the processes with starfold_group_all_reduce(): the same
+ * results as one process holding every replica. Each value holds one component per device of this
+ * process. Every process must make the same reductions in the same order; the group agrees on each
+ * before it runs, and a mismatch or a missing process fails every process alike (see
+ * starfold_group_all_reduce() for timeouts and what to do after one). CommunicationOptions:
+ * timeout_seconds of the group applies to agreement; bytes_per_pack and implementation are accepted
+ * (the cross-process step is one MPI all-reduce per tensor for now, named in the trace as "mpi").
+ * @param [in]  group the process group (it must outlive the strategy)
+ * @param [in]  options NULL for the defaults
+ * @param [out] strategy the new strategy (starfold_strategy_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or bad options; as starfold_mirrored_strategy_create().
+ */
+STARFOLD_API starfold_status_t starfold_multi_worker_mirrored_strategy_create(
+    starfold_group_t group, const starfold_communication_options_t *options, starfold_strategy_t *strategy);
 
 #ifdef __cplusplus
 }

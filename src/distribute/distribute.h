@@ -173,6 +173,17 @@ struct starfold_strategy {
     starfold_cross_device_ops_t nccl_ops;     /* implementation NCCL with default ops: hierarchical-copy */
     starfold_communication_options_t options; /* defaults for every call */
     pthread_mutex_t run_lock;                 /* one run at a time */
+    /*
+     * MultiWorkerMirroredStrategy (mwms.c, built with MPI): the replicas of every process are in sync.
+     * replica_offset is this process's first global replica id, total_replicas all of them (0: this
+     * process's n alone); cross_process, when set, carries out every reduction of the strategy (its
+     * batch_reduce_to, reduce_to and the replica context's all_reduce) across the processes.
+     */
+    int replica_offset, total_replicas;
+    void *group;
+    starfold_status_t (*cross_process)(struct starfold_strategy *s, starfold_op_t op, size_t n,
+                                       const struct starfold__pair *pairs, const starfold_communication_options_t *o,
+                                       const char *fn, starfold_value_t *results);
 };
 
 /* The strategy's batch_reduce_to over resolved pairs, no context check (all_reduce's leader uses it). */

@@ -205,16 +205,19 @@ starfold_status_t starfold__require_cross_replica(const char *fn)
  */
 
 /* The accessors answer as for NULL when the context's run has ended. */
+/* Ids and counts are global under MultiWorkerMirroredStrategy: this process's replicas start at its
+ * offset, and every process's are in sync. */
 STARFOLD_API int starfold_replica_context_replica_id_in_sync_group(starfold_replica_context_t context)
 {
     rc_view_t v;
-    return rc_lookup(context, &v) == 0 ? v.id : -1;
+    return rc_lookup(context, &v) == 0 ? v.strategy->replica_offset + v.id : -1;
 }
 
 STARFOLD_API int starfold_replica_context_num_replicas_in_sync(starfold_replica_context_t context)
 {
     rc_view_t v;
-    return rc_lookup(context, &v) == 0 ? v.n : 0;
+    if (rc_lookup(context, &v) != 0) return 0;
+    return v.strategy->total_replicas ? v.strategy->total_replicas : v.n;
 }
 
 STARFOLD_API int starfold_replica_context_device(starfold_replica_context_t context)

@@ -28,6 +28,7 @@ STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t ki
 {
     switch (kind) {
     case STARFOLD_STRATEGY_MIRRORED: return "MirroredStrategy";
+    case STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED: return "MultiWorkerMirroredStrategy";
     case STARFOLD_STRATEGY_ONE_DEVICE: return "OneDeviceStrategy";
     case STARFOLD_STRATEGY_CENTRAL_STORAGE: return "CentralStorageStrategy";
     }
@@ -221,7 +222,8 @@ STARFOLD_API starfold_strategy_kind_t starfold_strategy_kind(starfold_strategy_t
 
 STARFOLD_API int starfold_strategy_num_replicas_in_sync(starfold_strategy_t strategy)
 {
-    return strategy ? strategy->n : 0;
+    if (!strategy) return 0;
+    return strategy->total_replicas ? strategy->total_replicas : strategy->n; /* every process's, under MWMS */
 }
 
 STARFOLD_API int starfold_strategy_worker_device(starfold_strategy_t strategy, int replica)
@@ -295,6 +297,7 @@ starfold_status_t starfold__strategy_batch_reduce(starfold_strategy_t s, starfol
         if (pairs[i].value->ctx != s->ctx)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: pair %zu: a value of another context than the "
                             "strategy's", fn, i);
+    if (s->cross_process) return s->cross_process(s, op, n, pairs, &o, fn, results);
     return starfold__ops_batch_reduce(ops_for(s, &o), s->topology, op, n, pairs, &o, fn, results);
 }
 
@@ -332,13 +335,16 @@ static starfold_status_t reduce_to(starfold_strategy_t s, const char *fn, starfo
      * its SUM would be n times it, which TensorFlow refuses rather than guess; starfold refuses PROD
      * (its n-th power) for the same reason. With one replica in sync every op gives the value.
      */
-    if (value->n == 1 && s->n > 1 && (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD))
+    /* (This process's replicas: under MultiWorkerMirroredStrategy with one device per process, a
+     * one-component value is that process's replica of a per-replica value.) */
+    const int in_sync = s->n;
+    if (value->n == 1 && in_sync > 1 && (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD))
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "%s: A non-DistributedValues value (one component, on %s) cannot be reduced with the given "
                         "reduce op ReduceOp.%s: %d replicas are in sync (TensorFlow refuses too); reduce a "
                         "per-replica value of the %d replicas, or use MEAN",
                         fn, value->devices[0] == STARFOLD_DEVICE_HOST ? "the host" : "one device",
-                        op == STARFOLD_OP_SUM ? "SUM" : "PROD", s->n, s->n);
+                        op == STARFOLD_OP_SUM ? "SUM" : "PROD", in_sync, in_sync);
     /* TensorFlow asserts on a mirrored value summed across replicas: it is one value, not n. */
     if (s->kind == STARFOLD_STRATEGY_MIRRORED && value->kind == STARFOLD_VALUE_MIRRORED && op == STARFOLD_OP_SUM &&
         value->n > 1)
@@ -351,6 +357,7 @@ static starfold_status_t reduce_to(starfold_strategy_t s, const char *fn, starfo
         !(op == STARFOLD_OP_MEAN && o.promote_integer_mean && is_integer(value->dtype)))
         return starfold__ops_broadcast(s->ops, s->topology, value, dest, fn, result);
     starfold__pair_t p = { .value = value, .dest = *dest };
+    if (s->cross_process) return s->cross_process(s, op, 1, &p, &o, fn, result);
     return starfold__ops_batch_reduce(ops_for(s, &o), s->topology, op, 1, &p, &o, fn, result);
 }
 

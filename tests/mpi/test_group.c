@@ -315,6 +315,102 @@ static void test_all_reduce_late_rank(void)
     starfold_group_destroy(g);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * MultiWorkerMirroredStrategy. TensorFlow's expected values: with replica i (global id) holding
+ * i + 1, all_reduce SUM gives T(T+1)/2 and MEAN (T+1)/2 on every replica of every process, T being
+ * num_replicas_in_sync = 2 x size; reduce_to a device gives the sum there.
+ */
+typedef struct mw_out {
+    int ids[NDEV], nsync[NDEV];
+    float sum[NDEV], mean[NDEV];
+    starfold_status_t st[NDEV];
+} mw_out_t;
+
+static starfold_status_t mw_step(starfold_replica_context_t rc, void *arg)
+{
+    mw_out_t *out = arg;
+    const int id = starfold_replica_context_replica_id_in_sync_group(rc);
+    const int local = id - world_rank * NDEV;
+    if (local < 0 || local >= NDEV) return STARFOLD_ERR_INTERNAL;
+    out->ids[local] = id;
+    out->nsync[local] = starfold_replica_context_num_replicas_in_sync(rc);
+    const float x = (float)(id + 1);
+    starfold_value_t v = NULL, sum = NULL, mean = NULL;
+    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &x, &v);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &sum);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_MEAN, 1, &v, NULL, &mean);
+    if (st == STARFOLD_OK) st = starfold_value_read(sum, 0, &out->sum[local], sizeof(float));
+    if (st == STARFOLD_OK) st = starfold_value_read(mean, 0, &out->mean[local], sizeof(float));
+    if (st == STARFOLD_OK) st = starfold_replica_context_set_result(rc, v);
+    starfold_value_destroy(v);
+    starfold_value_destroy(sum);
+    starfold_value_destroy(mean);
+    return out->st[local] = st;
+}
+
+static void test_mwms(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    starfold_strategy_t s = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, NULL, &s), STARFOLD_OK);
+    const int T = NDEV * world_size;
+    CU_ASSERT_EQUAL(starfold_strategy_kind(s), STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED);
+    CU_ASSERT_STRING_EQUAL(starfold_strategy_kind_name(starfold_strategy_kind(s)), "MultiWorkerMirroredStrategy");
+    CU_ASSERT_EQUAL(starfold_strategy_num_replicas_in_sync(s), T);
+
+    mw_out_t out;
+    memset(&out, 0, sizeof out);
+    starfold_value_t per_replica = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, mw_step, &out, &per_replica), STARFOLD_OK);
+    for (int d = 0; d < NDEV; d++) {
+        CU_ASSERT_EQUAL(out.st[d], STARFOLD_OK);
+        CU_ASSERT_EQUAL(out.ids[d], world_rank * NDEV + d);
+        CU_ASSERT_EQUAL(out.nsync[d], T);
+        CU_ASSERT_EQUAL(out.sum[d], (float)(T * (T + 1) / 2));
+        CU_ASSERT_EQUAL(out.mean[d], (float)(T + 1) / 2.0f);
+    }
+    /* Cross-replica: reduce_to one device, to the host, and batch_reduce_to back onto the replicas. */
+    starfold_value_t r = NULL;
+    starfold_destination_t d1 = starfold_destination_device(1);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, per_replica, &d1, NULL, &r), STARFOLD_OK);
+    float y = -1;
+    CU_ASSERT_EQUAL(starfold_value_num_components(r), 1);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), 1);
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, &y, sizeof y), STARFOLD_OK);
+    CU_ASSERT_EQUAL(y, (float)(T * (T + 1) / 2));
+    starfold_value_destroy(r);
+    starfold_destination_t host = starfold_destination_host();
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_MAX, per_replica, &host, NULL, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, &y, sizeof y), STARFOLD_OK);
+    CU_ASSERT_EQUAL(y, (float)T);
+    starfold_value_destroy(r);
+    starfold_value_destroy(per_replica);
+    /* A batch of two pairs onto the replicas' devices: one collective, results in input order. */
+    const float a[2] = { 1.0f, 2.0f };
+    const int devs[NDEV] = { 0, 1 };
+    starfold_value_t v1 = NULL, v2 = NULL, res[2] = { NULL, NULL };
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, STARFOLD_FLOAT32, 1, &a[0], &v1),
+                          STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, STARFOLD_FLOAT32, 1, &a[1], &v2),
+                          STARFOLD_OK);
+    starfold_value_destination_pair_t pairs[2] = { { v1, starfold_destination_value(v1) },
+                                                   { v2, starfold_destination_value(v2) } };
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 2, pairs, NULL, res), STARFOLD_OK);
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < NDEV; c++) {
+            CU_ASSERT_EQUAL(starfold_value_read(res[k], c, &y, sizeof y), STARFOLD_OK);
+            CU_ASSERT_EQUAL(y, a[k] * (float)T);
+        }
+    starfold_value_destroy(res[0]);
+    starfold_value_destroy(res[1]);
+    starfold_value_destroy(v1);
+    starfold_value_destroy(v2);
+    starfold_strategy_destroy(s);
+    starfold_group_destroy(g);
+}
+
 /*
  * `test_group K timeout`: the last rank never joins collective #0 in time. Every other rank gets
  * STARFOLD_ERR_TIMEOUT naming it, after the stall warning; the group is broken there (later calls
@@ -415,6 +511,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "all-reduce across ranks: 20 steps, inputs changed; in place", test_all_reduce_steps);
         CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
         CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
+        CU_add_test(s, "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms);
         CU_basic_set_mode(world_rank == 0 ? CU_BRM_VERBOSE : CU_BRM_SILENT);
         CU_basic_run_tests();
         failed = (int)CU_get_number_of_failures();

@@ -1,0 +1,130 @@
+/*
+ * MultiWorkerMirroredStrategy (TensorFlow's CollectiveAllReduce extended): one strategy per process,
+ * over every device of its context, whose replicas are in sync with every other process's.
+ *
+ *     process 0: replicas 0 1 2 3      process 1: replicas 4 5 6 7      num_replicas_in_sync = 8
+ *
+ * It is a MirroredStrategy of this process's devices (run, merge_call, update, variables: all local)
+ * whose reductions go across the processes: every (value, destinations) pair of a batch_reduce_to,
+ * a reduce_to or a replica context's all_reduce is all-reduced over every replica of every process
+ * by starfold_group_all_reduce() (one call for the whole batch, its tensors in input order), then
+ * delivered to the destinations: the value's own devices directly (the all-reduce's outputs), another
+ * device or the host by a copy of the first result (TensorFlow's CollectiveAllReduce: all-reduce, then
+ * the destinations). Every process must make the same reductions in the same order; the group agrees
+ * on each before it runs and fails every process alike otherwise (starfold/mpi.h).
+ *
+ * Built with MPI only (the distribute layer's MPI part, compiled without StarPU's flags).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/common.h"
+#include "distribute/distribute.h"
+#include <starfold/mpi.h>
+
+/* The component of @v on context device @d; -1 when it has none. */
+static int component_on(starfold_value_t v, int d)
+{
+    for (int c = 0; c < v->n; c++)
+        if (v->devices[c] == d) return c;
+    return -1;
+}
+
+static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_t op, size_t n,
+                                       const starfold__pair_t *pairs, const starfold_communication_options_t *o,
+                                       const char *fn, starfold_value_t *results)
+{
+    starfold_group_t g = s->group;
+    const int nd = s->n; /* = the context's devices, in order */
+    if (o->promote_integer_mean)
+        for (size_t i = 0; i < n; i++)
+            if (op == STARFOLD_OP_MEAN && (pairs[i].value->dtype == STARFOLD_INT32 || pairs[i].value->dtype == STARFOLD_INT64))
+                return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
+                                       "%s: MultiWorkerMirroredStrategy: promote_integer_mean across processes is not "
+                                       "supported yet (pair %zu)", fn, i);
+    /* Every pair's value must have a component on every device of this process (a per-replica value
+     * of its replicas, or a mirrored one). Checked here, agreed on by the group: a refusal on one
+     * process is a refusal on all. */
+    starfold_status_t local = STARFOLD_OK;
+    for (size_t i = 0; i < n && local == STARFOLD_OK; i++)
+        for (int d = 0; d < nd && local == STARFOLD_OK; d++)
+            if (component_on(pairs[i].value, s->devices[d]) < 0)
+                local = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                        "%s: pair %zu: the value has no component on device %d: across processes every "
+                                        "value holds one per replica of the process (%d)", fn, i, s->devices[d], nd);
+    starfold_tensor_desc_t *tensors = calloc(n ? n : 1, sizeof *tensors);
+    starpu_data_handle_t *in = calloc((size_t)nd * (n ? n : 1), sizeof *in);
+    starpu_data_handle_t *out = calloc((size_t)nd * (n ? n : 1), sizeof *out);
+    starfold_value_t *all = calloc(n ? n : 1, sizeof *all);
+    starfold_status_t st = local;
+    if (!tensors || !in || !out || !all) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    /* The all-reduce's outputs: a mirrored value per pair over this process's devices. */
+    for (size_t i = 0; i < n && st == STARFOLD_OK; i++) {
+        const starfold_value_t v = pairs[i].value;
+        tensors[i] = (starfold_tensor_desc_t){ v->dtype, v->count };
+        st = starfold__value_alloc(s->ctx, STARFOLD_VALUE_MIRRORED, nd, s->devices, v->dtype, v->count, &all[i]);
+        for (int d = 0; d < nd && st == STARFOLD_OK; d++) {
+            in[(size_t)d * n + i] = v->handles[component_on(v, s->devices[d])];
+            out[(size_t)d * n + i] = all[i]->handles[d];
+        }
+    }
+    /* A local failure still takes part (with a refusal) so that no process waits for this one. */
+    if (st != STARFOLD_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", starfold_last_error());
+        /* An op no process accepts: the group shares this process's refusal with the others. */
+        (void)starfold_group_all_reduce(g, (starfold_op_t)-1, 0, NULL, NULL, NULL);
+        st = starfold__error(st, "%s", why);
+    } else {
+        st = starfold_group_all_reduce(g, op, n, tensors, in, out);
+        if (st != STARFOLD_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", starfold_last_error());
+            st = starfold__error(st, "%s: %s", fn, why);
+        }
+    }
+    /* Deliver: to the value's devices, the all-reduce itself; elsewhere, a copy of the first result. */
+    for (size_t i = 0; i < n && st == STARFOLD_OK; i++) {
+        const starfold__dest_t *d = &pairs[i].dest;
+        if (!d->host && d->n == nd && !memcmp(d->devices, s->devices, sizeof(int) * (size_t)nd)) {
+            results[i] = all[i];
+            all[i] = NULL;
+            continue;
+        }
+        st = starfold__ops_broadcast(s->ops, s->topology, all[i], d, fn, &results[i]);
+        if (st == STARFOLD_OK) st = starfold_value_wait(results[i]);
+    }
+    if (all)
+        for (size_t i = 0; i < n; i++) starfold_value_destroy(all[i]);
+    free(tensors);
+    free(in);
+    free(out);
+    free(all);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_multi_worker_mirrored_strategy_create(
+    starfold_group_t group, const starfold_communication_options_t *options, starfold_strategy_t *strategy)
+{
+    static const char fn[] = "starfold_multi_worker_mirrored_strategy_create";
+    if (!group || !strategy)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !group ? "group" : "strategy");
+    starfold_context_t ctx = starfold_group_context(group);
+    starfold_strategy_t s = NULL;
+    starfold_status_t st = starfold_mirrored_strategy_create(ctx, NULL, 0, NULL, NULL, &s);
+    if (st != STARFOLD_OK) return st;
+    if (options && (st = starfold_strategy_set_communication_options(s, options)) != STARFOLD_OK) {
+        starfold_strategy_destroy(s);
+        return st;
+    }
+    s->kind = STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED;
+    s->group = group;
+    s->cross_process = cross_process;
+    for (int r = 0; r < starfold_group_rank(group); r++) s->replica_offset += starfold_group_num_devices(group, r);
+    for (int r = 0; r < starfold_group_size(group); r++) s->total_replicas += starfold_group_num_devices(group, r);
+    *strategy = s;
+    return STARFOLD_OK;
+}
