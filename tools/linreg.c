@@ -181,17 +181,28 @@ static int submit_on(starfold_context_t ctx, int device, struct starpu_codelet *
 
 typedef struct trainer {
     starfold_context_t ctx;
-    starfold_value_t theta;          /* mirrored over the replica devices */
-    starpu_data_handle_t *x, *y;     /* [replica] this program's data shards */
-    starfold_value_t *grad, *loss;   /* [replica] local gradient and loss, reused every step */
-    starfold_value_t step_loss;      /* replica 0's all-reduced loss of the step */
+    starfold_value_t theta;          /* mirrored over this process's replica devices */
+    int n;                           /* this process's replicas (all of them but under MultiWorkerMirrored) */
+    int devices[STARFOLD_MAX_DEVICES]; /* [local replica] its device */
+    starpu_data_handle_t *x, *y;     /* [local replica] this program's data shards */
+    starfold_value_t *grad, *loss;   /* [local replica] local gradient and loss, reused every step */
+    starfold_value_t step_loss;      /* local replica 0's all-reduced loss of the step */
 } trainer_t;
+
+/* The local index of the replica on @device (replica ids are global across processes). */
+static int local_replica(const trainer_t *tr, int device)
+{
+    for (int r = 0; r < tr->n; r++)
+        if (tr->devices[r] == device) return r;
+    return -1;
+}
 
 static starfold_status_t train_step(starfold_replica_context_t rc, void *arg)
 {
     trainer_t *tr = arg;
-    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
     const int dev = starfold_replica_context_device(rc);
+    const int r = local_replica(tr, dev);
+    if (r < 0) return STARFOLD_ERR_INTERNAL;
     starpu_data_handle_t theta;
     starfold_status_t st = starfold_replica_context_select(rc, tr->theta, &theta);
     if (st != STARFOLD_OK) return st;
@@ -217,17 +228,16 @@ static starfold_status_t train_step(starfold_replica_context_t rc, void *arg)
  * The training loop
  */
 
-starfold_status_t linreg_train(starfold_context_t ctx, starfold_topology_t topo, int steps, FILE *info,
-                               linreg_result_t *result, starfold_graph_t *grad_graph)
+starfold_status_t linreg_train_strategy(starfold_strategy_t strategy, int steps, FILE *info, linreg_result_t *result)
 {
     trainer_t tr;
     memset(&tr, 0, sizeof tr);
+    const int first = result->first_replica; /* an input; the rest is output */
     memset(result, 0, sizeof *result);
-    tr.ctx = ctx;
-    starfold_status_t st;
-    starfold_strategy_t strategy = NULL;
+    result->first_replica = first;
+    starfold_context_t ctx = tr.ctx = starfold_strategy_context(strategy);
+    starfold_status_t st = STARFOLD_OK;
     float *X = NULL, *Y = NULL;
-    int R = 0;
 #ifdef STARPU_USE_OPENCL
     if (starpu_opencl_worker_get_count() > 0 && !linreg_program_loaded) {
         if (starpu_opencl_load_opencl_from_string(linreg_cl_source, &linreg_program, NULL) != 0)
@@ -235,23 +245,27 @@ starfold_status_t linreg_train(starfold_context_t ctx, starfold_topology_t topo,
         linreg_program_loaded = 1;
     }
 #endif
-
-    /* MirroredStrategy over every device, default cross-device ops. */
-    if ((st = starfold_mirrored_strategy_create(ctx, topo, 0, NULL, NULL, &strategy)) != STARFOLD_OK) goto out;
-    R = starfold_strategy_num_replicas_in_sync(strategy);
+    /* R: every replica in sync (of every process); tr.n: this process's, from global id `first` on. */
+    const int R = starfold_strategy_num_replicas_in_sync(strategy);
+    while (tr.n < STARFOLD_MAX_DEVICES && starfold_strategy_worker_device(strategy, tr.n) >= 0) {
+        tr.devices[tr.n] = starfold_strategy_worker_device(strategy, tr.n);
+        tr.n++;
+    }
+    const int n = tr.n;
     result->replicas = R;
     snprintf(result->algorithm, sizeof result->algorithm, "%s",
              starfold_cross_device_ops_algorithm(starfold_strategy_cross_device_ops(strategy)));
-    fprintf(info, "MirroredStrategy over %d devices, cross-device ops %s; linear regression, %d samples, %d per replica\n",
-            R, result->algorithm, N, N / R);
+    fprintf(info, "%s over %d devices%s, cross-device ops %s; linear regression, %d samples, %d per replica\n",
+            starfold_strategy_kind_name(starfold_strategy_kind(strategy)), R, n < R ? " (of all processes)" : "",
+            result->algorithm, N, N / R);
 
     /* Synthetic data (a fixed LCG: same run, same numbers), sharded: replica r gets rows [r*N/R, (r+1)*N/R). */
     X = malloc(sizeof(float) * N * D);
     Y = malloc(sizeof(float) * N);
-    tr.x = calloc((size_t)R, sizeof *tr.x);
-    tr.y = calloc((size_t)R, sizeof *tr.y);
-    tr.grad = calloc((size_t)R, sizeof *tr.grad);
-    tr.loss = calloc((size_t)R, sizeof *tr.loss);
+    tr.x = calloc((size_t)n, sizeof *tr.x);
+    tr.y = calloc((size_t)n, sizeof *tr.y);
+    tr.grad = calloc((size_t)n, sizeof *tr.grad);
+    tr.loss = calloc((size_t)n, sizeof *tr.loss);
     if (!X || !Y || !tr.x || !tr.y || !tr.grad || !tr.loss) {
         st = STARFOLD_ERR_OUT_OF_MEMORY;
         goto out;
@@ -267,8 +281,8 @@ starfold_status_t linreg_train(starfold_context_t ctx, starfold_topology_t topo,
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
         Y[i] = (float)(y + 0.01 * ((double)(seed >> 11) / (double)(1ULL << 53) - 0.5));
     }
-    for (int r = 0; r < R; r++) {
-        const int lo = r * N / R, hi = (r + 1) * N / R, dev = starfold_strategy_worker_device(strategy, r);
+    for (int r = 0; r < n; r++) { /* local replica r is global replica first + r: its shard */
+        const int g = first + r, lo = g * N / R, hi = (g + 1) * N / R, dev = tr.devices[r];
         starpu_vector_data_register(&tr.x[r], STARPU_MAIN_RAM, (uintptr_t)&X[lo * D], (uint32_t)((hi - lo) * D), sizeof(float));
         starpu_vector_data_register(&tr.y[r], STARPU_MAIN_RAM, (uintptr_t)&Y[lo], (uint32_t)(hi - lo), sizeof(float));
         if ((st = starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev, STARFOLD_FLOAT32, P, NULL,
@@ -295,17 +309,47 @@ starfold_status_t linreg_train(starfold_context_t ctx, starfold_topology_t topo,
     /* Every replica holds the same parameters, bit for bit. */
     float theta[STARFOLD_MAX_DEVICES][P];
     result->identical = 1;
-    for (int r = 0; r < R && r < STARFOLD_MAX_DEVICES; r++) {
+    for (int r = 0; r < n && r < STARFOLD_MAX_DEVICES; r++) {
         if ((st = starfold_value_read(tr.theta, r, theta[r], sizeof theta[r])) != STARFOLD_OK) goto out;
         result->identical &= memcmp(theta[r], theta[0], sizeof theta[0]) == 0;
     }
+    memcpy(result->theta, theta[0], sizeof result->theta);
     fprintf(info, "learned w = [%.3f %.3f %.3f %.3f], b = %.3f (true [%.3f %.3f %.3f %.3f], %.3f)\n", theta[0][0],
             theta[0][1], theta[0][2], theta[0][3], theta[0][D], w_true[0], w_true[1], w_true[2], w_true[3], b_true);
     result->loss_went_down = isfinite(last) && last < result->first_loss / 100.0f;
-    fprintf(info, "loss %.6f -> %.6f: %s; parameters identical on all %d replicas: %s\n", result->first_loss, last,
-            result->loss_went_down ? "went down" : "DID NOT GO DOWN", R, result->identical ? "yes" : "NO");
+    fprintf(info, "loss %.6f -> %.6f: %s; parameters identical on all %d replicas%s: %s\n", result->first_loss, last,
+            result->loss_went_down ? "went down" : "DID NOT GO DOWN", n, n < R ? " of this process" : "",
+            result->identical ? "yes" : "NO");
+out:
+    if (tr.step_loss) starfold_value_destroy(tr.step_loss);
+    starfold_value_destroy(tr.theta);
+    for (int r = 0; r < n; r++) {
+        if (tr.grad && tr.grad[r]) starfold_value_destroy(tr.grad[r]);
+        if (tr.loss && tr.loss[r]) starfold_value_destroy(tr.loss[r]);
+        if (tr.x && tr.x[r]) starpu_data_unregister(tr.x[r]);
+        if (tr.y && tr.y[r]) starpu_data_unregister(tr.y[r]);
+    }
+    free(tr.x);
+    free(tr.y);
+    free(tr.grad);
+    free(tr.loss);
+    free(X);
+    free(Y);
+    return st;
+}
 
-    if (grad_graph) { /* the collective of one step: MEAN of [gradient (P floats), loss (1 float)] */
+starfold_status_t linreg_train(starfold_context_t ctx, starfold_topology_t topo, int steps, FILE *info,
+                               linreg_result_t *result, starfold_graph_t *grad_graph)
+{
+    /* MirroredStrategy over every device, default cross-device ops. */
+    starfold_strategy_t strategy = NULL;
+    starfold_status_t st = starfold_mirrored_strategy_create(ctx, topo, 0, NULL, NULL, &strategy);
+    if (st != STARFOLD_OK) return st;
+    result->first_replica = 0; /* one process: every replica is local */
+    st = linreg_train_strategy(strategy, steps, info, result);
+    const int R = result->replicas;
+
+    if (st == STARFOLD_OK && grad_graph) { /* the collective of one step: MEAN of [gradient (P floats), loss (1 float)] */
         const starfold_tensor_desc_t t[2] = { { STARFOLD_FLOAT32, P }, { STARFOLD_FLOAT32, 1 } };
         int devices[STARFOLD_MAX_DEVICES];
         for (int r = 0; r < R; r++) devices[r] = starfold_strategy_worker_device(strategy, r);
@@ -320,20 +364,6 @@ starfold_status_t linreg_train(starfold_context_t ctx, starfold_topology_t topo,
     }
 
 out:
-    if (tr.step_loss) starfold_value_destroy(tr.step_loss);
-    starfold_value_destroy(tr.theta);
-    for (int r = 0; r < R; r++) {
-        if (tr.grad && tr.grad[r]) starfold_value_destroy(tr.grad[r]);
-        if (tr.loss && tr.loss[r]) starfold_value_destroy(tr.loss[r]);
-        if (tr.x && tr.x[r]) starpu_data_unregister(tr.x[r]);
-        if (tr.y && tr.y[r]) starpu_data_unregister(tr.y[r]);
-    }
-    free(tr.x);
-    free(tr.y);
-    free(tr.grad);
-    free(tr.loss);
-    free(X);
-    free(Y);
     starfold_strategy_destroy(strategy);
     return st;
 }

@@ -15,6 +15,8 @@ typedef struct linreg_result {
     int loss_went_down;       /* last < first / 100 */
     int identical;            /* every replica's parameters bit-identical */
     char algorithm[64];       /* the strategy's cross-device ops */
+    int first_replica;        /* in: the global id of this process's first replica (0 but across processes) */
+    float theta[5];           /* out: the learned parameters (local replica 0's) */
 } linreg_result_t;
 
 /*
@@ -24,5 +26,12 @@ typedef struct linreg_result {
  */
 starfold_status_t linreg_train(starfold_context_t ctx, starfold_topology_t topo, int steps, FILE *info,
                                linreg_result_t *result, starfold_graph_t *grad_graph);
+
+/*
+ * The same training with a strategy the caller made (MultiWorkerMirroredStrategy across processes:
+ * each process trains its replicas' shards; set result->first_replica to this process's first global
+ * replica id before the call, the rest of *result is filled).
+ */
+starfold_status_t linreg_train_strategy(starfold_strategy_t strategy, int steps, FILE *info, linreg_result_t *result);
 
 #endif /* STARFOLD_EXAMPLES_LINREG_H */

@@ -34,6 +34,18 @@ for np in 2 3 4; do
         esac
     done
 done
+# The training example across processes: 2 processes x 4 devices, weights identical everywhere.
+ex="$top/examples/train_multi_worker"
+if [ -x "$ex" ]; then
+    echo "== mpirun -np 2 train_multi_worker 4"
+    timeout -k 10 "$limit" mpirun -np 2 --oversubscribe --bind-to none \
+        --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+        -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+        ${SF_TEST_WRAPPER:+$SF_TEST_WRAPPER} "$ex" 4
+    rc=$?
+    [ $rc -eq 0 ] || { echo "FAIL: train_multi_worker exited $rc"; status=1; }
+fi
+
 # A rank that never joins in time: TIMEOUT on the others, the late one fails at once, nobody hangs;
 # the job ends with starfold_group_abort(), whose code mpirun returns (0 when every rank passed).
 out="$top/tests/out/mpi-timeout.log"
