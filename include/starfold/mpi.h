@@ -135,9 +135,10 @@ STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group);
  * starfold_group_abort(), or let the batch scheduler do it; do not call MPI_Finalize() while a rank
  * is missing (it waits for it).
  *
- * Lowering: this rank's devices reduce to a leader vector on device 0 (a graph), one StarPU task per
- * tensor calls MPI_Allreduce on it across ranks on a CPU worker (so StarPU needs one), and a graph
- * copies the result to every local output. MEAN divides by the number of replicas of all ranks
+ * Lowering: this rank's devices reduce to leader vectors on device 0 (a graph; one vector per dtype
+ * holding all the tensors of that dtype one after another, a fusion buffer), one StarPU task per
+ * dtype calls MPI's all-reduce on it across ranks on a CPU worker (so StarPU needs one), and a graph
+ * copies the results to every local output. MEAN divides by the number of replicas of all ranks
  * (integers truncating, as on one process). Returns when the outputs are written.
  * @param [in] group the group
  * @param [in] op the reduce operation

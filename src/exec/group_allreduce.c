@@ -10,8 +10,9 @@
  *                   that does not answer within timeout_seconds fails every rank that waits, named.
  *   2. local reduce a graph over this rank's devices reduces every tensor to a leader vector on
  *                   device 0 (reduce-to-one; MEAN is summed here)
- *   3. across ranks one StarPU task per tensor on a CPU worker calls MPI_Allreduce on the leader
- *                   vector, in place, on the group's data communicator; MEAN divides by every
+ *   3. across ranks one StarPU task per dtype on a CPU worker calls MPI's all-reduce on the leader
+ *                   vector of that dtype (every tensor of the dtype one after another: a fusion
+ *                   buffer), in place, on the group's data communicator; MEAN divides by every
  *                   replica of every rank there. A token handle in STARPU_RW orders these tasks as
  *                   they were submitted, so every rank calls its MPI collectives in the same order
  *                   whatever StarPU's scheduler does (two all-reduces reordered on one rank and not
@@ -37,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "base/common.h"
@@ -336,8 +338,7 @@ static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
                 failure = STARFOLD_ERR_TIMEOUT;
                 break;
             }
-            const struct timespec pause = { 0, 20000 }; /* 20 us */
-            nanosleep(&pause, NULL);
+            sched_yield(); /* non-blocking collectives progress only when tested: test again soon */
         }
         if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
         if (failure != STARFOLD_OK) {
@@ -416,41 +417,79 @@ static starfold_status_t check_args(const char *fn, starfold_group_t g, starfold
  * The collective
  */
 
-/* Leader vectors on device 0, one per tensor. */
+/*
+ * The leader buffers: one vector per dtype on device 0, the tensors of that dtype one after another
+ * (a fusion buffer), so the MPI step is one collective per dtype however many tensors there are.
+ *
+ *     tensors   a(f32, 3)  b(i32, 2)  c(f32, 4)
+ *     leaders   f32: [a a a c c c c]   i32: [b b]        offset of c = 3
+ */
+typedef struct leaders {
+    starpu_data_handle_t vec[STARFOLD_DTYPE_COUNT];
+    size_t total[STARFOLD_DTYPE_COUNT];
+    size_t *offset;   /* [tensor] its first element in its dtype's vector */
+} leaders_t;
+
 static starfold_status_t make_leaders(starfold_group_t g, size_t nt, const starfold_tensor_desc_t *tensors,
-                                      starpu_data_handle_t *leaders)
+                                      leaders_t *l)
 {
+    memset(l, 0, sizeof *l);
+    if (!(l->offset = calloc(nt, sizeof *l->offset)))
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
     for (size_t t = 0; t < nt; t++) {
-        const starfold_status_t st = starfold_vector_create(g->ctx, 0, tensors[t].dtype, tensors[t].count, &leaders[t]);
+        l->offset[t] = l->total[tensors[t].dtype];
+        l->total[tensors[t].dtype] += tensors[t].count;
+    }
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+        if (!l->total[dt]) continue;
+        const starfold_status_t st = starfold_vector_create(g->ctx, 0, (starfold_dtype_t)dt, l->total[dt], &l->vec[dt]);
         if (st != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
 }
 
-static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, size_t nt,
-                                          const starfold_tensor_desc_t *tensors, const starpu_data_handle_t *leaders,
+static void free_leaders(starfold_group_t g, leaders_t *l)
+{
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) starfold_vector_destroy(g->ctx, l->vec[dt]); /* waits for tasks */
+    free(l->offset);
+}
+
+/* The views of the local graphs: handles whole, leaders by offset. */
+static starfold_status_t make_views(int ndev, size_t nt, const starfold_tensor_desc_t *tensors,
+                                    const starpu_data_handle_t *handles, const leaders_t *l, starfold_view_t **whole,
+                                    starfold_view_t **lead)
+{
+    *whole = calloc((size_t)ndev * nt, sizeof **whole);
+    *lead = calloc(nt, sizeof **lead);
+    if (!*whole || !*lead) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
+    for (size_t k = 0; k < (size_t)ndev * nt; k++) (*whole)[k] = (starfold_view_t){ handles[k], 0 };
+    for (size_t t = 0; t < nt; t++) (*lead)[t] = (starfold_view_t){ l->vec[tensors[t].dtype], l->offset[t] };
+    return STARFOLD_OK;
+}
+
+static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, const leaders_t *l,
                                           mpi_task_arg_t *args, int *status)
 {
     if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
-    for (size_t t = 0; t < nt; t++) {
-        args[t] = (mpi_task_arg_t){ g->data_comm, g->timeout_seconds, tensors[t].dtype, op, tensors[t].count,
-                                    op == STARFOLD_OP_MEAN ? g->total_devices : 1, status };
-        if (tensors[t].count == 0) continue;
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+        args[dt] = (mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, op, l->total[dt],
+                                     op == STARFOLD_OP_MEAN ? g->total_devices : 1, status };
+        if (!l->total[dt]) continue;
         struct starpu_task *task = starpu_task_create();
         task->cl = &mpi_allreduce_cl;
-        task->handles[0] = leaders[t];
+        task->handles[0] = l->vec[dt];
         task->handles[1] = g->token;
-        task->cl_arg = &args[t];
-        task->cl_arg_size = sizeof args[t];
+        task->cl_arg = &args[dt];
+        task->cl_arg_size = sizeof args[dt];
         const int err = starpu_task_submit(task);
         if (err != 0) {
             task->destroy = 0;
             starpu_task_destroy(task);
-            /* Earlier tensors' tasks are already queued: this rank's later collectives would pair with
+            /* Earlier dtypes' tasks are already queued: this rank's later collectives would pair with
              * them on the other ranks. The group cannot go on. */
             g->broken = 1;
             return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of "
-                                   "tensor %zu (%d); the group is broken", t, err);
+                                   "the %s tensors (%d); the group is broken", starfold_dtype_name((starfold_dtype_t)dt), err);
         }
     }
     return STARFOLD_OK;
@@ -487,15 +526,19 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
      * that no rank calls MPI_Allreduce alone. */
     const starfold_op_t local_op = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
     starfold_graph_t reduce = NULL, bcast = NULL;
-    starpu_data_handle_t *leaders = calloc(num_tensors, sizeof *leaders);
-    mpi_task_arg_t *args = calloc(num_tensors, sizeof *args);
+    leaders_t leaders;
+    memset(&leaders, 0, sizeof leaders);
+    starfold_view_t *in_views = NULL, *out_views = NULL, *lead = NULL, *lead2 = NULL;
+    mpi_task_arg_t args[STARFOLD_DTYPE_COUNT];
     int task_status = STARFOLD_OK;
     starfold_request_t r1 = NULL, r2 = NULL;
-    st = leaders && args ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    const int ndev = starfold_context_num_devices(group->ctx);
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_REDUCE, local_op, num_tensors, tensors, &reduce);
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_BROADCAST, local_op, num_tensors, tensors, &bcast);
-    if (st == STARFOLD_OK) st = make_leaders(group, num_tensors, tensors, leaders);
-    if (st == STARFOLD_OK) st = starfold_submit(group->ctx, reduce, inputs, leaders, &r1);
+    if (st == STARFOLD_OK) st = make_leaders(group, num_tensors, tensors, &leaders);
+    if (st == STARFOLD_OK) st = make_views(ndev, num_tensors, tensors, inputs, &leaders, &in_views, &lead);
+    if (st == STARFOLD_OK) st = make_views(ndev, num_tensors, tensors, outputs, &leaders, &out_views, &lead2);
+    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, reduce, in_views, lead, &r1);
     {
         /* Everyone's local part was accepted, or nobody calls MPI: a second round of the same
          * time-limited exchange (a rank that gave up in the first never answers this one). */
@@ -512,14 +555,17 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
     }
     group->sequence++;
     free(all);
-    if (st == STARFOLD_OK) st = submit_mpi_tasks(group, op, num_tensors, tensors, leaders, args, &task_status);
-    if (st == STARFOLD_OK) st = starfold_submit(group->ctx, bcast, leaders, outputs, &r2);
+    if (st == STARFOLD_OK) st = submit_mpi_tasks(group, op, &leaders, args, &task_status);
+    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, bcast, lead2, out_views, &r2);
     const starfold_status_t w1 = r1 ? starfold_request_wait(r1) : STARFOLD_OK;
     const starfold_status_t w2 = r2 ? starfold_request_wait(r2) : STARFOLD_OK;
     starfold_request_destroy(r1);
     starfold_request_destroy(r2);
-    if (leaders)
-        for (size_t t = 0; t < num_tensors; t++) starfold_vector_destroy(group->ctx, leaders[t]); /* waits for its tasks */
+    free_leaders(group, &leaders);
+    free(in_views);
+    free(out_views);
+    free(lead);
+    free(lead2);
     if (st == STARFOLD_OK && w1 != STARFOLD_OK) st = w1;
     if (st == STARFOLD_OK && w2 != STARFOLD_OK) st = w2;
     const int failed_task = __atomic_load_n(&task_status, __ATOMIC_ACQUIRE);
@@ -530,8 +576,6 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
     }
     starfold_graph_destroy(reduce);
     starfold_graph_destroy(bcast);
-    free(leaders);
-    free(args);
     return st;
 }
 
