@@ -1055,6 +1055,7 @@ static void test_bench_table(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# algorithm hierarchical-copy    avg busbw : "));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# baseline  host-loop            avg busbw : "));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# memory-traffic bound (copy, 4 reads + 4 writes of 1024 B): hierarchical-copy "));
+    CU_ASSERT_PTR_NULL(strstr(r.err, "row 1 of")); /* no progress line: stderr is a file */
     result_free(&r);
 
     /* MEAN on every dtype: StarPU's REDUX baseline included (it once failed for all but float32). */
@@ -1287,6 +1288,23 @@ static void test_bench_plot(void)
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "gnuplot is not installed"));
     result_free(&r);
+}
+
+/* On a terminal (script(1) gives the command one), stderr shows the progress, rewritten in place. */
+static void test_bench_progress(void)
+{
+    if (system("command -v script >/dev/null 2>&1") != 0) return; /* util-linux's script: not essential */
+    char outp[1024], cmd[4096];
+    snprintf(outp, sizeof outp, "%s/cli-tty.txt", out_dir());
+    snprintf(cmd, sizeof cmd, "script -qec \"'%s/starfold' bench -g 2 -b 1K -e 4K -n 1 -w 0 >/dev/null\" /dev/null >'%s' 2>&1",
+             SF_BUILDDIR, outp);
+    CU_ASSERT_EQUAL(sh_status(cmd), 0);
+    char *tty = slurp(outp, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tty);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tty, "\r\033[Kstarfold bench: row 1 of 12 ("));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tty, "row 12 of 12 (starpu-redux, "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tty, " left")); /* the estimate, once two rows are measured */
+    free(tty);
 }
 
 /*
@@ -1541,6 +1559,7 @@ int main(void)
         { "bench", "table rows and baselines", test_bench_table },
         { "bench", "--json and --csv", test_bench_json_csv },
         { "bench", "--plot", test_bench_plot },
+        { "bench", "progress on a terminal", test_bench_progress },
         { "bench", "Ctrl-C", test_bench_interrupt },
     };
     struct stat sb;
