@@ -545,7 +545,7 @@ static void plot(bench_t *b)
         first = 0;
     }
     fprintf(g, ")\nset mxtics default\n");
-    fprintf(g, "set logscale y 10\nset format y '%%g'\nset mytics 10\n"
+    fprintf(g, "set logscale y 10\nset format y '%%h'\nset mytics 10\n"
                "set xlabel 'bytes per replica'\nset ylabel 'busbw (GB/s)'\n"
                "set grid xtics ytics mytics lc rgb '#cccccc' lw 1 dt 1, lc rgb '#ebebeb' lw 1 dt 1\n"
                "set border 3 lc rgb '#444444'\nset tics nomirror\n"
