@@ -1,17 +1,20 @@
 /*
- * starfold bench: a sweep in the style of nccl-tests' all_reduce_perf.
+ * starfold bench: a sweep in the style of nccl-tests' all_reduce_perf, printed in its layout.
  *
  *     for each dtype, op, size (-b .. -e, times -f or plus -i; or the one batch of --tensors):
  *         replicas filled once (out-of-place: inputs stay, outputs are overwritten)
- *         for each algorithm, then the baselines copy, host-loop and starpu-redux:
- *             -w warm-up iterations, outputs set to a sentinel (-c 1), -n timed iterations,
- *             every output element checked against the float64 reference (-c 1), one row printed
+ *         for each algorithm: -w warm-up iterations, outputs set to a sentinel (-c 1), -n timed
+ *             iterations, every output element checked against the float64 reference (-c 1); then the
+ *             same in place (each output its device's input), the inputs written again, one more
+ *             in-place run checked (-c 1), the inputs written again; one row printed
+ *         then the baselines copy, host-loop and starpu-redux (out-of-place), one '#' row each
  *
  * Every iteration is one submission waited for (starfold_submit .. starfold_request_wait), so the
  * time includes StarPU's task submission: time_us is the mean over the timed iterations. With
  * --persistent the graph is bound to the replicas once, before the warm-up, and every iteration is
  * starfold_persistent_start .. starfold_request_wait (the planning is left out, as in a training loop).
- * algbw = bytes per replica / time, busbw = algbw * 2(n-1)/n (the nccl-tests all-reduce definitions).
+ * algbw = bytes per replica / time, busbw = algbw * the collective's factor (bench_collective_t:
+ * 2(n-1)/n for all-reduce, the nccl-tests definitions).
  *
  * Baselines, measured on the same data in the same run:
  *   copy          every input copied to its output by its device's worker (starfold_tools_baseline_copy()):
@@ -20,33 +23,67 @@
  *   host-loop     one host thread reads the n inputs and writes the n outputs once, in blocks (what
  *                 a single-threaded reduction costs);
  *   starpu-redux  StarPU's own STARPU_REDUX reduction (starfold_tools_baseline_starpu_redux()).
+ *
+ * Long sweeps: a progress line on stderr when it is a terminal; Ctrl-C ends the sweep with the rows
+ * measured so far (footer, JSON/CSV, plot) and exit status 130.
  */
 #include "cli.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-
 /* Most sizes a sweep may have: an additive sweep over a wide range is a typing mistake. */
 #define BENCH_MAX_SIZES 4096
 /* Elements per block of the host loop: its replicas' blocks stay in cache between reads and writes. */
 #define HOST_BLOCK 2048
 
+/*
+ * The collective measured, in one place: its name, nccl-tests' program for it, and nccl-tests' bus
+ * bandwidth factor (busbw = algbw * factor(n), comparable with one link's bandwidth whatever n is).
+ * A reduce or a broadcast adds an entry (nccl-tests: factor 1, a root).
+ */
+typedef struct bench_collective {
+    const char *name;              /* in starfold's notes and the plot's title */
+    const char *perf;              /* nccl-tests' program measuring it */
+    const char *factor_text;       /* the factor, as the notes print it */
+    double (*busbw_factor)(int n);
+    int has_root;                  /* the root column holds a device; -1 otherwise */
+} bench_collective_t;
+
+static double all_reduce_factor(int n)
+{
+    return n > 1 ? 2.0 * (n - 1) / n : 0.0;
+}
+
+static const bench_collective_t bench_all_reduce = {
+    .name = "all-reduce", .perf = "all_reduce_perf", .factor_text = "2(n-1)/n", .busbw_factor = all_reduce_factor,
+};
+
+/* One measurement of a row: out-of-place or in-place. */
+typedef struct meas {
+    int valid;             /* measured (else N/A) */
+    double time_us, algbw, busbw;
+    long long wrong;       /* -1 when not checked */
+} meas_t;
+
 /* One measured row, kept for the footer and the plot. */
 typedef struct row {
     char label[96];        /* algorithm, plus op and dtype when several are swept */
     const char *algorithm;
+    int baseline;          /* copy, host-loop, starpu-redux: a reference, not the collective measured */
     starfold_op_t op;
     starfold_dtype_t dtype;
     uint64_t bytes, count;
-    double time_us, algbw, busbw;
-    long long wrong;       /* -1 when not checked */
+    meas_t oop, ip;        /* out-of-place, in-place */
 } row_t;
 
 typedef struct bench {
     const cli_command_t *cmd;
+    const bench_collective_t *coll;
+    int root;              /* for a collective with a root; -1 otherwise */
     cli_opts_t o;
     cli_machine_t m;
     FILE *info;            /* human-readable notes: stdout, or stderr under --json/--csv */
@@ -58,81 +95,212 @@ typedef struct bench {
     size_t nrows, cap;
     int failed;            /* an error happened (the bench goes on with the next row) */
     uint64_t wrong_total;
+    uint64_t first_bytes, last_bytes; /* the sweep, for the header */
+    /* Progress (stderr, only when it is a terminal): measurements done of the total, their sizes and times. */
+    int progress, progress_shown;
+    const uint64_t *sizes; /* the sweep's sizes (one: the batch of --tensors) */
+    int nsizes, units_per_size, sweeps_total;      /* measurements per size; sweeps (ops x dtypes) */
+    int sweep_index, size_index, unit_index;       /* where the bench is */
+    long units_done;
+    double start, fit_n, fit_x, fit_y, fit_xx, fit_xy;
 } bench_t;
 
+/* Set by the first SIGINT (Ctrl-C); read between measurements and between iterations. */
+static volatile sig_atomic_t bench_interrupted;
+
+static void bench_on_sigint(int sig)
+{
+    (void)sig;
+    bench_interrupted = 1; /* SA_RESETHAND: a second Ctrl-C ends the process as usual */
+}
+
 /* ------------------------------------------------------------------------------------------------
- * Output
+ * Output, in nccl-tests' layout (src/common.cu): its header line and device list, the two-line
+ * column header with out-of-place and in-place groups, rows printed with its formats, and its two
+ * footer lines. Every column keeps the index it has in all_reduce_perf's table; starfold's algorithm
+ * is one trailing column (as nccl-tests' own optional trailing timestamp), so several algorithms in
+ * one table read like nccl-tests' `-d all -o all` tables (sizes repeat, a column tells them apart).
+ * Baselines are references, not the collective measured: they are printed as '#' lines in the same
+ * layout, so a script reading the table sees only the collective (JSON and CSV list them as rows).
  */
+
+/* nccl-tests' type and reduction names. */
+static const char *nccl_type_name(starfold_dtype_t d)
+{
+    switch (d) {
+    case STARFOLD_FLOAT32: return "float";
+    case STARFOLD_FLOAT64: return "double";
+    case STARFOLD_INT32: return "int32";
+    case STARFOLD_INT64: return "int64";
+    default: return starfold_dtype_name(d);
+    }
+}
+
+static const char *nccl_op_name(starfold_op_t op)
+{
+    return op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(op);
+}
+
+/* nccl-tests' getFloatStr(): the value in @width characters, fewer decimals as it grows. */
+static void float_str(double v, int width, char *str, size_t len)
+{
+    if (snprintf(str, len, "%*.2f", width, v) <= width) return;
+    if (snprintf(str, len, "%*.1f", width, v) <= width) return;
+    if (snprintf(str, len, "%*.0f", width, v) <= width) return;
+    snprintf(str, len, width >= 7 ? "%*.1e" : "%*.0e", width, v);
+}
+
+static const char *mode_name(starfold_device_mode_t mode)
+{
+    return mode == STARFOLD_DEVICES_OPENCL ? "OpenCL" : mode == STARFOLD_DEVICES_CUDA ? "CUDA" : "CPU";
+}
 
 static void print_header(bench_t *b)
 {
     FILE *f = b->info;
-    fprintf(f, "# starfold bench: all-reduce, out-of-place, %s\n", b->m.description);
+    const int n = b->m.num_devices;
+    /* nccl-tests' run line: one thread driving every device; "graph" is CUDA graphs, not used. */
+    const unsigned long long step = b->o.step_factor ? b->o.step_factor : b->o.step_bytes;
+    fprintf(f, "# nThread 1 nGpus %d minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %d iters: %d "
+               "agg iters: 1 validation: %d graph: 0\n#\n# Using devices\n",
+            n, (unsigned long long)b->first_bytes, (unsigned long long)b->last_bytes, step,
+            b->o.step_factor ? "factor" : "bytes", b->o.warmup, b->o.iters, b->o.check);
+    char host[64] = "localhost";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    const starfold_device_mode_t mode = starfold_context_mode(b->m.ctx);
+    for (int d = 0; d < n; d++)
+        fprintf(f, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s worker %d, '%s' of topology '%s'\n", d, 0,
+                (int)getpid(), host, d, (unsigned)starfold_context_device_node(b->m.ctx, d) & 0xffu, mode_name(mode),
+                starfold_context_device_worker(b->m.ctx, d), starfold_topology_device_name(b->m.topo, d),
+                starfold_topology_name(b->m.topo));
+    fprintf(f, "#\n# starfold bench: %s, %s\n", b->coll->name, b->m.description);
     fprintf(f, "# algorithms:");
     for (int a = 0; a < b->nalgorithms; a++) fprintf(f, "%s %s", a ? "," : "", b->algorithms[a]);
     if (b->o.persistent) fprintf(f, "; each graph bound once, started every iteration (--persistent)");
     if (b->o.views) fprintf(f, "; each replica's tensors as views of one vector (--views), no baselines");
     else if (b->o.baselines)
-        fprintf(f, "; baselines: copy (each input copied to its output by its device: the memory-traffic bound), "
-                   "host-loop (one host thread), starpu-redux (STARPU_REDUX)");
-    fprintf(f, "\n# %d timed iterations after %d warm-up, each submitted and waited for; check %d\n", b->o.iters,
-            b->o.warmup, b->o.check);
-    fprintf(f, "# algbw = bytes / time, busbw = algbw * 2(n-1)/n with n = %d\n", b->m.num_devices);
+        fprintf(f, "\n# baselines ('#' rows, out-of-place only): copy (each input copied to its output by its device: "
+                   "the memory-traffic bound), host-loop (one host thread), starpu-redux (STARPU_REDUX)");
+    fprintf(f, "\n# each iteration submitted and waited for; in-place: each output is its device's input; "
+               "time = mean of the timed iterations\n");
+    fprintf(f, "# algbw = bytes / time, busbw = algbw * %s with n = %d (nccl-tests' %s); last column: algorithm\n",
+            b->coll->factor_text, n, b->coll->perf);
     if (b->o.csv) {
-        printf("algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong\n");
+        printf("algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong,"
+               "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong\n");
     } else if (!b->o.json) {
-        printf("#\n#%19s %12s %12s %8s %6s %12s %9s %9s %7s\n", "", "size", "count", "type", "redop", "time", "algbw",
-               "busbw", "#wrong");
-        printf("#%19s %12s %12s %8s %6s %12s %9s %9s %7s\n", "algorithm", "(B)", "(elements)", "", "", "(us)", "(GB/s)",
-               "(GB/s)", "");
+        printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
+               "", "", "", "");
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %s\n", "size", "count", "type",
+               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "algorithm");
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "",
+               "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
     }
     fflush(stdout);
     fflush(f);
 }
 
+/* One group of columns (time, algbw, busbw, #wrong) as nccl-tests prints it. */
+static void print_group(const meas_t *m)
+{
+    if (!m->valid) {
+        printf("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+        return;
+    }
+    char t[32], a[32], s[32];
+    float_str(m->time_us, 7, t, sizeof t);
+    float_str(m->algbw, 6, a, sizeof a);
+    float_str(m->busbw, 6, s, sizeof s);
+    if (m->wrong >= 0) printf("  %7s  %6s  %6s  %6g", t, a, s, (double)m->wrong);
+    else printf("  %7s  %6s  %6s  %6s", t, a, s, "N/A");
+}
+
+static void json_meas(const char *prefix, const meas_t *m)
+{
+    if (!m->valid) {
+        printf(", \"%stime_us\": null, \"%salgbw_GBps\": null, \"%sbusbw_GBps\": null, \"%swrong\": null", prefix,
+               prefix, prefix, prefix);
+        return;
+    }
+    printf(", \"%stime_us\": %.3f, \"%salgbw_GBps\": %.6f, \"%sbusbw_GBps\": %.6f, \"%swrong\": ", prefix, m->time_us,
+           prefix, m->algbw, prefix, m->busbw, prefix);
+    if (m->wrong >= 0) printf("%lld", m->wrong);
+    else printf("null");
+}
+
+static void csv_meas(const meas_t *m)
+{
+    if (!m->valid) {
+        printf(",,,,");
+        return;
+    }
+    printf(",%.3f,%.6f,%.6f,", m->time_us, m->algbw, m->busbw);
+    if (m->wrong >= 0) printf("%lld", m->wrong);
+}
+
+static void progress_clear(bench_t *b);
+
 static void print_row(bench_t *b, const row_t *r)
 {
-    char wrong[32];
-    if (r->wrong < 0) snprintf(wrong, sizeof wrong, "%s", b->o.json ? "null" : b->o.csv ? "" : "N/A");
-    else snprintf(wrong, sizeof wrong, "%lld", r->wrong);
+    progress_clear(b);
     if (b->o.json) {
         printf("{\"algorithm\": ");
         cli_json_string(stdout, r->algorithm);
-        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"bytes\": %llu, \"count\": %llu, \"devices\": %d, "
-               "\"time_us\": %.3f, \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"wrong\": %s}\n",
+        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"bytes\": %llu, \"count\": %llu, \"devices\": %d",
                starfold_op_name(r->op), starfold_dtype_name(r->dtype), (unsigned long long)r->bytes,
-               (unsigned long long)r->count, b->m.num_devices, r->time_us, r->algbw, r->busbw, wrong);
+               (unsigned long long)r->count, b->m.num_devices);
+        json_meas("", &r->oop);
+        json_meas("inplace_", &r->ip);
+        printf("}\n");
     } else if (b->o.csv) {
-        printf("%s,%s,%s,%llu,%llu,%d,%.3f,%.6f,%.6f,%s\n", r->algorithm, starfold_op_name(r->op),
-               starfold_dtype_name(r->dtype), (unsigned long long)r->bytes, (unsigned long long)r->count,
-               b->m.num_devices, r->time_us, r->algbw, r->busbw, wrong);
+        printf("%s,%s,%s,%llu,%llu,%d", r->algorithm, starfold_op_name(r->op), starfold_dtype_name(r->dtype),
+               (unsigned long long)r->bytes, (unsigned long long)r->count, b->m.num_devices);
+        csv_meas(&r->oop);
+        csv_meas(&r->ip);
+        printf("\n");
     } else {
-        printf(" %19s %12llu %12llu %8s %6s %12.1f %9.3f %9.3f %7s\n", r->algorithm, (unsigned long long)r->bytes,
-               (unsigned long long)r->count, starfold_dtype_name(r->dtype), starfold_op_name(r->op), r->time_us,
-               r->algbw, r->busbw, wrong);
+        /* A baseline is a '#' line: "# " takes the first two of the size column's twelve characters. */
+        if (r->baseline) printf("# %10llu", (unsigned long long)r->bytes);
+        else printf("%12llu", (unsigned long long)r->bytes);
+        printf("  %12llu  %8s  %6s  %6d", (unsigned long long)r->count, nccl_type_name(r->dtype), nccl_op_name(r->op),
+               b->coll->has_root ? b->root : -1);
+        print_group(&r->oop);
+        print_group(&r->ip);
+        printf("  %s\n", r->label);
     }
     fflush(stdout); /* each row as soon as it is measured */
 }
 
-/* Records and prints a measured row. */
-static void add_row(bench_t *b, const char *algorithm, starfold_op_t op, starfold_dtype_t dtype, uint64_t bytes,
-                    uint64_t count, double seconds, long long wrong)
+static void set_meas(const bench_t *b, meas_t *m, uint64_t bytes, double seconds, long long wrong)
+{
+    if (seconds < 0) return; /* not measured */
+    m->valid = 1;
+    m->time_us = seconds * 1e6;
+    m->algbw = seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0;
+    m->busbw = m->algbw * b->coll->busbw_factor(b->m.num_devices);
+    m->wrong = wrong;
+}
+
+/* Records and prints a measured row; a negative time is a measurement not made (N/A). */
+static void add_row(bench_t *b, const char *algorithm, int baseline, starfold_op_t op, starfold_dtype_t dtype,
+                    uint64_t bytes, uint64_t count, double seconds, long long wrong, double ip_seconds,
+                    long long ip_wrong)
 {
     row_t r;
     memset(&r, 0, sizeof r);
     r.algorithm = algorithm;
+    r.baseline = baseline;
     if (b->several) snprintf(r.label, sizeof r.label, "%s %s %s", algorithm, starfold_op_name(op), starfold_dtype_name(dtype));
     else snprintf(r.label, sizeof r.label, "%s", algorithm);
     r.op = op;
     r.dtype = dtype;
     r.bytes = bytes;
     r.count = count;
-    r.time_us = seconds * 1e6;
-    r.algbw = seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0;
-    const int n = b->m.num_devices;
-    r.busbw = n > 1 ? r.algbw * 2.0 * (n - 1) / n : 0.0;
-    r.wrong = wrong;
-    if (wrong > 0) b->wrong_total += (uint64_t)wrong;
+    set_meas(b, &r.oop, bytes, seconds, wrong);
+    set_meas(b, &r.ip, bytes, ip_seconds, ip_wrong);
+    if (r.oop.valid && r.oop.wrong > 0) b->wrong_total += (uint64_t)r.oop.wrong;
+    if (r.ip.valid && r.ip.wrong > 0) b->wrong_total += (uint64_t)r.ip.wrong;
     print_row(b, &r);
     if (b->nrows == b->cap) {
         const size_t ncap = b->cap ? 2 * b->cap : 64;
@@ -144,26 +312,113 @@ static void add_row(bench_t *b, const char *algorithm, starfold_op_t op, starfol
     b->rows[b->nrows++] = r;
 }
 
+/*
+ * nccl-tests' two footer lines, once for the run: the wrong elements, and the busbw averaged over
+ * every measurement of the collective (out-of-place and in-place, as nccl-tests averages both; the
+ * baselines left out). Then each series' own average, on lines of a form of their own so that a
+ * script grepping "# Avg bus bandwidth" finds exactly one line.
+ */
 static void print_footer(bench_t *b)
 {
     FILE *f = b->info;
-    if (b->o.check) fprintf(f, "# Out of bounds values : %llu %s\n", (unsigned long long)b->wrong_total,
-                            b->wrong_total ? "FAILED" : "OK");
+    double sum = 0.0;
+    long k = 0;
+    for (size_t i = 0; i < b->nrows; i++) {
+        const row_t *r = &b->rows[i];
+        if (r->baseline) continue;
+        if (r->oop.valid) sum += r->oop.busbw, k++;
+        if (r->ip.valid) sum += r->ip.busbw, k++;
+    }
+    fprintf(f, "# %-20s : %llu %s\n", "Out of bounds values", (unsigned long long)b->wrong_total,
+            b->wrong_total ? "FAILED" : "OK");
+    fprintf(f, "# %-20s : %g \n#\n", "Avg bus bandwidth", k ? sum / (double)k : 0.0);
     /* Average busbw per label, in the order labels first appeared. */
     for (size_t i = 0; i < b->nrows; i++) {
         int first = 1;
         for (size_t j = 0; j < i && first; j++)
             if (strcmp(b->rows[j].label, b->rows[i].label) == 0) first = 0;
         if (!first) continue;
-        double sum = 0.0;
-        int k = 0;
+        double s = 0.0, s_ip = 0.0;
+        int n = 0, n_ip = 0;
         for (size_t j = i; j < b->nrows; j++)
-            if (strcmp(b->rows[j].label, b->rows[i].label) == 0) sum += b->rows[j].busbw, k++;
-        fprintf(f, "# Avg bus bandwidth    : %9.3f GB/s  %s\n", sum / k, b->rows[i].label);
+            if (strcmp(b->rows[j].label, b->rows[i].label) == 0) {
+                if (b->rows[j].oop.valid) s += b->rows[j].oop.busbw, n++;
+                if (b->rows[j].ip.valid) s_ip += b->rows[j].ip.busbw, n_ip++;
+            }
+        fprintf(f, "# %s %-20s avg busbw : %g", b->rows[i].baseline ? "baseline " : "algorithm", b->rows[i].label,
+                n ? s / n : 0.0);
+        if (n_ip) fprintf(f, " out-of-place, %g in-place", s_ip / n_ip);
+        fprintf(f, " (GB/s)\n");
     }
     fflush(f);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Progress: one line on stderr, rewritten in place, only when stderr is a terminal.
+ */
+
+static void fmt_duration(char *buf, size_t len, double s)
+{
+    const long t = s < 0 ? 0 : (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void progress_clear(bench_t *b)
+{
+    if (!b->progress_shown) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    b->progress_shown = 0;
+}
+
+/*
+ * Before measuring @what at @bytes: "row k of n", the time so far and an estimate of the rest. A
+ * measurement's time grows with its size, so the estimate fits time = a + c * bytes over the
+ * measurements done (least squares) and adds it up over those left, in the sweep's order.
+ */
+static void progress_show(bench_t *b, const char *what, uint64_t bytes)
+{
+    if (!b->progress) return;
+    char el[32], left[48] = "", sz[32];
+    fmt_duration(el, sizeof el, cli_now() - b->start);
+    if (b->units_done >= 2) {
+        const double n = b->fit_n, d = n * b->fit_xx - b->fit_x * b->fit_x;
+        double c = d > 0 ? (n * b->fit_xy - b->fit_x * b->fit_y) / d : 0.0;
+        if (c < 0) c = 0;
+        double a = (b->fit_y - c * b->fit_x) / n;
+        if (a < 0) a = 0;
+        double sweep = 0.0, rest = 0.0;
+        for (int s = 0; s < b->nsizes; s++) {
+            const double t = (a + c * (double)b->sizes[s]) * b->units_per_size;
+            sweep += t;
+            if (s > b->size_index) rest += t;
+        }
+        rest += (a + c * (double)bytes) * (b->units_per_size - b->unit_index);
+        rest += sweep * (b->sweeps_total - 1 - b->sweep_index);
+        char r[32];
+        fmt_duration(r, sizeof r, rest);
+        snprintf(left, sizeof left, ", about %s left", r);
+    }
+    fprintf(stderr, "\r\033[Kstarfold bench: row %ld of %ld (%s, %s), %s elapsed%s", b->units_done + 1,
+            (long)b->units_per_size * b->nsizes * b->sweeps_total, what, cli_format_bytes(sz, sizeof sz, bytes), el, left);
+    fflush(stderr);
+    b->progress_shown = 1;
+}
+
+/* A measurement done: it joins the fit. */
+static void progress_done(bench_t *b, uint64_t bytes, double seconds)
+{
+    b->units_done++;
+    b->unit_index++;
+    if (seconds < 0) return; /* skipped: no time to learn from */
+    const double x = (double)bytes;
+    b->fit_n += 1;
+    b->fit_x += x;
+    b->fit_y += seconds;
+    b->fit_xx += x * x;
+    b->fit_xy += x * seconds;
+}
 /* ------------------------------------------------------------------------------------------------
  * Plot
  */
@@ -197,6 +452,28 @@ static void gnuplot_string(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+/* "8 B", "512 B", "1 KiB", "64 MiB": a power of two as an axis label. */
+static void pow2_label(char *buf, size_t len, int e)
+{
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    snprintf(buf, len, "%llu %s", 1ull << (e % 10), unit[e / 10]);
+}
+
+/* The plot's file type from its name: 0 svg, 1 png, -1 neither. */
+static int plot_kind(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (dot && strcasecmp(dot, ".svg") == 0) return 0;
+    if (dot && strcasecmp(dot, ".png") == 0) return 1;
+    return -1;
+}
+
+/*
+ * busbw against size, both axes logarithmic (bandwidths of algorithms and baselines span orders of
+ * magnitude): x in powers of two labelled 8 B, 1 KiB, 1 MiB; one colour and one marker per series
+ * (Okabe-Ito's colour-blind-safe palette), the baselines as dashed grey-scale lines, the run's
+ * parameters in the title, an opaque white background. SVG or PNG (cairo).
+ */
 static void plot(bench_t *b)
 {
     const char *path = b->o.plot;
@@ -206,53 +483,109 @@ static void plot(bench_t *b)
                         "the rows above are complete\n", path);
         return;
     }
+    /* Series in order of appearance, points with busbw > 0 only (a log axis has no 0). */
+    int nseries = 0;
+    const char *labels[256];
+    int is_baseline[256];
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < b->nrows; i++) {
+        const row_t *r = &b->rows[i];
+        if (!r->oop.valid || r->oop.busbw <= 0 || r->bytes == 0) continue;
+        if (r->bytes < lo) lo = r->bytes;
+        if (r->bytes > hi) hi = r->bytes;
+        int seen = 0;
+        for (int s = 0; s < nseries && !seen; s++) seen = strcmp(labels[s], r->label) == 0;
+        if (!seen && nseries < 256) {
+            is_baseline[nseries] = r->baseline;
+            labels[nseries++] = r->label;
+        }
+    }
+    if (nseries == 0) {
+        fprintf(stderr, "starfold bench: --plot %s: no measured row to draw\n", path);
+        return;
+    }
     FILE *g = popen("gnuplot", "w");
     if (!g) {
         fprintf(stderr, "starfold bench: --plot %s: cannot start gnuplot\n", path);
         return;
     }
-    /* Count the series first: the key lists them all, the picture grows to hold it. */
-    size_t nlabels = 0;
-    for (size_t i = 0; i < b->nrows; i++) {
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++) seen = strcmp(b->rows[j].label, b->rows[i].label) == 0;
-        nlabels += !seen;
-    }
-    const int height = nlabels > 24 ? 160 + 18 * (int)nlabels : 560;
-    fprintf(g, "set terminal svg size 1000,%d dynamic enhanced font 'sans,11'\nset output ", height);
+    /* The key (outside, right) lists every series: the picture grows to hold a long one. */
+    const int height = nseries > 22 ? 200 + 22 * nseries : 680;
+    if (plot_kind(path) == 1)
+        fprintf(g, "set terminal pngcairo size 1200,%d enhanced font 'sans,11' background rgb 'white'\n", height);
+    else fprintf(g, "set terminal svg size 1200,%d dynamic enhanced font 'sans,11' background rgb 'white'\n", height);
+    fprintf(g, "set output ");
     gnuplot_string(g, path);
+    char title[512], sub[256];
+    snprintf(title, sizeof title, "starfold bench: %s bus bandwidth, out-of-place", b->coll->name);
+    if (b->several) snprintf(sub, sizeof sub, "%s", "");
+    else snprintf(sub, sizeof sub, "%s %s, ", nccl_type_name(b->rows[0].dtype), nccl_op_name(b->rows[0].op));
+    char sub2[512];
+    snprintf(sub2, sizeof sub2, "%s; %smean of %d iteration%s after %d warm-up%s", b->m.description, sub, b->o.iters,
+             b->o.iters == 1 ? "" : "s", b->o.warmup, b->o.persistent ? ", persistent" : "");
     fprintf(g, "\nset title ");
-    char title[256];
-    snprintf(title, sizeof title, "starfold bench: all-reduce bus bandwidth, %s", b->m.description);
     gnuplot_string(g, title);
-    fprintf(g, " noenhanced\nset logscale x 2\nset format x '%%.0b %%BB'\nset xlabel 'bytes per replica'\n"
-               "set ylabel 'busbw (GB/s)'\nset key outside right top noenhanced\nset grid\n");
-    /* One inline data block per label, in order of appearance. */
-    int nseries = 0;
-    const char *labels[256];
-    for (size_t i = 0; i < b->nrows && nseries < 256; i++) {
-        int seen = 0;
-        for (int s = 0; s < nseries && !seen; s++) seen = strcmp(labels[s], b->rows[i].label) == 0;
-        if (seen) continue;
-        labels[nseries] = b->rows[i].label;
-        fprintf(g, "$d%d << EOD\n", nseries);
-        for (size_t j = i; j < b->nrows; j++)
-            if (strcmp(b->rows[j].label, labels[nseries]) == 0 && b->rows[j].bytes > 0)
-                fprintf(g, "%llu %.9g\n", (unsigned long long)b->rows[j].bytes, b->rows[j].busbw);
+    fprintf(g, " noenhanced font 'sans,14' offset 0,1.5\nset label 1 ");
+    gnuplot_string(g, sub2);
+    fprintf(g, " at graph 0.5, graph 1.035 center noenhanced font 'sans,10'\nset tmargin 5.5\n");
+    /* x: log2, one label per power of two (every second or more when the range is wide). */
+    int elo = 0, ehi = 0;
+    while (elo < 62 && (1ull << (elo + 1)) <= lo) elo++;
+    while (ehi < 62 && (1ull << ehi) < hi) ehi++;
+    if (ehi == elo) elo = elo > 0 ? elo - 1 : 0, ehi++;
+    int every = 1;
+    while ((ehi - elo) / every > 13) every++;
+    /* A margin around the points, so that no marker sits on the border. */
+    fprintf(g, "set logscale x 2\nset xrange [%.6g:%.6g]\nset xtics (", (double)lo / 1.2, (double)hi * 1.2);
+    for (int e = elo, first = 1; e <= ehi; e++) {
+        if ((e - elo) % every) continue;
+        char lab[32];
+        pow2_label(lab, sizeof lab, e);
+        fprintf(g, "%s'%s' %llu", first ? "" : ", ", lab, 1ull << e);
+        first = 0;
+    }
+    fprintf(g, ")\nset mxtics default\n");
+    fprintf(g, "set logscale y 10\nset format y '%%h'\nset mytics 10\n"
+               "set xlabel 'bytes per replica'\nset ylabel 'busbw (GB/s)'\n"
+               "set grid xtics ytics mytics lc rgb '#cccccc' lw 1 dt 1, lc rgb '#ebebeb' lw 1 dt 1\n"
+               "set border 3 lc rgb '#444444'\nset tics nomirror\n"
+               "set key outside right top vertical Left reverse noenhanced samplen 3 spacing 1.2\n");
+    /* Okabe-Ito, then more; markers: filled square, circle, triangles, diamond, pentagon, open ones. */
+    static const char *const colours[] = { "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
+                                           "#56B4E9", "#000000", "#F0E442", "#882255", "#117733" };
+    static const int markers[] = { 5, 7, 9, 11, 13, 15, 4, 6, 8, 12 };
+    static const char *const greys[] = { "#555555", "#888888", "#333333", "#aaaaaa" };
+    static const int dashes[] = { 2, 4, 5, 3 };
+    for (int s = 0; s < nseries; s++) {
+        fprintf(g, "$d%d << EOD\n", s);
+        for (size_t j = 0; j < b->nrows; j++) {
+            const row_t *r = &b->rows[j];
+            if (strcmp(r->label, labels[s]) == 0 && r->oop.valid && r->oop.busbw > 0 && r->bytes > 0)
+                fprintf(g, "%llu %.9g\n", (unsigned long long)r->bytes, r->oop.busbw);
+        }
         fprintf(g, "EOD\n");
-        nseries++;
     }
     fprintf(g, "plot ");
-    for (int s = 0; s < nseries; s++) {
-        fprintf(g, "%s$d%d using 1:2 with linespoints lw 2 title ", s ? ", " : "", s);
-        gnuplot_string(g, labels[s]);
+    for (int s = 0, alg = 0, base = 0; s < nseries; s++) {
+        char title_s[160];
+        if (is_baseline[s]) {
+            const int k = base++;
+            snprintf(title_s, sizeof title_s, "%s (baseline)", labels[s]);
+            fprintf(g, "%s$d%d using 1:2 with lines lw 2 dt %d lc rgb '%s' title ", s ? ", \\\n  " : "", s,
+                    dashes[k % 4], greys[k % 4]);
+        } else {
+            const int k = alg++;
+            snprintf(title_s, sizeof title_s, "%s", labels[s]);
+            fprintf(g, "%s$d%d using 1:2 with linespoints lw 2 pt %d ps 1.3 lc rgb '%s' dt %d title ", s ? ", \\\n  " : "",
+                    s, markers[k % 10], colours[k % 10], 1 + k / 10);
+        }
+        gnuplot_string(g, title_s);
     }
     fprintf(g, "\n");
     const int status = pclose(g);
     if (status != 0) fprintf(stderr, "starfold bench: --plot %s: gnuplot failed (status %d)\n", path, status);
     else fprintf(b->info, "# Plot written: %s\n", path);
 }
-
 /* ------------------------------------------------------------------------------------------------
  * Measurements
  */
@@ -268,9 +601,73 @@ static void bench_algo_options(const bench_t *b, const char *algorithm, starfold
     if (b->o.given & CLI_OPT(OPT_BYTES_PER_PACK)) aopt->bytes_per_pack = (size_t)b->o.bytes_per_pack;
 }
 
-/* Times one compiled graph on the replicas; returns 0, 1 (skipped, note printed) or -1 (message printed). */
+/* Writes every replica's input values again (an in-place run replaced them with its results). */
+static starfold_status_t refill_inputs(const cli_replicas_t *rep)
+{
+    size_t most = 1, total = 0;
+    for (size_t t = 0; t < rep->nt; t++) {
+        total += rep->tensors[t].count;
+        if (rep->tensors[t].count > most) most = rep->tensors[t].count;
+    }
+    if (rep->bucketed && total > most) most = total;
+    void *host = malloc(most * sizeof(int64_t));
+    if (!host) return STARFOLD_ERR_OUT_OF_MEMORY;
+    starfold_status_t st = STARFOLD_OK;
+    for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
+        size_t at = 0;
+        for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
+            const starfold_dtype_t dt = rep->tensors[t].dtype;
+            const size_t count = rep->tensors[t].count;
+            for (size_t i = 0; i < count; i++)
+                starfold_tools_set(host, dt, (rep->bucketed ? at : 0) + i, starfold_tools_value(rep->op, dt, r, t, i));
+            at += count;
+            if (!rep->bucketed)
+                st = starfold_vector_write(rep->in[(size_t)r * rep->nt + t], host, count * starfold_dtype_size(dt));
+        }
+        if (rep->bucketed && rep->nt)
+            st = starfold_vector_write(rep->bin[r], host, total * starfold_dtype_size(rep->tensors[0].dtype));
+    }
+    free(host);
+    return st;
+}
+
+/*
+ * Warm-up and timed iterations of @g on @rep (its outputs, or its inputs when in place); the mean
+ * time of the timed ones. Stops early when Ctrl-C was pressed (returns STARFOLD_OK, *seconds < 0).
+ */
+static starfold_status_t time_graph(bench_t *b, starfold_graph_t g, cli_replicas_t *rep, int clear, double *seconds)
+{
+    double total = 0.0;
+    starfold_persistent_t persistent = NULL; /* --persistent: bound once, outside the timed loop */
+    starfold_status_t st = STARFOLD_OK;
+    *seconds = -1.0;
+    if (b->o.persistent) st = cli_replicas_persistent(rep, g, &persistent);
+    int it;
+    for (it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK && !bench_interrupted; it++) {
+        if (it == b->o.warmup && clear) st = cli_replicas_clear(rep);
+        if (st != STARFOLD_OK) break;
+        starfold_request_t req = NULL;
+        const double t0 = cli_now();
+        st = persistent ? starfold_persistent_start(persistent, &req) : cli_replicas_submit(rep, g, &req);
+        if (st == STARFOLD_OK) st = starfold_request_wait(req);
+        const double dt = cli_now() - t0;
+        starfold_request_destroy(req);
+        if (it >= b->o.warmup) total += dt;
+    }
+    starfold_persistent_destroy(persistent);
+    if (st == STARFOLD_OK && it == b->o.warmup + b->o.iters) *seconds = total / b->o.iters;
+    return st;
+}
+
+/*
+ * Times one compiled graph on the replicas, out-of-place then in place (each output its device's
+ * input, as nccl-tests' in-place columns). As in nccl-tests, the timed in-place iterations reduce
+ * their own results again; the inputs are then written again, one more in-place run is checked
+ * (-c 1), and the inputs written again for the next measurement.
+ * Returns 0, 1 (skipped, note printed), 2 (interrupted) or -1 (message printed).
+ */
 static int measure_graph(bench_t *b, const char *algorithm, const starfold_tensor_desc_t *tensors, size_t nt,
-                         cli_replicas_t *rep, double *seconds, long long *wrong)
+                         cli_replicas_t *rep, double *seconds, long long *wrong, double *ip_seconds, long long *ip_wrong)
 {
     const int n = b->m.num_devices;
     int devices[STARFOLD_MAX_DEVICES];
@@ -284,45 +681,50 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
     starfold_graph_t g = NULL;
     starfold_status_t st = starfold_graph_compile(b->m.topo, algorithm, &desc, &aopt, &g);
     if (st == STARFOLD_ERR_NOT_SUPPORTED && b->all_algorithms) {
+        progress_clear(b);
         fprintf(b->info, "# %s skipped: %s\n", algorithm, starfold_last_error());
         fflush(b->info);
         return 1;
     }
+    progress_clear(b);
     if (st != STARFOLD_OK) {
         cli_fail(b->cmd, st, "%s: cannot compile", algorithm);
         return -1;
     }
-    double total = 0.0;
-    starfold_persistent_t persistent = NULL; /* --persistent: bound once, outside the timed loop */
-    if (b->o.persistent) st = cli_replicas_persistent(rep, g, &persistent);
-    for (int it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK; it++) {
-        if (it == b->o.warmup && b->o.check) st = cli_replicas_clear(rep);
-        if (st != STARFOLD_OK) break;
-        starfold_request_t req = NULL;
-        const double t0 = cli_now();
-        st = persistent ? starfold_persistent_start(persistent, &req) : cli_replicas_submit(rep, g, &req);
-        if (st == STARFOLD_OK) st = starfold_request_wait(req);
-        const double dt = cli_now() - t0;
-        starfold_request_destroy(req);
-        if (it >= b->o.warmup) total += dt;
+    /* The same vectors, each output its device's input. */
+    cli_replicas_t ip = *rep;
+    ip.out = rep->in;
+    ip.bout = rep->bin;
+    ip.vout = rep->vin;
+    const char *what = "run";
+    *wrong = *ip_wrong = -1;
+    *ip_seconds = -1.0;
+    uint64_t w = 0, c = 0;
+    st = time_graph(b, g, rep, b->o.check, seconds);
+    if (st == STARFOLD_OK && *seconds >= 0 && b->o.check) {
+        what = "read the outputs back";
+        if ((st = cli_replicas_verify(rep, &w, &c)) == STARFOLD_OK) *wrong = (long long)w;
     }
-    starfold_persistent_destroy(persistent);
+    if (st == STARFOLD_OK && *seconds >= 0) {
+        what = "run in place";
+        st = time_graph(b, g, &ip, 0, ip_seconds);
+        if (st == STARFOLD_OK && *ip_seconds >= 0 && b->o.check) {
+            starfold_request_t req = NULL;
+            if ((st = refill_inputs(rep)) == STARFOLD_OK && (st = cli_replicas_submit(&ip, g, &req)) == STARFOLD_OK)
+                st = starfold_request_wait(req);
+            starfold_request_destroy(req);
+            what = "read the in-place results back";
+            if (st == STARFOLD_OK && (st = cli_replicas_verify(&ip, &w, &c)) == STARFOLD_OK) *ip_wrong = (long long)w;
+        }
+        const starfold_status_t st2 = refill_inputs(rep);
+        if (st == STARFOLD_OK) st = st2, what = "write the inputs again";
+    }
     starfold_graph_destroy(g);
     if (st != STARFOLD_OK) {
-        cli_fail(b->cmd, st, "%s: run failed", algorithm);
+        cli_fail(b->cmd, st, "%s: cannot %s", algorithm, what);
         return -1;
     }
-    *wrong = -1;
-    if (b->o.check) {
-        uint64_t w = 0, c = 0;
-        if ((st = cli_replicas_verify(rep, &w, &c)) != STARFOLD_OK) {
-            cli_fail(b->cmd, st, "%s: cannot read the outputs back", algorithm);
-            return -1;
-        }
-        *wrong = (long long)w;
-    }
-    *seconds = total / b->o.iters;
-    return 0;
+    return *seconds < 0 || *ip_seconds < 0 ? 2 : 0;
 }
 
 /*
@@ -337,7 +739,7 @@ static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_
     starpu_data_handle_t in[STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];
     double total = 0.0;
     starfold_status_t st = STARFOLD_OK;
-    for (int it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK; it++)
+    for (int it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK && !bench_interrupted; it++)
         for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) {
             for (int r = 0; r < n; r++) {
                 in[r] = rep->in[(size_t)r * nt + t];
@@ -351,6 +753,7 @@ static int measure_copy(bench_t *b, const starfold_tensor_desc_t *tensors, size_
         cli_fail(b->cmd, st, "copy failed");
         return -1;
     }
+    if (bench_interrupted) return 2;
     *seconds = total / b->o.iters;
     return 0;
 }
@@ -403,7 +806,7 @@ static int measure_starpu_redux(bench_t *b, const starfold_tensor_desc_t *tensor
     starpu_data_handle_t in[STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];
     double total = 0.0;
     starfold_status_t st = STARFOLD_OK;
-    for (int it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK; it++) {
+    for (int it = 0; it < b->o.warmup + b->o.iters && st == STARFOLD_OK && !bench_interrupted; it++) {
         if (it == b->o.warmup && b->o.check) st = cli_replicas_clear(rep);
         for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) {
             for (int r = 0; r < n; r++) {
@@ -419,6 +822,7 @@ static int measure_starpu_redux(bench_t *b, const starfold_tensor_desc_t *tensor
         cli_fail(b->cmd, st, "starpu-redux failed");
         return -1;
     }
+    if (bench_interrupted) return 2;
     *wrong = -1;
     if (b->o.check) {
         uint64_t w = 0, c = 0;
@@ -494,7 +898,7 @@ static int measure_host_loop(bench_t *b, const starfold_tensor_desc_t *tensors, 
     if (ok) {
         void *ins[STARFOLD_MAX_DEVICES], *outs[STARFOLD_MAX_DEVICES];
         double total = 0.0;
-        for (int it = 0; it < b->o.warmup + b->o.iters; it++) {
+        for (int it = 0; it < b->o.warmup + b->o.iters && !bench_interrupted; it++) {
             const double t0 = cli_now();
             for (size_t t = 0; t < nt; t++) {
                 for (int r = 0; r < n; r++) {
@@ -535,7 +939,7 @@ static int measure_host_loop(bench_t *b, const starfold_tensor_desc_t *tensors, 
         cli_fail(b->cmd, STARFOLD_ERR_OUT_OF_MEMORY, "host-loop: out of memory");
         return -1;
     }
-    return 0;
+    return bench_interrupted ? 2 : 0;
 }
 
 /* Every row of one batch of tensors (all of one dtype), for one op. */
@@ -543,27 +947,38 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
 {
     const starfold_dtype_t dtype = tensors[0].dtype;
     const uint64_t bytes = cli_tensors_bytes(tensors, nt), count = cli_tensors_elements(tensors, nt);
+    b->unit_index = 0;
+    progress_show(b, "creating the replicas", bytes);
     cli_replicas_t rep;
     starfold_status_t st = b->o.views ? cli_replicas_create_bucketed(b->m.ctx, b->m.num_devices, tensors, nt, op, &rep)
                                       : cli_replicas_create(b->m.ctx, b->m.num_devices, tensors, nt, op, &rep);
     if (st != STARFOLD_OK) {
+        progress_clear(b);
         cli_fail(b->cmd, st, "cannot create the replicas (%llu bytes each)", (unsigned long long)bytes);
         b->failed = 1;
         return;
     }
-    double s = 0.0, times[16];
-    long long wrong = -1;
-    for (int a = 0; a < b->nalgorithms; a++) {
+    double s = 0.0, ip = 0.0, times[16];
+    long long wrong = -1, ip_wrong = -1;
+    for (int a = 0; a < b->nalgorithms && !bench_interrupted; a++) {
         times[a] = -1.0;
-        const int m = measure_graph(b, b->algorithms[a], tensors, nt, &rep, &s, &wrong);
-        if (m == 0) add_row(b, b->algorithms[a], op, dtype, bytes, count, s, wrong), times[a] = s;
+        progress_show(b, b->algorithms[a], bytes);
+        const double t0 = cli_now();
+        const int m = measure_graph(b, b->algorithms[a], tensors, nt, &rep, &s, &wrong, &ip, &ip_wrong);
+        progress_done(b, bytes, m == 0 ? cli_now() - t0 : -1.0);
+        if (m == 0) add_row(b, b->algorithms[a], 0, op, dtype, bytes, count, s, wrong, ip, ip_wrong), times[a] = s;
         else if (m < 0) b->failed = 1;
     }
-    if (b->o.baselines && !b->o.views) {
+    if (b->o.baselines && !b->o.views && !bench_interrupted) {
         double copy = 0.0;
-        if (measure_copy(b, tensors, nt, &rep, &copy) == 0) {
+        progress_show(b, "copy", bytes);
+        double t0 = cli_now();
+        int m = measure_copy(b, tensors, nt, &rep, &copy);
+        progress_done(b, bytes, cli_now() - t0);
+        progress_clear(b);
+        if (m == 0) {
             if (b->o.model) model_notes(b, tensors, nt, op, times, copy, rep.n, bytes);
-            add_row(b, "copy", op, dtype, bytes, count, copy, -1);
+            add_row(b, "copy", 1, op, dtype, bytes, count, copy, -1, -1.0, -1);
             /* Against the copy: the share of the memory-traffic bound each algorithm reaches. */
             if (copy > 0) {
                 fprintf(b->info, "# memory-traffic bound (copy, %d reads + %d writes of %llu B):", rep.n, rep.n,
@@ -573,14 +988,27 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
                 fprintf(b->info, "\n");
                 fflush(b->info);
             }
-        } else {
+        } else if (m < 0) {
             b->failed = 1;
         }
-        if (measure_host_loop(b, tensors, nt, op, &s, &wrong) == 0) add_row(b, "host-loop", op, dtype, bytes, count, s, wrong);
-        else b->failed = 1;
-        if (measure_starpu_redux(b, tensors, nt, &rep, &s, &wrong) == 0)
-            add_row(b, "starpu-redux", op, dtype, bytes, count, s, wrong);
-        else b->failed = 1;
+        if (!bench_interrupted) {
+            progress_show(b, "host-loop", bytes);
+            t0 = cli_now();
+            m = measure_host_loop(b, tensors, nt, op, &s, &wrong);
+            progress_done(b, bytes, cli_now() - t0);
+            progress_clear(b);
+            if (m == 0) add_row(b, "host-loop", 1, op, dtype, bytes, count, s, wrong, -1.0, -1);
+            else if (m < 0) b->failed = 1;
+        }
+        if (!bench_interrupted) {
+            progress_show(b, "starpu-redux", bytes);
+            t0 = cli_now();
+            m = measure_starpu_redux(b, tensors, nt, &rep, &s, &wrong);
+            progress_done(b, bytes, cli_now() - t0);
+            progress_clear(b);
+            if (m == 0) add_row(b, "starpu-redux", 1, op, dtype, bytes, count, s, wrong, -1.0, -1);
+            else if (m < 0) b->failed = 1;
+        }
     }
     cli_replicas_destroy(&rep);
 }
@@ -590,6 +1018,8 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     bench_t b;
     memset(&b, 0, sizeof b);
     b.cmd = cmd;
+    b.coll = &bench_all_reduce;
+    b.root = -1;
     cli_opts_t *o = &b.o;
     int r = cli_parse(cmd, argc, argv, o);
     if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
@@ -603,13 +1033,11 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     if (o->min_bytes > o->max_bytes)
         return cli_usage_error(cmd, "-b %llu is larger than -e %llu", (unsigned long long)o->min_bytes,
                                (unsigned long long)o->max_bytes);
-    if (o->plot) {
-        const char *dot = strrchr(o->plot, '.');
-        if (!dot || strcasecmp(dot, ".svg") != 0) return cli_usage_error(cmd, "--plot %s: the plot is an .svg file", o->plot);
-    }
+    if (o->plot && plot_kind(o->plot) < 0)
+        return cli_usage_error(cmd, "--plot %s: the plot is an .svg or a .png file", o->plot);
 
     /* Sizes: as nccl-tests, a factor when given, else an increment. */
-    uint64_t sizes[BENCH_MAX_SIZES];
+    static uint64_t sizes[BENCH_MAX_SIZES];
     int nsizes = 0;
     if (!o->tensors) {
         for (uint64_t s = o->min_bytes; s <= o->max_bytes;) {
@@ -645,6 +1073,12 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     if (o->tensors)
         for (int k = 0; k < ndtypes; k++)
             if ((r = cli_parse_tensors(cmd, o->tensors, dtypes[k], &batches[k], &batch_len[k])) != CLI_OK) goto out_tensors;
+    if (o->tensors) {
+        sizes[0] = cli_tensors_bytes(batches[0], batch_len[0]);
+        nsizes = 1;
+    }
+    b.first_bytes = nsizes ? sizes[0] : 0;
+    b.last_bytes = nsizes ? sizes[nsizes - 1] : 0;
 
     b.info = (o->json || o->csv) ? stderr : stdout;
     if ((r = cli_machine_open(cmd, o, b.info, &b.m)) != CLI_OK) goto out_tensors;
@@ -654,28 +1088,59 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     if (uses_model) cli_machine_model(o, &b.m, b.info);
     print_header(&b);
 
-    for (int k = 0; k < ndtypes; k++)
-        for (int p = 0; p < nops; p++) {
+    /*
+     * Ctrl-C: the measurement under way stops at its next iteration, the rows measured so far get
+     * their footer, JSON/CSV lines and plot, and the command exits 130 (128 + SIGINT, as a shell
+     * reports a command ended by Ctrl-C). SA_RESETHAND: a second Ctrl-C ends the process at once.
+     * Installed after StarPU started (StarPU 1.3 installs a SIGINT handler of its own in starpu_init),
+     * StarPU's put back at the end.
+     */
+    struct sigaction sa, old_sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = bench_on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    bench_interrupted = 0;
+    const int handler = sigaction(SIGINT, &sa, &old_sa) == 0;
+
+    b.progress = isatty(STDERR_FILENO);
+    b.start = cli_now();
+    b.sizes = sizes;
+    b.nsizes = nsizes;
+    b.units_per_size = b.nalgorithms + (o->baselines && !o->views ? 3 : 0);
+    b.sweeps_total = nops * ndtypes;
+    for (int k = 0; k < ndtypes && !bench_interrupted; k++)
+        for (int p = 0; p < nops && !bench_interrupted; p++) {
+            b.sweep_index = k * nops + p;
             if (o->tensors) {
+                b.size_index = 0;
                 bench_batch(&b, batches[k], batch_len[k], ops[p]);
                 continue;
             }
-            for (int s = 0; s < nsizes; s++) {
+            for (int s = 0; s < nsizes && !bench_interrupted; s++) {
                 /* As nccl-tests: count = size / element size, the row reports count * element size. */
+                b.size_index = s;
                 const starfold_tensor_desc_t one = { dtypes[k], (size_t)(sizes[s] / starfold_dtype_size(dtypes[k])) };
                 bench_batch(&b, &one, 1, ops[p]);
             }
         }
+    progress_clear(&b);
+    const int interrupted = bench_interrupted != 0;
+    if (interrupted) {
+        fprintf(b.info, "# Interrupted (Ctrl-C) after %zu rows of %ld: the rows above are complete, the one under way "
+                        "was dropped\n", b.nrows, (long)b.units_per_size * nsizes * b.sweeps_total);
+        fflush(b.info);
+    }
     print_footer(&b);
     if (o->plot) plot(&b);
-    r = b.failed || b.wrong_total ? CLI_FAIL : CLI_OK;
+    r = interrupted ? 130 : b.failed || b.wrong_total ? CLI_FAIL : CLI_OK;
     cli_machine_close(&b.m);
+    if (handler && !interrupted) sigaction(SIGINT, &old_sa, NULL);
 out_tensors:
     for (int k = 0; k < STARFOLD_DTYPE_COUNT; k++) starfold_tools_tensors_free(batches[k]);
     free(b.rows);
     return r;
 }
-
 const cli_command_t cli_cmd_bench = {
     .name = "bench",
     .summary = "measure all-reduce time, algbw and busbw over a size sweep (nccl-tests style)",
@@ -691,20 +1156,25 @@ const cli_command_t cli_cmd_bench = {
         "Usage: starfold bench [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
         "                      [--algorithm A|all] [--op OP|all] [-d|--dtype D|all] [--tensors SPEC]\n"
         "                      [--topology T] [-g|--devices N] [--num-packs K | --bytes-per-pack B]\n"
-        "                      [--baselines 0|1] [--views] [--persistent] [--json | --csv] [--plot FILE.svg]\n"
+        "                      [--baselines 0|1] [--views] [--persistent] [--json | --csv] [--plot FILE.svg|.png]\n"
         "                      [--emulated]\n"
         "\n"
-        "Measures all-reduce in the style of nccl-tests' all_reduce_perf: one row per size and algorithm,\n"
-        "printed as soon as it is measured, with size (bytes per replica), count (elements), type, redop,\n"
-        "time (us, mean over the timed iterations, each one submission waited for), algbw = size / time and\n"
-        "busbw = algbw * 2(n-1)/n in GB/s (1e9 B/s; comparable with one device's link bandwidth), and the\n"
-        "number of wrong elements over every replica (N/A with -c 0). Out-of-place: inputs and outputs are\n"
-        "separate vectors. Three baselines run on the same data: copy (every input copied to its output\n"
-        "by its device's worker: the reads and writes no all-reduce on one memory avoids, so a note gives\n"
-        "each algorithm's share of this memory-traffic bound), host-loop (one host thread reading the n\n"
-        "inputs and writing the n outputs once) and starpu-redux (StarPU's own STARPU_REDUX reduction,\n"
-        "then a copy to every replica). Devices as for starfold run.\n"
-        "Exits 1 when an element is wrong or a measurement fails.\n"
+        "Measures all-reduce as nccl-tests' all_reduce_perf does, and prints it in its layout (its run line,\n"
+        "device list, column header, formats and footer), so that scripts reading its logs read this:\n"
+        "size (bytes per replica), count (elements), type (float, double, int32, int64), redop (sum, prod,\n"
+        "max, min, avg), root (-1), then time (us, mean over the timed iterations, each one submission\n"
+        "waited for), algbw = size / time, busbw = algbw * 2(n-1)/n in GB/s (1e9 B/s; comparable with one\n"
+        "device's link bandwidth) and #wrong (wrong elements over every replica, N/A with -c 0), out-of-place\n"
+        "(separate input and output vectors) then in-place (each output its device's input), and last the\n"
+        "algorithm. '# Avg bus bandwidth' is printed once: over every measurement of the algorithms, each\n"
+        "algorithm's own on a '# algorithm NAME avg busbw' line. Three baselines run on the same data,\n"
+        "out-of-place, printed as '#' rows: copy (every input copied to its output by its device's worker:\n"
+        "the reads and writes no all-reduce on one memory avoids, so a note gives each algorithm's share of\n"
+        "this memory-traffic bound), host-loop (one host thread reading the n inputs and writing the n\n"
+        "outputs once) and starpu-redux (StarPU's own STARPU_REDUX reduction, then a copy to every\n"
+        "replica). Devices as for starfold run. On a terminal, stderr shows the progress (row k of n,\n"
+        "elapsed, time left); Ctrl-C ends the sweep with the rows so far, their footer and plot.\n"
+        "Exits 1 when an element is wrong or a measurement fails, 130 after Ctrl-C.\n"
         "\n"
         "  -b, --minbytes SIZE     smallest size, default 4K (suffixes K, M, G or KiB, MiB, GiB: binary)\n"
         "  -e, --maxbytes SIZE     largest size, default 4M (-b alone measures that one size)\n"
@@ -735,10 +1205,12 @@ const cli_command_t cli_cmd_bench = {
         "                          per-submission costs, memory bandwidth; kept in $STARPU_HOME/.starpu/\n"
         "                          starfold/, STARFOLD_CALIBRATE=2 measures again), as it is for 'auto'\n"
         "  --json                  one JSON object per row on stdout: algorithm, op, dtype, bytes, count,\n"
-        "                          devices, time_us, algbw_GBps, busbw_GBps, wrong (null when unchecked)\n"
+        "                          devices, time_us, algbw_GBps, busbw_GBps, wrong (null when unchecked),\n"
+        "                          and the same in place: inplace_time_us, ... (null for the baselines)\n"
         "  --csv                   a header line, then one line per row with the same fields\n"
         "                          (with --json or --csv, the notes and summary go to stderr)\n"
-        "  --plot FILE.svg         draw busbw against size per algorithm with gnuplot, if installed\n"
+        "  --plot FILE.svg|.png    draw busbw against size (log axes), one line per algorithm, the baselines\n"
+        "                          dashed, with gnuplot if installed\n"
         "  -h, --help              this text\n"
         "\n"
         "Unlike nccl-tests, -o is not the operation (it is --op); -g is the device count.\n",
