@@ -1054,7 +1054,9 @@ static void test_bench_table(void)
     CU_ASSERT_EQUAL(count_occurrences(r.out, "# Avg bus bandwidth    : "), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# algorithm hierarchical-copy    avg busbw : "));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# baseline  host-loop            avg busbw : "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# memory-traffic bound (copy, 4 reads + 4 writes of 1024 B): hierarchical-copy "));
+    /* The copy is called a bound only where no algorithm beat it (timing decides which line). */
+    CU_ASSERT(strstr(r.out, "# memory-traffic bound (copy, 4 reads + 4 writes of 1024 B): hierarchical-copy ") != NULL ||
+              strstr(r.out, "# copy baseline (4 reads + 4 writes of 1024 B) is no bound here; faster than it: ") != NULL);
     CU_ASSERT_PTR_NULL(strstr(r.err, "row 1 of")); /* no progress line: stderr is a file */
     result_free(&r);
 
