@@ -527,7 +527,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     char b1[32], b2[32];
     printf("All-reduce (%s) of %zu %s tensor%s (%s), %s per replica, %d replica%s, %s\n", starfold_op_name(o.op), nt,
            starfold_dtype_name(o.dtype), nt == 1 ? "" : "s", spec_text, cli_format_bytes(b1, sizeof b1, bytes), n,
-           n == 1 ? "" : "s", o.algorithm);
+           n == 1 ? "" : "s", starfold_graph_algorithm(g)); /* "auto:<the one chosen>" for auto */
     printf("Graph: %zu tasks, %s moved between devices, critical path %zu tasks\n", stats.num_tasks,
            cli_format_bytes(b2, sizeof b2, stats.bytes_moved), stats.critical_path_tasks);
     fflush(stdout);
