@@ -157,14 +157,23 @@ int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, 
     const int host = o->topology && strcmp(o->topology, "host") == 0;
     if (host && o->emulated)
         return cli_usage_error(cmd, "--emulated and --topology host are exclusive (host runs on the CPU workers)");
-    /* The environment first: opening "detect" below already initialises OpenCL. */
-    if (o->emulated) r = setup_emulated(cmd, info, "--emulated");
-    else if (host) setup_host(info);
+    /* The environment first: opening "detect" below already initialises OpenCL. What it says is held
+     * back until the arguments are known good: a bad --topology prints its error alone. */
+    char *said = NULL;
+    size_t said_len = 0;
+    FILE *banner = open_memstream(&said, &said_len);
+    if (!banner) banner = info;
+    if (o->emulated) r = setup_emulated(cmd, banner, "--emulated");
+    else if (host) setup_host(banner);
     else if (!starpu_configured() && !accelerator_present())
-        r = setup_emulated(cmd, info, "no accelerator found and StarPU not configured");
-    if (r != CLI_OK) return r;
+        r = setup_emulated(cmd, banner, "no accelerator found and StarPU not configured");
+    if (banner != info) fclose(banner);
     starfold_topology_t topo = NULL;
-    if ((r = cli_open_topology(cmd, o, NULL, &topo)) != CLI_OK) return r;
+    if (r == CLI_OK) r = cli_open_topology(cmd, o, NULL, &topo);
+    if (r != CLI_OK) {
+        free(said);
+        return r;
+    }
     m->emulated = o->emulated || getenv("STARPU_OPENCL_ON_CPUS") != NULL;
 
     starfold_context_options_t copt;
@@ -173,6 +182,10 @@ int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, 
     copt.num_devices = topo ? starfold_topology_num_devices(topo) : o->devices;
     fflush(info);
     starfold_status_t st = starfold_context_create(&copt, &m->ctx);
+    /* StarPU gave the devices asked for: now the set-up is worth saying (not before an -g error). */
+    if (st == STARFOLD_OK && said) fputs(said, info);
+    free(said);
+    said = NULL;
     if (st != STARFOLD_OK) {
         if (st == STARFOLD_ERR_NO_DEVICE && copt.num_devices > 0) {
             /* A topology file asking for more devices than StarPU has: name the first one too many. */
@@ -190,6 +203,9 @@ int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, 
                 starfold_topology_destroy(topo);
                 return st;
             }
+            if (!topo) /* -g N beyond the machine: a bad argument */
+                return cli_usage_error(cmd, "-g %d: StarPU has %d device%s here (pass -g 1..%d)", o->devices, have,
+                                       have == 1 ? "" : "s", have);
             copt.num_devices = starfold_topology_num_devices(topo);
             starfold_topology_destroy(topo);
             return cli_fail(cmd, st, "StarPU cannot give %d devices (pass -g/--devices with fewer)", copt.num_devices);

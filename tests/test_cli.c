@@ -939,6 +939,25 @@ static void test_run_emulated(void)
     if (!ok) fprintf(stderr, "\n  run --emulated: status %d\n%s%s\n", r.status, r.out, r.err);
     CU_ASSERT(ok);
     result_free(&r);
+
+    /* More devices than the box has: a bad argument (2), said alone, no set-up banner before it. */
+    run_env(&r, env, "run --emulated -g 9 -b 1K");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "starfold run: -g 9: StarPU has 8 devices here (pass -g 1..8)"));
+    CU_ASSERT_PTR_NULL(strstr(r.out, "emulated 8-device box"));
+    result_free(&r);
+    /* A topology file that is not there: its error alone, before StarPU starts. */
+    run_env(&r, env, "run --emulated --topology nosuch.dot -b 1K");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "nosuch.dot: cannot open"));
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    result_free(&r);
+    /* auto names the algorithm it chose. */
+    run_env(&r, env, "run --emulated -g 2 -b 4K --algorithm AUTO");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "2 replicas, auto:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Cost model: calibrated on these devices"));
+    result_free(&r);
 }
 
 static void test_demo(void)
