@@ -3,7 +3,13 @@ AC_DEFUN([SF_WARNINGS], [
   AC_ARG_ENABLE([werror],
     [AS_HELP_STRING([--enable-werror], [treat compiler warnings as errors])],
     [sf_werror=$enableval], [sf_werror=no])
-  SF_CFLAGS="-std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith -Wno-unused-parameter -Wno-missing-field-initializers"
+  # Each warning flag the compiler accepts (autoconf-archive's AX_CHECK_COMPILE_FLAG), so another
+  # compiler or version builds without an unknown-option error.
+  SF_CFLAGS="-std=c11"
+  for sf_flag in -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
+                 -Wno-unused-parameter -Wno-missing-field-initializers; do
+    AX_CHECK_COMPILE_FLAG([$sf_flag], [SF_CFLAGS="$SF_CFLAGS $sf_flag"], [], [-Werror])
+  done
   AS_IF([test "x$sf_werror" = xyes], [SF_CFLAGS="$SF_CFLAGS -Werror"])
   AC_SUBST([SF_CFLAGS])
 ])
