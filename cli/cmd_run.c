@@ -488,6 +488,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     int r = cli_parse(cmd, argc, argv, &o);
     if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
     if (!(o.given & CLI_OPT(OPT_ITERS))) o.iters = 1;
+    if (!(o.given & CLI_OPT(OPT_WARMUP))) o.warmup = 1; /* first-run costs (registration, kernels) untimed */
     if ((o.given & CLI_OPT(OPT_TENSORS)) && (o.given & CLI_OPT(OPT_MINBYTES)))
         return cli_usage_error(cmd, "--tensors and -b are exclusive (-b SIZE is one tensor of SIZE bytes)");
     starfold_algo_options_t aopt;
@@ -554,7 +555,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     }
     double total = 0.0, best = INFINITY;
     uint64_t wrong = 0, checked = 0;
-    for (int it = 0; it < o.iters; it++) {
+    for (int it = -o.warmup; it < o.iters; it++) { /* it < 0: warm-up, run and verified, not timed */
         if ((st = cli_replicas_clear(&rep)) != STARFOLD_OK) {
             r = cli_fail(cmd, st, "cannot clear the outputs");
             goto out;
@@ -566,11 +567,14 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         const double dt = cli_now() - t0;
         starfold_request_destroy(req);
         if (st != STARFOLD_OK) {
-            r = cli_fail(cmd, st, "iteration %d failed", it + 1);
+            if (it < 0) r = cli_fail(cmd, st, "warm-up iteration %d failed", it + o.warmup + 1);
+            else r = cli_fail(cmd, st, "iteration %d failed", it + 1);
             goto out;
         }
-        total += dt;
-        if (dt < best) best = dt;
+        if (it >= 0) {
+            total += dt;
+            if (dt < best) best = dt;
+        }
         uint64_t w = 0, c = 0;
         if ((st = cli_replicas_verify(&rep, &w, &c)) != STARFOLD_OK) {
             r = cli_fail(cmd, st, "cannot read the outputs back");
@@ -580,12 +584,12 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         checked += c;
     }
     const double mean = total / o.iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
-    printf("Time: %.3f ms per all-reduce (mean of %d, best %.3f ms), algbw %.3f GB/s, busbw %.3f GB/s%s\n", mean * 1e3,
-           o.iters, best * 1e3, algbw, n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0,
+    printf("Time: %.3f ms per all-reduce (mean of %d after %d warm-up, best %.3f ms), algbw %.3f GB/s, busbw %.3f GB/s%s\n", mean * 1e3,
+           o.iters, o.warmup, best * 1e3, algbw, n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0,
            m.emulated ? " (emulated devices: CPU contention, not interconnect speed)" : "");
     printf("Verified: %llu of %llu elements right on %s %d replica%s%s\n", (unsigned long long)(checked - wrong),
            (unsigned long long)checked, n == 1 ? "its" : "all", n, n == 1 ? "" : "s",
-           o.iters > 1 ? " over every iteration" : "");
+           o.iters + o.warmup > 1 ? " over every iteration" : "");
     if (wrong) {
         fflush(stdout);
         fprintf(stderr, "starfold run: %llu wrong elements\n", (unsigned long long)wrong);
@@ -607,10 +611,10 @@ const cli_command_t cli_cmd_run = {
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) |
-                CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_EMULATED),
+                CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED),
     .usage =
         "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
-        "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [--emulated]\n"
+        "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [-w|--warmup N] [--emulated]\n"
         "\n"
         "Runs an all-reduce on StarPU's devices, checks every element of every replica against a float64\n"
         "host reference and prints the time. Exits 0 only when every element is right.\n"
@@ -634,6 +638,7 @@ const cli_command_t cli_cmd_run = {
         "  --num-packs K, --bytes-per-pack B   hierarchical-copy's packing (see starfold graph --help)\n"
         "  --chunk-bytes B, --rings N   ring and one-pass tuning (see starfold graph --help)\n"
         "  -n, --iters I     run I times (outputs cleared and verified each time), default 1\n"
+        "  -w, --warmup N    N untimed runs first (verified too), default 1\n"
         "  -h, --help        this text\n",
     .main = run_main,
 };

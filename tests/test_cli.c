@@ -923,6 +923,27 @@ static void test_run(void)
     cli_result_t r;
     run(&r, "run --topology host -g 2 -b 4K");
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "CPU workers"));
+    /* One untimed warm-up run by default, as bench; -w N changes it, and warm-ups are verified too. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(mean of 1 after 1 warm-up, best "));
+    result_free(&r);
+    run(&r, "run --topology host -g 2 -b 4K -n 2 -w 3");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(mean of 2 after 3 warm-up, best "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Verified: 10240 of 10240 elements right on all 2 replicas over every"));
+    result_free(&r);
+    run(&r, "run --topology host -g 2 -b 4K --warmup 0");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(mean of 1 after 0 warm-up, best "));
+    result_free(&r);
+    run(&r, "run --topology host -w -1");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "starfold run: -w: expected a warm-up count from 0 to 1000000, got '-1'"));
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    result_free(&r);
+    /* Algorithm names are case-insensitive, as op names; the registry's spelling is printed. */
+    run(&r, "run --topology host -g 2 -b 4K --algorithm Ring -w 0");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "2 replicas, ring\n"));
     result_free(&r);
 }
 
