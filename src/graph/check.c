@@ -17,10 +17,42 @@
  *   5. in-place safety: input (s, t) and output (d, t) on the same device may be one StarPU handle,
  *      so every node reading input range X is an ancestor of every node writing output over X.
  *
- * Cost. Ancestry is a lower-triangular bitset, row i holding nodes 0 .. i-1: n^2/16 bytes (25 MB at
- * 20,000 nodes) and O(edges * n / 64) word operations to fill in node order. The A accesses are
- * sorted per buffer, O(A log A), under an implicit interval tree, so a range query costs O(log A)
- * per access it reports; pairs of reads are never enumerated. No per-element arrays.
+ * Cost. The checks ask "is node a an ancestor of node b?" (a < b) for pairs of overlapping accesses.
+ * A full ancestry matrix would be n^2/16 bytes (4 GB at the 262,144-task limit), so the checker
+ * answers those questions in blocks of K ancestor columns instead, in three passes:
+ *
+ *     collect   run checks 2, 3 and 5 walking every overlapping pair, and note each question
+ *               (a, b) in check order; bucket the questions by a's column block
+ *     resolve   for each block [c0, c0 + K) that has questions: fill, in node order, a K-bit row
+ *               per node i >= c0 (which nodes of the block are ancestors of i: the OR of its deps'
+ *               rows plus the deps themselves, deps < c0 contributing nothing), then answer the
+ *               block's questions from row b, bit a - c0
+ *     replay    run checks 2..5 as before, in the same order, taking the answers in the order
+ *               they were noted (a walk that stops early reads a prefix of its questions)
+ *
+ *               ancestor a ->
+ *             0          c0     c0+K           n
+ *          0  +----------+-------+-------------+
+ *             |\         :       :             |   the strictly lower triangle is the whole
+ *    node b   |  \       :       :             |   ancestry; one block keeps only its K
+ *      |      |    \     :       :             |   columns: rows c0 .. n-1 of them (#), at most
+ *      v   c0 |......\...+-------+             |   n * K / 8 bytes, with K = 64 MiB * 8 / n bits
+ *             |          |\######|             |   (a multiple of 64, at least 64, at most n):
+ *             |          |##\####|             |   one block up to ~23,000 nodes, 128 blocks
+ *             |          |######\|             |   of 2,048 columns at the task limit
+ *             |          |#######|\            |
+ *          n  +----------+-------+-------------+
+ *
+ * Why this way: answering each question by a search from b would need no matrix but cost O(edges)
+ * per question; blocks keep the full matrix's O(edges * n / 64) with bounded memory. Collecting
+ * every pair a walk could visit (not only the prefix the first run would) keeps the replay exact.
+ *
+ * Memory: at most 64 MiB of rows (or 8 bytes a node past 8 million nodes), 12 bytes and a bit per
+ * question and 8 bytes per walk, plus the access indices. Time: filling rows costs ndeps * K / 64
+ * word operations per node and block, O(edges * n / 64) in all as a full matrix would; the A
+ * accesses are sorted per buffer, O(A log A), under an implicit interval tree, so a range query costs
+ * O(log A) per access it reports, and each reported pair is walked twice (collect, replay); pairs of
+ * reads are never enumerated. No per-element arrays.
  */
 #include "config.h"
 
@@ -56,10 +88,30 @@ typedef struct ck_query {
     void *ctx;
 } ck_query_t;
 
+/* A question "is node a an ancestor of node b?", a < b. */
+typedef struct ck_question {
+    uint32_t a, b;
+} ck_question_t;
+
+/*
+ * The questions of checks 2, 3 and 5 in the order they are asked: noted while collecting, answered
+ * block by block, read back in the same order while replaying. Each range query (a walk) starts
+ * at its own first question, so a walk that stops early leaves the next one in step.
+ */
+typedef struct ck_answers {
+    int collecting;
+    int out_of_memory;        /* a note failed while collecting */
+    ck_question_t *q;
+    size_t nq, cap_q;
+    uint64_t *bit;            /* answer k: bit k % 64 of bit[k / 64] */
+    size_t *first;            /* first question of each walk */
+    size_t nwalks, cap_walks;
+    size_t walk, next;        /* replay position */
+} ck_answers_t;
+
 typedef struct checker {
     const struct starfold_graph *g;
-    uint64_t *anc;   /* row i: bit j set when node j < i is an ancestor of node i */
-    size_t *row;     /* [nnodes + 1] word offset of each row */
+    ck_answers_t ans;
     ck_index_t all;  /* every non-empty span */
     ck_index_t wr;   /* the written ones only */
 } checker_t;
@@ -300,38 +352,128 @@ static starfold_status_t check_structure(const struct starfold_graph *g)
 /* ------------------------------------------------------------------------------------------------ */
 /* Ancestry and access indices                                                                      */
 
+/* Bytes of ancestry rows the resolve pass may hold at once (the block width K follows from it). */
+#ifndef CK_ANCESTRY_BYTES /* a smaller one in a test build makes many blocks of small graphs */
+#define CK_ANCESTRY_BYTES ((size_t)64 << 20)
+#endif
+
 static size_t row_words(size_t i) { return (i + 63) / 64; }
 
-static int is_ancestor(const checker_t *ck, size_t a, size_t b)
+/* Room for item @count of a growing array of @size-byte items: the array, or NULL (it unchanged). */
+static void *grow(void *items, size_t *cap, size_t count, size_t size)
 {
-    return a < b && (ck->anc[ck->row[b] + a / 64] >> (a % 64) & 1);
+    if (count < *cap) return items;
+    const size_t cap2 = *cap ? 2 * *cap : 1024;
+    void *p = cap2 <= (size_t)-1 / size ? realloc(items, cap2 * size) : NULL;
+    if (p) *cap = cap2;
+    return p;
 }
 
-/* Fills the rows in node order: a node's ancestors are its deps and theirs (deps are earlier). */
-static starfold_status_t build_ancestry(checker_t *ck)
+/* Starts a range query: collecting, its questions begin here; replaying, read them from there. */
+static void begin_walk(checker_t *ck)
 {
-    const size_t n = ck->g->nnodes;
-    if (n && row_words(n) > ((size_t)-1 / sizeof(uint64_t)) / n)
-        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: %zu nodes are too many to check", ck->g->algorithm, n);
-    ck->row = malloc((n + 1) * sizeof *ck->row);
-    if (!ck->row) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory checking %zu nodes", n);
-    ck->row[0] = 0;
-    for (size_t i = 0; i < n; i++) ck->row[i + 1] = ck->row[i] + row_words(i);
-    ck->anc = calloc(ck->row[n] ? ck->row[n] : 1, sizeof *ck->anc);
-    if (!ck->anc)
-        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory for the %zu-node ancestry bitset (%zu bytes)", n,
-                        ck->row[n] * sizeof *ck->anc);
-    for (size_t i = 0; i < n; i++) {
-        const starfold__node_t *nd = &ck->g->nodes[i];
-        uint64_t *r = ck->anc + ck->row[i];
-        for (size_t k = 0; k < nd->ndeps; k++) {
-            const size_t d = nd->deps[k];
-            const uint64_t *rd = ck->anc + ck->row[d];
-            for (size_t w = 0; w < row_words(d); w++) r[w] |= rd[w];
-            r[d / 64] |= (uint64_t)1 << (d % 64);
+    ck_answers_t *a = &ck->ans;
+    if (!a->collecting) {
+        a->next = a->first[a->walk++];
+        return;
+    }
+    size_t *first = a->out_of_memory ? NULL : grow(a->first, &a->cap_walks, a->nwalks, sizeof *first);
+    if (!first) {
+        a->out_of_memory = 1;
+        return;
+    }
+    a->first = first;
+    a->first[a->nwalks++] = a->nq;
+}
+
+/* Whether node @x is an ancestor of node @y: noted (and 0) while collecting, answered while replaying. */
+static int is_ancestor(checker_t *ck, size_t x, size_t y)
+{
+    ck_answers_t *a = &ck->ans;
+    if (x >= y) return 0;
+    if (!a->collecting) {
+        const size_t k = a->next++;
+        return a->bit[k / 64] >> (k % 64) & 1;
+    }
+    ck_question_t *q = a->out_of_memory ? NULL : grow(a->q, &a->cap_q, a->nq, sizeof *q);
+    if (!q) {
+        a->out_of_memory = 1;
+        return 0;
+    }
+    a->q = q;
+    a->q[a->nq++] = (ck_question_t){ (uint32_t)x, (uint32_t)y };
+    return 0;
+}
+
+/*
+ * Answers every noted question, block of K ancestor columns by block: row i of a block says which
+ * of its nodes are ancestors of node i, filled in node order from the deps' rows (deps are earlier).
+ */
+static starfold_status_t resolve_ancestry(checker_t *ck)
+{
+    const struct starfold_graph *g = ck->g;
+    ck_answers_t *a = &ck->ans;
+    const size_t n = g->nnodes, nq = a->nq;
+    if (a->out_of_memory)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory noting the ancestry questions of %zu nodes", n);
+    a->bit = calloc(nq ? (nq + 63) / 64 : 1, sizeof *a->bit);
+    if (!a->bit) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory answering %zu ancestry questions", nq);
+    if (!nq) return STARFOLD_OK;
+    if (nq > UINT32_MAX)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: %zu ancestry questions are too many to check",
+                               g->algorithm, nq);
+
+    size_t words = CK_ANCESTRY_BYTES / sizeof(uint64_t) / n; /* per row: K = 64 * words columns */
+    if (words < 1) words = 1;
+    if (words > row_words(n)) words = row_words(n);
+    const size_t width = 64 * words, nblocks = (n + width - 1) / width;
+
+    /* The questions bucketed by block (counting sort), and the last node each block asks about. */
+    size_t *bstart = calloc(nblocks + 1, sizeof *bstart), *last = calloc(nblocks, sizeof *last);
+    uint32_t *order = malloc(nq * sizeof *order);
+    uint64_t *rows = malloc(n * words * sizeof *rows);
+    starfold_status_t st = STARFOLD_OK;
+    if (!bstart || !last || !order || !rows) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory for %zu ancestry rows of %zu bytes", n,
+                             words * sizeof *rows);
+        goto out;
+    }
+    for (size_t k = 0; k < nq; k++) {
+        const size_t blk = a->q[k].a / width;
+        bstart[blk + 1]++;
+        if (a->q[k].b > last[blk]) last[blk] = a->q[k].b;
+    }
+    for (size_t blk = 0; blk < nblocks; blk++) bstart[blk + 1] += bstart[blk];
+    for (size_t k = 0; k < nq; k++) order[bstart[a->q[k].a / width]++] = (uint32_t)k;
+    for (size_t blk = nblocks; blk > 0; blk--) bstart[blk] = bstart[blk - 1]; /* back to the starts */
+    bstart[0] = 0;
+
+    for (size_t blk = 0; blk < nblocks; blk++) {
+        if (bstart[blk] == bstart[blk + 1]) continue;
+        const size_t c0 = blk * width, c1 = c0 + width;
+        for (size_t i = c0; i <= last[blk]; i++) {
+            const starfold__node_t *nd = &g->nodes[i];
+            uint64_t *r = rows + i * words;
+            memset(r, 0, words * sizeof *r);
+            for (size_t k = 0; k < nd->ndeps; k++) {
+                const size_t d = nd->deps[k];
+                if (d < c0) continue; /* its ancestors are earlier still: none in the block */
+                const uint64_t *rd = rows + d * words;
+                for (size_t w = 0; w < words; w++) r[w] |= rd[w];
+                if (d < c1) r[(d - c0) / 64] |= (uint64_t)1 << ((d - c0) % 64);
+            }
+        }
+        for (size_t p = bstart[blk]; p < bstart[blk + 1]; p++) {
+            const size_t k = order[p], col = a->q[k].a - c0;
+            if (rows[a->q[k].b * words + col / 64] >> (col % 64) & 1) a->bit[k / 64] |= (uint64_t)1 << (k % 64);
         }
     }
-    return STARFOLD_OK;
+out:
+    free(bstart);
+    free(last);
+    free(order);
+    free(rows);
+    return st;
 }
 
 static int access_cmp(const void *pa, const void *pb)
@@ -429,7 +571,7 @@ static void index_free(ck_index_t *ix)
 
 /* Greedy cover of a read [cursor, hi) by its reader's ancestors' writes, visited by ascending lo. */
 typedef struct ck_cover {
-    const checker_t *ck;
+    checker_t *ck;
     size_t reader, cursor, hi, gap_end;
 } ck_cover_t;
 
@@ -445,7 +587,7 @@ static int cover_visit(void *ctx, const ck_access_t *w)
     return c->cursor >= c->hi;
 }
 
-static starfold_status_t check_reads(const checker_t *ck)
+static starfold_status_t check_reads(checker_t *ck)
 {
     const struct starfold_graph *g = ck->g;
     for (size_t i = 0; i < g->nnodes; i++) {
@@ -454,8 +596,9 @@ static starfold_status_t check_reads(const checker_t *ck)
             const starfold__span_t s = n->src[k];
             if (!s.count || g->bufs[s.buf].kind == SF_BUF_INPUT) continue;
             ck_cover_t c = { ck, i, s.offset, s.offset + s.count, s.offset + s.count };
+            begin_walk(ck);
             index_query(&ck->wr, s.buf, s.offset, s.offset + s.count, cover_visit, &c);
-            if (c.cursor < c.hi)
+            if (!ck->ans.collecting && c.cursor < c.hi)
                 return starfold__error(STARFOLD_ERR_GRAPH_INVALID,
                                 "%s: %s reads elements [%zu, %zu) of %s that no ancestor wrote", g->algorithm,
                                 node_text(g, i).s, c.cursor, c.gap_end, buf_text(g, s.buf).s);
@@ -469,7 +612,7 @@ static starfold_status_t check_reads(const checker_t *ck)
 
 /* Finds an access unordered with the write @w, overlapping it. */
 typedef struct ck_pair {
-    const checker_t *ck;
+    checker_t *ck;
     const ck_access_t *w;
     const ck_access_t *other;
 } ck_pair_t;
@@ -478,17 +621,18 @@ static int race_visit(void *ctx, const ck_access_t *o)
 {
     ck_pair_t *p = ctx;
     const size_t a = p->w->node, b = o->node;
-    if (a == b || is_ancestor(p->ck, a < b ? a : b, a < b ? b : a)) return 0;
+    if (a == b || is_ancestor(p->ck, a < b ? a : b, a < b ? b : a) || p->ck->ans.collecting) return 0;
     p->other = o;
     return 1;
 }
 
-static starfold_status_t check_races(const checker_t *ck)
+static starfold_status_t check_races(checker_t *ck)
 {
     const struct starfold_graph *g = ck->g;
     for (size_t b = 0; b < g->nbufs; b++)
         for (size_t k = ck->wr.start[b]; k < ck->wr.start[b + 1]; k++) {
             ck_pair_t p = { ck, &ck->wr.acc[k], NULL };
+            begin_walk(ck);
             index_query(&ck->all, b, p.w->lo, p.w->hi, race_visit, &p);
             if (!p.other) continue;
             const ck_access_t *x = p.w->node < p.other->node ? p.w : p.other, *y = x == p.w ? p.other : p.w;
@@ -546,19 +690,20 @@ static int alias_visit(void *ctx, const ck_access_t *w)
 {
     ck_pair_t *p = ctx;
     const ck_access_t *r = p->w; /* here the read */
-    if (is_ancestor(p->ck, r->node, w->node)) return 0;
+    if (is_ancestor(p->ck, r->node, w->node) || p->ck->ans.collecting) return 0;
     if (w->node == r->node && maps_elementwise(&p->ck->g->nodes[r->node], r->span, w->span)) return 0;
     p->other = w;
     return 1;
 }
 
 /* Reads of input buffer @bin all happen before the writes of output buffer @bout over them. */
-static starfold_status_t check_alias(const checker_t *ck, size_t bin, size_t bout)
+static starfold_status_t check_alias(checker_t *ck, size_t bin, size_t bout)
 {
     const struct starfold_graph *g = ck->g;
     for (size_t k = ck->all.start[bin]; k < ck->all.start[bin + 1]; k++) {
         const ck_access_t *r = &ck->all.acc[k];
         ck_pair_t p = { ck, r, NULL };
+        begin_walk(ck);
         index_query(&ck->wr, bout, r->lo, r->hi, alias_visit, &p);
         if (!p.other) continue;
         const ck_access_t *w = p.other;
@@ -572,7 +717,7 @@ static starfold_status_t check_alias(const checker_t *ck, size_t bin, size_t bou
     return STARFOLD_OK;
 }
 
-static starfold_status_t check_in_place(const checker_t *ck)
+static starfold_status_t check_in_place(checker_t *ck)
 {
     const struct starfold_graph *g = ck->g;
     for (int s = 0; s < g->num_inputs; s++)
@@ -594,10 +739,18 @@ STARFOLD_API starfold_status_t starfold_graph_check(starfold_graph_t g)
     starfold_status_t st = check_structure(g);
     if (st != STARFOLD_OK) return st;
 
-    checker_t ck = { .g = g };
-    SF_CHECK_GOTO(build_ancestry(&ck), st, out);
+    if (g->nnodes > UINT32_MAX)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: %zu nodes are too many to check", g->algorithm,
+                               g->nnodes);
+    checker_t ck = { .g = g, .ans = { .collecting = 1 } };
     SF_CHECK_GOTO(build_index(g, &ck.all, 0), st, out);
     SF_CHECK_GOTO(build_index(g, &ck.wr, 1), st, out);
+    /* Collecting: the same walks note their questions and report nothing. */
+    SF_CHECK_GOTO(check_reads(&ck), st, out);
+    SF_CHECK_GOTO(check_races(&ck), st, out);
+    SF_CHECK_GOTO(check_in_place(&ck), st, out);
+    SF_CHECK_GOTO(resolve_ancestry(&ck), st, out);
+    ck.ans.collecting = 0;
     SF_CHECK_GOTO(check_reads(&ck), st, out);
     SF_CHECK_GOTO(check_races(&ck), st, out);
     SF_CHECK_GOTO(check_outputs(&ck), st, out);
@@ -605,7 +758,8 @@ STARFOLD_API starfold_status_t starfold_graph_check(starfold_graph_t g)
 out:
     index_free(&ck.all);
     index_free(&ck.wr);
-    free(ck.anc);
-    free(ck.row);
+    free(ck.ans.q);
+    free(ck.ans.bit);
+    free(ck.ans.first);
     return st;
 }
