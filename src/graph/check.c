@@ -104,9 +104,9 @@ typedef struct ck_answers {
     ck_question_t *q;
     size_t nq, cap_q;
     uint64_t *bit;            /* answer k: bit k % 64 of bit[k / 64] */
-    size_t *first;            /* first question of each walk */
+    size_t *walks;            /* per walk: its first question << 1 | 1 when it fails whatever the answers */
     size_t nwalks, cap_walks;
-    size_t walk, next;        /* replay position */
+    size_t walk, next;        /* replay position: walks begun, next answer */
 } ck_answers_t;
 
 typedef struct checker {
@@ -374,16 +374,41 @@ static void begin_walk(checker_t *ck)
 {
     ck_answers_t *a = &ck->ans;
     if (!a->collecting) {
-        a->next = a->first[a->walk++];
+        a->next = a->walks[a->walk++] >> 1;
         return;
     }
-    size_t *first = a->out_of_memory ? NULL : grow(a->first, &a->cap_walks, a->nwalks, sizeof *first);
-    if (!first) {
+    size_t *walks = a->out_of_memory ? NULL : grow(a->walks, &a->cap_walks, a->nwalks, sizeof *walks);
+    if (!walks) {
         a->out_of_memory = 1;
         return;
     }
-    a->first = first;
-    a->first[a->nwalks++] = a->nq;
+    a->walks = walks;
+    a->walks[a->nwalks++] = a->nq << 1;
+}
+
+/* Collecting, the walk under way met a pair that fails whatever the answers. */
+static void doom_walk(checker_t *ck)
+{
+    if (!ck->ans.out_of_memory) ck->ans.walks[ck->ans.nwalks - 1] |= 1;
+}
+
+/*
+ * Replaying, whether the race or alias walk just begun passes without walking: nothing in it fails
+ * whatever the answers, and every question was answered yes (ordered).
+ */
+static int walk_passes(const checker_t *ck)
+{
+    const ck_answers_t *a = &ck->ans;
+    if (a->walks[a->walk - 1] & 1) return 0;
+    size_t k = a->next;
+    const size_t end = a->walk < a->nwalks ? a->walks[a->walk] >> 1 : a->nq;
+    for (; k < end && k % 64; k++)
+        if (!(a->bit[k / 64] >> (k % 64) & 1)) return 0;
+    for (; k + 64 <= end; k += 64)
+        if (a->bit[k / 64] != UINT64_MAX) return 0;
+    for (; k < end; k++)
+        if (!(a->bit[k / 64] >> (k % 64) & 1)) return 0;
+    return 1;
 }
 
 /* Whether node @x is an ancestor of node @y: noted (and 0) while collecting, answered while replaying. */
@@ -633,6 +658,7 @@ static starfold_status_t check_races(checker_t *ck)
         for (size_t k = ck->wr.start[b]; k < ck->wr.start[b + 1]; k++) {
             ck_pair_t p = { ck, &ck->wr.acc[k], NULL };
             begin_walk(ck);
+            if (!ck->ans.collecting && walk_passes(ck)) continue;
             index_query(&ck->all, b, p.w->lo, p.w->hi, race_visit, &p);
             if (!p.other) continue;
             const ck_access_t *x = p.w->node < p.other->node ? p.w : p.other, *y = x == p.w ? p.other : p.w;
@@ -690,8 +716,12 @@ static int alias_visit(void *ctx, const ck_access_t *w)
 {
     ck_pair_t *p = ctx;
     const ck_access_t *r = p->w; /* here the read */
-    if (is_ancestor(p->ck, r->node, w->node) || p->ck->ans.collecting) return 0;
+    if (is_ancestor(p->ck, r->node, w->node)) return 0;
     if (w->node == r->node && maps_elementwise(&p->ck->g->nodes[r->node], r->span, w->span)) return 0;
+    if (p->ck->ans.collecting) {
+        if (r->node >= w->node) doom_walk(p->ck); /* no question asked: fails as it is */
+        return 0;
+    }
     p->other = w;
     return 1;
 }
@@ -704,6 +734,7 @@ static starfold_status_t check_alias(checker_t *ck, size_t bin, size_t bout)
         const ck_access_t *r = &ck->all.acc[k];
         ck_pair_t p = { ck, r, NULL };
         begin_walk(ck);
+        if (!ck->ans.collecting && walk_passes(ck)) continue;
         index_query(&ck->wr, bout, r->lo, r->hi, alias_visit, &p);
         if (!p.other) continue;
         const ck_access_t *w = p.other;
@@ -760,6 +791,6 @@ out:
     index_free(&ck.wr);
     free(ck.ans.q);
     free(ck.ans.bit);
-    free(ck.ans.first);
+    free(ck.ans.walks);
     return st;
 }
