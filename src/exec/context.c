@@ -215,6 +215,7 @@ out:
 STARFOLD_API void starfold_context_destroy(starfold_context_t context)
 {
     if (!context) return;
+    if (context->ext_fini) context->ext_fini(context->ext);
     pthread_mutex_lock(&starfold__runtime_lock);
     if (starfold__num_contexts > 0) starfold__num_contexts--;
     runtime_release_locked();
@@ -417,6 +418,63 @@ STARFOLD_API starfold_status_t starfold_vector_write(starpu_data_handle_t handle
     SF_TSAN_RELEASE();
     starpu_data_release_on_node(handle, STARPU_MAIN_RAM);
     return STARFOLD_OK;
+}
+
+/* Acquires @handle in main memory with @mode; *p = the range [offset, offset + bytes) there. */
+static starfold_status_t acquire_range(starpu_data_handle_t handle, size_t offset, size_t bytes,
+                                       enum starpu_data_access_mode mode, const char *fn, unsigned char **p)
+{
+    const size_t size = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);
+    if (offset > size || bytes > size - offset)
+        return starfold__error(STARFOLD_ERR_INTERNAL, "%s: bytes [%zu, %zu) outside a vector of %zu", fn, offset,
+                               offset + bytes, size);
+    int ret = starpu_data_acquire_on_node(handle, STARPU_MAIN_RAM, mode);
+    if (ret != 0) return starfold__error(STARFOLD_ERR_RUNTIME, "%s: starpu_data_acquire_on_node failed (%d)", fn, ret);
+    *p = (unsigned char *)main_ram_ptr(handle) + offset;
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__vector_read_range(starpu_data_handle_t handle, size_t offset, void *host, size_t bytes)
+{
+    if (bytes == 0) return STARFOLD_OK;
+    unsigned char *p = NULL;
+    const starfold_status_t st = acquire_range(handle, offset, bytes, STARPU_R, "reading a value", &p);
+    if (st != STARFOLD_OK) return st;
+    SF_TSAN_ACQUIRE();
+    memcpy(host, p, bytes);
+    SF_TSAN_RELEASE();
+    starpu_data_release_on_node(handle, STARPU_MAIN_RAM);
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__vector_write_range(starpu_data_handle_t handle, size_t offset, const void *host,
+                                               size_t bytes)
+{
+    if (bytes == 0) return STARFOLD_OK;
+    const size_t size = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);
+    /* The whole vector written: no need to fetch its old content. */
+    unsigned char *p = NULL;
+    const starfold_status_t st = acquire_range(handle, offset, bytes, offset == 0 && bytes == size ? STARPU_W : STARPU_RW,
+                                               "writing a value", &p);
+    if (st != STARFOLD_OK) return st;
+    SF_TSAN_ACQUIRE();
+    memcpy(p, host, bytes);
+    SF_TSAN_RELEASE();
+    starpu_data_release_on_node(handle, STARPU_MAIN_RAM);
+    return STARFOLD_OK;
+}
+
+void *starfold__context_ext(starfold_context_t ctx)
+{
+    return __atomic_load_n(&ctx->ext, __ATOMIC_ACQUIRE);
+}
+
+int starfold__context_ext_set(starfold_context_t ctx, void *ext, void (*fini)(void *ext))
+{
+    void *expected = NULL;
+    if (!__atomic_compare_exchange_n(&ctx->ext, &expected, ext, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 0;
+    ctx->ext_fini = fini; /* read only by starfold_context_destroy(), after every other use */
+    return 1;
 }
 
 STARFOLD_API starfold_status_t starfold_vector_read(starpu_data_handle_t handle, void *dst, size_t bytes)

@@ -35,6 +35,13 @@ struct starfold_context {
     /* starfold_context_calibrate()'s result, which starfold_context_topology() attaches (calibrate.c) */
     int calibrated;
     starfold_cost_params_t calibration;
+    /*
+     * The distribute layer's state for this context (its arena of values, distribute/arena.c), set
+     * once with a compare-and-swap and finished by ext_fini first thing in starfold_context_destroy(),
+     * while StarPU still runs. The executor never looks inside.
+     */
+    void *ext;
+    void (*ext_fini)(void *ext);
 };
 
 struct starfold_request {

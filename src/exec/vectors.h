@@ -27,4 +27,22 @@ starfold_status_t starfold__host_vector_register(void *mem, size_t count, size_t
 /* Unregisters @handle after the tasks using it, without writing it back home (its memory is freed next). */
 void starfold__vector_unregister_discard(starpu_data_handle_t handle);
 
+/*
+ * Copies @bytes between @host and the bytes [@offset, @offset + @bytes) of vector @handle's copy in
+ * main memory (fetched there first; a write keeps the rest of the vector). Ordered by StarPU's
+ * sequential consistency after the tasks already submitted on @handle. The range must lie within it.
+ */
+starfold_status_t starfold__vector_read_range(starpu_data_handle_t handle, size_t offset, void *host, size_t bytes);
+starfold_status_t starfold__vector_write_range(starpu_data_handle_t handle, size_t offset, const void *host,
+                                               size_t bytes);
+
+/*
+ * The upper layer's slot in a context (struct starfold_context's ext): starfold__context_ext() reads
+ * it; starfold__context_ext_set() stores @ext with @fini when the slot is still empty and returns 1,
+ * else leaves it and returns 0 (another thread was first). @fini runs at the start of
+ * starfold_context_destroy().
+ */
+void *starfold__context_ext(starfold_context_t ctx);
+int starfold__context_ext_set(starfold_context_t ctx, void *ext, void (*fini)(void *ext));
+
 #endif /* STARFOLD_SRC_EXEC_VECTORS_H */
