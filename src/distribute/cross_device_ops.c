@@ -247,8 +247,12 @@ typedef struct group {
     size_t nmembers;
     starfold_graph_t graph;
     int cached;          /* graph borrowed from the ops' cache (released, not destroyed) */
+    unsigned long long serial; /* the cache entry's serial number (names the graph), 0 when not cached */
     starfold__dist_req_t *req;
 } group_t;
+
+/* Serial numbers of cached graphs, process-wide so that no two graphs ever share one. */
+static unsigned long long starfold__graph_serial;
 
 static int map_host(int device, int host_as)
 {
@@ -442,6 +446,7 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
                 ops->cache_hits++;
                 g->graph = e->graph;
                 g->cached = 1;
+                g->serial = e->serial;
                 break;
             }
         }
@@ -474,6 +479,7 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
             slot->graph = g->graph;
             slot->used = ++ops->clock;
             slot->borrowed = 1;
+            slot->serial = g->serial = __atomic_add_fetch(&starfold__graph_serial, 1, __ATOMIC_RELAXED);
             g->cached = 1;
             key = NULL;
         }
@@ -488,15 +494,21 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
     return STARFOLD_OK;
 }
 
-/* Submits group @g: inputs and outputs mapped by device; records the submission on the results. */
+/*
+ * Submits group @g: inputs and outputs mapped by device, as views (a component in the arena is its
+ * range of a bucket, a wrapped handle is itself whole). When every view lies in the arena and the
+ * graph is a cached one, the submission is the arena's persistent one for exactly these views, made
+ * the first time and started every step after. Records the submission on the results.
+ */
 static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items, group_t *g,
                                       starfold_value_t *results, const char *fn)
 {
     const item_t *it = &items[g->first];
     const size_t nt = g->nmembers;
     starfold_status_t st = STARFOLD_OK;
-    starpu_data_handle_t *in = malloc(sizeof *in * nt * (size_t)it->nsrc);
-    starpu_data_handle_t *out = malloc(sizeof *out * nt * (size_t)it->ndst);
+    starfold_view_t *in = malloc(sizeof *in * nt * (size_t)it->nsrc);
+    starfold_view_t *out = malloc(sizeof *out * nt * (size_t)it->ndst);
+    int in_arena = g->serial != 0;
     if (!in || !out) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto out;
@@ -504,13 +516,15 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
     for (size_t t = 0; t < nt; t++) {
         const size_t i = g->members[t];
         const starfold_value_t v = pairs[i].value, r = results[i];
+        starfold_view_t vv[STARFOLD_MAX_DEVICES], rv[STARFOLD_MAX_DEVICES];
+        in_arena &= starfold__value_views(v, vv) & starfold__value_views(r, rv);
         for (int s = 0; s < it->nsrc; s++) {
             int c = component_for(v->devices, v->n, it->src[s], items[i].host_as);
             if (c < 0) {
                 st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no component for graph source %d", fn, i, s);
                 goto out;
             }
-            in[(size_t)s * nt + t] = v->handles[c];
+            in[(size_t)s * nt + t] = vv[c];
         }
         for (int s = 0; s < it->ndst; s++) {
             int c = component_for(r->devices, r->n, it->dst[s], items[i].host_as);
@@ -518,11 +532,15 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
                 st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no result for graph destination %d", fn, i, s);
                 goto out;
             }
-            out[(size_t)s * nt + t] = r->handles[c];
+            out[(size_t)s * nt + t] = rv[c];
         }
     }
     starfold_request_t req;
-    if ((st = starfold_submit(ctx, g->graph, in, out, &req)) != STARFOLD_OK) {
+    int reused = 0;
+    st = in_arena ? starfold__arena_start(ctx, g->graph, g->serial, nt * (size_t)it->nsrc, in, nt * (size_t)it->ndst, out,
+                                          &req, &reused)
+                  : starfold_submit_views(ctx, g->graph, in, out, &req);
+    if (st != STARFOLD_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", starfold_last_error());
         st = starfold__error(st, "%s: %s", fn, why);
@@ -536,12 +554,58 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
     for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) st = starfold__value_add_writer(results[g->members[t]], g->req);
 
     starfold__trace_entry_t e = { .path = it->path, .num_tensors = nt, .num_sources = it->nsrc,
-                           .num_destinations = it->ndst, .reduce_device = it->reduce_device };
+                           .num_destinations = it->ndst, .reduce_device = it->reduce_device,
+                           .persistent = in_arena, .reused = reused };
     snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g->graph));
     starfold__trace_add(&e);
 out:
     free(in);
     free(out);
+    return st;
+}
+
+/*
+ * The results of group @g, mirrored over each pair's destination, in the arena: one block per
+ * destination device and output dtype, the results one after another in it, so the group's outputs
+ * are views of as few vectors as possible (and the same ones every step of a loop that frees its
+ * results before the next). Every pair of a group has the same destination devices.
+ */
+static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__pair_t *pairs, const group_t *g,
+                                       starfold_value_t *res)
+{
+    const starfold__dest_t *d = &pairs[g->members[0]].dest;
+    size_t counts[STARFOLD_DTYPE_COUNT] = { 0 };
+    starfold_dtype_t *dt = malloc(sizeof *dt * g->nmembers);
+    if (!dt) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t t = 0; t < g->nmembers; t++) {
+        dt[t] = starfold_graph_output_dtype(g->graph, t);
+        counts[dt[t]] += pairs[g->members[t]].value->count;
+    }
+    starfold_status_t st = STARFOLD_OK;
+    for (int k = 0; k < STARFOLD_DTYPE_COUNT && st == STARFOLD_OK; k++) {
+        if (!counts[k]) continue;
+        size_t nk = 0;
+        for (size_t t = 0; t < g->nmembers; t++) nk += dt[t] == (starfold_dtype_t)k;
+        size_t *idx = malloc(sizeof *idx * nk), *cnt = malloc(sizeof *cnt * nk);
+        const int **devs = malloc(sizeof *devs * nk);
+        starfold_value_t *out = calloc(nk, sizeof *out);
+        if (!idx || !cnt || !devs || !out) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+        for (size_t t = 0, j = 0; st == STARFOLD_OK && t < g->nmembers; t++)
+            if (dt[t] == (starfold_dtype_t)k) {
+                idx[j] = g->members[t];
+                devs[j] = pairs[g->members[t]].dest.devices; /* the same set, in the pair's order */
+                cnt[j++] = pairs[g->members[t]].value->count;
+            }
+        if (st == STARFOLD_OK)
+            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, (starfold_dtype_t)k, nk,
+                                              cnt, devs, out);
+        for (size_t j = 0; st == STARFOLD_OK && j < nk; j++) res[idx[j]] = out[j];
+        free(idx);
+        free(cnt);
+        free(devs);
+        free(out);
+    }
+    free(dt);
     return st;
 }
 
@@ -596,14 +660,7 @@ starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, st
     /* Compile everything, then allocate every result: a failure here has submitted nothing. */
     for (size_t gi = 0; gi < ngroups; gi++)
         SF_CHECK_GOTO(compile_group(ops, topo, op, pairs, items, &groups[gi], options, fn), st, out);
-    for (size_t gi = 0; gi < ngroups; gi++)
-        for (size_t t = 0; t < groups[gi].nmembers; t++) {
-            const size_t i = groups[gi].members[t];
-            const starfold__dest_t *d = &pairs[i].dest;
-            SF_CHECK_GOTO(starfold__value_alloc(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices,
-                                         starfold_graph_output_dtype(groups[gi].graph, t), pairs[i].value->count, &res[i]),
-                          st, out);
-        }
+    for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(alloc_results(ctx, pairs, &groups[gi], res), st, out);
     for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(submit_group(ctx, pairs, items, &groups[gi], res, fn), st, out);
 
     memcpy(results, res, sizeof *res * n);
@@ -624,10 +681,10 @@ out:
     return st;
 }
 
-/* One graph: broadcast of handle @src (device @sdev, host allowed) to @ndst devices; outputs given. */
+/* One graph: broadcast of view @src (device @sdev, host allowed) to @ndst devices; output views given. */
 static starfold_status_t broadcast_graph(const char *algorithm, starfold_topology_t topology, starfold_context_t ctx,
-                                         starfold_dtype_t dtype, size_t count, starpu_data_handle_t src, int sdev,
-                                         int ndst, const int *dst_devices, const starpu_data_handle_t *outs,
+                                         starfold_dtype_t dtype, size_t count, starfold_view_t src, int sdev,
+                                         int ndst, const int *dst_devices, const starfold_view_t *outs,
                                          const char *fn, starfold__dist_req_t **req_out)
 {
     /* The host is no graph device: a host source is read on the first destination device, a host
@@ -658,7 +715,7 @@ static starfold_status_t broadcast_graph(const char *algorithm, starfold_topolog
     starfold_graph_t g = NULL;
     if ((st = starfold_graph_compile(topo, algorithm, &desc, NULL, &g)) != STARFOLD_OK) goto out;
     starfold_request_t req;
-    st = starfold_submit(ctx, g, &src, outs, &req);
+    st = starfold_submit_views(ctx, g, &src, outs, &req);
     if (st == STARFOLD_OK) {
         if (!(*req_out = starfold__dist_req_new(req, 1))) {
             starfold_request_destroy(req);
@@ -692,10 +749,12 @@ starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starf
                              &r)) != STARFOLD_OK)
         return st;
     starfold__dist_req_t *req = NULL;
+    starfold_view_t outs[STARFOLD_MAX_DEVICES];
+    for (int k = 0; k < dest->n; k++) outs[k] = starfold__value_view(r, k);
     /* TensorFlow's broadcast is simple_broadcast whatever the ops: one copy per destination. */
     st = broadcast_graph("reduce-to-one", ops && ops->topology ? ops->topology : topology,
-                         value->ctx, value->dtype, value->count, value->handles[0], value->devices[0], dest->n,
-                         dest->devices, r->handles, fn, &req);
+                         value->ctx, value->dtype, value->count, starfold__value_view(value, 0), value->devices[0],
+                         dest->n, dest->devices, outs, fn, &req);
     if (st == STARFOLD_OK) st = starfold__value_add_writer(r, req);
     starfold__dist_req_release(req);
     if (st != STARFOLD_OK) {
@@ -711,11 +770,20 @@ starfold_status_t starfold__copy_component(starfold_topology_t topology, starfol
 {
     static const char fn[] = "starfold_update_assign";
     starfold__dist_req_t *req = NULL;
+    const starfold_view_t out = { dst, 0 };
     starfold_status_t st = broadcast_graph("reduce-to-one", topology, src->ctx, src->dtype, src->count,
-                                           src->handles[sc], src->devices[sc], 1, &dst_device, &dst, fn, &req);
+                                           starfold__value_view(src, sc), src->devices[sc], 1, &dst_device, &out, fn,
+                                           &req);
     if (st == STARFOLD_OK) st = starfold__value_add_writer(owner, req);
     starfold__dist_req_release(req);
     return st;
+}
+
+starfold_status_t starfold__copy_view(starfold_context_t ctx, starfold_dtype_t dtype, size_t count, starfold_view_t src,
+                                      int src_device, starfold_view_t dst, int dst_device, starfold__dist_req_t **req)
+{
+    return broadcast_graph("reduce-to-one", NULL, ctx, dtype, count, src, src_device, 1, &dst_device, &dst,
+                           "moving a value out of the arena", req);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@
 
 #include <starfold/distribute.h>
 
+#include "distribute/arena.h"
+
 /* ------------------------------------------------------------------------------------------------
  * Submission records
  *
@@ -66,6 +68,20 @@ struct starfold_value {
     starpu_data_handle_t *handles;/* [n] */
     unsigned char *own;           /* [n] SF_OWN_* */
     void **host_mem;              /* [n] host buffer of SF_OWN_HOST components */
+    /*
+     * [n] Components in the context's arena: bucket[c] holds one reference and handles[c] is its
+     * vector (the whole bucket: never a tensor's handle by itself), the tensor being elements
+     * [offset[c], offset[c] + count) of it. NULL / 0 for a component with a handle of its own.
+     */
+    starfold__bucket_t **bucket;
+    size_t *offset;
+    /*
+     * A regrouped value (starfold_value_regroup()) is its parts' storage: component c is component
+     * origin_comp[c] of origin[c] (one of the parts, which hold the references), looked up at every
+     * use, so that a part moving out of the arena moves for the group too. NULL for other values.
+     */
+    starfold_value_t *origin;
+    int *origin_comp;
     starfold_value_t *parts;      /* values whose handles this one borrows (regroup), one reference each */
     int nparts;
     pthread_mutex_t lock;         /* guards the records below */
@@ -73,9 +89,45 @@ struct starfold_value {
     size_t nwriters, capwriters;
 };
 
-/* A value of @n components over fresh handles, owned (SF_OWN_DEVICE / SF_OWN_HOST), content undefined. */
+/* A value of @n components in the context's arena (views of its buckets), content undefined. */
 starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                  starfold_dtype_t dtype, size_t count, starfold_value_t *value);
+/*
+ * @num_values values of @n components, value i of counts[i] elements, one after another in one
+ * arena block per device of @devices (values of no element get handles of their own). Value i's
+ * components are on value_devices[i] (the same devices in another order) when @value_devices and it
+ * are not NULL, else on @devices. Content undefined; on failure nothing is left allocated.
+ */
+starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                               const int *devices, starfold_dtype_t dtype, size_t num_values,
+                                               const size_t *counts, const int *const *value_devices,
+                                               starfold_value_t *values);
+/* A value of @n components over fresh handles of their own (SF_OWN_DEVICE / SF_OWN_HOST), content undefined. */
+starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                 starfold_dtype_t dtype, size_t count, starfold_value_t *value);
+/*
+ * A value borrowing component comps[i] of srcs[i] for each component i (views stay views, taking a
+ * reference on their bucket), without validation; the sources must outlive it or be its parts.
+ */
+starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                                    const int *devices, const starfold_value_t *srcs, const int *comps,
+                                                    starfold_value_t *value);
+/* Component @c as a view: its own handle at offset 0, or its range of its bucket. */
+starfold_view_t starfold__value_view(starfold_value_t v, int c);
+/* Every component's view into views[0 .. n-1] (one lock); whether all of them live in the arena. */
+int starfold__value_views(starfold_value_t v, starfold_view_t *views);
+/* Whether component @c lives in the arena (else it has a handle of its own, or a caller's). */
+int starfold__value_in_arena(starfold_value_t v, int c);
+/*
+ * Component @c's handle of its own, for code that hands a tensor's handle to someone else (a
+ * caller's update function, starfold_value_handle()): a component in the arena first moves out to a
+ * new handle (a copy, ordered after the tasks writing it); it stays there. NULL on failure (detail
+ * in starfold_last_error()).
+ */
+starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c);
+/* A variable's storage: as starfold_value_create(), with handles of their own. */
+starfold_status_t starfold__value_create_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                      starfold_dtype_t dtype, size_t count, const void *init, starfold_value_t *value);
 /* A value borrowing @handles (SF_OWN_NONE), without validation: internal wrappers only. */
 starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                   const starpu_data_handle_t *handles, starfold_dtype_t dtype, size_t count,
@@ -120,6 +172,7 @@ typedef struct starfold__graph_cache_entry {
     starfold_graph_t graph;            /* owned by the cache */
     unsigned long long used;           /* last use, for LRU eviction */
     int borrowed;                      /* submissions using it now */
+    unsigned long long serial;         /* names this graph for persistent submissions (arena.c), never reused */
 } starfold__graph_cache_entry_t;
 
 struct starfold_cross_device_ops {
@@ -152,6 +205,9 @@ starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, st
 starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starfold_topology_t topology,
                                    starfold_value_t value, const starfold__dest_t *dest, const char *fn,
                                    starfold_value_t *result);
+/* One copy graph from view @src on @src_device to view @dst on @dst_device (host allowed), submitted; *req its record. */
+starfold_status_t starfold__copy_view(starfold_context_t ctx, starfold_dtype_t dtype, size_t count, starfold_view_t src,
+                                      int src_device, starfold_view_t dst, int dst_device, starfold__dist_req_t **req);
 /* Copies value @src's component @sc into handle @dst of device @dst_device (one graph); records the writer on @owner. */
 starfold_status_t starfold__copy_component(starfold_topology_t topology, starfold_value_t src, int sc,
                                     starpu_data_handle_t dst, int dst_device, starfold_value_t owner);
@@ -225,6 +281,8 @@ typedef struct starfold__trace_entry {
     int num_sources;
     int num_destinations;
     int reduce_device;    /* reduce-to-one paths: the intermediate device; else -1 */
+    int persistent;       /* every view in the arena: started as the arena's persistent submission */
+    int reused;           /* ... which an earlier call made (no planning this time) */
 } starfold__trace_entry_t;
 
 #define SF_TRACE_MAX 64

@@ -65,9 +65,10 @@ static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_
     for (size_t i = 0; i < n && st == STARFOLD_OK; i++) {
         const starfold_value_t v = pairs[i].value;
         tensors[i] = (starfold_tensor_desc_t){ v->dtype, v->count };
-        st = starfold__value_alloc(s->ctx, STARFOLD_VALUE_MIRRORED, nd, s->devices, v->dtype, v->count, &all[i]);
+        /* The group takes handles: inputs in the arena move out to handles of their own (once). */
+        st = starfold__value_alloc_own(s->ctx, STARFOLD_VALUE_MIRRORED, nd, s->devices, v->dtype, v->count, &all[i]);
         for (int d = 0; d < nd && st == STARFOLD_OK; d++) {
-            in[(size_t)d * n + i] = v->handles[component_on(v, s->devices[d])];
+            if (!(in[(size_t)d * n + i] = starfold__value_handle(v, component_on(v, s->devices[d])))) st = STARFOLD_ERR_OUT_OF_MEMORY;
             out[(size_t)d * n + i] = all[i]->handles[d];
         }
     }

@@ -65,7 +65,7 @@ typedef struct slot {
     /* all_reduce */
     starfold_op_t op;
     size_t nvalues;
-    starpu_data_handle_t *handles;  /* [nvalues] this replica's component of each value */
+    int *comps;                     /* [nvalues] this replica's component of each value */
     const starfold_value_t *values;
     starfold_communication_options_t options;
     starfold_value_t *results;      /* [nvalues] where this replica wants its results */
@@ -257,7 +257,11 @@ STARFOLD_API starfold_status_t starfold_replica_context_select(starfold_replica_
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "%s: the value (%d components) has no component for replica %d (device %d)", fn, value->n,
                         rc.id, rc.device);
-    *handle = value->handles[c];
+    if (!(*handle = starfold__value_handle(value, c))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", starfold_last_error());
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: %s", fn, why);
+    }
     return STARFOLD_OK;
 }
 
@@ -435,16 +439,20 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
     starfold__pair_t *pairs = calloc(nv, sizeof *pairs);
     starfold_value_t *res = calloc(nv, sizeof *res);
     starfold_value_t *mine = calloc(nv * (size_t)n, sizeof *mine); /* [r * nv + i] */
-    starpu_data_handle_t *h = malloc(sizeof *h * (size_t)n);
-    if (!pairs || !res || !mine || !h) {
+    starfold_value_t *src = malloc(sizeof *src * (size_t)n);
+    int *comps = malloc(sizeof *comps * (size_t)n);
+    if (!pairs || !res || !mine || !src || !comps) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < nv; i++) {
-        for (int r = 0; r < n; r++) h[r] = sl[r].handles[i];
+        for (int r = 0; r < n; r++) {
+            src[r] = sl[r].values[i];
+            comps[r] = sl[r].comps[i];
+        }
         const starfold_value_t v0 = sl[0].values[i];
-        SF_CHECK_GOTO(starfold__value_borrow(v0->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, h, v0->dtype, v0->count,
-                                      &pairs[i].value),
+        SF_CHECK_GOTO(starfold__value_borrow_components(v0->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, src, comps,
+                                                        &pairs[i].value),
                       st, out);
         /* TensorFlow's batch_all_reduce: each value is its own destination. */
         pairs[i].dest.n = n;
@@ -465,7 +473,8 @@ out:
     free(pairs);
     free(res);
     free(mine);
-    free(h);
+    free(src);
+    free(comps);
     return st;
 }
 
@@ -555,7 +564,7 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
         slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op));
     else if ((st = starfold__strategy_options(context->strategy, options, &sl.options)) != STARFOLD_OK)
         slot_fail(&sl, st);
-    else if (!(sl.handles = malloc(sizeof *sl.handles * num_values)))
+    else if (!(sl.comps = malloc(sizeof *sl.comps * num_values)))
         slot_fail(&sl, starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
     else {
         timeout = sl.options.timeout_seconds;
@@ -571,11 +580,11 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
                                         "%s: value %zu has no component on this replica's device %d", fn, i,
                                         context->device));
             else
-                sl.handles[i] = v->handles[c];
+                sl.comps[i] = c;
         }
     }
     st = rendezvous(context, COLL_ALL_REDUCE, &sl, timeout, fn);
-    free(sl.handles);
+    free(sl.comps);
     return st;
 }
 

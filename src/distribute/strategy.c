@@ -264,7 +264,8 @@ STARFOLD_API starfold_status_t starfold_strategy_create_variable(starfold_strate
 {
     if (!strategy)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_strategy_create_variable: NULL strategy");
-    return starfold_value_create(strategy->ctx, STARFOLD_VALUE_MIRRORED, strategy->nvar, strategy->var_devices, dtype,
+    /* Handles of their own: update functions are handed the variable's handles every step. */
+    return starfold__value_create_own(strategy->ctx, STARFOLD_VALUE_MIRRORED, strategy->nvar, strategy->var_devices, dtype,
                                  count, init, variable);
 }
 
@@ -486,7 +487,10 @@ STARFOLD_API starfold_status_t starfold_strategy_update(starfold_strategy_t stra
                               "(device %d)", name, a, v->n, i, variable->devices[i]);
                 goto out;
             }
-            sel[(size_t)i * num_args + a] = v->handles[c];
+            if (!(sel[(size_t)i * num_args + a] = starfold__value_handle(v, c))) {
+                st = starfold_last_error()[0] ? STARFOLD_ERR_OUT_OF_MEMORY : STARFOLD_ERR_INTERNAL;
+                goto out;
+            }
         }
     }
     for (int i = 0; i < n && st == STARFOLD_OK; i++) {
@@ -495,7 +499,7 @@ STARFOLD_API starfold_status_t starfold_strategy_update(starfold_strategy_t stra
             .variable = variable,
             .component = i,
             .device = variable->devices[i],
-            .target = variable->handles[i],
+            .target = starfold__value_handle(variable, i),
             .num_args = num_args,
             .args = sel ? &sel[(size_t)i * num_args] : NULL,
             .arg_values = args,
@@ -521,7 +525,7 @@ STARFOLD_API starfold_status_t starfold_update_assign(const starfold_update_call
     if (call->args[arg] == call->target || v->count == 0) return STARFOLD_OK;
     int c = -1;
     for (int k = 0; k < v->n && c < 0; k++)
-        if (v->handles[k] == call->args[arg]) c = k;
+        if (starfold__value_handle(v, k) == call->args[arg]) c = k;
     if (c < 0) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the argument handle is not one of its value's", fn);
     return starfold__copy_component(call->strategy->topology, v, c, call->target, call->device, var);
 }

@@ -8,13 +8,21 @@
  *      device:      d0           d1                 dn-1      (or one STARFOLD_DEVICE_HOST)
  *      handle:      h0           h1                 hn-1      StarPU vectors, count x dtype each
  *      own:         DEVICE|HOST|NONE                          who unregisters the handle
+ *   or, for a component in the context's arena (arena.c):
+ *      handle:      the bucket's vector, the tensor at [offset, offset + count) of it
+ *      bucket:      one reference on it                       released with the value
  *
  *      + parts:   values whose handles it borrows (regroup), one reference each
  *      + writers: the starfold submissions writing it, shared records (a batch reduce writes several)
  *
+ * Values made by starfold_value_create() and the results of reductions live in the arena, so that
+ * a list of them is views of a few vectors; a component moves out to a handle of its own (a copy)
+ * the first time somebody needs its handle (starfold_value_handle(), an update function).
+ *
  * Lifetime. References are atomic; the last starfold_value_destroy() drops the writer records (the
  * last reference to a record waits for its submission and frees the executor's request), unregisters
- * the owned handles (which waits for the StarPU tasks still using them), then drops the parts.
+ * the owned handles (which waits for the StarPU tasks still using them), releases its buckets'
+ * ranges, then drops the parts.
  *
  * StarPU calls made here (the layer's only ones, see distribute.h): validating wrapped handles, and
  * registering / unregistering host vectors.
@@ -91,6 +99,25 @@ static int req_finished_ok(starfold__dist_req_t *r)
     return ok;
 }
 
+/* Records that @r writes @v (lock held), forgetting the submissions that finished well. */
+static starfold_status_t add_writer_locked(starfold_value_t v, starfold__dist_req_t *r)
+{
+    /* Forget the submissions that finished well, so a value updated every step keeps a short list. */
+    size_t k = 0;
+    for (size_t i = 0; i < v->nwriters; i++) {
+        if (v->writers[i] != r && req_finished_ok(v->writers[i])) starfold__dist_req_release(v->writers[i]);
+        else v->writers[k++] = v->writers[i];
+    }
+    v->nwriters = k;
+    for (size_t i = 0; i < v->nwriters; i++)
+        if (v->writers[i] == r) return STARFOLD_OK;
+    if (SF_GROW(v->writers, v->nwriters, v->capwriters) != 0)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory recording a submission");
+    req_retain(r);
+    v->writers[v->nwriters++] = r;
+    return STARFOLD_OK;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Host vectors: a malloc'ed buffer registered with StarPU, home node main memory.
  */
@@ -131,25 +158,36 @@ STARFOLD_API const char *starfold_value_kind_name(starfold_value_kind_t kind)
     return "unknown";
 }
 
-/* An empty shell of @n components (handles NULL, nothing owned). */
+/*
+ * An empty shell of @n components (handles NULL, nothing owned). One allocation holds the struct and
+ * its rows: a training step makes and frees a result per gradient, so this is on the fast path.
+ */
 static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                     starfold_dtype_t dtype, size_t count)
 {
-    struct starfold_value *v = calloc(1, sizeof *v);
+    const size_t un = (size_t)n;
+    /* Rows by decreasing alignment after the struct: pointers and sizes, then ints, then bytes. */
+    const size_t size = sizeof(struct starfold_value) + un * (sizeof(starpu_data_handle_t) + sizeof(void *) +
+                                                              sizeof(starfold__bucket_t *) + sizeof(size_t) + sizeof(int) + 1);
+    struct starfold_value *v = calloc(1, size);
     if (!v) return NULL;
-    v->devices = malloc(sizeof *v->devices * (size_t)n);
-    v->handles = calloc((size_t)n, sizeof *v->handles);
-    v->own = calloc((size_t)n, sizeof *v->own);
-    v->host_mem = calloc((size_t)n, sizeof *v->host_mem);
-    if (!v->devices || !v->handles || !v->own || !v->host_mem || pthread_mutex_init(&v->lock, NULL) != 0) {
-        free(v->devices);
-        free(v->handles);
-        free(v->own);
-        free(v->host_mem);
+    if (pthread_mutex_init(&v->lock, NULL) != 0) {
         free(v);
         return NULL;
     }
-    memcpy(v->devices, devices, sizeof *v->devices * (size_t)n);
+    unsigned char *p = (unsigned char *)(v + 1);
+    v->handles = (starpu_data_handle_t *)p;
+    p += un * sizeof *v->handles;
+    v->host_mem = (void **)p;
+    p += un * sizeof *v->host_mem;
+    v->bucket = (starfold__bucket_t **)p;
+    p += un * sizeof *v->bucket;
+    v->offset = (size_t *)p;
+    p += un * sizeof *v->offset;
+    v->devices = (int *)p;
+    p += un * sizeof *v->devices;
+    v->own = p;
+    memcpy(v->devices, devices, sizeof *v->devices * un);
     v->refs = 1;
     v->ctx = ctx;
     v->kind = kind;
@@ -170,20 +208,87 @@ static void value_free(starfold_value_t v)
     for (int c = 0; c < v->n; c++) {
         if (v->own[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, v->handles[c]);
         else if (v->own[c] == SF_OWN_HOST) host_vector_destroy(v->handles[c], v->host_mem[c]);
+        starfold__bucket_release(v->bucket[c]);
     }
     for (int p = 0; p < v->nparts; p++) starfold_value_destroy(v->parts[p]);
     free(v->parts);
     free(v->writers);
-    free(v->devices);
-    free(v->handles);
-    free(v->own);
-    free(v->host_mem);
+    free(v->origin);
+    free(v->origin_comp);
     pthread_mutex_destroy(&v->lock);
     free(v);
 }
 
 starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                  starfold_dtype_t dtype, size_t count, starfold_value_t *value)
+{
+    /* An empty tensor has no range to live in: a handle of its own (of no element). */
+    if (count == 0) return starfold__value_alloc_own(ctx, kind, n, devices, dtype, count, value);
+    starfold_status_t st = STARFOLD_OK;
+    starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
+    if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
+    for (int c = 0; c < n && st == STARFOLD_OK; c++) {
+        st = starfold__arena_alloc(ctx, devices[c], dtype, count, &v->bucket[c], &v->offset[c]);
+        if (st == STARFOLD_OK) v->handles[c] = v->bucket[c]->handle;
+    }
+    if (st != STARFOLD_OK) {
+        value_free(v);
+        return st;
+    }
+    *value = v;
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                               const int *devices, starfold_dtype_t dtype, size_t num_values,
+                                               const size_t *counts, const int *const *value_devices,
+                                               starfold_value_t *values)
+{
+    starfold_status_t st = STARFOLD_OK;
+    size_t total = 0;
+    for (size_t i = 0; i < num_values; i++) total += counts[i];
+    starfold__bucket_t *block[STARFOLD_MAX_DEVICES] = { NULL };
+    size_t base[STARFOLD_MAX_DEVICES] = { 0 };
+    for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
+        st = starfold__arena_alloc(ctx, devices[c], dtype, total, &block[c], &base[c]);
+    memset(values, 0, sizeof *values * num_values);
+    size_t made = 0;
+    for (size_t at = 0; st == STARFOLD_OK && made < num_values; made++) {
+        const int *vdev = value_devices && value_devices[made] ? value_devices[made] : devices;
+        if (counts[made] == 0) {
+            st = starfold__value_alloc_own(ctx, kind, n, vdev, dtype, 0, &values[made]);
+            continue;
+        }
+        starfold_value_t v = value_shell(ctx, kind, n, vdev, dtype, counts[made]);
+        if (!v) {
+            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
+            break;
+        }
+        for (int c = 0; c < n; c++) {
+            int b = 0;
+            while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
+            starfold__bucket_retain(block[b]);
+            v->bucket[c] = block[b];
+            v->handles[c] = block[b]->handle;
+            v->offset[c] = base[b] + at;
+        }
+        at += counts[made];
+        values[made] = v;
+    }
+    /* The block's own references go: the values hold theirs. */
+    for (int c = 0; c < n; c++) starfold__bucket_release(block[c]);
+    if (st != STARFOLD_OK) {
+        for (size_t i = 0; i < num_values; i++)
+            if (values[i]) value_free(values[i]);
+        memset(values, 0, sizeof *values * num_values);
+        return st;
+    }
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                            const int *devices, starfold_dtype_t dtype, size_t count,
+                                            starfold_value_t *value)
 {
     starfold_status_t st = STARFOLD_OK;
     starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
@@ -213,6 +318,117 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
     memcpy(v->handles, handles, sizeof *handles * (size_t)n);
     *value = v;
     return STARFOLD_OK;
+}
+
+/* The value that holds component @c of @v (@v itself unless regrouped); *c becomes its index there. */
+static starfold_value_t root_of(starfold_value_t v, int *c)
+{
+    while (v->origin && v->origin[*c]) {
+        const int k = v->origin_comp[*c];
+        v = v->origin[*c];
+        *c = k;
+    }
+    return v;
+}
+
+starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                                    const int *devices, const starfold_value_t *srcs, const int *comps,
+                                                    starfold_value_t *value)
+{
+    starfold_value_t v = value_shell(ctx, kind, n, devices, srcs[0]->dtype, srcs[0]->count);
+    if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
+    for (int i = 0; i < n; i++) {
+        int c = comps[i];
+        const starfold_value_t s = root_of(srcs[i], &c);
+        pthread_mutex_lock(&s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
+        v->handles[i] = s->handles[c];
+        v->offset[i] = s->offset[c];
+        if ((v->bucket[i] = s->bucket[c])) starfold__bucket_retain(v->bucket[i]);
+        pthread_mutex_unlock(&s->lock);
+    }
+    *value = v;
+    return STARFOLD_OK;
+}
+
+starfold_view_t starfold__value_view(starfold_value_t v, int c)
+{
+    v = root_of(v, &c);
+    pthread_mutex_lock(&v->lock);
+    const starfold_view_t view = { v->handles[c], v->offset[c] };
+    pthread_mutex_unlock(&v->lock);
+    return view;
+}
+
+/*
+ * Moves component @c out of the arena: a new handle of its own on the same device, filled by a copy
+ * task from the range. Nothing waits: StarPU orders the copy after the tasks already submitted that
+ * write the range, and the caller's next tasks on the new handle after the copy; the copy is one more
+ * writer of the value. Lock held (no other thread moves it at the same time).
+ */
+static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
+{
+    starpu_data_handle_t h = NULL;
+    void *host_mem = NULL;
+    starfold_status_t st = v->devices[c] == STARFOLD_DEVICE_HOST
+                               ? host_vector_create(v->dtype, v->count, &h, &host_mem)
+                               : starfold_vector_create(v->ctx, v->devices[c], v->dtype, v->count, &h);
+    if (st != STARFOLD_OK) return st;
+    starfold__dist_req_t *req = NULL;
+    const starfold_view_t from = { v->handles[c], v->offset[c] }, to = { h, 0 };
+    if ((st = starfold__copy_view(v->ctx, v->dtype, v->count, from, v->devices[c], to, v->devices[c], &req)) == STARFOLD_OK)
+        st = add_writer_locked(v, req);
+    starfold__dist_req_release(req);
+    if (st != STARFOLD_OK) {
+        /* Unregistering waits for a copy already submitted. */
+        if (host_mem) host_vector_destroy(h, host_mem);
+        else starfold_vector_destroy(v->ctx, h);
+        return st;
+    }
+    starfold__bucket_release(v->bucket[c]);
+    v->bucket[c] = NULL;
+    v->offset[c] = 0;
+    v->handles[c] = h;
+    v->own[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
+    v->host_mem[c] = host_mem;
+    return STARFOLD_OK;
+}
+
+int starfold__value_views(starfold_value_t v, starfold_view_t *views)
+{
+    int in_arena = 1;
+    if (v->origin) { /* regrouped: each component where its part keeps it */
+        for (int c = 0; c < v->n; c++) {
+            views[c] = starfold__value_view(v, c);
+            in_arena &= starfold__value_in_arena(v, c);
+        }
+        return in_arena;
+    }
+    pthread_mutex_lock(&v->lock);
+    for (int c = 0; c < v->n; c++) {
+        views[c] = (starfold_view_t){ v->handles[c], v->offset[c] };
+        in_arena &= v->bucket[c] != NULL;
+    }
+    pthread_mutex_unlock(&v->lock);
+    return in_arena;
+}
+
+int starfold__value_in_arena(starfold_value_t v, int c)
+{
+    v = root_of(v, &c);
+    pthread_mutex_lock(&v->lock);
+    const int in = v->bucket[c] != NULL;
+    pthread_mutex_unlock(&v->lock);
+    return in;
+}
+
+starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c)
+{
+    v = root_of(v, &c);
+    pthread_mutex_lock(&v->lock);
+    const starfold_status_t st = v->bucket[c] ? move_out_of_arena(v, c) : STARFOLD_OK;
+    starpu_data_handle_t h = st == STARFOLD_OK ? v->handles[c] : NULL;
+    pthread_mutex_unlock(&v->lock);
+    return h;
 }
 
 /* Common checks of create and wrap: context, kind, component count, dtype, devices. */
@@ -249,18 +465,18 @@ static starfold_status_t check_layout(const char *fn, starfold_context_t ctx, st
     return STARFOLD_OK;
 }
 
-STARFOLD_API starfold_status_t starfold_value_create(starfold_context_t context, starfold_value_kind_t kind,
-                                                     int num_components, const int *devices, starfold_dtype_t dtype,
-                                                     size_t count, const void *init, starfold_value_t *value)
+/* starfold_value_create(), in the arena (@own = 0) or over handles of its own. */
+static starfold_status_t value_create(const char *fn, starfold_context_t context, starfold_value_kind_t kind,
+                                      int num_components, const int *devices, starfold_dtype_t dtype, size_t count,
+                                      const void *init, int own, starfold_value_t *value)
 {
-    static const char fn[] = "starfold_value_create";
     starfold_status_t st;
     if (!value) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL value", fn);
     if ((st = check_layout(fn, context, kind, num_components, devices, dtype)) != STARFOLD_OK) return st;
     if (count > UINT32_MAX)
         return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: %zu elements, StarPU vectors hold at most %u", fn, count,
                         (unsigned)UINT32_MAX);
-    const size_t bytes = count * starfold_dtype_size(dtype);
+    const size_t elem = starfold_dtype_size(dtype), bytes = count * elem;
     void *zeros = NULL;
     if (!init && bytes > 0) {
         if (!(zeros = calloc(1, bytes)))
@@ -268,9 +484,10 @@ STARFOLD_API starfold_status_t starfold_value_create(starfold_context_t context,
         init = zeros;
     }
     starfold_value_t v = NULL;
-    st = starfold__value_alloc(context, kind, num_components, devices, dtype, count, &v);
+    st = own ? starfold__value_alloc_own(context, kind, num_components, devices, dtype, count, &v)
+             : starfold__value_alloc(context, kind, num_components, devices, dtype, count, &v);
     for (int c = 0; st == STARFOLD_OK && c < num_components && bytes > 0; c++)
-        st = starfold_vector_write(v->handles[c], init, bytes);
+        st = starfold__vector_write_range(v->handles[c], v->offset[c] * elem, init, bytes);
     free(zeros);
     if (st != STARFOLD_OK) {
         if (v) value_free(v);
@@ -278,6 +495,19 @@ STARFOLD_API starfold_status_t starfold_value_create(starfold_context_t context,
     }
     *value = v;
     return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_value_create(starfold_context_t context, starfold_value_kind_t kind,
+                                                     int num_components, const int *devices, starfold_dtype_t dtype,
+                                                     size_t count, const void *init, starfold_value_t *value)
+{
+    return value_create("starfold_value_create", context, kind, num_components, devices, dtype, count, init, 0, value);
+}
+
+starfold_status_t starfold__value_create_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                      starfold_dtype_t dtype, size_t count, const void *init, starfold_value_t *value)
+{
+    return value_create("starfold_value_create", ctx, kind, n, devices, dtype, count, init, 1, value);
 }
 
 STARFOLD_API starfold_status_t starfold_value_wrap(starfold_context_t context, starfold_value_kind_t kind,
@@ -342,8 +572,7 @@ STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind
         return STARFOLD_OK;
     }
     const starfold_value_t v0 = values[0];
-    int devices[STARFOLD_MAX_DEVICES];
-    starpu_data_handle_t handles[STARFOLD_MAX_DEVICES];
+    int devices[STARFOLD_MAX_DEVICES], comps[STARFOLD_MAX_DEVICES] = { 0 };
     for (int i = 0; i < num_values; i++) {
         const starfold_value_t vi = values[i];
         if (vi->n != 1)
@@ -355,7 +584,6 @@ STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %d is %zu x %s, value 0 is %zu x %s", fn, i,
                             vi->count, starfold_dtype_name(vi->dtype), v0->count, starfold_dtype_name(v0->dtype));
         devices[i] = vi->devices[0];
-        handles[i] = vi->handles[0];
         if (devices[i] == STARFOLD_DEVICE_HOST)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %d is on the host; a host value stays alone", fn, i);
         for (int j = 0; j < i; j++)
@@ -364,14 +592,17 @@ STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind
                                 devices[i]);
     }
     starfold_value_t v = NULL;
-    starfold_status_t st = starfold__value_borrow(v0->ctx, kind, num_values, devices, handles, v0->dtype, v0->count, &v);
+    starfold_status_t st = starfold__value_borrow_components(v0->ctx, kind, num_values, devices, values, comps, &v);
     if (st != STARFOLD_OK) return st;
-    if (!(v->parts = malloc(sizeof *v->parts * (size_t)num_values))) {
+    v->origin = malloc(sizeof *v->origin * (size_t)num_values);
+    v->origin_comp = calloc((size_t)num_values, sizeof *v->origin_comp);
+    if (!v->origin || !v->origin_comp || !(v->parts = malloc(sizeof *v->parts * (size_t)num_values))) {
         value_free(v);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
     /* The group waits for what writes its parts: share their writer records. */
     for (int i = 0; i < num_values; i++) {
+        v->origin[i] = values[i];
         v->parts[v->nparts++] = starfold_value_retain(values[i]);
         pthread_mutex_lock(&values[i]->lock);
         for (size_t w = 0; w < values[i]->nwriters && st == STARFOLD_OK; w++)
@@ -389,26 +620,9 @@ STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r)
 {
     pthread_mutex_lock(&v->lock);
-    /* Forget the submissions that finished well, so a value updated every step keeps a short list. */
-    size_t k = 0;
-    for (size_t i = 0; i < v->nwriters; i++) {
-        if (v->writers[i] != r && req_finished_ok(v->writers[i])) starfold__dist_req_release(v->writers[i]);
-        else v->writers[k++] = v->writers[i];
-    }
-    v->nwriters = k;
-    for (size_t i = 0; i < v->nwriters; i++)
-        if (v->writers[i] == r) {
-            pthread_mutex_unlock(&v->lock);
-            return STARFOLD_OK;
-        }
-    if (SF_GROW(v->writers, v->nwriters, v->capwriters) != 0) {
-        pthread_mutex_unlock(&v->lock);
-        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory recording a submission");
-    }
-    req_retain(r);
-    v->writers[v->nwriters++] = r;
+    const starfold_status_t st = add_writer_locked(v, r);
     pthread_mutex_unlock(&v->lock);
-    return STARFOLD_OK;
+    return st;
 }
 
 starfold_status_t starfold__value_take_component(starfold_value_t v, int c, starfold_value_t *out)
@@ -431,11 +645,16 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
         return st;
     }
     /* Ownership of the handle moves last: nothing can fail after it. */
+    pthread_mutex_lock(&v->lock);
     o->handles[0] = v->handles[c];
     o->own[0] = v->own[c];
     o->host_mem[0] = v->host_mem[c];
+    o->bucket[0] = v->bucket[c];
+    o->offset[0] = v->offset[c];
     v->own[c] = SF_OWN_NONE;
     v->host_mem[c] = NULL;
+    v->bucket[c] = NULL;
+    pthread_mutex_unlock(&v->lock);
     *out = o;
     return STARFOLD_OK;
 }
@@ -464,7 +683,7 @@ STARFOLD_API int starfold_value_device(starfold_value_t value, int component)
 
 STARFOLD_API starpu_data_handle_t starfold_value_handle(starfold_value_t value, int component)
 {
-    return value && component >= 0 && component < value->n ? value->handles[component] : NULL;
+    return value && component >= 0 && component < value->n ? starfold__value_handle(value, component) : NULL;
 }
 
 STARFOLD_API starfold_dtype_t starfold_value_dtype(starfold_value_t value)
@@ -502,9 +721,12 @@ STARFOLD_API starfold_status_t starfold_value_write(starfold_value_t value, int 
 {
     starfold_status_t st = check_io("starfold_value_write", value, component, src, bytes, 1);
     if (st != STARFOLD_OK || bytes == 0) return st;
+    const size_t elem = starfold_dtype_size(value->dtype);
     for (int c = 0; c < value->n; c++)
-        if (component == STARFOLD_ALL_COMPONENTS || c == component)
-            if ((st = starfold_vector_write(value->handles[c], src, bytes)) != STARFOLD_OK) return st;
+        if (component == STARFOLD_ALL_COMPONENTS || c == component) {
+            const starfold_view_t view = starfold__value_view(value, c);
+            if ((st = starfold__vector_write_range(view.handle, view.offset * elem, src, bytes)) != STARFOLD_OK) return st;
+        }
     return STARFOLD_OK;
 }
 
@@ -514,7 +736,8 @@ STARFOLD_API starfold_status_t starfold_value_read(starfold_value_t value, int c
     if (st != STARFOLD_OK) return st;
     if ((st = starfold_value_wait(value)) != STARFOLD_OK) return st;
     if (bytes == 0) return STARFOLD_OK;
-    return starfold_vector_read(value->handles[component], dst, bytes);
+    const starfold_view_t view = starfold__value_view(value, component);
+    return starfold__vector_read_range(view.handle, view.offset * starfold_dtype_size(value->dtype), dst, bytes);
 }
 
 /* Waits for every writer, each for what is left of @seconds (< 0: no limit). */

@@ -1,0 +1,294 @@
+/*
+ * The arena of a context: buckets that values live in, and persistent submissions over them.
+ *
+ *   bucket (device 3, float32)   [ v0 | v1 | v2 | ... | v999 |      free       ]
+ *                                  ^ used grows front to back; back to 0 when no component is left
+ *   bucket (device 3, float32)   [ results of step k                 ]
+ *   ...                          one list per context, any device and dtype
+ *
+ *   persistent submissions       key = (graph serial, every input view, every output view)
+ *                                -> starfold_persistent_t bound to those views, started every step
+ *
+ * Why. A training loop reduces the same list of gradients every step. Given as one StarPU handle per
+ * tensor per replica, 1,000 tensors on 8 replicas cost StarPU 16,000 handles per step, more than the
+ * reduction itself, and results freshly allocated every step fault their pages in every step. Values
+ * carved from buckets are views of a few vectors (starfold_submit_views()); a step's results come
+ * from memory mapped by the previous step's; and a reduction over the same views as before starts
+ * the persistent submission made the first time instead of planning again.
+ *
+ * Invariants.
+ * - A bucket is registered once and unregistered only when its context is destroyed (after every
+ *   persistent submission, which holds partition plans on it). Reusing its front is safe at any time
+ *   because every access to it goes through StarPU with sequential consistency: a new value's first
+ *   write is ordered after the tasks still reading the range's previous owner.
+ * - A bucket's refs count value components in it; only the arena (under its lock) takes a reference
+ *   on a bucket with none, so "refs == 0" seen under the lock means nobody else holds a range in it.
+ * - Persistent submissions are only keyed by views of buckets, whose lifetime the arena controls: a
+ *   caller's wrapped handle may be unregistered by its owner at any time, so it never gets one.
+ *
+ * Ownership: the arena is the context's (exec's ext slot), created on first use, finished first thing
+ * in starfold_context_destroy(). Values must be destroyed before their context, as always.
+ */
+#include "config.h"
+
+#include <stdint.h>
+
+#include "base/common.h"
+#include "distribute/arena.h"
+#include "distribute/distribute.h"
+#include "exec/vectors.h"
+
+#define SF_BUCKET_MIN_BYTES ((size_t)4 << 20)
+#define SF_BUCKET_MAX_GROWTH_BYTES ((size_t)64 << 20)
+#define SF_PERSIST_MAX 32
+
+typedef struct persist_entry {
+    unsigned long long graph_key;
+    size_t nin, nout;
+    starfold_view_t *views;          /* [nin + nout] */
+    uint64_t hash;
+    starfold_persistent_t persistent;
+    unsigned long long used;         /* last start, for LRU eviction */
+} persist_entry_t;
+
+typedef struct arena {
+    starfold_context_t ctx;
+    pthread_mutex_t lock;
+    starfold__bucket_t *buckets;
+    size_t nbuckets, bytes;
+    persist_entry_t persist[SF_PERSIST_MAX];
+    unsigned long long clock, starts, reuses;
+} arena_t;
+
+/* ------------------------------------------------------------------------------------------------
+ * Lifetime
+ */
+
+static void bucket_destroy(starfold_context_t ctx, starfold__bucket_t *b)
+{
+    if (b->device == STARFOLD_DEVICE_HOST) {
+        starfold__vector_unregister_discard(b->handle);
+        free(b->host_mem);
+    } else {
+        starfold_vector_destroy(ctx, b->handle);
+    }
+    free(b);
+}
+
+static void persist_clear(persist_entry_t *e)
+{
+    starfold_persistent_destroy(e->persistent); /* waits for its starts' temporaries */
+    free(e->views);
+    memset(e, 0, sizeof *e);
+}
+
+/* exec's ext_fini: the context is being destroyed, StarPU still runs. */
+static void arena_fini(void *p)
+{
+    arena_t *a = p;
+    for (int k = 0; k < SF_PERSIST_MAX; k++)
+        if (a->persist[k].persistent) persist_clear(&a->persist[k]);
+    for (starfold__bucket_t *b = a->buckets, *next; b; b = next) {
+        next = b->next;
+        bucket_destroy(a->ctx, b);
+    }
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+/* The context's arena, made on first use (two first users race through the slot's compare-and-swap). */
+static arena_t *arena_of(starfold_context_t ctx)
+{
+    arena_t *a = starfold__context_ext(ctx);
+    if (a) return a;
+    if (!(a = calloc(1, sizeof *a))) return NULL;
+    if (pthread_mutex_init(&a->lock, NULL) != 0) {
+        free(a);
+        return NULL;
+    }
+    a->ctx = ctx;
+    if (!starfold__context_ext_set(ctx, a, arena_fini)) {
+        pthread_mutex_destroy(&a->lock);
+        free(a);
+        a = starfold__context_ext(ctx);
+    }
+    return a;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Buckets
+ */
+
+void starfold__bucket_retain(starfold__bucket_t *b)
+{
+    __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+}
+
+void starfold__bucket_release(starfold__bucket_t *b)
+{
+    /* The last component gone: the bucket's front is reused by the next allocation (under the lock). */
+    if (b) __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+/* A new bucket for @count elements: at least 256 KiB, twice the largest of its kind up to 64 MiB. */
+static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dtype, size_t count,
+                                    starfold__bucket_t **out)
+{
+    const size_t elem = starfold_dtype_size(dtype);
+    size_t cap_bytes = SF_BUCKET_MIN_BYTES;
+    for (starfold__bucket_t *b = a->buckets; b; b = b->next)
+        if (b->device == device && b->dtype == dtype && b->capacity * elem * 2 > cap_bytes)
+            cap_bytes = b->capacity * elem * 2 < SF_BUCKET_MAX_GROWTH_BYTES ? b->capacity * elem * 2
+                                                                             : SF_BUCKET_MAX_GROWTH_BYTES;
+    size_t capacity = cap_bytes / elem;
+    if (capacity < count) capacity = count;
+    if (capacity > UINT32_MAX) capacity = UINT32_MAX > count ? UINT32_MAX : count;
+
+    starfold__bucket_t *b = calloc(1, sizeof *b);
+    if (!b) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a bucket");
+    starfold_status_t st = STARFOLD_OK;
+    if (device == STARFOLD_DEVICE_HOST) {
+        if (!(b->host_mem = malloc(capacity * elem)))
+            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", capacity * elem);
+        else if ((st = starfold__host_vector_register(b->host_mem, capacity, elem, &b->handle)) != STARFOLD_OK)
+            free(b->host_mem);
+    } else {
+        st = starfold_vector_create(a->ctx, device, dtype, capacity, &b->handle);
+    }
+    if (st != STARFOLD_OK) {
+        free(b);
+        return st;
+    }
+    b->device = device;
+    b->dtype = dtype;
+    b->capacity = capacity;
+    b->next = a->buckets;
+    a->buckets = b;
+    a->nbuckets++;
+    a->bytes += capacity * elem;
+    *out = b;
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
+                                        starfold__bucket_t **bucket, size_t *offset)
+{
+    arena_t *a = arena_of(ctx);
+    if (!a) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating the context's arena");
+    pthread_mutex_lock(&a->lock);
+    /* First fit, oldest bucket first (the list is newest first: remember the last match). */
+    starfold__bucket_t *fit = NULL;
+    for (starfold__bucket_t *b = a->buckets; b; b = b->next) {
+        if (b->device != device || b->dtype != dtype) continue;
+        if (__atomic_load_n(&b->refs, __ATOMIC_ACQUIRE) == 0) b->used = 0;
+        if (b->capacity - b->used >= count) fit = b;
+    }
+    starfold_status_t st = STARFOLD_OK;
+    if (!fit) st = bucket_new(a, device, dtype, count, &fit);
+    if (st == STARFOLD_OK) {
+        *offset = fit->used;
+        fit->used += count;
+        starfold__bucket_retain(fit);
+        *bucket = fit;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Persistent submissions
+ */
+
+static uint64_t views_hash(unsigned long long graph_key, size_t n, const starfold_view_t *views)
+{
+    uint64_t h = 1469598103934665603ull ^ graph_key; /* FNV-1a over the fields */
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ (uint64_t)(uintptr_t)views[i].handle) * 1099511628211ull;
+        h = (h ^ (uint64_t)views[i].offset) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int views_equal(size_t n, const starfold_view_t *a, const starfold_view_t *b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].handle != b[i].handle || a[i].offset != b[i].offset) return 0;
+    return 1;
+}
+
+/* A new entry: a free slot, else the least recently started one (its persistent destroyed first). */
+static persist_entry_t *persist_slot(arena_t *a)
+{
+    persist_entry_t *slot = NULL;
+    for (int k = 0; k < SF_PERSIST_MAX; k++) {
+        persist_entry_t *e = &a->persist[k];
+        if (!e->persistent) return e;
+        if (!slot || e->used < slot->used) slot = e;
+    }
+    persist_clear(slot);
+    return slot;
+}
+
+starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t graph, unsigned long long graph_key,
+                                        size_t num_inputs, const starfold_view_t *inputs, size_t num_outputs,
+                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused)
+{
+    arena_t *a = arena_of(ctx);
+    if (!a) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating the context's arena");
+    const size_t n = num_inputs + num_outputs;
+    starfold_view_t *views = malloc(sizeof *views * (n ? n : 1));
+    if (!views) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory keying a persistent submission");
+    memcpy(views, inputs, sizeof *views * num_inputs);
+    memcpy(views + num_inputs, outputs, sizeof *views * num_outputs);
+    const uint64_t hash = views_hash(graph_key, n, views);
+
+    /*
+     * Starts run under the lock: an entry is never evicted (destroyed) while a start is inside it. A
+     * start only creates and submits tasks, so contention is short.
+     */
+    pthread_mutex_lock(&a->lock);
+    a->starts++;
+    persist_entry_t *e = NULL;
+    for (int k = 0; k < SF_PERSIST_MAX && !e; k++) {
+        persist_entry_t *x = &a->persist[k];
+        if (x->persistent && x->hash == hash && x->graph_key == graph_key && x->nin == num_inputs &&
+            x->nout == num_outputs && views_equal(n, x->views, views))
+            e = x;
+    }
+    starfold_status_t st = STARFOLD_OK;
+    *reused = e != NULL;
+    if (e) {
+        a->reuses++;
+        free(views);
+    } else {
+        starfold_persistent_t p = NULL;
+        st = starfold_persistent_create_views(ctx, graph, inputs, outputs, &p);
+        if (st == STARFOLD_OK) {
+            e = persist_slot(a);
+            *e = (persist_entry_t){ .graph_key = graph_key, .nin = num_inputs, .nout = num_outputs, .views = views,
+                                    .hash = hash, .persistent = p };
+        } else {
+            free(views);
+        }
+    }
+    if (e) {
+        e->used = ++a->clock;
+        st = starfold_persistent_start(e->persistent, request);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+void starfold__arena_stats(starfold_context_t ctx, starfold__arena_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    arena_t *a = starfold__context_ext(ctx);
+    if (!a) return;
+    pthread_mutex_lock(&a->lock);
+    out->buckets = a->nbuckets;
+    out->bytes = a->bytes;
+    for (int k = 0; k < SF_PERSIST_MAX; k++) out->persistents += a->persist[k].persistent != NULL;
+    out->starts = a->starts;
+    out->reuses = a->reuses;
+    pthread_mutex_unlock(&a->lock);
+}

@@ -1,0 +1,55 @@
+/*
+ * The arena of a context: where values live, so that a list of them is views of a few vectors
+ * (PyTorch DDP's gradient buckets, Horovod's fusion buffer), and the persistent submissions bound to
+ * those views (MPI-4's persistent collectives, NCCL's graph capture: plan once, start every step).
+ * Private to the distribute layer; see arena.c for the picture.
+ */
+#ifndef STARFOLD_SRC_DISTRIBUTE_ARENA_H
+#define STARFOLD_SRC_DISTRIBUTE_ARENA_H
+
+#include <starfold/distribute.h>
+
+/*
+ * A bucket: one StarPU vector of @capacity elements of @dtype on one device (or the host), carved
+ * front to back into the values' components. It is never unregistered before its context is
+ * destroyed; when no component is left in it, the next allocation starts again at its front, so a
+ * training loop that frees a step's values before the next step gets the same ranges every step.
+ */
+typedef struct starfold__bucket {
+    int refs;                        /* atomic: value components in it */
+    int device;                      /* device, or STARFOLD_DEVICE_HOST */
+    starfold_dtype_t dtype;
+    starpu_data_handle_t handle;     /* the vector */
+    void *host_mem;                  /* host buckets: their memory */
+    size_t capacity;                 /* elements */
+    size_t used;                     /* elements handed out since it was last empty; under the arena's lock */
+    struct starfold__bucket *next;
+} starfold__bucket_t;
+
+/*
+ * @count elements (>= 1) of @dtype on @device (or STARFOLD_DEVICE_HOST) from @ctx's arena: the bucket
+ * (one reference taken for the caller) and the first element's index in it.
+ */
+starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
+                                        starfold__bucket_t **bucket, size_t *offset);
+void starfold__bucket_retain(starfold__bucket_t *b);
+void starfold__bucket_release(starfold__bucket_t *b);
+
+/*
+ * Starts @graph over views that all lie in @ctx's buckets, through a persistent submission kept in
+ * the arena and keyed by (@graph_key, every view): the first call with a key binds it
+ * (starfold_persistent_create_views()), the next ones only start it. @graph_key names the compiled
+ * graph for as long as the caller keeps it (a serial number, never reused). *@reused says which.
+ */
+starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t graph, unsigned long long graph_key,
+                                        size_t num_inputs, const starfold_view_t *inputs, size_t num_outputs,
+                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused);
+
+/* For tests: buckets and bytes of @ctx's arena, persistent submissions kept, and how many starts reused one. */
+typedef struct starfold__arena_stats {
+    size_t buckets, bytes, persistents;
+    unsigned long long starts, reuses;
+} starfold__arena_stats_t;
+void starfold__arena_stats(starfold_context_t ctx, starfold__arena_stats_t *out);
+
+#endif /* STARFOLD_SRC_DISTRIBUTE_ARENA_H */
