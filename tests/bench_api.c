@@ -1,0 +1,339 @@
+/*
+ * make bench-api: a training step's reduction through the TensorFlow-shaped API, beside the same
+ * reduction through the executor, measured in one run (BENCHMARKS.md, "Lists of tensors through the
+ * API").
+ *
+ *   bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]
+ *
+ * Each round times, in turn, the per-step cost (median over ITERS steps after WARMUP) of:
+ *
+ *   api batch_reduce_to   strategy.extended.batch_reduce_to(SUM, [(g_i, g_i) for each gradient]):
+ *                         the list of per-replica values, each its own destination; results waited
+ *                         for, then freed (a training loop's step)
+ *   api run + all_reduce  strategy.run(fn) with fn = replica_context.all_reduce(SUM, my gradients),
+ *                         results waited for and freed inside fn
+ *   api fused tensor      batch_reduce_to of one per-replica value holding every gradient's elements
+ *   exec persistent views the same graph bound once to the list laid out as views of one vector per
+ *                         device (starfold_persistent_create_views()), started every step
+ *   exec fused tensor     the one-tensor graph submitted every step (starfold_submit())
+ *
+ * and prints every round's values and the ratios to "exec fused tensor" in the same round. The
+ * gradients are created once (starfold_value_create(), as a program does before its loop) and hold
+ * values whose sums are exact in float32, which every step checks on one element of each result.
+ *
+ * Exit status: 0, 1 on a failure or a wrong sum, 77 when StarPU has no worker for the mode.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <starfold.h>
+
+#include "tools.h"
+
+typedef struct bench {
+    starfold_context_t ctx;
+    starfold_strategy_t strategy;
+    int n;                       /* replicas = devices */
+    int devices[STARFOLD_MAX_DEVICES];
+    size_t nt;                   /* tensors */
+    starfold_tensor_desc_t *tensors;
+    size_t total;                /* elements of all tensors */
+    starfold_value_t *grads;     /* [nt] per-replica values over every device */
+    starfold_value_t fused;      /* one per-replica value of total elements */
+    starfold_value_t *mine;      /* [n * nt] replica r's own one-component gradients (run + all_reduce) */
+    int failed;
+} bench_t;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define CHECK(call)                                                                                         \
+    do {                                                                                                    \
+        starfold_status_t st_ = (call);                                                                     \
+        if (st_ != STARFOLD_OK) {                                                                           \
+            fprintf(stderr, "bench_api: %s: %s (%s)\n", #call, starfold_status_string(st_), starfold_last_error()); \
+            exit(1);                                                                                        \
+        }                                                                                                   \
+    } while (0)
+
+/* Replica r's element value: small integers, so every sum is exact in float32. */
+static float fill_of(int r)
+{
+    return (float)(r + 1);
+}
+
+/* The first element of @v's component 0 must be the sum over replicas of fill_of(). */
+static void check_sum(bench_t *b, starfold_value_t v)
+{
+    float x = 0;
+    CHECK(starfold_value_read(v, 0, &x, sizeof x));
+    const float want = (float)(b->n * (b->n + 1) / 2);
+    if (x != want && !b->failed) {
+        fprintf(stderr, "bench_api: a result holds %g, the sum is %g\n", (double)x, (double)want);
+        b->failed = 1;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The API's steps
+ */
+
+static void step_batch_reduce_to(bench_t *b, starfold_value_t *grads, size_t nt, int check)
+{
+    starfold_value_destination_pair_t *pairs = calloc(nt, sizeof *pairs);
+    starfold_value_t *res = malloc(sizeof *res * nt);
+    if (!pairs || !res) exit(1);
+    for (size_t i = 0; i < nt; i++) pairs[i] = (starfold_value_destination_pair_t){ grads[i], starfold_destination_value(grads[i]) };
+    CHECK(starfold_strategy_batch_reduce_to(b->strategy, STARFOLD_OP_SUM, nt, pairs, NULL, res));
+    for (size_t i = 0; i < nt; i++) CHECK(starfold_value_wait(res[i]));
+    if (check) check_sum(b, res[nt - 1]);
+    for (size_t i = 0; i < nt; i++) starfold_value_destroy(res[i]);
+    free(pairs);
+    free(res);
+}
+
+static starfold_status_t replica_all_reduce(starfold_replica_context_t rc, void *arg)
+{
+    bench_t *b = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    starfold_value_t *res = malloc(sizeof *res * b->nt);
+    if (!res) return STARFOLD_ERR_OUT_OF_MEMORY;
+    starfold_status_t st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, b->nt, &b->mine[(size_t)r * b->nt],
+                                                               NULL, res);
+    for (size_t i = 0; st == STARFOLD_OK && i < b->nt; i++) st = starfold_value_wait(res[i]);
+    for (size_t i = 0; st == STARFOLD_OK && i < b->nt; i++) starfold_value_destroy(res[i]);
+    free(res);
+    return st;
+}
+
+static void step_run_all_reduce(bench_t *b)
+{
+    CHECK(starfold_strategy_run(b->strategy, replica_all_reduce, b));
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The executor's steps
+ */
+
+typedef struct exec_side {
+    starfold_graph_t list_graph, fused_graph;
+    starpu_data_handle_t in[STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];     /* the list's vectors */
+    starpu_data_handle_t fin[STARFOLD_MAX_DEVICES], fout[STARFOLD_MAX_DEVICES];   /* the fused tensor's */
+    starfold_persistent_t persistent;
+} exec_side_t;
+
+static void exec_setup(bench_t *b, exec_side_t *x)
+{
+    starfold_topology_t topo = NULL;
+    CHECK(starfold_context_topology(b->ctx, &topo));
+    starfold_collective_desc_t desc = {
+        .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = b->n, .sources = b->devices,
+        .num_destinations = b->n, .destinations = b->devices, .num_tensors = b->nt, .tensors = b->tensors,
+    };
+    CHECK(starfold_graph_compile(topo, "auto", &desc, NULL, &x->list_graph));
+    starfold_tensor_desc_t one = { STARFOLD_FLOAT32, b->total };
+    desc.num_tensors = 1;
+    desc.tensors = &one;
+    CHECK(starfold_graph_compile(topo, "auto", &desc, NULL, &x->fused_graph));
+    starfold_topology_destroy(topo);
+
+    float *init = malloc(sizeof *init * b->total);
+    if (!init) exit(1);
+    starfold_view_t *vin = malloc(sizeof *vin * b->nt * (size_t)b->n), *vout = malloc(sizeof *vout * b->nt * (size_t)b->n);
+    if (!vin || !vout) exit(1);
+    for (int d = 0; d < b->n; d++) {
+        for (size_t k = 0; k < b->total; k++) init[k] = fill_of(d);
+        CHECK(starfold_vector_create(b->ctx, b->devices[d], STARFOLD_FLOAT32, b->total, &x->in[d]));
+        CHECK(starfold_vector_create(b->ctx, b->devices[d], STARFOLD_FLOAT32, b->total, &x->out[d]));
+        CHECK(starfold_vector_create(b->ctx, b->devices[d], STARFOLD_FLOAT32, b->total, &x->fin[d]));
+        CHECK(starfold_vector_create(b->ctx, b->devices[d], STARFOLD_FLOAT32, b->total, &x->fout[d]));
+        CHECK(starfold_vector_write(x->in[d], init, sizeof *init * b->total));
+        CHECK(starfold_vector_write(x->fin[d], init, sizeof *init * b->total));
+        size_t at = 0;
+        for (size_t i = 0; i < b->nt; i++) {
+            vin[(size_t)d * b->nt + i] = (starfold_view_t){ x->in[d], at };
+            vout[(size_t)d * b->nt + i] = (starfold_view_t){ x->out[d], at };
+            at += b->tensors[i].count;
+        }
+    }
+    CHECK(starfold_persistent_create_views(b->ctx, x->list_graph, vin, vout, &x->persistent));
+    free(vin);
+    free(vout);
+    free(init);
+}
+
+static void exec_teardown(bench_t *b, exec_side_t *x)
+{
+    starfold_persistent_destroy(x->persistent);
+    for (int d = 0; d < b->n; d++) {
+        starfold_vector_destroy(b->ctx, x->in[d]);
+        starfold_vector_destroy(b->ctx, x->out[d]);
+        starfold_vector_destroy(b->ctx, x->fin[d]);
+        starfold_vector_destroy(b->ctx, x->fout[d]);
+    }
+    starfold_graph_destroy(x->list_graph);
+    starfold_graph_destroy(x->fused_graph);
+}
+
+static void step_exec_persistent(exec_side_t *x)
+{
+    starfold_request_t req;
+    CHECK(starfold_persistent_start(x->persistent, &req));
+    CHECK(starfold_request_wait(req));
+    starfold_request_destroy(req);
+}
+
+static void step_exec_fused(bench_t *b, exec_side_t *x)
+{
+    starfold_request_t req;
+    CHECK(starfold_submit(b->ctx, x->fused_graph, x->fin, x->fout, &req));
+    CHECK(starfold_request_wait(req));
+    starfold_request_destroy(req);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+enum { M_API_BATCH, M_API_RUN, M_API_FUSED, M_EXEC_PERSISTENT, M_EXEC_FUSED, M_COUNT };
+static const char *const mode_name[M_COUNT] = {
+    "api batch_reduce_to", "api run + all_reduce", "api fused tensor", "exec persistent views", "exec fused tensor",
+};
+
+static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
+{
+    switch (mode) {
+    case M_API_BATCH: step_batch_reduce_to(b, b->grads, b->nt, check); break;
+    case M_API_RUN: step_run_all_reduce(b); break;
+    case M_API_FUSED: step_batch_reduce_to(b, &b->fused, 1, check); break;
+    case M_EXEC_PERSISTENT: step_exec_persistent(x); break;
+    case M_EXEC_FUSED: step_exec_fused(b, x); break;
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *spec = "1000x4KiB";
+    int ndev = 8, iters = 30, warmup = 5, rounds = 3, emulated = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--emulated")) emulated = 1;
+        else if (i + 1 >= argc) usage();
+        else if (!strcmp(a, "--tensors")) spec = argv[++i];
+        else if (!strcmp(a, "--devices")) ndev = atoi(argv[++i]);
+        else if (!strcmp(a, "-n")) iters = atoi(argv[++i]);
+        else if (!strcmp(a, "-w")) warmup = atoi(argv[++i]);
+        else if (!strcmp(a, "--rounds")) rounds = atoi(argv[++i]);
+        else usage();
+    }
+    if (ndev < 1 || ndev > STARFOLD_MAX_DEVICES || iters < 1 || warmup < 0 || rounds < 1) usage();
+
+    bench_t b = { 0 };
+    b.n = ndev;
+    CHECK(starfold_tools_tensors_parse(spec, STARFOLD_FLOAT32, &b.tensors, &b.nt));
+    for (size_t i = 0; i < b.nt; i++) b.total += b.tensors[i].count;
+
+    starfold_context_options_t co;
+    starfold_context_options_init(&co);
+    co.mode = emulated ? STARFOLD_DEVICES_OPENCL : STARFOLD_DEVICES_CPU;
+    co.num_devices = ndev;
+    starfold_status_t st = starfold_context_create(&co, &b.ctx);
+    if (st == STARFOLD_ERR_NO_DEVICE) {
+        fprintf(stderr, "bench_api: %s\n", starfold_last_error());
+        return 77;
+    }
+    CHECK(st);
+    for (int d = 0; d < ndev; d++) b.devices[d] = d;
+    CHECK(starfold_mirrored_strategy_create(b.ctx, NULL, ndev, b.devices, NULL, &b.strategy));
+
+    /* The gradients, created once: replica r's components hold r + 1. */
+    b.grads = calloc(b.nt, sizeof *b.grads);
+    b.mine = calloc(b.nt * (size_t)ndev, sizeof *b.mine);
+    size_t maxc = b.total;
+    float *ones = malloc(sizeof *ones * (maxc ? maxc : 1));
+    if (!b.grads || !b.mine || !ones) return 1;
+    for (size_t i = 0; i < b.nt; i++) {
+        CHECK(starfold_value_create(b.ctx, STARFOLD_VALUE_PER_REPLICA, ndev, b.devices, STARFOLD_FLOAT32,
+                                    b.tensors[i].count, NULL, &b.grads[i]));
+        for (int r = 0; r < ndev; r++) {
+            for (size_t k = 0; k < b.tensors[i].count; k++) ones[k] = fill_of(r);
+            CHECK(starfold_value_write(b.grads[i], r, ones, sizeof *ones * b.tensors[i].count));
+            CHECK(starfold_value_create(b.ctx, STARFOLD_VALUE_PER_REPLICA, 1, &b.devices[r], STARFOLD_FLOAT32,
+                                        b.tensors[i].count, ones, &b.mine[(size_t)r * b.nt + i]));
+        }
+    }
+    CHECK(starfold_value_create(b.ctx, STARFOLD_VALUE_PER_REPLICA, ndev, b.devices, STARFOLD_FLOAT32, b.total, NULL,
+                                &b.fused));
+    for (int r = 0; r < ndev; r++) {
+        for (size_t k = 0; k < b.total; k++) ones[k] = fill_of(r);
+        CHECK(starfold_value_write(b.fused, r, ones, sizeof *ones * b.total));
+    }
+    free(ones);
+
+    exec_side_t x;
+    memset(&x, 0, sizeof x);
+    exec_setup(&b, &x);
+
+    printf("# bench_api: %s, %zu tensors, %zu bytes per replica, %d replicas (%s), %d steps after %d warm-up, %d rounds\n",
+           spec, b.nt, b.total * sizeof(float), ndev, emulated ? "OpenCL" : "CPU", iters, warmup, rounds);
+    printf("# per-step time (ms, median of the steps); ratio = mode / exec fused tensor of the same round\n");
+    printf("# %-22s", "mode");
+    for (int r = 0; r < rounds; r++) printf("  round %d        ", r + 1);
+    printf("\n");
+
+    double ms[M_COUNT][64], *t = malloc(sizeof *t * (size_t)iters);
+    if (!t) return 1;
+    if (rounds > 64) rounds = 64;
+    for (int r = 0; r < rounds; r++)
+        for (int m = 0; m < M_COUNT; m++) {
+            for (int i = 0; i < warmup; i++) run_step(&b, &x, m, i == 0);
+            for (int i = 0; i < iters; i++) {
+                const double t0 = now();
+                run_step(&b, &x, m, 0);
+                t[i] = now() - t0;
+            }
+            ms[m][r] = 1e3 * median(t, iters);
+        }
+    for (int m = 0; m < M_COUNT; m++) {
+        printf("  %-22s", mode_name[m]);
+        for (int r = 0; r < rounds; r++) printf("  %8.3f (%5.2fx)", ms[m][r], ms[m][r] / ms[M_EXEC_FUSED][r]);
+        printf("\n");
+    }
+    free(t);
+
+    exec_teardown(&b, &x);
+    for (size_t i = 0; i < b.nt; i++) {
+        starfold_value_destroy(b.grads[i]);
+        for (int r = 0; r < ndev; r++) starfold_value_destroy(b.mine[(size_t)r * b.nt + i]);
+    }
+    starfold_value_destroy(b.fused);
+    free(b.grads);
+    free(b.mine);
+    starfold_strategy_destroy(b.strategy);
+    starfold_context_destroy(b.ctx);
+    starfold_tools_tensors_free(b.tensors);
+    if (b.failed) return 1;
+    return 0;
+}
