@@ -229,6 +229,7 @@ struct starfold_strategy {
     starfold_cross_device_ops_t nccl_ops;     /* implementation NCCL with default ops: hierarchical-copy */
     starfold_communication_options_t options; /* defaults for every call */
     pthread_mutex_t run_lock;                 /* one run at a time */
+    struct starfold__replica_pool *pool;      /* the replica threads, made by the first run (replica.c) */
     /*
      * MultiWorkerMirroredStrategy (mwms.c, built with MPI): the replicas of every process are in sync.
      * replica_offset is this process's first global replica id, total_replicas all of them (0: this
@@ -253,6 +254,8 @@ starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfo
 /* ------------------------------------------------------------------------------------------------
  * Replica context of the calling thread (dist_replica.c)
  */
+/* Stops and frees a strategy's replica threads (starfold_strategy_destroy()); NULL is ignored. */
+void starfold__replica_pool_destroy(struct starfold__replica_pool *pool);
 /* Non-NULL while the thread runs a replica function (NULL again inside a merge function). */
 starfold_replica_context_t starfold__current_replica(void);
 /* Whether a timeout_seconds bounds a wait: finite and > 0 (0 and +infinity mean no timeout). */

@@ -92,9 +92,7 @@ struct starfold__run {
     int n;
     pthread_mutex_t lock;
     pthread_cond_t cond;           /* CLOCK_MONOTONIC, for the timeouts */
-    int go, abort_start;
     struct starfold_replica_context *rcs;
-    pthread_t *threads;
     /* per replica */
     long *ncalls;                  /* collectives entered */
     int *done;                     /* returned from fn */
@@ -634,16 +632,10 @@ static void replica_done(starfold__run_t *run, int r, starfold_status_t st, cons
     pthread_mutex_unlock(&run->lock);
 }
 
-static void *replica_main(void *p)
+/* Replica @rc's function, in its thread. */
+static void replica_body(struct starfold_replica_context *rc)
 {
-    struct starfold_replica_context *rc = p;
     starfold__run_t *run = rc->run;
-    pthread_mutex_lock(&run->lock);
-    while (!run->go && !run->abort_start) pthread_cond_wait(&run->cond, &run->lock);
-    const int abort_start = run->abort_start;
-    pthread_mutex_unlock(&run->lock);
-    if (abort_start) return NULL;
-
     tls_rc = rc;
     tls_run = run;
     const starfold_status_t st = run->fn(rc, run->arg);
@@ -652,7 +644,108 @@ static void *replica_main(void *p)
     tls_rc = NULL;
     tls_run = NULL;
     replica_done(run, rc->id, st, why);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The replica threads, one per replica, kept by the strategy across runs: a training loop calls
+ * strategy.run every step, and creating and joining n threads each time cost more than the step's
+ * reductions. Created by the first run (strategy->run_lock held), stopped by starfold_strategy_destroy().
+ *
+ *   runner:  post run, gen++, busy = n, wake all  ->  wait until busy == 0
+ *   thread r: wait for gen to move  ->  replica r's function  ->  busy--, the last one wakes the runner
+ */
+struct starfold__replica_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;           /* a run was posted, or quit */
+    pthread_cond_t idle;           /* busy reached 0 */
+    int n;                         /* replicas */
+    int nthreads;                  /* threads running */
+    pthread_t *threads;
+    struct pool_arg { struct starfold__replica_pool *pool; int r; unsigned long seen; } *args;
+    unsigned long gen;             /* runs posted */
+    starfold__run_t *run;          /* the run of generation gen */
+    int busy;                      /* threads still in it */
+    int quit;
+};
+
+static void *pool_main(void *p)
+{
+    const struct pool_arg *a = p;
+    struct starfold__replica_pool *pool = a->pool;
+    pthread_mutex_lock(&pool->lock);
+    unsigned long seen = a->seen; /* the generation when it was made: a run posted since is for it */
+    for (;;) {
+        while (pool->gen == seen && !pool->quit) pthread_cond_wait(&pool->wake, &pool->lock);
+        if (pool->quit) break;
+        seen = pool->gen;
+        starfold__run_t *run = pool->run;
+        pthread_mutex_unlock(&pool->lock);
+        replica_body(&run->rcs[a->r]);
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->busy == 0) pthread_cond_signal(&pool->idle);
+    }
+    pthread_mutex_unlock(&pool->lock);
     return NULL;
+}
+
+void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
+{
+    if (!pool) return;
+    pthread_mutex_lock(&pool->lock);
+    pool->quit = 1;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    for (int r = 0; r < pool->nthreads; r++) pthread_join(pool->threads[r], NULL);
+    pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->idle);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool->threads);
+    free(pool->args);
+    free(pool);
+}
+
+/* The strategy's pool with its n threads (run_lock held); an error naming the thread that could not start. */
+static starfold_status_t pool_ready(const char *name, starfold_strategy_t s)
+{
+    struct starfold__replica_pool *pool = s->pool;
+    if (!pool) {
+        if (!(pool = calloc(1, sizeof *pool))) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+        pool->n = s->n;
+        pool->threads = calloc((size_t)s->n, sizeof *pool->threads);
+        pool->args = calloc((size_t)s->n, sizeof *pool->args);
+        if (!pool->threads || !pool->args || pthread_mutex_init(&pool->lock, NULL) != 0) {
+            free(pool->threads);
+            free(pool->args);
+            free(pool);
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+        }
+        pthread_cond_init(&pool->wake, NULL);
+        pthread_cond_init(&pool->idle, NULL);
+        s->pool = pool;
+    }
+    while (pool->nthreads < pool->n) {
+        const int r = pool->nthreads;
+        pool->args[r] = (struct pool_arg){ pool, r, pool->gen }; /* no run is posted meanwhile: run_lock */
+        const int err = pthread_create(&pool->threads[r], NULL, pool_main, &pool->args[r]);
+        if (err != 0)
+            return starfold__error(STARFOLD_ERR_RUNTIME, "%s: cannot start the thread of replica %d (%s); no replica ran",
+                                   name, r, strerror(err));
+        pool->nthreads++;
+    }
+    return STARFOLD_OK;
+}
+
+/* Runs every replica of @run in the pool's threads and returns when all have returned. */
+static void pool_run(struct starfold__replica_pool *pool, starfold__run_t *run)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->run = run;
+    pool->busy = pool->n;
+    pool->gen++;
+    pthread_cond_broadcast(&pool->wake);
+    while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
+    pool->run = NULL;
+    pthread_mutex_unlock(&pool->lock);
 }
 
 static void run_free(starfold__run_t *run)
@@ -662,7 +755,6 @@ static void run_free(starfold__run_t *run)
     pthread_cond_destroy(&run->cond);
     pthread_mutex_destroy(&run->lock);
     free(run->rcs);
-    free(run->threads);
     free(run->ncalls);
     free(run->done);
     free(run->status);
@@ -701,7 +793,6 @@ static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn,
     run->arg = arg;
     run->n = s->n;
     run->rcs = calloc(n, sizeof *run->rcs);
-    run->threads = calloc(n, sizeof *run->threads);
     run->ncalls = calloc(n, sizeof *run->ncalls);
     run->done = calloc(n, sizeof *run->done);
     run->status = calloc(n, sizeof *run->status);
@@ -710,7 +801,7 @@ static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn,
     run->got_status = calloc(n, sizeof *run->got_status);
     run->got_secondary = calloc(n, sizeof *run->got_secondary);
     run->slots = calloc(n, sizeof *run->slots);
-    if (!run->rcs || !run->threads || !run->ncalls || !run->done || !run->status || !run->msg || !run->secondary ||
+    if (!run->rcs || !run->ncalls || !run->done || !run->status || !run->msg || !run->secondary ||
         !run->got_status || !run->got_secondary || !run->slots) {
         run_free(run);
         return NULL;
@@ -766,22 +857,8 @@ static starfold_status_t run_replicas(const char *name, starfold_strategy_t stra
     if (!run) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
 
     pthread_mutex_lock(&strategy->run_lock);
-    starfold_status_t st = STARFOLD_OK;
-    int started = 0;
-    for (; started < run->n; started++) {
-        const int err = pthread_create(&run->threads[started], NULL, replica_main, &run->rcs[started]);
-        if (err != 0) {
-            st = starfold__error(STARFOLD_ERR_RUNTIME, "%s: cannot start the thread of replica %d (%s); no replica ran", name,
-                          started, strerror(err));
-            break;
-        }
-    }
-    pthread_mutex_lock(&run->lock);
-    if (st == STARFOLD_OK) run->go = 1;
-    else run->abort_start = 1;
-    pthread_cond_broadcast(&run->cond);
-    pthread_mutex_unlock(&run->lock);
-    for (int r = 0; r < started; r++) pthread_join(run->threads[r], NULL);
+    starfold_status_t st = pool_ready(name, strategy);
+    if (st == STARFOLD_OK) pool_run(strategy->pool, run);
     pthread_mutex_unlock(&strategy->run_lock);
 
     if (st == STARFOLD_OK) {

@@ -42,6 +42,7 @@ STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t ki
 static void strategy_free(starfold_strategy_t s)
 {
     if (!s) return;
+    starfold__replica_pool_destroy(s->pool); /* joins the replica threads, idle between runs */
     starfold_cross_device_ops_destroy(s->ops);
     starfold_cross_device_ops_destroy(s->ring_ops);
     starfold_cross_device_ops_destroy(s->nccl_ops);
