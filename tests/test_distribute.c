@@ -937,6 +937,141 @@ typedef struct named_test {
 } named_test_t;
 
 /* Usage: test_distribute [SUBSTRING]: only the tests whose name contains SUBSTRING. */
+/* ------------------------------------------------------------------------------------------------
+ * The arena: values as ranges of buckets, persistent submissions reused across steps
+ */
+
+/* Input i of step k, component c, element e: small integers, exact in float32 sums. */
+static float step_input(int k, size_t i, int c, size_t e)
+{
+    return (float)((k * 7 + (int)i * 3 + c * 11 + (int)(e % 13)) % 50);
+}
+
+/* A training loop's step: write new inputs, batch-reduce (SUM, each its own destination), check all. */
+static int arena_step(starfold_cross_device_ops_t ops, int k, size_t nv, starfold_value_t *in, const size_t *counts,
+                      starfold_value_t *res)
+{
+    float *buf = malloc(sizeof(float) * 4000);
+    int bad = 0;
+    for (size_t i = 0; i < nv; i++)
+        for (int c = 0; c < 4; c++) {
+            for (size_t e = 0; e < counts[i]; e++) buf[e] = step_input(k, i, c, e);
+            CU_ASSERT_EQUAL(starfold_value_write(in[i], c, buf, counts[i] * sizeof(float)), STARFOLD_OK);
+        }
+    starfold_value_destination_pair_t *pairs = calloc(nv, sizeof *pairs);
+    for (size_t i = 0; i < nv; i++) pairs[i] = (starfold_value_destination_pair_t){ in[i], starfold_destination_value(in[i]) };
+    CU_ASSERT_EQUAL(starfold_cross_device_ops_batch_reduce(ops, STARFOLD_OP_SUM, nv, pairs, NULL, res), STARFOLD_OK);
+    for (size_t i = 0; i < nv; i++)
+        for (int c = 0; c < 4; c++) {
+            CU_ASSERT_EQUAL(starfold_value_read(res[i], c, buf, counts[i] * sizeof(float)), STARFOLD_OK);
+            for (size_t e = 0; e < counts[i]; e++) {
+                float want = 0;
+                for (int r = 0; r < 4; r++) want += step_input(k, i, r, e);
+                if (buf[e] != want && bad++ < 3)
+                    fprintf(stderr, "step %d value %zu component %d element %zu: %g, expected %g\n", k, i, c, e,
+                            (double)buf[e], (double)want);
+            }
+        }
+    free(pairs);
+    free(buf);
+    return bad;
+}
+
+/*
+ * Twenty steps over the same 40 values: each step writes new inputs, so a persistent submission that
+ * kept stale data (or stale partitions) shows; from the third step on, every step starts the
+ * persistent submission made before. Then the same with each step's results kept until after the
+ * next step (double buffering): the arena alternates between ranges, each with its own persistent.
+ */
+static void test_arena_steps(void)
+{
+    const size_t nv = 40;
+    size_t counts[40];
+    starfold_value_t in[40], res[40], prev[40];
+    for (size_t i = 0; i < nv; i++) {
+        counts[i] = 1 + (i * 97) % 3000;
+        CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 4, dev0123, STARFOLD_FLOAT32, counts[i],
+                                                    NULL, &in[i]), STARFOLD_OK);
+    }
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, host4, &ops), STARFOLD_OK);
+    starfold__arena_stats_t a0, a1;
+    starfold__arena_stats(ctx, &a0);
+    for (int k = 0; k < 20; k++) {
+        starfold__trace_reset();
+        CU_ASSERT_EQUAL(arena_step(ops, k, nv, in, counts, res), 0);
+        CU_ASSERT_EQUAL(starfold__trace_count(), 1);
+        CU_ASSERT_TRUE(last_trace().persistent);
+        if (k >= 2) CU_ASSERT_TRUE(last_trace().reused);
+        for (size_t i = 0; i < nv; i++) starfold_value_destroy(res[i]);
+    }
+    starfold__arena_stats(ctx, &a1);
+    CU_ASSERT_TRUE(a1.reuses - a0.reuses >= 18);
+    CU_ASSERT_TRUE(a1.persistents >= 1);
+
+    /* Double buffering: step k's results live until step k + 1's are checked. */
+    CU_ASSERT_EQUAL(arena_step(ops, 100, nv, in, counts, prev), 0);
+    for (int k = 101; k < 113; k++) {
+        starfold__trace_reset();
+        CU_ASSERT_EQUAL(arena_step(ops, k, nv, in, counts, res), 0);
+        if (k >= 105) CU_ASSERT_TRUE(last_trace().reused);
+        for (size_t i = 0; i < nv; i++) {
+            starfold_value_destroy(prev[i]);
+            prev[i] = res[i];
+        }
+    }
+    for (size_t i = 0; i < nv; i++) starfold_value_destroy(prev[i]);
+    starfold_cross_device_ops_destroy(ops);
+    for (size_t i = 0; i < nv; i++) starfold_value_destroy(in[i]);
+}
+
+/*
+ * Asking for a component's handle moves it out of the arena (a copy, ordered after the reduction
+ * writing it): the handle then holds the value, later reductions read it from there, and a regrouped
+ * value follows its part.
+ */
+static void test_arena_move_out(void)
+{
+    starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 1500, 1.0f), r = NULL, r2 = NULL;
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, host4, &ops), STARFOLD_OK);
+    const starfold_destination_t dst = starfold_destination_value(v);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(ops, STARFOLD_OP_SUM, v, &dst, NULL, &r), STARFOLD_OK);
+    /* Not waited for: the move is ordered after the reduction by StarPU. */
+    starpu_data_handle_t h = starfold_value_handle(r, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_EQUAL(starfold_value_handle(r, 2), h); /* it stays there */
+    CU_ASSERT_EQUAL(starpu_vector_get_nx(h), 1500);
+    CU_ASSERT_TRUE(check_f32(r, STARFOLD_OP_SUM, 4, 1.0f));
+    float x[1500];
+    CU_ASSERT_EQUAL(starfold_vector_read(h, x, sizeof x), STARFOLD_OK);
+    CU_ASSERT_EQUAL(x[7], (float)expect_f32(STARFOLD_OP_SUM, 4, 7, 1.0f));
+    /* A mix of a component with a handle of its own and components in the arena, as an input. */
+    CU_ASSERT_PTR_NOT_NULL(starfold_value_handle(v, 1));
+    starfold__trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce(ops, STARFOLD_OP_MAX, v, &dst, NULL, &r2), STARFOLD_OK);
+    CU_ASSERT_FALSE(last_trace().persistent);
+    CU_ASSERT_TRUE(check_f32(r2, STARFOLD_OP_MAX, 4, 1.0f));
+    starfold_value_destroy(r2);
+
+    /* A regrouped value reads its parts where they are, before and after a part moves out. */
+    starfold_value_t parts[2], g = NULL;
+    for (int i = 0; i < 2; i++) parts[i] = make_f32(STARFOLD_VALUE_PER_REPLICA, 1, &dev0123[i], 50, (float)(100 * i));
+    CU_ASSERT_EQUAL_FATAL(starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, 2, parts, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(read_scalar_f32(g, 1), 100.0f);
+    starpu_data_handle_t ph = starfold_value_handle(parts[1], 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ph);
+    const float nine = 9.0f;
+    CU_ASSERT_EQUAL(starfold_vector_write(ph, &nine, sizeof nine), STARFOLD_OK);
+    CU_ASSERT_EQUAL(read_scalar_f32(g, 1), 9.0f); /* the group follows its part */
+    CU_ASSERT_PTR_EQUAL(starfold_value_handle(g, 1), ph);
+    starfold_value_destroy(g);
+    for (int i = 0; i < 2; i++) starfold_value_destroy(parts[i]);
+    starfold_value_destroy(r);
+    starfold_value_destroy(v);
+    starfold_cross_device_ops_destroy(ops);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -956,6 +1091,8 @@ int main(int argc, char **argv)
         { "MEAN divisors and integer MEAN", test_mean_divisors },
         { "broadcast", test_broadcast },
         { "chained reductions", test_chained },
+        { "arena: twenty steps, persistent reused, double buffering", test_arena_steps },
+        { "arena: handles move components out", test_arena_move_out },
     };
     if (suite_init() != 0) {
         fprintf(stderr, "test_distribute: cannot create the context: %s\n", starfold_last_error());

@@ -1,9 +1,9 @@
 /*
  * The arena of a context: buckets that values live in, and persistent submissions over them.
  *
- *   bucket (device 3, float32)   [ v0 | v1 | v2 | ... | v999 |      free       ]
- *                                  ^ used grows front to back; back to 0 when no component is left
- *   bucket (device 3, float32)   [ results of step k                 ]
+ *   bucket (device 3, float32)   [ v0 | v1 | v2 | ... | v999 | results of step k |   free   ]
+ *                                  ranges, by offset; a new one takes the first gap that fits
+ *   bucket (device 3, float32)   [ ...                                          ]
  *   ...                          one list per context, any device and dtype
  *
  *   persistent submissions       key = (graph serial, every input view, every output view)
@@ -21,8 +21,9 @@
  *   persistent submission, which holds partition plans on it). Reusing its front is safe at any time
  *   because every access to it goes through StarPU with sequential consistency: a new value's first
  *   write is ordered after the tasks still reading the range's previous owner.
- * - A bucket's refs count value components in it; only the arena (under its lock) takes a reference
- *   on a bucket with none, so "refs == 0" seen under the lock means nobody else holds a range in it.
+ * - A range's refs count the value components in it (a group's results share one range per device);
+ *   the last release removes it from its bucket's live list, under the arena's lock, and only then
+ *   can an allocation hand its elements out again.
  * - Persistent submissions are only keyed by views of buckets, whose lifetime the arena controls: a
  *   caller's wrapped handle may be unregistered by its owner at any time, so it never gets one.
  *
@@ -66,6 +67,8 @@ typedef struct arena {
 
 static void bucket_destroy(starfold_context_t ctx, starfold__bucket_t *b)
 {
+    /* Ranges still live belong to values not destroyed before their context: left to them. */
+    free(b->live);
     if (b->device == STARFOLD_DEVICE_HOST) {
         starfold__vector_unregister_discard(b->handle);
         free(b->host_mem);
@@ -119,15 +122,51 @@ static arena_t *arena_of(starfold_context_t ctx)
  * Buckets
  */
 
-void starfold__bucket_retain(starfold__bucket_t *b)
+void starfold__range_retain(starfold__range_t *r)
 {
-    __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
-void starfold__bucket_release(starfold__bucket_t *b)
+/* Index in @b's live list of the first range at or after element @offset. Lock held. */
+static size_t live_lower_bound(const starfold__bucket_t *b, size_t offset)
 {
-    /* The last component gone: the bucket's front is reused by the next allocation (under the lock). */
-    if (b) __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
+    size_t lo = 0, hi = b->nlive;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (b->live[mid]->offset < offset) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void starfold__range_release(starfold__range_t *r)
+{
+    if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    starfold__bucket_t *b = r->bucket;
+    arena_t *a = b->arena;
+    pthread_mutex_lock(&a->lock);
+    const size_t k = live_lower_bound(b, r->offset);
+    if (k < b->nlive && b->live[k] == r) {
+        memmove(&b->live[k], &b->live[k + 1], sizeof *b->live * (b->nlive - k - 1));
+        b->nlive--;
+    }
+    pthread_mutex_unlock(&a->lock);
+    free(r);
+}
+
+/* The first gap of @count elements in @b, or (size_t)-1. Lock held. */
+static size_t first_gap(const starfold__bucket_t *b, size_t count, size_t *pos)
+{
+    size_t at = 0;
+    for (size_t k = 0; k <= b->nlive; k++) {
+        const size_t end = k < b->nlive ? b->live[k]->offset : b->capacity;
+        if (end - at >= count) {
+            *pos = k;
+            return at;
+        }
+        if (k < b->nlive) at = b->live[k]->offset + b->live[k]->count;
+    }
+    return (size_t)-1;
 }
 
 /* A new bucket for @count elements: at least 256 KiB, twice the largest of its kind up to 64 MiB. */
@@ -159,6 +198,7 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
         free(b);
         return st;
     }
+    b->arena = a;
     b->device = device;
     b->dtype = dtype;
     b->capacity = capacity;
@@ -171,27 +211,41 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
 }
 
 starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
-                                        starfold__bucket_t **bucket, size_t *offset)
+                                        starfold__range_t **range, size_t *offset)
 {
     arena_t *a = arena_of(ctx);
     if (!a) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating the context's arena");
+    starfold__range_t *r = calloc(1, sizeof *r);
+    if (!r) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory allocating a value");
     pthread_mutex_lock(&a->lock);
-    /* First fit, oldest bucket first (the list is newest first: remember the last match). */
+    /* First fit, oldest bucket first (the list is newest first: the last match wins). */
     starfold__bucket_t *fit = NULL;
+    size_t at = 0, pos = 0;
     for (starfold__bucket_t *b = a->buckets; b; b = b->next) {
         if (b->device != device || b->dtype != dtype) continue;
-        if (__atomic_load_n(&b->refs, __ATOMIC_ACQUIRE) == 0) b->used = 0;
-        if (b->capacity - b->used >= count) fit = b;
+        size_t p;
+        const size_t o = first_gap(b, count, &p);
+        if (o != (size_t)-1) {
+            fit = b;
+            at = o;
+            pos = p;
+        }
     }
     starfold_status_t st = STARFOLD_OK;
-    if (!fit) st = bucket_new(a, device, dtype, count, &fit);
+    if (!fit && (st = bucket_new(a, device, dtype, count, &fit)) == STARFOLD_OK) at = pos = 0;
+    if (st == STARFOLD_OK && SF_GROW(fit->live, fit->nlive, fit->caplive) != 0)
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory allocating a value");
     if (st == STARFOLD_OK) {
-        *offset = fit->used;
-        fit->used += count;
-        starfold__bucket_retain(fit);
-        *bucket = fit;
+        memmove(&fit->live[pos + 1], &fit->live[pos], sizeof *fit->live * (fit->nlive - pos));
+        fit->live[pos] = r;
+        fit->nlive++;
+        *r = (starfold__range_t){ .refs = 1, .bucket = fit, .offset = at, .count = count };
+        *range = r;
+        *offset = at;
+        r = NULL;
     }
     pthread_mutex_unlock(&a->lock);
+    free(r);
     return st;
 }
 

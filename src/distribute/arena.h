@@ -10,30 +10,40 @@
 #include <starfold/distribute.h>
 
 /*
- * A bucket: one StarPU vector of @capacity elements of @dtype on one device (or the host), carved
- * front to back into the values' components. It is never unregistered before its context is
- * destroyed; when no component is left in it, the next allocation starts again at its front, so a
- * training loop that frees a step's values before the next step gets the same ranges every step.
+ * A bucket: one StarPU vector of @capacity elements of @dtype on one device (or the host), handed out
+ * in ranges. It is never unregistered before its context is destroyed. A range goes back when its last
+ * reference does, and allocation takes the first gap that fits, so a training loop that frees a
+ * step's results before the next step gets the same ranges every step (and one that keeps them one
+ * step longer, two sets of ranges in turn).
  */
-typedef struct starfold__bucket {
+typedef struct starfold__bucket starfold__bucket_t;
+typedef struct starfold__range {
     int refs;                        /* atomic: value components in it */
+    starfold__bucket_t *bucket;
+    size_t offset, count;            /* elements */
+} starfold__range_t;
+
+struct starfold__bucket {
+    void *arena;
     int device;                      /* device, or STARFOLD_DEVICE_HOST */
     starfold_dtype_t dtype;
     starpu_data_handle_t handle;     /* the vector */
     void *host_mem;                  /* host buckets: their memory */
     size_t capacity;                 /* elements */
-    size_t used;                     /* elements handed out since it was last empty; under the arena's lock */
+    starfold__range_t **live;        /* ranges handed out, by offset; under the arena's lock */
+    size_t nlive, caplive;
     struct starfold__bucket *next;
-} starfold__bucket_t;
+};
 
 /*
- * @count elements (>= 1) of @dtype on @device (or STARFOLD_DEVICE_HOST) from @ctx's arena: the bucket
- * (one reference taken for the caller) and the first element's index in it.
+ * @count elements (>= 1) of @dtype on @device (or STARFOLD_DEVICE_HOST) from @ctx's arena: a range
+ * with one reference for the caller; *@offset = its first element's index in its bucket.
  */
 starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
-                                        starfold__bucket_t **bucket, size_t *offset);
-void starfold__bucket_retain(starfold__bucket_t *b);
-void starfold__bucket_release(starfold__bucket_t *b);
+                                        starfold__range_t **range, size_t *offset);
+void starfold__range_retain(starfold__range_t *r);
+/* Drops a reference; the last one gives the range back to its bucket. NULL is ignored. */
+void starfold__range_release(starfold__range_t *r);
 
 /*
  * Starts @graph over views that all lie in @ctx's buckets, through a persistent submission kept in

@@ -69,11 +69,12 @@ struct starfold_value {
     unsigned char *own;           /* [n] SF_OWN_* */
     void **host_mem;              /* [n] host buffer of SF_OWN_HOST components */
     /*
-     * [n] Components in the context's arena: bucket[c] holds one reference and handles[c] is its
-     * vector (the whole bucket: never a tensor's handle by itself), the tensor being elements
+     * [n] Components in the context's arena: range[c] holds one reference on the range of a bucket
+     * the component lies in, and handles[c] is the bucket's vector (never a tensor's handle by
+     * itself), the tensor being elements
      * [offset[c], offset[c] + count) of it. NULL / 0 for a component with a handle of its own.
      */
-    starfold__bucket_t **bucket;
+    starfold__range_t **range;
     size_t *offset;
     /*
      * A regrouped value (starfold_value_regroup()) is its parts' storage: component c is component

@@ -168,7 +168,7 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
     const size_t un = (size_t)n;
     /* Rows by decreasing alignment after the struct: pointers and sizes, then ints, then bytes. */
     const size_t size = sizeof(struct starfold_value) + un * (sizeof(starpu_data_handle_t) + sizeof(void *) +
-                                                              sizeof(starfold__bucket_t *) + sizeof(size_t) + sizeof(int) + 1);
+                                                              sizeof(starfold__range_t *) + sizeof(size_t) + sizeof(int) + 1);
     struct starfold_value *v = calloc(1, size);
     if (!v) return NULL;
     if (pthread_mutex_init(&v->lock, NULL) != 0) {
@@ -180,8 +180,8 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
     p += un * sizeof *v->handles;
     v->host_mem = (void **)p;
     p += un * sizeof *v->host_mem;
-    v->bucket = (starfold__bucket_t **)p;
-    p += un * sizeof *v->bucket;
+    v->range = (starfold__range_t **)p;
+    p += un * sizeof *v->range;
     v->offset = (size_t *)p;
     p += un * sizeof *v->offset;
     v->devices = (int *)p;
@@ -208,7 +208,7 @@ static void value_free(starfold_value_t v)
     for (int c = 0; c < v->n; c++) {
         if (v->own[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, v->handles[c]);
         else if (v->own[c] == SF_OWN_HOST) host_vector_destroy(v->handles[c], v->host_mem[c]);
-        starfold__bucket_release(v->bucket[c]);
+        starfold__range_release(v->range[c]);
     }
     for (int p = 0; p < v->nparts; p++) starfold_value_destroy(v->parts[p]);
     free(v->parts);
@@ -228,8 +228,8 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
     starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int c = 0; c < n && st == STARFOLD_OK; c++) {
-        st = starfold__arena_alloc(ctx, devices[c], dtype, count, &v->bucket[c], &v->offset[c]);
-        if (st == STARFOLD_OK) v->handles[c] = v->bucket[c]->handle;
+        st = starfold__arena_alloc(ctx, devices[c], dtype, count, &v->range[c], &v->offset[c]);
+        if (st == STARFOLD_OK) v->handles[c] = v->range[c]->bucket->handle;
     }
     if (st != STARFOLD_OK) {
         value_free(v);
@@ -247,7 +247,7 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
     starfold_status_t st = STARFOLD_OK;
     size_t total = 0;
     for (size_t i = 0; i < num_values; i++) total += counts[i];
-    starfold__bucket_t *block[STARFOLD_MAX_DEVICES] = { NULL };
+    starfold__range_t *block[STARFOLD_MAX_DEVICES] = { NULL };
     size_t base[STARFOLD_MAX_DEVICES] = { 0 };
     for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
         st = starfold__arena_alloc(ctx, devices[c], dtype, total, &block[c], &base[c]);
@@ -267,16 +267,16 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
         for (int c = 0; c < n; c++) {
             int b = 0;
             while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
-            starfold__bucket_retain(block[b]);
-            v->bucket[c] = block[b];
-            v->handles[c] = block[b]->handle;
+            starfold__range_retain(block[b]);
+            v->range[c] = block[b];
+            v->handles[c] = block[b]->bucket->handle;
             v->offset[c] = base[b] + at;
         }
         at += counts[made];
         values[made] = v;
     }
     /* The block's own references go: the values hold theirs. */
-    for (int c = 0; c < n; c++) starfold__bucket_release(block[c]);
+    for (int c = 0; c < n; c++) starfold__range_release(block[c]);
     if (st != STARFOLD_OK) {
         for (size_t i = 0; i < num_values; i++)
             if (values[i]) value_free(values[i]);
@@ -343,7 +343,7 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
         pthread_mutex_lock(&s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
         v->handles[i] = s->handles[c];
         v->offset[i] = s->offset[c];
-        if ((v->bucket[i] = s->bucket[c])) starfold__bucket_retain(v->bucket[i]);
+        if ((v->range[i] = s->range[c])) starfold__range_retain(v->range[i]);
         pthread_mutex_unlock(&s->lock);
     }
     *value = v;
@@ -384,8 +384,8 @@ static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
         else starfold_vector_destroy(v->ctx, h);
         return st;
     }
-    starfold__bucket_release(v->bucket[c]);
-    v->bucket[c] = NULL;
+    starfold__range_release(v->range[c]);
+    v->range[c] = NULL;
     v->offset[c] = 0;
     v->handles[c] = h;
     v->own[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
@@ -406,7 +406,7 @@ int starfold__value_views(starfold_value_t v, starfold_view_t *views)
     pthread_mutex_lock(&v->lock);
     for (int c = 0; c < v->n; c++) {
         views[c] = (starfold_view_t){ v->handles[c], v->offset[c] };
-        in_arena &= v->bucket[c] != NULL;
+        in_arena &= v->range[c] != NULL;
     }
     pthread_mutex_unlock(&v->lock);
     return in_arena;
@@ -416,7 +416,7 @@ int starfold__value_in_arena(starfold_value_t v, int c)
 {
     v = root_of(v, &c);
     pthread_mutex_lock(&v->lock);
-    const int in = v->bucket[c] != NULL;
+    const int in = v->range[c] != NULL;
     pthread_mutex_unlock(&v->lock);
     return in;
 }
@@ -425,7 +425,7 @@ starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c)
 {
     v = root_of(v, &c);
     pthread_mutex_lock(&v->lock);
-    const starfold_status_t st = v->bucket[c] ? move_out_of_arena(v, c) : STARFOLD_OK;
+    const starfold_status_t st = v->range[c] ? move_out_of_arena(v, c) : STARFOLD_OK;
     starpu_data_handle_t h = st == STARFOLD_OK ? v->handles[c] : NULL;
     pthread_mutex_unlock(&v->lock);
     return h;
@@ -649,11 +649,11 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
     o->handles[0] = v->handles[c];
     o->own[0] = v->own[c];
     o->host_mem[0] = v->host_mem[c];
-    o->bucket[0] = v->bucket[c];
+    o->range[0] = v->range[c];
     o->offset[0] = v->offset[c];
     v->own[c] = SF_OWN_NONE;
     v->host_mem[c] = NULL;
-    v->bucket[c] = NULL;
+    v->range[c] = NULL;
     pthread_mutex_unlock(&v->lock);
     *out = o;
     return STARFOLD_OK;
