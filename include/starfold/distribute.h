@@ -106,12 +106,22 @@ typedef enum starfold_value_kind {
 STARFOLD_API const char *starfold_value_kind_name(starfold_value_kind_t kind);
 
 /**
- * @brief Creates a value whose component handles starfold allocates and owns.
+ * @brief Creates a value whose storage starfold allocates and owns.
  *
- * Component i is a StarPU vector of @p count elements of @p dtype allocated on device @p devices[i]
- * (on the host for ::STARFOLD_DEVICE_HOST), filled with @p init (count elements, copied to every
- * component; TensorFlow's `tf.Variable(init)` under a strategy) or with zeros when @p init is NULL.
- * The handles are unregistered and freed when the last reference is dropped.
+ * Component i holds @p count elements of @p dtype on device @p devices[i] (on the host for
+ * ::STARFOLD_DEVICE_HOST), filled with @p init (count elements, copied to every component;
+ * TensorFlow's `tf.Variable(init)` under a strategy) or with zeros when @p init is NULL.
+ *
+ * Where it lives: in the context's arena, one StarPU vector per device and dtype (a "bucket") that
+ * many values share, each value a range of it, as DDP's gradient buckets and Horovod's fusion buffer
+ * lay out gradients. A list of values is then a few vectors for StarPU, and reductions of the same
+ * list every step start one persistent submission (see starfold_strategy_batch_reduce_to()). The
+ * results of every reduction live there too. The range goes back to its bucket when the last
+ * reference is dropped; buckets are freed with the context. A component moves out to a StarPU
+ * handle of its own, with one copy task, the first time its handle is asked for
+ * (starfold_value_handle(), starfold_replica_context_select(), an update function's arguments); it
+ * stays there and leaves the fast path. Values made by starfold_strategy_create_variable() have
+ * handles of their own from the start.
  *
  * @param [in]  context the context the devices belong to; must outlive the value
  * @param [in]  kind per-replica or mirrored
@@ -212,9 +222,15 @@ STARFOLD_API int starfold_value_num_components(starfold_value_t value);
 STARFOLD_API int starfold_value_device(starfold_value_t value, int component);
 /**
  * @brief StarPU vector handle of a component: TensorFlow's experimental_local_results()[component].
+ *
+ * A component in the context's arena (see starfold_value_create()) first moves out to a handle of
+ * its own: one copy task from its range, submitted without waiting and ordered by StarPU after the
+ * reductions writing the value, so tasks the caller submits on the handle see the result. Later
+ * calls return the same handle.
  * @param [in] value the value
  * @param [in] component 0 .. n-1
- * @return the handle, borrowed (valid while the value lives); NULL when out of range
+ * @return the handle, borrowed (valid while the value lives); NULL when out of range, or when the
+ *         move fails (out of memory: the reason in starfold_last_error())
  */
 STARFOLD_API starpu_data_handle_t starfold_value_handle(starfold_value_t value, int component);
 /**
@@ -919,6 +935,15 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce_to(starfold_strategy_t s
  * @brief TensorFlow's `strategy.extended.batch_reduce_to(reduce_op, value_destination_pairs, options)`:
  *        the cross-device ops' batch_reduce (one graph per group of pairs over the same devices).
  *        Cross-replica context only.
+ *
+ * The fast path of a training loop, taken without asking: when every value of a group lives in the
+ * context's arena (starfold_value_create(), results of earlier reductions), the group's tensors are
+ * views of a few vectors, its results come as one range per destination device, and the graph is
+ * started as a persistent submission bound to exactly those ranges, made by the first call and
+ * started by every later call over the same values and result ranges (a loop that destroys each
+ * step's results before the next step gets the same ranges). make bench-api measures it against the
+ * executor's own persistent views and one fused tensor. Values wrapped from the caller's handles
+ * are submitted afresh every call, as their owner may unregister them at any time.
  * @param [in]  strategy the strategy
  * @param [in]  op the reduce operation
  * @param [in]  num_pairs >= 1

@@ -501,7 +501,7 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
  * the first time and started every step after. Records the submission on the results.
  */
 static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items, group_t *g,
-                                      starfold_value_t *results, const char *fn)
+                                      starfold_value_t *results, size_t npairs, int split_n, const char *fn)
 {
     const item_t *it = &items[g->first];
     const size_t nt = g->nmembers;
@@ -515,9 +515,16 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
     }
     for (size_t t = 0; t < nt; t++) {
         const size_t i = g->members[t];
-        const starfold_value_t v = pairs[i].value, r = results[i];
+        const starfold_value_t v = pairs[i].value;
+        const starfold__dest_t *d = &pairs[i].dest;
         starfold_view_t vv[STARFOLD_MAX_DEVICES], rv[STARFOLD_MAX_DEVICES];
-        in_arena &= starfold__value_views(v, vv) & starfold__value_views(r, rv);
+        in_arena &= starfold__value_views(v, vv);
+        if (split_n) /* one one-component result per destination device */
+            for (int c = 0; c < split_n; c++) {
+                in_arena &= starfold__value_views(results[(size_t)c * npairs + i], &rv[c]);
+            }
+        else
+            in_arena &= starfold__value_views(results[i], rv);
         for (int s = 0; s < it->nsrc; s++) {
             int c = component_for(v->devices, v->n, it->src[s], items[i].host_as);
             if (c < 0) {
@@ -527,7 +534,7 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
             in[(size_t)s * nt + t] = vv[c];
         }
         for (int s = 0; s < it->ndst; s++) {
-            int c = component_for(r->devices, r->n, it->dst[s], items[i].host_as);
+            int c = component_for(d->devices, d->n, it->dst[s], items[i].host_as);
             if (c < 0) {
                 st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no result for graph destination %d", fn, i, s);
                 goto out;
@@ -551,7 +558,12 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto out;
     }
-    for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) st = starfold__value_add_writer(results[g->members[t]], g->req);
+    for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) {
+        const size_t i = g->members[t];
+        if (!split_n) st = starfold__value_add_writer(results[i], g->req);
+        for (int c = 0; c < split_n && st == STARFOLD_OK; c++)
+            st = starfold__value_add_writer(results[(size_t)c * npairs + i], g->req);
+    }
 
     starfold__trace_entry_t e = { .path = it->path, .num_tensors = nt, .num_sources = it->nsrc,
                            .num_destinations = it->ndst, .reduce_device = it->reduce_device,
@@ -565,13 +577,15 @@ out:
 }
 
 /*
- * The results of group @g, mirrored over each pair's destination, in the arena: one block per
- * destination device and output dtype, the results one after another in it, so the group's outputs
- * are views of as few vectors as possible (and the same ones every step of a loop that frees its
- * results before the next). Every pair of a group has the same destination devices.
+ * The results of group @g in the arena: one block per destination device and output dtype, the
+ * results one after another in it, so the group's outputs are views of as few vectors as possible
+ * (and the same ones every step of a loop that frees its results before the next). Every pair of a
+ * group has the same destination devices (maybe in another order).
+ *   split_n == 0: res[i] = pair i's result, mirrored over its destination's devices;
+ *   split_n  > 0: res[c * npairs + i] = a one-component result on pair i's destination device c.
  */
 static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__pair_t *pairs, const group_t *g,
-                                       starfold_value_t *res)
+                                       starfold_value_t *res, size_t npairs, int split_n)
 {
     const starfold__dest_t *d = &pairs[g->members[0]].dest;
     size_t counts[STARFOLD_DTYPE_COUNT] = { 0 };
@@ -596,10 +610,21 @@ static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__p
                 devs[j] = pairs[g->members[t]].dest.devices; /* the same set, in the pair's order */
                 cnt[j++] = pairs[g->members[t]].value->count;
             }
-        if (st == STARFOLD_OK)
+        if (st == STARFOLD_OK && !split_n) {
             st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, (starfold_dtype_t)k, nk,
                                               cnt, devs, out);
-        for (size_t j = 0; st == STARFOLD_OK && j < nk; j++) res[idx[j]] = out[j];
+            for (size_t j = 0; st == STARFOLD_OK && j < nk; j++) res[idx[j]] = out[j];
+        }
+        /* Split: a block per device; pair i's result on device D goes where D is in its destination. */
+        for (int b = 0; st == STARFOLD_OK && split_n && b < d->n; b++) {
+            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, 1, &d->devices[b], (starfold_dtype_t)k, nk,
+                                              cnt, NULL, out);
+            for (size_t j = 0; st == STARFOLD_OK && j < nk; j++) {
+                int c = 0;
+                while (c < split_n - 1 && devs[j][c] != d->devices[b]) c++;
+                res[(size_t)c * npairs + idx[j]] = out[j];
+            }
+        }
         free(idx);
         free(cnt);
         free(devs);
@@ -609,10 +634,11 @@ static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__p
     return st;
 }
 
-starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, starfold_topology_t topology,
-                                      starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+/* The batch reduce: results mirrored (@split 0), or split per destination device (see alloc_results()). */
+static starfold_status_t batch_reduce(starfold_cross_device_ops_t ops, starfold_topology_t topology, starfold_op_t op,
+                                      size_t n, const starfold__pair_t *pairs,
                                       const starfold_communication_options_t *options, const char *fn,
-                                      starfold_value_t *results)
+                                      starfold_value_t *results, int split)
 {
     if (n == 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: batch_reduce needs at least one (value, destinations) pair",
@@ -626,13 +652,22 @@ starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, st
                             "than pair 0's", fn, i);
     }
 
+    int split_n = 0;
+    if (split) {
+        split_n = pairs[0].dest.n;
+        for (size_t i = 0; i < n; i++)
+            if (pairs[i].dest.n != split_n || pairs[i].dest.host)
+                return starfold__error(STARFOLD_ERR_INTERNAL, "%s: split results need one destination device list", fn);
+    }
+
     starfold_status_t st = STARFOLD_OK;
     starfold_topology_t topo = NULL;
     int made_topo = 0;
     item_t *items = calloc(n, sizeof *items);
     group_t *groups = calloc(n, sizeof *groups);
     size_t *member_store = calloc(n, sizeof *member_store);
-    starfold_value_t *res = calloc(n, sizeof *res);
+    const size_t nres = split ? n * (size_t)split_n : n;
+    starfold_value_t *res = calloc(nres, sizeof *res);
     size_t ngroups = 0;
     if (!items || !groups || !member_store || !res) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -660,14 +695,15 @@ starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, st
     /* Compile everything, then allocate every result: a failure here has submitted nothing. */
     for (size_t gi = 0; gi < ngroups; gi++)
         SF_CHECK_GOTO(compile_group(ops, topo, op, pairs, items, &groups[gi], options, fn), st, out);
-    for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(alloc_results(ctx, pairs, &groups[gi], res), st, out);
-    for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(submit_group(ctx, pairs, items, &groups[gi], res, fn), st, out);
+    for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(alloc_results(ctx, pairs, &groups[gi], res, n, split_n), st, out);
+    for (size_t gi = 0; gi < ngroups; gi++)
+        SF_CHECK_GOTO(submit_group(ctx, pairs, items, &groups[gi], res, n, split_n, fn), st, out);
 
-    memcpy(results, res, sizeof *res * n);
-    memset(res, 0, sizeof *res * n); /* ownership moved to the caller */
+    memcpy(results, res, sizeof *res * nres);
+    memset(res, 0, sizeof *res * nres); /* ownership moved to the caller */
 out:
     /* On failure the results already submitted are destroyed: their records wait for the graphs. */
-    for (size_t i = 0; res && i < n; i++) starfold_value_destroy(res[i]);
+    for (size_t i = 0; res && i < nres; i++) starfold_value_destroy(res[i]);
     for (size_t gi = 0; groups && gi < ngroups; gi++) {
         if (groups[gi].cached) cache_release(ops, groups[gi].graph);
         else starfold_graph_destroy(groups[gi].graph);
@@ -679,6 +715,22 @@ out:
     free(member_store);
     free(res);
     return st;
+}
+
+starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                      starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+                                      const starfold_communication_options_t *options, const char *fn,
+                                      starfold_value_t *results)
+{
+    return batch_reduce(ops, topology, op, n, pairs, options, fn, results, 0);
+}
+
+starfold_status_t starfold__ops_batch_reduce_split(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                                   starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+                                                   const starfold_communication_options_t *options, const char *fn,
+                                                   starfold_value_t *results)
+{
+    return batch_reduce(ops, topology, op, n, pairs, options, fn, results, 1);
 }
 
 /* One graph: broadcast of view @src (device @sdev, host allowed) to @ndst devices; output views given. */

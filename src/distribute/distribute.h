@@ -202,6 +202,15 @@ starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, st
                                       starfold_op_t op, size_t n, const starfold__pair_t *pairs,
                                       const starfold_communication_options_t *options, const char *fn,
                                       starfold_value_t *results);
+/*
+ * As starfold__ops_batch_reduce(), every pair with the same destination devices (not the host), the
+ * results split: results[c * n + i] is a new one-component value, pair i's result on its destination
+ * device c (the replica context's all_reduce hands each replica its own).
+ */
+starfold_status_t starfold__ops_batch_reduce_split(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                                   starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+                                                   const starfold_communication_options_t *options, const char *fn,
+                                                   starfold_value_t *results);
 /* Broadcast of a one-component (or mirrored) value to a resolved destination. */
 starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starfold_topology_t topology,
                                    starfold_value_t value, const starfold__dest_t *dest, const char *fn,
@@ -248,6 +257,15 @@ struct starfold_strategy {
 starfold_status_t starfold__strategy_batch_reduce(starfold_strategy_t s, starfold_op_t op, size_t n, const starfold__pair_t *pairs,
                                            const starfold_communication_options_t *options, const char *fn,
                                            starfold_value_t *results);
+/*
+ * The replica context's all_reduce in one process: starfold__ops_batch_reduce_split() through the
+ * strategy's ops. ::STARFOLD_ERR_NOT_SUPPORTED, with nothing done and no error recorded, for a
+ * strategy whose reductions go across processes (the caller then splits mirrored results).
+ */
+starfold_status_t starfold__strategy_all_reduce_split(starfold_strategy_t s, starfold_op_t op, size_t n,
+                                                      const starfold__pair_t *pairs,
+                                                      const starfold_communication_options_t *options, const char *fn,
+                                                      starfold_value_t *results);
 /* Strategy defaults merged with @call (validated). */
 starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfold_communication_options_t *call,
                                       starfold_communication_options_t *merged);

@@ -457,10 +457,16 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
         memcpy(pairs[i].dest.devices, s->devices, sizeof(int) * (size_t)n);
         pairs[i].dest.ctx = v0->ctx;
     }
-    SF_CHECK_GOTO(starfold__strategy_batch_reduce(s, sl[0].op, nv, pairs, &sl[0].options, "all_reduce", res), st, out);
-    /* Replica r's results are component r of each result (the destinations are in replica order). */
-    for (int r = 0; r < n; r++)
-        for (size_t i = 0; i < nv; i++) SF_CHECK_GOTO(starfold__value_take_component(res[i], r, &mine[(size_t)r * nv + i]), st, out);
+    /* Straight into one-component results, replica r's at mine[r * nv + i] (destinations in replica order). */
+    st = starfold__strategy_all_reduce_split(s, sl[0].op, nv, pairs, &sl[0].options, "all_reduce", mine);
+    if (st == STARFOLD_ERR_NOT_SUPPORTED) { /* across processes: mirrored results, then each replica's component */
+        SF_CHECK_GOTO(starfold__strategy_batch_reduce(s, sl[0].op, nv, pairs, &sl[0].options, "all_reduce", res), st, out);
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < nv; i++)
+                SF_CHECK_GOTO(starfold__value_take_component(res[i], r, &mine[(size_t)r * nv + i]), st, out);
+    } else if (st != STARFOLD_OK) {
+        goto out;
+    }
     for (int r = 0; r < n; r++) memcpy(sl[r].results, &mine[(size_t)r * nv], sizeof *mine * nv);
     memset(mine, 0, sizeof *mine * nv * (size_t)n);
 out:

@@ -303,6 +303,18 @@ starfold_status_t starfold__strategy_batch_reduce(starfold_strategy_t s, starfol
     return starfold__ops_batch_reduce(ops_for(s, &o), s->topology, op, n, pairs, &o, fn, results);
 }
 
+starfold_status_t starfold__strategy_all_reduce_split(starfold_strategy_t s, starfold_op_t op, size_t n,
+                                                      const starfold__pair_t *pairs,
+                                                      const starfold_communication_options_t *options, const char *fn,
+                                                      starfold_value_t *results)
+{
+    if (s->cross_process) return STARFOLD_ERR_NOT_SUPPORTED; /* the caller splits mirrored results itself */
+    starfold_communication_options_t o;
+    starfold_status_t st = starfold__strategy_options(s, options, &o);
+    if (st != STARFOLD_OK) return st;
+    return starfold__ops_batch_reduce_split(ops_for(s, &o), s->topology, op, n, pairs, &o, fn, results);
+}
+
 static starfold_status_t check_op(const char *fn, starfold_op_t op)
 {
     if ((int)op < 0 || (int)op >= STARFOLD_OP_COUNT)
