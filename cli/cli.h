@@ -59,6 +59,7 @@ typedef enum cli_opt_id {
     OPT_MODEL,
     OPT_VIEWS,
     OPT_PERSISTENT,
+    OPT_TRACE,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) (1u << (id))
@@ -98,6 +99,7 @@ typedef struct cli_opts {
     int warmup;                 /* -w */
     int check;                  /* -c 0|1 */
     const char *plot;           /* --plot FILE.svg */
+    const char *trace;          /* --trace FILE.svg (run) */
     int emulated;               /* --emulated */
     const char *out_dir;        /* --out DIR */
     int baselines;              /* --baselines 0|1 */

@@ -478,6 +478,37 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
     return st;
 }
 
+/*
+ * --trace FILE.svg: one more run, untimed, with StarPU's profiling on so that the picture shows the
+ * waits for data too; verified like the others; its timeline drawn by starfold_request_trace_svg().
+ */
+static int write_trace(const cli_command_t *cmd, const cli_opts_t *o, cli_machine_t *m, starfold_graph_t g,
+                       cli_replicas_t *rep)
+{
+    starfold_status_t st = cli_replicas_clear(rep);
+    starfold_request_t req = NULL;
+    starfold_context_set_profiling(m->ctx, 1);
+    if (st == STARFOLD_OK) st = starfold_submit(m->ctx, g, rep->in, rep->out, &req);
+    if (st == STARFOLD_OK) st = starfold_request_wait(req);
+    starfold_context_set_profiling(m->ctx, 0);
+    char title[256];
+    snprintf(title, sizeof title, "%s on %s: %zu tasks", starfold_graph_algorithm(g), starfold_topology_name(m->topo),
+             starfold_graph_num_tasks(g));
+    if (st == STARFOLD_OK) st = starfold_request_trace_svg(req, m->ctx, title, o->trace);
+    size_t ntasks = 0;
+    if (st == STARFOLD_OK) st = starfold_request_timeline(req, NULL, 0, &ntasks);
+    starfold_request_destroy(req);
+    uint64_t wrong = 0, checked = 0;
+    if (st == STARFOLD_OK) st = cli_replicas_verify(rep, &wrong, &checked);
+    if (st != STARFOLD_OK) return cli_fail(cmd, st, "the traced run failed");
+    if (wrong) {
+        fprintf(stderr, "starfold run: %llu wrong elements in the traced run\n", (unsigned long long)wrong);
+        return CLI_FAIL;
+    }
+    printf("Trace: %s (%zu tasks on their workers, one more run after the timed ones)\n", o->trace, ntasks);
+    return CLI_OK;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * starfold run
  */
@@ -491,6 +522,8 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     if (!(o.given & CLI_OPT(OPT_WARMUP))) o.warmup = 1; /* first-run costs (registration, kernels) untimed */
     if ((o.given & CLI_OPT(OPT_TENSORS)) && (o.given & CLI_OPT(OPT_MINBYTES)))
         return cli_usage_error(cmd, "--tensors and -b are exclusive (-b SIZE is one tensor of SIZE bytes)");
+    if (o.trace && (!strrchr(o.trace, '.') || strcasecmp(strrchr(o.trace, '.'), ".svg") != 0))
+        return cli_usage_error(cmd, "--trace %s: the timeline is an .svg file", o.trace);
     starfold_algo_options_t aopt;
     if ((r = cli_algo_options(cmd, &o, o.algorithm, &aopt)) != CLI_OK) return r;
 
@@ -595,7 +628,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         fprintf(stderr, "starfold run: %llu wrong elements\n", (unsigned long long)wrong);
         r = CLI_FAIL;
     } else {
-        r = CLI_OK;
+        r = o.trace ? write_trace(cmd, &o, &m, g, &rep) : CLI_OK;
     }
 out:
     cli_replicas_destroy(&rep);
@@ -611,10 +644,12 @@ const cli_command_t cli_cmd_run = {
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) |
-                CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED),
+                CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
+                CLI_OPT(OPT_TRACE),
     .usage =
         "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
         "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [-w|--warmup N] [--emulated]\n"
+        "                    [--trace FILE.svg]\n"
         "\n"
         "Runs an all-reduce on StarPU's devices, checks every element of every replica against a float64\n"
         "host reference and prints the time. Exits 0 only when every element is right.\n"
@@ -639,6 +674,8 @@ const cli_command_t cli_cmd_run = {
         "  --chunk-bytes B, --rings N   ring and one-pass tuning (see starfold graph --help)\n"
         "  -n, --iters I     run I times (outputs cleared and verified each time), default 1\n"
         "  -w, --warmup N    N untimed runs first (verified too), default 1\n"
+        "  --trace FILE.svg  after the timed runs, one more drawn as a timeline: a row per StarPU worker,\n"
+        "                    each task a bar coloured by kind, the waits for data (transfers) before it\n"
         "  -h, --help        this text\n",
     .main = run_main,
 };

@@ -60,6 +60,7 @@ static const opt_def_t opt_defs[] = {
     { OPT_MODEL, "model", NULL, 0, 0 },
     { OPT_VIEWS, "views", NULL, 0, 0 },
     { OPT_PERSISTENT, "persistent", NULL, 0, 0 },
+    { OPT_TRACE, "trace", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -271,9 +272,11 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
     case OPT_OUTPUT:
     case OPT_PLOT:
     case OPT_OUT_DIR:
+    case OPT_TRACE:
         if (!*v) return cli_usage_error(cmd, "%s: empty file name", shown);
         if (d->id == OPT_OUTPUT) o->output = v;
         else if (d->id == OPT_PLOT) o->plot = v;
+        else if (d->id == OPT_TRACE) o->trace = v;
         else o->out_dir = v;
         break;
     case OPT_JSON: o->json = 1; break;

@@ -449,6 +449,7 @@ static void test_bad_arguments(void)
         { "run", "--emulated --topology host", "exclusive" },
         { "run", "--topology dgx1-v100 -g 9", "has 8 devices" },
         { "run", "--json", "does not apply to run" },
+        { "run", "--trace x.png", "the timeline is an .svg file" },
         { "bench", "-o sum", "--op" },
         { "bench", "-b 8M -e 1M", "larger than" },
         { "bench", "-b 1X", "unknown unit" },
@@ -944,6 +945,20 @@ static void test_run(void)
     run(&r, "run --topology host -g 2 -b 4K --algorithm Ring -w 0");
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "2 replicas, ring\n"));
+    result_free(&r);
+    /* --trace: one more run, verified, drawn as a timeline (an SVG with a bar per task). */
+    char trace[1024];
+    snprintf(trace, sizeof trace, "%s/run-trace.svg", out_dir());
+    run(&r, "run --topology host -g 4 -b 64K --algorithm ring --trace %s", trace);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Trace: "));
+    CU_ASSERT_TRUE(verified_all(r.out));
+    FILE *f = fopen(trace, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char head[64] = "";
+    CU_ASSERT_TRUE(fread(head, 1, sizeof head - 1, f) > 0);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(head, "<?xml"));
     result_free(&r);
 }
 

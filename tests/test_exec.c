@@ -31,6 +31,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <starpu.h>
@@ -1105,6 +1106,87 @@ static void test_transfers_follow_graph(void)
     free(host);
 }
 
+
+/*
+ * The timeline of a finished request (starfold_request_timeline(), starfold_request_trace_svg()): one
+ * entry per task that ran, on its device's worker, start before end, kinds of the graph's; with
+ * StarPU's profiling on, the emulated box's transfers show as waits for data. The SVG has a bar with
+ * a tooltip per task and a legend.
+ */
+static void test_timeline(void)
+{
+    const int n = 8;
+    const size_t count = 16 * 1024;
+    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
+                                              .sources = devices, .num_tensors = 1, .tensors = &t };
+    starpu_data_handle_t in[8], out[8];
+    for (int s = 0; s < n; s++) {
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &in[s]));
+        CHECK_OK(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &out[s]));
+        float *host = starfold_tools_alloc(STARFOLD_FLOAT32, count);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+        starfold_tools_fill(host, STARFOLD_FLOAT32, count, STARFOLD_OP_SUM, s, 0);
+        CHECK_OK(starfold_vector_write(in[s], host, count * sizeof(float)));
+        free(host);
+    }
+    starfold_graph_t g;
+    CHECK_OK(starfold_graph_compile(topo8, "hierarchical-copy", &desc, NULL, &g));
+    starfold_context_set_profiling(ctx, 1);
+    starfold_request_t req;
+    CHECK_OK(starfold_submit(ctx, g, in, out, &req));
+    CHECK_OK(starfold_request_wait(req));
+    starfold_context_set_profiling(ctx, 0);
+
+    size_t nt = 0;
+    CU_ASSERT_EQUAL(starfold_request_timeline(NULL, NULL, 0, &nt), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_request_timeline(req, NULL, 4, &nt), STARFOLD_ERR_INVALID_ARGUMENT);
+    CHECK_OK(starfold_request_timeline(req, NULL, 0, &nt));
+    CU_ASSERT_TRUE(nt >= 1 && nt <= starfold_graph_num_tasks(g));
+    starfold_task_timing_t *tm = calloc(nt, sizeof *tm);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tm);
+    size_t again = 0;
+    CHECK_OK(starfold_request_timeline(req, tm, nt, &again));
+    CU_ASSERT_EQUAL(again, nt);
+    int fetched = 0;
+    for (size_t k = 0; k < nt; k++) {
+        CU_ASSERT_TRUE(tm[k].start_us >= 0 && tm[k].end_us >= tm[k].start_us);
+        CU_ASSERT_TRUE(tm[k].device >= 0 && tm[k].device < n);
+        CU_ASSERT_EQUAL(tm[k].worker, starfold_context_device_worker(ctx, tm[k].device));
+        CU_ASSERT_TRUE((int)tm[k].kind >= 0 && tm[k].kind < STARFOLD_TASK_KIND_COUNT);
+        CU_ASSERT_TRUE(tm[k].node < starfold_graph_num_tasks(g));
+        fetched += tm[k].fetch_us > 0;
+    }
+    if (EMULATED) CU_ASSERT_TRUE(fetched > 0); /* data moved between memory nodes before some tasks */
+
+    char path[] = "/tmp/starfold-trace-XXXXXX.svg";
+    const int fd = mkstemps(path, 4);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    close(fd);
+    CHECK_OK(starfold_request_trace_svg(req, ctx, "a <title> & more", path));
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char *text = calloc(1, 1 << 20);
+    const size_t len = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    CU_ASSERT_TRUE(len > 0 && strncmp(text, "<?xml", 5) == 0 && strstr(text, "</svg>") != NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "a &lt;title&gt; &amp; more"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "waiting for data (transfers)"));
+    size_t bars = 0;
+    for (const char *p = text; (p = strstr(p, "<title>node ")); p++) bars++;
+    CU_ASSERT_EQUAL(bars, nt);
+    free(text);
+    CU_ASSERT_EQUAL(starfold_request_trace_svg(req, ctx, NULL, "/nonexistent-dir/x.svg"), STARFOLD_ERR_IO);
+    unlink(path);
+    free(tm);
+    starfold_request_destroy(req);
+    starfold_graph_destroy(g);
+    for (int s = 0; s < n; s++) {
+        starfold_vector_destroy(ctx, in[s]);
+        starfold_vector_destroy(ctx, out[s]);
+    }
+}
+
 /*
  * Overlap: the caller submits a (slow) task writing input 0, then the reduction, then a task reading
  * output 1, and only then waits: StarPU's data dependencies put the three in order.
@@ -1714,6 +1796,7 @@ int main(int argc, char **argv)
         { "persistent submissions: errors and a refused start", test_persistent_errors },
         { "pool of temporaries", test_temp_pool },
         { "transfers follow the graph", test_transfers_follow_graph },
+        { "timeline of a request, drawn", test_timeline },
         { "caller tasks overlap", test_caller_overlap },
         { "request test and wait_timeout", test_request_progress },
         { "two submissions in flight", test_back_to_back },

@@ -304,6 +304,53 @@ STARFOLD_API starfold_status_t starfold_request_test(starfold_request_t request)
 /** @brief Waits for the request if still running, then frees it. NULL is a no-op. */
 STARFOLD_API void starfold_request_destroy(starfold_request_t request);
 
+/** @brief One task of a finished request as it ran (starfold_request_timeline()). */
+typedef struct starfold_task_timing {
+    size_t node;               /**< the graph node it ran */
+    starfold_task_kind_t kind; /**< the node's kind */
+    int device;                /**< its logical device */
+    int worker;                /**< the StarPU worker that ran it */
+    double fetch_us;           /**< time StarPU spent bringing its data to the worker before it ran (the
+                                    transfers); 0 unless StarPU's profiling is on
+                                    (starfold_context_set_profiling()) */
+    double start_us;           /**< the kernel's start, microseconds after the submission */
+    double end_us;             /**< the kernel's end, microseconds after the submission */
+} starfold_task_timing_t;
+
+/**
+ * @brief What a finished request's tasks did: when each ran, where, and how long StarPU took to bring
+ *        its data. Recorded by the kernels themselves (two clock reads per task), so it needs no
+ *        StarPU rebuild (StarPU's own FxT traces do); tasks of a cancelled request that never ran
+ *        are left out.
+ * @param [in]  request a finished request (waited, or tested done)
+ * @param [out] timings room for @p capacity entries, in graph order (NULL with capacity 0 to count)
+ * @param [in]  capacity entries @p timings holds
+ * @param [out] count tasks that ran (may exceed @p capacity: then only @p capacity are written)
+ * @return ::STARFOLD_ERR_IN_PROGRESS while it runs, ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments
+ */
+STARFOLD_API starfold_status_t starfold_request_timeline(starfold_request_t request, starfold_task_timing_t *timings,
+                                                         size_t capacity, size_t *count);
+
+/**
+ * @brief Draws a finished request's timeline as an SVG Gantt chart: one row per StarPU worker (the
+ *        logical devices it carries named), each task a bar coloured by kind, the time StarPU spent
+ *        bringing its data (the transfers between memory nodes) drawn before it, a time axis, a title
+ *        and a legend. `starfold run --trace FILE.svg` calls it.
+ * @param [in] request a finished request
+ * @param [in] context the context it ran on (worker names)
+ * @param [in] title the picture's title (NULL: none)
+ * @param [in] path the .svg file to write
+ * @return as starfold_request_timeline(); ::STARFOLD_ERR_IO when the file cannot be written
+ */
+STARFOLD_API starfold_status_t starfold_request_trace_svg(starfold_request_t request, starfold_context_t context,
+                                                          const char *title, const char *path);
+
+/**
+ * @brief Turns StarPU's task profiling on or off (process-wide: StarPU's setting), so that timelines
+ *        say how long each task waited for its data. Costs a few clock reads per task.
+ */
+STARFOLD_API void starfold_context_set_profiling(starfold_context_t context, int on);
+
 /**
  * @brief Allocates a vector of @p count elements on logical device @p device's memory node and
  *        registers it with StarPU (home node = that memory node).

@@ -56,8 +56,9 @@ struct starfold_request {
     void *temp_block;             /* the main-memory temporaries' block from the context's pool, or NULL */
     size_t temp_block_bytes;
     starfold__pool_t *pool;              /* where it goes back (a reference held while temp_block is set) */
-    starfold__kernel_args_t **args;      /* [nargs] one per task, owned */
+    starfold__kernel_args_t **args;      /* [nargs] one per task, owned; their timing says when each ran */
     size_t nargs;
+    double submitted;             /* CLOCK_MONOTONIC seconds at creation: the timeline's origin */
 };
 
 

@@ -51,6 +51,17 @@ typedef struct starfold__kspan {
     size_t count;    /* elements, > 0 */
 } starfold__kspan_t;
 
+/*
+ * When a task ran (starfold_request_timeline(), `starfold run --trace`): written by its worker around
+ * the kernel, read after the request completed. Times are CLOCK_MONOTONIC seconds.
+ */
+typedef struct starfold__kernel_timing {
+    double start, end;    /* the kernel */
+    double fetch;         /* seconds StarPU spent acquiring the task's data before it (profiling on), else 0 */
+    int worker;           /* the StarPU worker */
+    int ran;              /* 0: cancelled, or not run yet */
+} starfold__kernel_timing_t;
+
 typedef struct starfold__kernel_args {
     int *cancelled;       /* request-wide: nonzero = do nothing */
     int *status;          /* request-wide first failure (a starfold_status_t), 0 = none */
@@ -67,7 +78,13 @@ typedef struct starfold__kernel_args {
     size_t nseg;          /* segments: 1 for a COPY */
     size_t nsrc, ndst;    /* spans per segment (COPY: in total) */
     starfold__kspan_t *spans;    /* per segment, nsrc sources then ndst destinations (same allocation as the args) */
+    int task_kind;        /* the graph node's starfold_task_kind_t, for the timeline */
+    int device;           /* its logical device */
+    starfold__kernel_timing_t timing;
 } starfold__kernel_args_t;
+
+/* Records the start (@end 0) or the end (@end 1) of @a's kernel in a->timing (template.c). */
+void starfold__kernel_time(starfold__kernel_args_t *a, int end);
 
 /* The spans of segment @seg of an element-wise (REDUCE, SCALE) task: nsrc sources, then ndst dsts. */
 static inline const starfold__kspan_t *starfold__kernel_segment(const starfold__kernel_args_t *a, size_t seg)

@@ -332,7 +332,9 @@ static void kernel_opencl(void *buffers[], const starfold__kernel_args_t *a);
 void starfold__kernel_opencl(void *buffers[], void *cl_arg)
 {
     SF_TSAN_ACQUIRE();
+    starfold__kernel_time(cl_arg, 0);
     kernel_opencl(buffers, cl_arg);
+    starfold__kernel_time(cl_arg, 1);
     SF_TSAN_RELEASE();
 }
 

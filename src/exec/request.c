@@ -56,6 +56,9 @@ struct starfold_request *starfold__request_new(void)
         free(r);
         return NULL;
     }
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    r->submitted = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
     return r;
 }
 
@@ -161,3 +164,35 @@ STARFOLD_API void starfold_request_destroy(starfold_request_t request)
     starfold__request_free(request);
 }
 
+
+STARFOLD_API starfold_status_t starfold_request_timeline(starfold_request_t request, starfold_task_timing_t *timings,
+                                                         size_t capacity, size_t *count)
+{
+    static const char fn[] = "starfold_request_timeline";
+    if (!request || !count || (capacity && !timings))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                               !request ? "request" : !count ? "count" : "timings");
+    pthread_mutex_lock(&request->lock);
+    const int finished = request->pending == 0;
+    pthread_mutex_unlock(&request->lock);
+    if (!finished) return starfold__error(STARFOLD_ERR_IN_PROGRESS, "%s: the request is still running", fn);
+    SF_TSAN_ACQUIRE(); /* the workers' writes of the timings, before their completion callbacks */
+    size_t n = 0;
+    for (size_t k = 0; k < request->nargs; k++) {
+        const starfold__kernel_args_t *a = request->args[k];
+        if (!a->timing.ran) continue;
+        if (n < capacity)
+            timings[n] = (starfold_task_timing_t){
+                .node = a->node,
+                .kind = (starfold_task_kind_t)a->task_kind,
+                .device = a->device,
+                .worker = a->timing.worker,
+                .fetch_us = 1e6 * a->timing.fetch,
+                .start_us = 1e6 * (a->timing.start - request->submitted),
+                .end_us = 1e6 * (a->timing.end - request->submitted),
+            };
+        n++;
+    }
+    *count = n;
+    return STARFOLD_OK;
+}

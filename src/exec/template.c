@@ -28,6 +28,8 @@
  */
 #include "config.h"
 
+#include <time.h>
+
 #include "base/common.h"
 #include "exec/submit.h"
 
@@ -197,6 +199,31 @@ static void args_init(starfold__kernel_args_t *a, const struct starfold_graph *g
     a->node = i;
     a->fail = ctx->test_fail_task >= 0 && (size_t)ctx->test_fail_task == i;
     a->nseg = nseg;
+    a->task_kind = (int)n->kind;
+    a->device = n->device;
+}
+
+void starfold__kernel_time(starfold__kernel_args_t *a, int end)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    const double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    starfold__kernel_timing_t *tm = &a->timing;
+    if (end) {
+        tm->end = now;
+        tm->ran = 1;
+        return;
+    }
+    tm->start = now;
+    tm->worker = starpu_worker_get_id();
+    /* With StarPU's profiling on, how long it took to bring the task's data (the transfers). */
+    const struct starpu_task *task = starpu_task_get_current();
+    const struct starpu_profiling_task_info *pi = task ? task->profiling_info : NULL;
+    if (pi) {
+        const double a0 = (double)pi->acquire_data_start_time.tv_sec + 1e-9 * (double)pi->acquire_data_start_time.tv_nsec;
+        const double a1 = (double)pi->acquire_data_end_time.tv_sec + 1e-9 * (double)pi->acquire_data_end_time.tv_nsec;
+        tm->fetch = a1 > a0 && a0 > 0 ? a1 - a0 : 0;
+    }
 }
 
 /*
