@@ -60,6 +60,7 @@ typedef enum cli_opt_id {
     OPT_VIEWS,
     OPT_PERSISTENT,
     OPT_TRACE,
+    OPT_FULL,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) (1u << (id))
@@ -100,6 +101,7 @@ typedef struct cli_opts {
     int check;                  /* -c 0|1 */
     const char *plot;           /* --plot FILE.svg */
     const char *trace;          /* --trace FILE.svg (run) */
+    int full;                   /* --full (graph): draw every task, however many */
     int emulated;               /* --emulated */
     const char *out_dir;        /* --out DIR */
     int baselines;              /* --baselines 0|1 */

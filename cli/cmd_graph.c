@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static void print_json(FILE *f, const starfold_graph_stats_t *s, const starfold_link_bytes_t *pairs, size_t npairs)
 {
@@ -110,12 +111,20 @@ static int graph_main(const cli_command_t *cmd, int argc, char **argv)
         r = cli_fail(cmd, st, "cannot summarise the graph");
         goto out;
     }
+    /* --full beyond what Graphviz lays out: said before the tables, not after them. */
+    if (o.full && o.output && !dot_on_stdout && stats.num_tasks > STARFOLD_DRAW_MAX_TASKS &&
+        !(strlen(o.output) > 4 && !strcasecmp(o.output + strlen(o.output) - 4, ".dot"))) {
+        r = cli_usage_error(cmd, "--full: %zu tasks, more than Graphviz lays out in reasonable time (%d); drop --full "
+                            "for the summary, or write .dot", stats.num_tasks, STARFOLD_DRAW_MAX_TASKS);
+        goto out;
+    }
     FILE *info = dot_on_stdout ? stderr : stdout;
     if (o.json) print_json(stdout, &stats, pairs, npairs);
     else print_summary(info, topo, o.algorithm, &o, spec, nt, cli_tensors_bytes(tensors, nt), &stats, pairs, npairs);
     if (o.output) {
         fflush(stdout);
-        st = dot_on_stdout ? starfold_graph_write_dot(g, "-") : starfold_graph_render(g, o.output);
+        st = dot_on_stdout ? starfold_graph_write_dot(g, "-")
+                           : starfold_graph_render_mode(g, o.output, o.full ? STARFOLD_DRAW_FULL : STARFOLD_DRAW_AUTO);
         if (st != STARFOLD_OK) {
             r = cli_fail(cmd, st, "cannot write %s", o.output);
             goto out;
@@ -137,11 +146,11 @@ const cli_command_t cli_cmd_graph = {
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
-                CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON),
+                CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_FULL),
     .usage =
         "Usage: starfold graph [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
         "                      [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
-        "                      [-g|--devices N] [-o FILE] [--json]\n"
+        "                      [-g|--devices N] [-o FILE [--full]] [--json]\n"
         "\n"
         "Compiles an all-reduce of SPEC's tensors over the first N devices of a topology, runs the invariant\n"
         "checker, and prints the tasks by kind, the bytes moved per directed device pair (with the link and\n"
@@ -165,7 +174,11 @@ const cli_command_t cli_cmd_graph = {
         "  --rings N           ring: use N edge-disjoint rings, each both ways (1-4; default up to 2)\n"
         "  -g, --devices N     use the first N devices of the topology (default: all)\n"
         "  -o, --output FILE   export the graph: .dot, .svg or .png from the extension; '-' = DOT on stdout\n"
-        "                      (the summary then goes to stderr)\n"
+        "                      (the summary then goes to stderr). A picture of more than 400 tasks is\n"
+        "                      summarised: tasks of one kind on one device in one round are one node with\n"
+        "                      their count (Graphviz takes minutes over thousands of tasks); a .dot file\n"
+        "                      always holds every task\n"
+        "  --full              draw every task whatever the size (refused beyond 3000 tasks)\n"
         "  --json              print exactly {\"tasks\": {\"copy\": n, \"reduce\": n, \"scale\": n, \"pack\": n,\n"
         "                      \"unpack\": n}, \"bytes_moved\": N, \"links\": [{\"from\": a, \"to\": b, \"bytes\": n}, ...],\n"
         "                      \"critical_path\": {\"tasks\": n, \"bytes\": n}}; bytes_moved counts the bytes\n"

@@ -61,6 +61,7 @@ static const opt_def_t opt_defs[] = {
     { OPT_VIEWS, "views", NULL, 0, 0 },
     { OPT_PERSISTENT, "persistent", NULL, 0, 0 },
     { OPT_TRACE, "trace", NULL, 0, 1 },
+    { OPT_FULL, "full", NULL, 0, 0 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -285,6 +286,7 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
     case OPT_MODEL: o->model = 1; break;
     case OPT_VIEWS: o->views = 1; break;
     case OPT_PERSISTENT: o->persistent = 1; break;
+    case OPT_FULL: o->full = 1; break;
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);

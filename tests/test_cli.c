@@ -450,6 +450,7 @@ static void test_bad_arguments(void)
         { "run", "--topology dgx1-v100 -g 9", "has 8 devices" },
         { "run", "--json", "does not apply to run" },
         { "run", "--trace x.png", "the timeline is an .svg file" },
+        { "graph", "--tensors 1000x4KiB --num-packs 0 -o x.svg --full", "more than Graphviz lays out" },
         { "bench", "-o sum", "--op" },
         { "bench", "-b 8M -e 1M", "larger than" },
         { "bench", "-b 1X", "unknown unit" },
@@ -854,6 +855,12 @@ static void test_graph_summary_and_files(void)
     CU_ASSERT_EQUAL(r.status, 0);
     result_free(&r);
     run(&r, "graph --tensors 2x4K -o '%s'", svg);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Written: "));
+    result_free(&r);
+    /* 12,000 tasks: drawn summarised, in seconds (Graphviz took over ten minutes on every task). */
+    const char *big = out_path("cli-graph-big.svg");
+    run(&r, "graph --tensors 1000x4KiB --num-packs 0 -o '%s'", big);
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Written: "));
     result_free(&r);

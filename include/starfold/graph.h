@@ -276,12 +276,37 @@ STARFOLD_API starfold_topology_t starfold_graph_topology(starfold_graph_t graph)
  */
 STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, const char *path);
 
+/** @brief Graphs of more tasks than this are drawn summarised by starfold_graph_render(). */
+#define STARFOLD_DRAW_SUMMARY_TASKS 400
+/** @brief Most tasks drawn one by one (Graphviz's layout takes minutes beyond). */
+#define STARFOLD_DRAW_MAX_TASKS 3000
+/** @brief Most groups a summary draws. */
+#define STARFOLD_DRAW_MAX_GROUPS 1500
+
+/** @brief How starfold_graph_render_mode() draws. */
+typedef enum starfold_draw_mode {
+    STARFOLD_DRAW_AUTO = 0, /**< every task up to ::STARFOLD_DRAW_SUMMARY_TASKS tasks, the summary beyond */
+    STARFOLD_DRAW_FULL,     /**< every task (refused beyond ::STARFOLD_DRAW_MAX_TASKS) */
+    STARFOLD_DRAW_SUMMARY   /**< tasks of one kind on one device in one round as one node with their count,
+                                 the edges between two such groups as one edge with their bytes */
+} starfold_draw_mode_t;
+
 /**
  * @brief Draws the graph with Graphviz (dot layout) into @p path; the format comes from the
- *        extension: .dot, .svg, .png.
- * @return ::STARFOLD_ERR_NOT_SUPPORTED for another extension.
+ *        extension: .dot, .svg, .png. Pictures of more than ::STARFOLD_DRAW_SUMMARY_TASKS tasks are
+ *        summarised (::STARFOLD_DRAW_SUMMARY); a .dot file always holds every task.
+ * @return ::STARFOLD_ERR_NOT_SUPPORTED for another extension, or a summary of more than
+ *         ::STARFOLD_DRAW_MAX_GROUPS groups (with the numbers in starfold_last_error()).
  */
 STARFOLD_API starfold_status_t starfold_graph_render(starfold_graph_t graph, const char *path);
+
+/**
+ * @brief As starfold_graph_render(), drawn as @p mode says.
+ * @return as starfold_graph_render(); ::STARFOLD_ERR_NOT_SUPPORTED for ::STARFOLD_DRAW_FULL beyond
+ *         ::STARFOLD_DRAW_MAX_TASKS tasks; ::STARFOLD_ERR_INVALID_ARGUMENT for an unknown mode.
+ */
+STARFOLD_API starfold_status_t starfold_graph_render_mode(starfold_graph_t graph, const char *path,
+                                                          starfold_draw_mode_t mode);
 
 #ifdef __cplusplus
 }

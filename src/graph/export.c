@@ -515,6 +515,158 @@ out:
     return st;
 }
 
+
+/* ------------------------------------------------------------------------------------------------
+ * The summarised picture of a big graph (STARFOLD_DRAW_SUMMARY, and AUTO above the threshold):
+ *
+ *   cluster device 3:   [reduce x 8, round 2] ==== 4.0 MiB, nvlink ===> [copy x 8, round 3] ...
+ *
+ * Tasks of one kind on one device at one round (the length of the longest dependency chain before
+ * them) are one node with their count; the edges between two groups are one edge with their bytes.
+ * Graphviz lays out hundreds of groups in seconds where it took minutes for thousands of tasks.
+ */
+typedef struct sum_edge {
+    size_t from, to; /* groups */
+    uint64_t bytes;
+} sum_edge_t;
+
+static int cmp_sum_edge(const void *a, const void *b)
+{
+    const sum_edge_t *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    return x->to < y->to ? -1 : x->to > y->to;
+}
+
+typedef struct sum_key {
+    int device, kind;
+    size_t level, node; /* node: the first task, for a stable order */
+} sum_key_t;
+
+static int cmp_sum_key(const void *a, const void *b)
+{
+    const sum_key_t *x = a, *y = b;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    if (x->level != y->level) return x->level < y->level ? -1 : 1;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Groups of @g's tasks: group[i] for task i; returns the group count (0 on out of memory). */
+static size_t summary_groups(const struct starfold_graph *g, size_t *group, sum_key_t **keys_out)
+{
+    size_t *level = calloc(g->nnodes ? g->nnodes : 1, sizeof *level);
+    sum_key_t *keys = malloc(sizeof *keys * (g->nnodes ? g->nnodes : 1));
+    if (!level || !keys) {
+        free(level);
+        free(keys);
+        return 0;
+    }
+    for (size_t i = 0; i < g->nnodes; i++) { /* deps name earlier tasks: one pass in order */
+        for (size_t k = 0; k < g->nodes[i].ndeps; k++)
+            if (level[g->nodes[i].deps[k]] + 1 > level[i]) level[i] = level[g->nodes[i].deps[k]] + 1;
+        keys[i] = (sum_key_t){ g->nodes[i].device, (int)g->nodes[i].kind, level[i], i };
+    }
+    qsort(keys, g->nnodes, sizeof *keys, cmp_sum_key);
+    size_t ng = 0;
+    for (size_t j = 0; j < g->nnodes; j++) {
+        if (j == 0 || keys[j].device != keys[j - 1].device || keys[j].kind != keys[j - 1].kind ||
+            keys[j].level != keys[j - 1].level)
+            keys[ng++] = keys[j];
+        group[keys[j].node] = ng - 1;
+    }
+    free(level);
+    *keys_out = keys;
+    return ng;
+}
+
+static starfold_status_t build_summary(exporter_t *x, size_t max_groups)
+{
+    const struct starfold_graph *g = x->g;
+    starfold_status_t st = STARFOLD_OK;
+    size_t *group = malloc(sizeof *group * (g->nnodes ? g->nnodes : 1)), *count = NULL;
+    sum_key_t *keys = NULL;
+    sum_edge_t *edges = NULL;
+    Agnode_t **gnode = NULL;
+    ranges_t seen = { NULL, 0, 0 };
+    uint64_t *bytes = NULL;
+    size_t ng = group ? summary_groups(g, group, &keys) : 0, ne = 0, cap = 0;
+    if (!ng && g->nnodes) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+        goto out;
+    }
+    if (ng > max_groups) {
+        st = starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
+                             "%s: %zu tasks summarise to %zu groups, more than Graphviz lays out in reasonable time "
+                             "(%zu); write the graph as .dot, or read its tables (starfold graph without -o)",
+                             g->algorithm, g->nnodes, ng, max_groups);
+        goto out;
+    }
+    count = calloc(ng ? ng : 1, sizeof *count);
+    gnode = calloc(ng ? ng : 1, sizeof *gnode);
+    if (!count || !gnode) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+        goto out;
+    }
+    for (size_t i = 0; i < g->nnodes; i++) count[group[i]]++;
+    SF_CHECK_GOTO(set_graph_label(x), st, out);
+    {
+        const char *label = agget(x->ag, "label");
+        starfold__agset(x->ag, "label", "%s\\nsummary: %zu tasks as %zu groups (tasks of one kind on one device in one "
+                        "round); starfold graph --full draws every task", label ? label : "", g->nnodes, ng);
+    }
+    SF_CHECK_GOTO(add_clusters(x), st, out);
+    for (size_t k = 0; k < ng; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "g%zu", k);
+        if (!(gnode[k] = new_node(x, keys[k].device, name))) {
+            st = STARFOLD_ERR_OUT_OF_MEMORY;
+            goto out;
+        }
+        starfold__agset(gnode[k], "shape", "box");
+        starfold__agset(gnode[k], "style", "filled,rounded");
+        starfold__agset(gnode[k], "fillcolor", "%s", kind_fill[keys[k].kind]);
+        starfold__agset(gnode[k], "label", "%s x %zu\\nround %zu", starfold_task_kind_name((starfold_task_kind_t)keys[k].kind),
+                        count[k], keys[k].level);
+    }
+    size_t maxdeps = 1;
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].ndeps > maxdeps) maxdeps = g->nodes[i].ndeps;
+    if (!(bytes = malloc(maxdeps * sizeof *bytes))) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+        goto out;
+    }
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const starfold__node_t *n = &g->nodes[i];
+        SF_CHECK_GOTO(dep_bytes(g, i, bytes, &seen), st, out);
+        for (size_t k = 0; k < n->ndeps; k++) {
+            if (SF_GROW(edges, ne, cap) != 0) {
+                st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+                goto out;
+            }
+            edges[ne++] = (sum_edge_t){ group[n->deps[k]], group[i], bytes[k] };
+        }
+    }
+    qsort(edges, ne, sizeof *edges, cmp_sum_edge);
+    for (size_t j = 0; j < ne;) {
+        size_t e = j;
+        uint64_t b = 0;
+        for (; e < ne && edges[e].from == edges[j].from && edges[e].to == edges[j].to; e++) b += edges[e].bytes;
+        SF_CHECK_GOTO(add_edge(x, gnode[edges[j].from], gnode[edges[j].to], b, keys[edges[j].from].device,
+                               keys[edges[j].to].device),
+                      st, out);
+        j = e;
+    }
+out:
+    free(group);
+    free(count);
+    free(keys);
+    free(edges);
+    free(gnode);
+    free(bytes);
+    free(seen.r);
+    return st;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 
 /* What the exporter relies on: devices in range and deps naming tasks (builders guarantee both). */
@@ -558,13 +710,23 @@ static starfold_status_t build(exporter_t *x)
 }
 
 /* Draws @g and writes it to @path: as DOT whatever the extension (@dot_only), or per the extension. */
-static starfold_status_t export_graph(starfold_graph_t g, const char *path, int dot_only)
+static starfold_status_t export_graph(starfold_graph_t g, const char *path, int dot_only, starfold_draw_mode_t mode)
 {
     if (!g || !path) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "graph export: NULL argument");
     starfold__format_t format; /* checked before anything is drawn */
     starfold_status_t st = dot_only ? STARFOLD_OK : starfold__format_from_path(path, &format);
     if (st != STARFOLD_OK) return st;
     if ((st = check_drawable(g)) != STARFOLD_OK) return st;
+    if ((int)mode < STARFOLD_DRAW_AUTO || mode > STARFOLD_DRAW_SUMMARY)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "graph export: unknown draw mode %d", (int)mode);
+    /* A picture is laid out by Graphviz: past a few hundred tasks, the summary (or a refusal). */
+    const int summarise = !dot_only && (mode == STARFOLD_DRAW_SUMMARY ||
+                                        (mode == STARFOLD_DRAW_AUTO && g->nnodes > STARFOLD_DRAW_SUMMARY_TASKS));
+    if (!dot_only && !summarise && g->nnodes > STARFOLD_DRAW_MAX_TASKS)
+        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
+                               "%s: %zu tasks, more than Graphviz lays out in reasonable time (%d); draw the summary "
+                               "(the default), or write the graph as .dot",
+                               g->algorithm, g->nnodes, STARFOLD_DRAW_MAX_TASKS);
 
     ag_ids_t ids;
     exporter_t x = { .g = g };
@@ -574,7 +736,7 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
         starfold__cgraph_unlock();
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph");
     }
-    SF_CHECK_GOTO(build(&x), st, out);
+    SF_CHECK_GOTO(summarise ? build_summary(&x, STARFOLD_DRAW_MAX_GROUPS) : build(&x), st, out);
     if (!dot_only) {
         st = starfold__agraph_save(x.ag, path);
         goto out;
@@ -600,10 +762,16 @@ out:
 
 STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, const char *path)
 {
-    return export_graph(graph, path, 1);
+    return export_graph(graph, path, 1, STARFOLD_DRAW_FULL);
 }
 
 STARFOLD_API starfold_status_t starfold_graph_render(starfold_graph_t graph, const char *path)
 {
-    return export_graph(graph, path, 0);
+    return export_graph(graph, path, 0, STARFOLD_DRAW_AUTO);
+}
+
+STARFOLD_API starfold_status_t starfold_graph_render_mode(starfold_graph_t graph, const char *path,
+                                                          starfold_draw_mode_t mode)
+{
+    return export_graph(graph, path, 0, mode);
 }
