@@ -61,15 +61,17 @@ typedef enum cli_opt_id {
     OPT_PERSISTENT,
     OPT_TRACE,
     OPT_FULL,
+    OPT_COLLECTIVE,
+    OPT_ROOT,
     OPT_COUNT
 } cli_opt_id_t;
-#define CLI_OPT(id) (1u << (id))
+#define CLI_OPT(id) ((uint64_t)1 << (id))
 
 /* A command: its name, the options it accepts, its --help text and its entry point. */
 typedef struct cli_command {
     const char *name;
     const char *summary;   /* one line, for `starfold --help` */
-    uint32_t accepted;     /* CLI_OPT() bits */
+    uint64_t accepted;     /* CLI_OPT() bits */
     int allow_all;         /* "--algorithm all", "--op all", "--dtype all" */
     const char *usage;     /* the full --help text */
     int (*main)(const struct cli_command *cmd, int argc, char **argv);
@@ -79,7 +81,7 @@ extern const cli_command_t cli_cmd_topo, cli_cmd_graph, cli_cmd_simulate, cli_cm
 
 /* Parsed options; a field is meaningful when its bit is in `given`, else it holds the default. */
 typedef struct cli_opts {
-    uint32_t given;             /* CLI_OPT() bits of the options present */
+    uint64_t given;             /* CLI_OPT() bits of the options present */
     const char *topology;       /* --topology: NULL = the command's default */
     const char *algorithm;      /* --algorithm: "hierarchical-copy" by default; "all" (bench) */
     starfold_op_t op;           /* --op, default sum */
@@ -102,6 +104,8 @@ typedef struct cli_opts {
     const char *plot;           /* --plot FILE.svg */
     const char *trace;          /* --trace FILE.svg (run) */
     int full;                   /* --full (graph): draw every task, however many */
+    int collective;             /* --collective: a cli_collective_t, all-reduce by default */
+    int root;                   /* --root D: the reduce's destination, the broadcast's source (default 0) */
     int emulated;               /* --emulated */
     const char *out_dir;        /* --out DIR */
     int baselines;              /* --baselines 0|1 */
@@ -119,6 +123,29 @@ typedef struct cli_opts {
  * Returns CLI_OK, CLI_HELP_DONE (usage printed on stdout) or CLI_USAGE (reason printed on stderr).
  */
 int cli_parse(const cli_command_t *cmd, int argc, char **argv, cli_opts_t *o);
+
+/* --collective: what the commands compile and run. */
+typedef enum cli_collective {
+    CLI_COLL_ALL_REDUCE = 0, /* every device's tensors reduced, the result on every device */
+    CLI_COLL_REDUCE,         /* ... the result on --root only */
+    CLI_COLL_BROADCAST       /* --root's tensors copied to every device */
+} cli_collective_t;
+
+/* Devices of a collective over devices 0..n-1 (desc points into it). */
+typedef struct cli_coll {
+    int src[STARFOLD_MAX_DEVICES], dst[STARFOLD_MAX_DEVICES];
+} cli_coll_t;
+
+/*
+ * Fills @desc's kind, sources and destinations for o->collective over devices 0..@n-1 (the arrays in
+ * @c). A --root outside them is a bad argument (exit 2), said alone.
+ */
+int cli_collective_setup(const cli_command_t *cmd, const cli_opts_t *o, int n, cli_coll_t *c,
+                         starfold_collective_desc_t *desc);
+/* "all-reduce (sum)", "reduce (sum) to device 2", "broadcast from device 2": what a run line says. */
+const char *cli_collective_text(const cli_opts_t *o, char *buf, size_t len);
+/* nccl-tests' busbw factor: 2(n-1)/n for all-reduce, 1 for reduce and broadcast. */
+double cli_busbw_factor(const cli_opts_t *o, int n);
 
 /* Prints "starfold CMD: <reason>" on one line of stderr; returns CLI_USAGE. */
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -207,7 +234,11 @@ typedef struct cli_replicas {
     int bucketed;                          /* the bucket layout: */
     starpu_data_handle_t *bin, *bout;      /* [n] each replica's input and output vector */
     starfold_view_t *vin, *vout;           /* [n * nt] the tensors as views of them */
+    int collective, root;                  /* a cli_collective_t and its root: which slots go in and out */
 } cli_replicas_t;
+
+/* The collective the replicas serve (all-reduce unless set): submissions pass only its slots. */
+void cli_replicas_set_collective(cli_replicas_t *rep, int collective, int root);
 
 /* Values, references and tolerances: tools/verify.h (shared with the tests and examples). */
 

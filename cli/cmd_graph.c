@@ -28,8 +28,9 @@ static void print_summary(FILE *f, starfold_topology_t topo, const char *algorit
 {
     char b1[32], b2[32];
     const int n = starfold_topology_num_devices(topo);
-    fprintf(f, "Graph: %s, all-reduce (%s) of %zu %s tensor%s (%s), %s per replica, over %d device%s of '%s'\n",
-            algorithm, starfold_op_name(o->op), nt, starfold_dtype_name(o->dtype), nt == 1 ? "" : "s", spec,
+    char coll[64];
+    fprintf(f, "Graph: %s, %s of %zu %s tensor%s (%s), %s per replica, over %d device%s of '%s'\n",
+            algorithm, cli_collective_text(o, coll, sizeof coll), nt, starfold_dtype_name(o->dtype), nt == 1 ? "" : "s", spec,
             cli_format_bytes(b1, sizeof b1, bytes), n, n == 1 ? "" : "s", starfold_topology_name(topo));
     fprintf(f, "Tasks: %zu (", s->num_tasks);
     for (int k = 0; k < STARFOLD_TASK_KIND_COUNT; k++)
@@ -87,10 +88,16 @@ static int graph_main(const cli_command_t *cmd, int argc, char **argv)
     const int n = starfold_topology_num_devices(topo);
     int devices[STARFOLD_MAX_DEVICES];
     for (int d = 0; d < n; d++) devices[d] = d;
-    const starfold_collective_desc_t desc = {
+    starfold_collective_desc_t desc = {
         .kind = STARFOLD_COLL_REDUCE, .op = o.op, .num_sources = n, .sources = devices,
         .num_tensors = nt, .tensors = tensors,
     };
+    cli_coll_t coll;
+    if ((r = cli_collective_setup(cmd, &o, n, &coll, &desc)) != CLI_OK) {
+        starfold_topology_destroy(topo);
+        starfold_tools_tensors_free(tensors);
+        return r;
+    }
     starfold_graph_t g = NULL;
     starfold_link_bytes_t *pairs = NULL;
     size_t npairs = 0;
@@ -146,11 +153,11 @@ const cli_command_t cli_cmd_graph = {
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
-                CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_FULL),
+                CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_FULL) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
     .usage =
         "Usage: starfold graph [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
         "                      [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
-        "                      [-g|--devices N] [-o FILE [--full]] [--json]\n"
+        "                      [-g|--devices N] [-o FILE [--full]] [--json] [--collective C [--root D]]\n"
         "\n"
         "Compiles an all-reduce of SPEC's tensors over the first N devices of a topology, runs the invariant\n"
         "checker, and prints the tasks by kind, the bytes moved per directed device pair (with the link and\n"
@@ -179,6 +186,9 @@ const cli_command_t cli_cmd_graph = {
         "                      their count (Graphviz takes minutes over thousands of tasks); a .dot file\n"
         "                      always holds every task\n"
         "  --full              draw every task whatever the size (refused beyond 3000 tasks)\n"
+        "  --collective C      all-reduce (default), reduce (the result on --root only) or broadcast (--root's\n"
+        "                      tensors to every device)\n"
+        "  --root D            the reduce's destination or the broadcast's source (default 0)\n"
         "  --json              print exactly {\"tasks\": {\"copy\": n, \"reduce\": n, \"scale\": n, \"pack\": n,\n"
         "                      \"unpack\": n}, \"bytes_moved\": N, \"links\": [{\"from\": a, \"to\": b, \"bytes\": n}, ...],\n"
         "                      \"critical_path\": {\"tasks\": n, \"bytes\": n}}; bytes_moved counts the bytes\n"

@@ -17,6 +17,7 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -398,16 +399,49 @@ fail:
     return st;
 }
 
+void cli_replicas_set_collective(cli_replicas_t *rep, int collective, int root)
+{
+    rep->collective = collective;
+    rep->root = root;
+}
+
+/* First input and output slot of the collective: a reduce writes the root's only, a broadcast reads it only. */
+static size_t in_slot(const cli_replicas_t *rep)
+{
+    return rep->collective == CLI_COLL_BROADCAST ? (size_t)rep->root : 0;
+}
+
+static size_t out_slot(const cli_replicas_t *rep)
+{
+    return rep->collective == CLI_COLL_REDUCE ? (size_t)rep->root : 0;
+}
+
 starfold_status_t cli_replicas_submit(cli_replicas_t *rep, starfold_graph_t g, starfold_request_t *req)
 {
-    if (rep->bucketed) return starfold_submit_views(rep->ctx, g, rep->vin, rep->vout, req);
-    return starfold_submit(rep->ctx, g, rep->in, rep->out, req);
+    if (rep->bucketed)
+        return starfold_submit_views(rep->ctx, g, rep->vin + in_slot(rep) * rep->nt, rep->vout + out_slot(rep) * rep->nt, req);
+    return starfold_submit(rep->ctx, g, rep->in + in_slot(rep) * rep->nt, rep->out + out_slot(rep) * rep->nt, req);
 }
 
 starfold_status_t cli_replicas_persistent(cli_replicas_t *rep, starfold_graph_t g, starfold_persistent_t *p)
 {
-    if (rep->bucketed) return starfold_persistent_create_views(rep->ctx, g, rep->vin, rep->vout, p);
-    return starfold_persistent_create(rep->ctx, g, rep->in, rep->out, p);
+    if (rep->bucketed)
+        return starfold_persistent_create_views(rep->ctx, g, rep->vin + in_slot(rep) * rep->nt,
+                                                rep->vout + out_slot(rep) * rep->nt, p);
+    return starfold_persistent_create(rep->ctx, g, rep->in + in_slot(rep) * rep->nt, rep->out + out_slot(rep) * rep->nt, p);
+}
+
+/* Element i of tensor t's expected result: the reduction over every replica, or the root's own value. */
+static double expected_at(const cli_replicas_t *rep, starfold_dtype_t dt, size_t t, size_t i)
+{
+    if (rep->collective == CLI_COLL_BROADCAST) return starfold_tools_value(rep->op, dt, rep->root, t, i);
+    return starfold_tools_reference_at(rep->op, dt, rep->n, t, i);
+}
+
+/* Whether replica r's outputs hold a result (a reduce writes only the root's). */
+static int has_result(const cli_replicas_t *rep, int r)
+{
+    return rep->collective != CLI_COLL_REDUCE || r == rep->root;
 }
 
 starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
@@ -448,10 +482,11 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
     if (rep->bucketed) { /* every replica's bucket read once, its tensors checked in place */
         const starfold_dtype_t dt = rep->nt ? rep->tensors[0].dtype : STARFOLD_FLOAT32;
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
+            if (!has_result(rep, r)) continue;
             st = starfold_vector_read(rep->bout[r], host, total_count(rep) * starfold_dtype_size(dt));
             for (size_t t = 0, at = 0; t < rep->nt && st == STARFOLD_OK; at += rep->tensors[t++].count) {
                 for (size_t i = 0; i < rep->tensors[t].count; i++)
-                    if (!starfold_tools_close_enough(dt, starfold_tools_get(host, dt, at + i), starfold_tools_reference_at(rep->op, dt, rep->n, t, i)))
+                    if (!starfold_tools_close_enough(dt, starfold_tools_get(host, dt, at + i), expected_at(rep, dt, t, i)))
                         bad++;
                 seen += rep->tensors[t].count;
             }
@@ -461,8 +496,9 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
         const starfold_dtype_t dt = rep->tensors[t].dtype;
         const size_t count = rep->tensors[t].count;
         /* The reference once per tensor, then every replica against it. */
-        for (size_t i = 0; i < count; i++) ref[i] = starfold_tools_reference_at(rep->op, dt, rep->n, t, i);
+        for (size_t i = 0; i < count; i++) ref[i] = expected_at(rep, dt, t, i);
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
+            if (!has_result(rep, r)) continue;
             st = starfold_vector_read(rep->out[(size_t)r * rep->nt + t], host, count * starfold_dtype_size(dt));
             for (size_t i = 0; i < count && st == STARFOLD_OK; i++)
                 if (!starfold_tools_close_enough(dt, starfold_tools_get(host, dt, i), ref[i])) bad++;
@@ -488,7 +524,7 @@ static int write_trace(const cli_command_t *cmd, const cli_opts_t *o, cli_machin
     starfold_status_t st = cli_replicas_clear(rep);
     starfold_request_t req = NULL;
     starfold_context_set_profiling(m->ctx, 1);
-    if (st == STARFOLD_OK) st = starfold_submit(m->ctx, g, rep->in, rep->out, &req);
+    if (st == STARFOLD_OK) st = cli_replicas_submit(rep, g, &req);
     if (st == STARFOLD_OK) st = starfold_request_wait(req);
     starfold_context_set_profiling(m->ctx, 0);
     char title[256];
@@ -540,6 +576,9 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         snprintf(spec, sizeof spec, "%s", "1MiB");
     }
     const char *spec_text = o.tensors ? o.tensors : spec;
+    /* A --root beyond -g is known now: said before any banner (the topology's size is checked below). */
+    if ((o.given & CLI_OPT(OPT_DEVICES)) && o.root >= o.devices)
+        return cli_usage_error(cmd, "--root %d: the collective runs on devices 0..%d", o.root, o.devices - 1);
     if ((r = cli_parse_tensors(cmd, spec_text, o.dtype, &tensors, &nt)) != CLI_OK) return r;
 
     cli_machine_t m;
@@ -557,10 +596,12 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     const int n = starfold_topology_num_devices(m.topo);
     int devices[STARFOLD_MAX_DEVICES];
     for (int d = 0; d < n; d++) devices[d] = d;
-    const starfold_collective_desc_t desc = {
+    starfold_collective_desc_t desc = {
         .kind = STARFOLD_COLL_REDUCE, .op = o.op, .num_sources = n, .sources = devices,
         .num_tensors = nt, .tensors = tensors,
     };
+    cli_coll_t coll;
+    if ((r = cli_collective_setup(cmd, &o, n, &coll, &desc)) != CLI_OK) goto out;
     starfold_status_t st = starfold_graph_compile(m.topo, o.algorithm, &desc, &aopt, &g);
     if (st != STARFOLD_OK) {
         r = st == STARFOLD_ERR_INVALID_ARGUMENT || st == STARFOLD_ERR_NOT_SUPPORTED
@@ -575,7 +616,10 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     }
     const uint64_t bytes = cli_tensors_bytes(tensors, nt);
     char b1[32], b2[32];
-    printf("All-reduce (%s) of %zu %s tensor%s (%s), %s per replica, %d replica%s, %s\n", starfold_op_name(o.op), nt,
+    char what[64];
+    cli_collective_text(&o, what, sizeof what);
+    what[0] = (char)toupper((unsigned char)what[0]);
+    printf("%s of %zu %s tensor%s (%s), %s per replica, %d replica%s, %s\n", what, nt,
            starfold_dtype_name(o.dtype), nt == 1 ? "" : "s", spec_text, cli_format_bytes(b1, sizeof b1, bytes), n,
            n == 1 ? "" : "s", starfold_graph_algorithm(g)); /* "auto:<the one chosen>" for auto */
     printf("Graph: %zu tasks, %s moved between devices, critical path %zu tasks\n", stats.num_tasks,
@@ -586,6 +630,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         r = cli_fail(cmd, st, "cannot create the replicas");
         goto out;
     }
+    cli_replicas_set_collective(&rep, o.collective, o.root);
     double total = 0.0, best = INFINITY;
     uint64_t wrong = 0, checked = 0;
     for (int it = -o.warmup; it < o.iters; it++) { /* it < 0: warm-up, run and verified, not timed */
@@ -595,7 +640,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         }
         starfold_request_t req = NULL;
         const double t0 = cli_now();
-        st = starfold_submit(m.ctx, g, rep.in, rep.out, &req);
+        st = cli_replicas_submit(&rep, g, &req);
         if (st == STARFOLD_OK) st = starfold_request_wait(req);
         const double dt = cli_now() - t0;
         starfold_request_destroy(req);
@@ -617,10 +662,14 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         checked += c;
     }
     const double mean = total / o.iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
-    printf("Time: %.3f ms per all-reduce (mean of %d after %d warm-up, best %.3f ms), algbw %.3f GB/s, busbw %.3f GB/s%s\n", mean * 1e3,
-           o.iters, o.warmup, best * 1e3, algbw, n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0,
+    printf("Time: %.3f ms per %s (mean of %d after %d warm-up, best %.3f ms), algbw %.3f GB/s, busbw %.3f GB/s%s\n", mean * 1e3,
+           o.collective == CLI_COLL_REDUCE ? "reduce" : o.collective == CLI_COLL_BROADCAST ? "broadcast" : "all-reduce",
+           o.iters, o.warmup, best * 1e3, algbw, algbw * cli_busbw_factor(&o, n),
            m.emulated ? " (emulated devices: CPU contention, not interconnect speed)" : "");
-    printf("Verified: %llu of %llu elements right on %s %d replica%s%s\n", (unsigned long long)(checked - wrong),
+    if (o.collective == CLI_COLL_REDUCE)
+        printf("Verified: %llu of %llu elements right on the root, device %d%s\n", (unsigned long long)(checked - wrong),
+               (unsigned long long)checked, o.root, o.iters + o.warmup > 1 ? ", over every iteration" : "");
+    else printf("Verified: %llu of %llu elements right on %s %d replica%s%s\n", (unsigned long long)(checked - wrong),
            (unsigned long long)checked, n == 1 ? "its" : "all", n, n == 1 ? "" : "s",
            o.iters + o.warmup > 1 ? " over every iteration" : "");
     if (wrong) {
@@ -645,11 +694,11 @@ const cli_command_t cli_cmd_run = {
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) |
                 CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
-                CLI_OPT(OPT_TRACE),
+                CLI_OPT(OPT_TRACE) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
     .usage =
         "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
         "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [-w|--warmup N] [--emulated]\n"
-        "                    [--trace FILE.svg]\n"
+        "                    [--trace FILE.svg] [--collective all-reduce|reduce|broadcast [--root D]]\n"
         "\n"
         "Runs an all-reduce on StarPU's devices, checks every element of every replica against a float64\n"
         "host reference and prints the time. Exits 0 only when every element is right.\n"
@@ -674,6 +723,9 @@ const cli_command_t cli_cmd_run = {
         "  --chunk-bytes B, --rings N   ring and one-pass tuning (see starfold graph --help)\n"
         "  -n, --iters I     run I times (outputs cleared and verified each time), default 1\n"
         "  -w, --warmup N    N untimed runs first (verified too), default 1\n"
+        "  --collective C    all-reduce (default); reduce: every device's tensors reduced onto --root only;\n"
+        "                    broadcast: --root's tensors copied to every device (verified against its values)\n"
+        "  --root D          the reduce's destination or the broadcast's source (default 0)\n"
         "  --trace FILE.svg  after the timed runs, one more drawn as a timeline: a row per StarPU worker,\n"
         "                    each task a bar coloured by kind, the waits for data (transfers) before it\n"
         "  -h, --help        this text\n",

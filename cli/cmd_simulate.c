@@ -148,10 +148,22 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
     const int n = starfold_topology_num_devices(topo);
     int devices[STARFOLD_MAX_DEVICES];
     for (int d = 0; d < n; d++) devices[d] = d;
-    const starfold_collective_desc_t desc = {
+    starfold_collective_desc_t desc = {
         .kind = STARFOLD_COLL_REDUCE, .op = o.op, .num_sources = n, .sources = devices,
         .num_tensors = nt, .tensors = tensors,
     };
+    cli_coll_t coll;
+    if ((r = cli_collective_setup(cmd, &o, n, &coll, &desc)) != CLI_OK) {
+        starfold_topology_destroy(topo);
+        starfold_tools_tensors_free(tensors);
+        return r;
+    }
+    if ((o.given & CLI_OPT(OPT_BACKWARD)) && o.collective != CLI_COLL_ALL_REDUCE) {
+        r = cli_usage_error(cmd, "--backward models all-reduce buckets (drop --collective)");
+        starfold_topology_destroy(topo);
+        starfold_tools_tensors_free(tensors);
+        return r;
+    }
     if (o.given & CLI_OPT(OPT_BACKWARD)) {
         r = simulate_backward(cmd, &o, o.algorithm, topo, &desc);
         starfold_topology_destroy(topo);
@@ -160,9 +172,14 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
     }
     if (!o.json) {
         char b[32];
-        printf("Model: all-reduce (%s) of %s (%s), %d devices of '%s'; busbw = algbw x 2(n-1)/n\n",
-               starfold_op_name(o.op), spec, cli_format_bytes(b, sizeof b, cli_tensors_bytes(tensors, nt)), n,
-               starfold_topology_name(topo));
+        char c[64];
+        printf("Model: %s of %s (%s), %d devices of '%s'; busbw = algbw x %s\n", cli_collective_text(&o, c, sizeof c),
+               spec, cli_format_bytes(b, sizeof b, cli_tensors_bytes(tensors, nt)), n, starfold_topology_name(topo),
+               o.collective == CLI_COLL_ALL_REDUCE ? "2(n-1)/n" : "1");
+        if (o.collective != CLI_COLL_ALL_REDUCE)
+            printf("(an algorithm without its own %s falls back to %s, as TensorFlow's cross-device ops do)\n",
+                   o.collective == CLI_COLL_REDUCE ? "reduce" : "broadcast",
+                   o.collective == CLI_COLL_REDUCE ? "reduce-to-one on the root" : "one copy per destination");
         printf("%-26s %8s %12s %10s %10s  %s\n", "algorithm", "tasks", "time (us)", "algbw GB/s", "busbw GB/s",
                "bottleneck link");
     }
@@ -204,12 +221,13 @@ const cli_command_t cli_cmd_simulate = {
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BACKWARD) | CLI_OPT(OPT_BUCKET_BYTES) | CLI_OPT(OPT_BYTES_PER_PACK) |
-                CLI_OPT(OPT_JSON),
+                CLI_OPT(OPT_JSON) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
     .allow_all = 1,
     .usage =
         "Usage: starfold simulate [--topology T] [--algorithm A|all] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
         "                         [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
         "                         [-g|--devices N] [--backward US|balanced [--bucket-bytes B]] [--json]\n"
+        "                         [--collective all-reduce|reduce|broadcast [--root D]]\n"
         "\n"
         "Compiles the all-reduce `starfold graph` would (same options) and replays it in the cost model:\n"
         "transfers share each directed link (alpha + bytes / bandwidth), kernels run one at a time per\n"
@@ -217,6 +235,9 @@ const cli_command_t cli_cmd_simulate = {
         "busbw (nccl-tests' definitions) and the link that carries the most load. Needs no device.\n"
         "\n"
         "  --algorithm A|all   one algorithm (default hierarchical-copy), or all of them, one row each\n"
+        "  --collective C      all-reduce (default), reduce (to --root) or broadcast (from --root); busbw =\n"
+        "                      algbw for reduce and broadcast, as nccl-tests counts them\n"
+        "  --root D            the reduce's destination or the broadcast's source (default 0)\n"
         "  --json              one object per algorithm: {\"algorithm\", \"bytes\", \"time_us\", \"algbw_GBps\",\n"
         "                      \"busbw_GBps\", \"bottleneck\": {\"from\", \"to\", \"from_name\", \"to_name\", \"kind\",\n"
         "                      \"GBps\", \"bytes\", \"busy_us\"} or null}\n"

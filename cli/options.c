@@ -62,6 +62,8 @@ static const opt_def_t opt_defs[] = {
     { OPT_PERSISTENT, "persistent", NULL, 0, 0 },
     { OPT_TRACE, "trace", NULL, 0, 1 },
     { OPT_FULL, "full", NULL, 0, 0 },
+    { OPT_COLLECTIVE, "collective", NULL, 0, 1 },
+    { OPT_ROOT, "root", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -287,6 +289,20 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
     case OPT_VIEWS: o->views = 1; break;
     case OPT_PERSISTENT: o->persistent = 1; break;
     case OPT_FULL: o->full = 1; break;
+    case OPT_COLLECTIVE:
+        if (!strcasecmp(v, "all-reduce") || !strcasecmp(v, "allreduce")) o->collective = CLI_COLL_ALL_REDUCE;
+        else if (!strcasecmp(v, "reduce")) o->collective = CLI_COLL_REDUCE;
+        else if (!strcasecmp(v, "broadcast")) o->collective = CLI_COLL_BROADCAST;
+        else if (!strcasecmp(v, "all-gather") || !strcasecmp(v, "allgather"))
+            return cli_usage_error(cmd, "%s all-gather: gather is not built yet (all-reduce, reduce, broadcast)", shown);
+        else return cli_usage_error(cmd, "%s '%s': expected all-reduce, reduce or broadcast", shown, v);
+        break;
+    case OPT_ROOT:
+        if (parse_int(v, 0, STARFOLD_MAX_DEVICES - 1, &n) != 0)
+            return cli_usage_error(cmd, "%s: expected a device number from 0 to %d, got '%s'", shown,
+                                   STARFOLD_MAX_DEVICES - 1, v);
+        o->root = (int)n;
+        break;
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);
@@ -503,4 +519,43 @@ void cli_json_string(FILE *f, const char *s)
         else fputc(*p, f);
     }
     fputc('"', f);
+}
+
+int cli_collective_setup(const cli_command_t *cmd, const cli_opts_t *o, int n, cli_coll_t *c,
+                         starfold_collective_desc_t *desc)
+{
+    if (o->root >= n)
+        return cli_usage_error(cmd, "--root %d: the collective runs on devices 0..%d", o->root, n - 1);
+    if ((o->given & CLI_OPT(OPT_ROOT)) && o->collective == CLI_COLL_ALL_REDUCE)
+        return cli_usage_error(cmd, "--root: an all-reduce has no root (--collective reduce or broadcast)");
+    for (int d = 0; d < n; d++) c->src[d] = c->dst[d] = d;
+    desc->kind = o->collective == CLI_COLL_BROADCAST ? STARFOLD_COLL_BROADCAST : STARFOLD_COLL_REDUCE;
+    desc->num_sources = n;
+    desc->sources = c->src;
+    desc->num_destinations = 0; /* the sources */
+    desc->destinations = NULL;
+    if (o->collective == CLI_COLL_REDUCE) {
+        desc->num_destinations = 1;
+        desc->destinations = &c->dst[o->root];
+    } else if (o->collective == CLI_COLL_BROADCAST) {
+        desc->num_sources = 1;
+        desc->sources = &c->src[o->root];
+        desc->num_destinations = n;
+        desc->destinations = c->dst;
+    }
+    return CLI_OK;
+}
+
+const char *cli_collective_text(const cli_opts_t *o, char *buf, size_t len)
+{
+    if (o->collective == CLI_COLL_REDUCE) snprintf(buf, len, "reduce (%s) to device %d", starfold_op_name(o->op), o->root);
+    else if (o->collective == CLI_COLL_BROADCAST) snprintf(buf, len, "broadcast from device %d", o->root);
+    else snprintf(buf, len, "all-reduce (%s)", starfold_op_name(o->op));
+    return buf;
+}
+
+double cli_busbw_factor(const cli_opts_t *o, int n)
+{
+    if (o->collective != CLI_COLL_ALL_REDUCE) return 1.0;
+    return n > 1 ? 2.0 * (n - 1) / n : 0.0;
 }

@@ -451,6 +451,12 @@ static void test_bad_arguments(void)
         { "run", "--json", "does not apply to run" },
         { "run", "--trace x.png", "the timeline is an .svg file" },
         { "graph", "--tensors 1000x4KiB --num-packs 0 -o x.svg --full", "more than Graphviz lays out" },
+        { "graph", "--collective all-gather", "gather is not built yet" },
+        { "graph", "--collective scatter", "expected all-reduce, reduce or broadcast" },
+        { "graph", "--root 2", "an all-reduce has no root" },
+        { "graph", "--collective reduce --root 8", "--root 8: the collective runs on devices 0..7" },
+        { "simulate", "--collective broadcast --root x", "expected a device number" },
+        { "run", "-g 2 --collective broadcast --root 2", "--root 2: the collective runs on devices 0..1" },
         { "bench", "-o sum", "--op" },
         { "bench", "-b 8M -e 1M", "larger than" },
         { "bench", "-b 1X", "unknown unit" },
@@ -966,6 +972,33 @@ static void test_run(void)
     CU_ASSERT_TRUE(fread(head, 1, sizeof head - 1, f) > 0);
     fclose(f);
     CU_ASSERT_PTR_NOT_NULL(strstr(head, "<?xml"));
+    result_free(&r);
+}
+
+/* --collective reduce and broadcast: compiled, modelled with nccl-tests' busbw, run and verified. */
+static void test_collectives(void)
+{
+    cli_result_t r;
+    run(&r, "run --topology host -g 4 -b 16K --collective reduce --root 2 --op max -n 2");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Reduce (max) to device 2 of 1 float32 tensor"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Verified: 12288 of 12288 elements right on the root, device 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "per reduce"));
+    result_free(&r);
+    run(&r, "run --topology host -g 3 --tensors 2x4K,100 --collective Broadcast --root 1 -d int32");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Broadcast from device 1 of 3 int32 tensors"));
+    CU_ASSERT_TRUE(verified_all(r.out));
+    result_free(&r);
+    run(&r, "graph --collective broadcast --root 6 --tensors 4x1MiB");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "broadcast from device 6 of 4 float32 tensors"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "reduce 0"));
+    result_free(&r);
+    run(&r, "simulate --collective reduce --root 3 --tensors 64MiB");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Model: reduce (sum) to device 3 of 64MiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "busbw = algbw x 1"));
     result_free(&r);
 }
 
@@ -1619,6 +1652,7 @@ int main(void)
         { "simulate", "JSON equals the library's model; all algorithms", test_simulate },
         { "run", "CPU workers: every op and dtype verified", test_run },
         { "run", "the emulated box", test_run_emulated },
+        { "run", "reduce and broadcast in run, graph, simulate", test_collectives },
         { "demo", "writes and prints the graph files", test_demo },
         { "bench", "table rows and baselines", test_bench_table },
         { "bench", "--json and --csv", test_bench_json_csv },
