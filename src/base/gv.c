@@ -88,3 +88,20 @@ starfold_status_t starfold__agraph_save(Agraph_t *g, const char *path)
     pthread_mutex_unlock(&gvc_lock);
     return st;
 }
+
+void starfold__add_legend(Agraph_t *g, const char *html)
+{
+    Agraph_t *c = agsubg(g, "cluster_legend", 1);
+    if (!c) return; /* out of memory: the picture goes without */
+    agsafeset(c, "label", "", "");
+    agsafeset(c, "color", "white", "");
+    Agnode_t *n = agnode(c, "legend", 1);
+    if (!n) return;
+    /* Defaults as Graphviz's own: declaring an attribute gives every other node its default. */
+    agsafeset(n, "shape", "plaintext", agget(n, "shape") ? agget(n, "shape") : "ellipse");
+    char *label = agstrdup_html(g, (char *)html);
+    if (label) {
+        agsafeset(n, "label", label, "\\N");
+        agstrfree(g, label);
+    }
+}

@@ -16,6 +16,12 @@ starfold_status_t starfold__format_from_path(const char *path, starfold__format_
 /* Writes @g to @path in the format its extension names. Does not close @g. */
 starfold_status_t starfold__agraph_save(Agraph_t *g, const char *path);
 
+/*
+ * A legend for a rendered picture: a cluster "legend" holding one plain node whose label is @html
+ * (a Graphviz HTML-like label, a <table>). Never in a .dot file: that stays the data.
+ */
+void starfold__add_legend(Agraph_t *g, const char *html);
+
 /* agsafeset with a formatted value. */
 void starfold__agset(void *obj, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

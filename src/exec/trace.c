@@ -20,17 +20,9 @@
 #include <starpu.h>
 
 #include "base/common.h"
+#include "base/palette.h"
 #include "exec/exec.h"
 #include "exec/kernels.h"
-
-/* The graph pictures' fill colours by task kind (graph/export.c). */
-static const char *const kind_fill[STARFOLD_TASK_KIND_COUNT] = {
-    [STARFOLD_TASK_COPY] = "#aec7e8",
-    [STARFOLD_TASK_REDUCE] = "#ffbb78",
-    [STARFOLD_TASK_SCALE] = "#98df8a",
-    [STARFOLD_TASK_PACK] = "#c5b0d5",
-    [STARFOLD_TASK_UNPACK] = "#f7b6d2",
-};
 
 enum { LEFT = 230, RIGHT = 30, TOP = 60, ROW = 34, BAR = 22, WIDTH = 1200 };
 
@@ -120,7 +112,7 @@ static void write_legend(FILE *f, const starfold_task_timing_t *t, size_t n, int
     }
     for (int k = 0; k < STARFOLD_TASK_KIND_COUNT; k++) {
         if (!used[k]) continue;
-        fprintf(f, "<rect x='%d' y='%d' width='18' height='12' fill='%s' stroke='#333333'/>", x, y, kind_fill[k]);
+        fprintf(f, "<rect x='%d' y='%d' width='18' height='12' fill='%s' stroke='#333333'/>", x, y, starfold__kind_fill(k));
         fprintf(f, "<text x='%d' y='%d' font-size='12'>%s</text>\n", x + 24, y + 11, starfold_task_kind_name((starfold_task_kind_t)k));
         x += 110;
     }
@@ -183,7 +175,7 @@ STARFOLD_API starfold_status_t starfold_request_trace_svg(starfold_request_t req
                     y + 4, t[k].fetch_us * scale, BAR - 8);
         fprintf(f, "<rect x='%.2f' y='%.1f' width='%.2f' height='%d' fill='%s' stroke='#333333' stroke-width='0.5'>"
                    "<title>node %zu: %s on device %d, %.1f-%.1f us%s</title></rect>\n",
-                xs, y, w > 0.5 ? w : 0.5, BAR, kind_fill[t[k].kind], t[k].node, starfold_task_kind_name(t[k].kind),
+                xs, y, w > 0.5 ? w : 0.5, BAR, starfold__kind_fill(t[k].kind), t[k].node, starfold_task_kind_name(t[k].kind),
                 t[k].device, t[k].start_us, t[k].end_us, t[k].fetch_us > 0 ? ", after waiting for its data" : "");
     }
     write_legend(f, t, n, TOP + rows * ROW + 62);

@@ -27,6 +27,7 @@
 
 #include "base/common.h"
 #include "base/gv.h"
+#include "base/palette.h"
 #include "graph/graph.h"
 #include "topology/topology.h"
 
@@ -36,25 +37,10 @@
 /* More tensors than this and buffers are drawn one node per slot. */
 #define AGGREGATE_TENSORS 64
 
-static const char *const kind_fill[STARFOLD_TASK_KIND_COUNT] = {
-    [STARFOLD_TASK_COPY] = "#aec7e8",   /* light blue */
-    [STARFOLD_TASK_REDUCE] = "#ffbb78", /* light orange */
-    [STARFOLD_TASK_SCALE] = "#98df8a",  /* light green */
-    [STARFOLD_TASK_PACK] = "#c5b0d5",   /* lavender */
-    [STARFOLD_TASK_UNPACK] = "#f7b6d2", /* pink */
-};
-
-/* Colour of an edge crossing devices, by the kind of the direct link; red when there is none. */
+/* Colour of an edge crossing devices: the direct link's kind (the shared palette), red when none. */
 static const char *link_colour(int found, starfold_link_kind_t kind)
 {
-    if (!found) return "#d62728";
-    switch (kind) {
-    case STARFOLD_LINK_NVLINK: return "#2ca02c";
-    case STARFOLD_LINK_PCIE: return "#1f77b4";
-    case STARFOLD_LINK_INTER_SOCKET: return "#ff7f0e";
-    case STARFOLD_LINK_HOST: return "#9467bd";
-    }
-    return "#d62728";
+    return found ? starfold__link_colour(kind) : SF_NO_LINK_COLOUR;
 }
 
 typedef struct exporter {
@@ -364,7 +350,7 @@ static starfold_status_t add_task_nodes(exporter_t *x)
         snprintf(name, sizeof name, "t%zu", i);
         if (!(x->task[i] = new_node(x, n->device, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
         task_label(x, n, x->task[i]);
-        starfold__agset(x->task[i], "fillcolor", "%s", kind_fill[n->kind]);
+        starfold__agset(x->task[i], "fillcolor", "%s", starfold__kind_fill(n->kind));
     }
     return STARFOLD_OK;
 }
@@ -624,7 +610,7 @@ static starfold_status_t build_summary(exporter_t *x, size_t max_groups)
         }
         starfold__agset(gnode[k], "shape", "box");
         starfold__agset(gnode[k], "style", "filled,rounded");
-        starfold__agset(gnode[k], "fillcolor", "%s", kind_fill[keys[k].kind]);
+        starfold__agset(gnode[k], "fillcolor", "%s", starfold__kind_fill(keys[k].kind));
         starfold__agset(gnode[k], "label", "%s x %zu\\nround %zu", starfold_task_kind_name((starfold_task_kind_t)keys[k].kind),
                         count[k], keys[k].level);
     }
@@ -690,6 +676,48 @@ static starfold_status_t check_drawable(const struct starfold_graph *g)
     return STARFOLD_OK;
 }
 
+
+/*
+ * The legend of a rendered picture (not of a .dot file, which stays the data): the task kinds drawn,
+ * what an edge's style says, and the link colours of the edges that cross devices.
+ */
+static void add_legend(exporter_t *x)
+{
+    const struct starfold_graph *g = x->g;
+    int kinds[STARFOLD_TASK_KIND_COUNT] = { 0 };
+    for (size_t i = 0; i < g->nnodes; i++) kinds[g->nodes[i].kind] = 1;
+    char html[4096];
+    size_t n = (size_t)snprintf(html, sizeof html,
+                                "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
+                                "<tr><td colspan=\"2\"><b>legend</b></td></tr>");
+    static const char *const what[STARFOLD_TASK_KIND_COUNT] = {
+        [STARFOLD_TASK_COPY] = "task: copies a range",
+        [STARFOLD_TASK_REDUCE] = "task: reduces ranges with the op",
+        [STARFOLD_TASK_SCALE] = "task: divides by the replica count (MEAN)",
+        [STARFOLD_TASK_PACK] = "task: tensors into one pack buffer",
+        [STARFOLD_TASK_UNPACK] = "task: a pack buffer back into tensors",
+    };
+    for (int k = 0; k < STARFOLD_TASK_KIND_COUNT && n < sizeof html; k++)
+        if (kinds[k])
+            n += (size_t)snprintf(html + n, sizeof html - n, "<tr><td bgcolor=\"%s\">%s</td><td align=\"left\">%s</td></tr>",
+                                  starfold__kind_fill(k), starfold_task_kind_name((starfold_task_kind_t)k), what[k]);
+    static const starfold_link_kind_t links[] = { STARFOLD_LINK_NVLINK, STARFOLD_LINK_PCIE, STARFOLD_LINK_INTER_SOCKET,
+                                                  STARFOLD_LINK_HOST };
+    for (size_t k = 0; k < sizeof links / sizeof links[0] && n < sizeof html; k++)
+        n += (size_t)snprintf(html + n, sizeof html - n,
+                              "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td>"
+                              "<td align=\"left\">bytes to another device over %s</td></tr>",
+                              starfold__link_colour(links[k]), starfold_link_kind_name(links[k]));
+    if (n < sizeof html)
+        snprintf(html + n, sizeof html - n,
+                 "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td><td align=\"left\">bytes to another "
+                 "device with no direct link</td></tr>"
+                 "<tr><td>&#8212;&#8212;&#8212;</td><td align=\"left\">bytes within a device</td></tr>"
+                 "<tr><td><font color=\"gray50\">- - - -</font></td><td align=\"left\">order only, no data</td></tr>"
+                 "</table>", SF_NO_LINK_COLOUR);
+    starfold__add_legend(x->ag, html);
+}
+
 /* Builds the cgraph picture of @g into @x->ag (opened by the caller). */
 static starfold_status_t build(exporter_t *x)
 {
@@ -737,6 +765,7 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph");
     }
     SF_CHECK_GOTO(summarise ? build_summary(&x, STARFOLD_DRAW_MAX_GROUPS) : build(&x), st, out);
+    if (!dot_only && format != SF_FORMAT_DOT) add_legend(&x);
     if (!dot_only) {
         st = starfold__agraph_save(x.ag, path);
         goto out;

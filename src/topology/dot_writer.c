@@ -7,6 +7,7 @@
 
 #include "base/common.h"
 #include "base/gv.h"
+#include "base/palette.h"
 #include "topology/topology.h"
 
 #include <errno.h>
@@ -17,16 +18,6 @@ static void format_double(char *buf, size_t size, double v)
 {
     snprintf(buf, size, "%.15g", v);
     if (strtod(buf, NULL) != v) snprintf(buf, size, "%.17g", v);
-}
-
-static const char *link_color(starfold_link_kind_t kind)
-{
-    switch (kind) {
-    case STARFOLD_LINK_NVLINK: return "#76b900";
-    case STARFOLD_LINK_PCIE: return "#1f77b4";
-    case STARFOLD_LINK_INTER_SOCKET: return "#d62728";
-    default: return "#7f7f7f";
-    }
 }
 
 /* A node name no other node has: the device name, else "dev<i>", else "dev<i>_<k>". */
@@ -61,7 +52,7 @@ static int add_link_edge(Agraph_t *g, Agnode_t *const *nodes, const starfold_lin
     starfold__agset(e, "bandwidth", "%s", bw);
     starfold__agset(e, "latency", "%s", lat);
     starfold__agset(e, "label", "%s GB/s", bw);
-    starfold__agset(e, "color", "%s", link_color(l->kind));
+    starfold__agset(e, "color", "%s", starfold__link_colour(l->kind));
     starfold__agset(e, "penwidth", "%d", l->kind == STARFOLD_LINK_NVLINK ? 1 + l->lanes : 1);
     if (l->kind != STARFOLD_LINK_NVLINK) starfold__agset(e, "style", "dashed");
     return 0;
@@ -101,6 +92,35 @@ static starfold_status_t with_agraph(starfold_topology_t t, const char *path,
     return st;
 }
 
+/* A picture: a title and the legend of the link kinds drawn, then Graphviz. */
+static starfold_status_t save_picture(Agraph_t *g, const char *path)
+{
+    starfold__agset(g, "label", "%s", agnameof(g));
+    starfold__agset(g, "labelloc", "t");
+    starfold__agset(g, "fontname", "Helvetica");
+    int kinds[4] = { 0 };
+    for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n))
+        for (Agedge_t *e = agfstout(g, n); e; e = agnxtout(g, e)) {
+            const char *k = agget(e, "kind");
+            starfold_link_kind_t kind;
+            if (k && starfold_link_kind_from_string(k, &kind) == STARFOLD_OK && (int)kind >= 0 && (int)kind < 4) kinds[kind] = 1;
+        }
+    char html[2048];
+    size_t len = (size_t)snprintf(html, sizeof html,
+                                  "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
+                                  "<tr><td colspan=\"2\"><b>links</b></td></tr>");
+    for (int k = 0; k < 4 && len < sizeof html; k++)
+        if (kinds[k])
+            len += (size_t)snprintf(html + len, sizeof html - len,
+                                    "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td><td align=\"left\">%s%s</td></tr>",
+                                    starfold__link_colour((starfold_link_kind_t)k), starfold_link_kind_name((starfold_link_kind_t)k),
+                                    k == STARFOLD_LINK_NVLINK ? " (thicker: more lanes)" : " (dashed)");
+    if (len < sizeof html)
+        snprintf(html + len, sizeof html - len, "<tr><td colspan=\"2\" align=\"left\">labels: GB/s per direction</td></tr></table>");
+    starfold__add_legend(g, html);
+    return starfold__agraph_save(g, path);
+}
+
 /* DOT whatever the extension. */
 static starfold_status_t save_dot(Agraph_t *g, const char *path)
 {
@@ -130,5 +150,6 @@ STARFOLD_API starfold_status_t starfold_topology_render(starfold_topology_t topo
     starfold__format_t format;
     starfold_status_t st = starfold__format_from_path(path, &format);   /* reject a bad extension before drawing */
     if (st != STARFOLD_OK) return st;
-    return with_agraph(topology, path, starfold__agraph_save);
+    /* A .dot file stays loadable (a legend node would read as a device): only pictures get one. */
+    return with_agraph(topology, path, format == SF_FORMAT_DOT ? starfold__agraph_save : save_picture);
 }
