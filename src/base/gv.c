@@ -77,7 +77,9 @@ starfold_status_t starfold__agraph_save(Agraph_t *g, const char *path)
         pthread_mutex_unlock(&gvc_lock);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a rendering context");
     }
-    if (gvLayout(gvc, g, "dot") != 0) {
+    /* A picture with its own positions asks for neato (layout=neato on the graph); dot otherwise. */
+    const char *engine = agget(g, "layout");
+    if (gvLayout(gvc, g, engine && *engine ? engine : "dot") != 0) {
         st = starfold__error(STARFOLD_ERR_RUNTIME, "Graphviz: dot layout failed for %s", path);
     } else {
         if (gvRenderFilename(gvc, g, format == SF_FORMAT_SVG ? "svg" : "png", path) != 0)

@@ -92,6 +92,35 @@ static starfold_status_t with_agraph(starfold_topology_t t, const char *path,
     return st;
 }
 
+/*
+ * The DGX-1 drawn as the hybrid cube-mesh it is, not as a hairball: its two fully connected quads are
+ * the front and back faces of a cube, each GPU linked to the one behind it (i -- i+4).
+ *
+ *          4 -------- 5
+ *         /|         /|
+ *        0 -------- 1 |        front face 0 1 2 3, back face 4 5 6 7
+ *        | 7 -------|-6
+ *        |/         |/
+ *        3 -------- 2
+ */
+static void place_dgx1(Agraph_t *g)
+{
+    static const double xy[8][2] = { { 0, 2 }, { 2, 2 }, { 2, 0 }, { 0, 0 }, { 1, 3 }, { 3, 3 }, { 3, 1 }, { 1, 1 } };
+    const char *name = agnameof(g);
+    if (!name || strncmp(name, "dgx1", 4) != 0 || agnnodes(g) != 9) return; /* 8 GPUs and the legend */
+    for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n)) {
+        const char *id = agget(n, "id");
+        if (!id || !*id) continue;
+        const int i = atoi(id);
+        if (i < 0 || i >= 8) return;
+        starfold__agset(n, "pos", "%g,%g!", 2.2 * xy[i][0], 2.2 * xy[i][1]);
+    }
+    Agnode_t *legend = agnode(g, "legend", 0);
+    if (legend) starfold__agset(legend, "pos", "%g,%g!", 2.2 * 5.2, 2.2 * 1.5);
+    starfold__agset(g, "layout", "neato");
+    starfold__agset(g, "splines", "true");
+}
+
 /* A picture: a title and the legend of the link kinds drawn, then Graphviz. */
 static starfold_status_t save_picture(Agraph_t *g, const char *path)
 {
@@ -118,6 +147,7 @@ static starfold_status_t save_picture(Agraph_t *g, const char *path)
     if (len < sizeof html)
         snprintf(html + len, sizeof html - len, "<tr><td colspan=\"2\" align=\"left\">labels: GB/s per direction</td></tr></table>");
     starfold__add_legend(g, html);
+    place_dgx1(g);
     return starfold__agraph_save(g, path);
 }
 
