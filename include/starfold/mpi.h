@@ -156,6 +156,17 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
                                                          const starpu_data_handle_t *inputs,
                                                          const starpu_data_handle_t *outputs);
 
+/**
+ * @brief As starfold_group_all_reduce(), each tensor given as a view, a range of a vector that may
+ *        hold other tensors too (starfold_submit_views()): the layout of a gradient bucket, and of the
+ *        TensorFlow layer's values (MultiWorkerMirroredStrategy reduces through it). Ranges are
+ *        checked as starfold_submit_views() checks them, on every rank before anything moves.
+ */
+STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t group, starfold_op_t op,
+                                                               size_t num_tensors, const starfold_tensor_desc_t *tensors,
+                                                               const starfold_view_t *inputs,
+                                                               const starfold_view_t *outputs);
+
 /** @brief 1 once a collective of the group timed out or failed between ranks (and for NULL), else 0. */
 STARFOLD_API int starfold_group_is_broken(starfold_group_t group);
 

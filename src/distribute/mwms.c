@@ -56,31 +56,51 @@ static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_
                                         "%s: pair %zu: the value has no component on device %d: across processes every "
                                         "value holds one per replica of the process (%d)", fn, i, s->devices[d], nd);
     starfold_tensor_desc_t *tensors = calloc(n ? n : 1, sizeof *tensors);
-    starpu_data_handle_t *in = calloc((size_t)nd * (n ? n : 1), sizeof *in);
-    starpu_data_handle_t *out = calloc((size_t)nd * (n ? n : 1), sizeof *out);
+    starfold_view_t *in = calloc((size_t)nd * (n ? n : 1), sizeof *in);
+    starfold_view_t *out = calloc((size_t)nd * (n ? n : 1), sizeof *out);
     starfold_value_t *all = calloc(n ? n : 1, sizeof *all);
+    size_t *counts = calloc(n ? n : 1, sizeof *counts);
     starfold_status_t st = local;
-    if (!tensors || !in || !out || !all) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    /* The all-reduce's outputs: a mirrored value per pair over this process's devices. */
+    if (!tensors || !in || !out || !all || !counts) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    /*
+     * The all-reduce's outputs: a mirrored value per pair over this process's devices, in the arena
+     * (one block per device and dtype); inputs and outputs go to the group as views, so values stay
+     * in the arena (no copy) as on one process.
+     */
     for (size_t i = 0; i < n && st == STARFOLD_OK; i++) {
         const starfold_value_t v = pairs[i].value;
         tensors[i] = (starfold_tensor_desc_t){ v->dtype, v->count };
-        /* The group takes handles: inputs in the arena move out to handles of their own (once). */
-        st = starfold__value_alloc_own(s->ctx, STARFOLD_VALUE_MIRRORED, nd, s->devices, v->dtype, v->count, &all[i]);
-        for (int d = 0; d < nd && st == STARFOLD_OK; d++) {
-            if (!(in[(size_t)d * n + i] = starfold__value_handle(v, component_on(v, s->devices[d])))) st = STARFOLD_ERR_OUT_OF_MEMORY;
-            out[(size_t)d * n + i] = all[i]->handles[d];
-        }
+        starfold_view_t vv[STARFOLD_MAX_DEVICES];
+        starfold__value_views(v, vv);
+        for (int d = 0; d < nd; d++) in[(size_t)d * n + i] = vv[component_on(v, s->devices[d])];
+    }
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT && st == STARFOLD_OK; dt++) {
+        size_t nk = 0;
+        for (size_t i = 0; i < n; i++)
+            if (tensors[i].dtype == (starfold_dtype_t)dt) counts[nk++] = tensors[i].count;
+        if (!nk) continue;
+        starfold_value_t *block = calloc(nk, sizeof *block);
+        if (!block) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        else st = starfold__values_alloc_block(s->ctx, STARFOLD_VALUE_MIRRORED, nd, s->devices, (starfold_dtype_t)dt, nk,
+                                               counts, NULL, block);
+        for (size_t i = 0, j = 0; st == STARFOLD_OK && i < n; i++)
+            if (tensors[i].dtype == (starfold_dtype_t)dt) all[i] = block[j++];
+        free(block);
+    }
+    for (size_t i = 0; i < n && st == STARFOLD_OK; i++) {
+        starfold_view_t rv[STARFOLD_MAX_DEVICES];
+        starfold__value_views(all[i], rv);
+        for (int d = 0; d < nd; d++) out[(size_t)d * n + i] = rv[d];
     }
     /* A local failure still takes part (with a refusal) so that no process waits for this one. */
     if (st != STARFOLD_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", starfold_last_error());
         /* An op no process accepts: the group shares this process's refusal with the others. */
-        (void)starfold_group_all_reduce(g, (starfold_op_t)-1, 0, NULL, NULL, NULL);
+        (void)starfold_group_all_reduce_views(g, (starfold_op_t)-1, 0, NULL, NULL, NULL);
         st = starfold__error(st, "%s", why);
     } else {
-        st = starfold_group_all_reduce(g, op, n, tensors, in, out);
+        st = starfold_group_all_reduce_views(g, op, n, tensors, in, out);
         if (st != STARFOLD_OK) {
             char why[512];
             snprintf(why, sizeof why, "%s", starfold_last_error());
@@ -104,6 +124,7 @@ static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_
     free(in);
     free(out);
     free(all);
+    free(counts);
     return st;
 }
 

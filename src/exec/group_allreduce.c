@@ -394,8 +394,7 @@ static int cpu_worker_present(void)
 
 /* The local verdict: arguments of this rank alone. */
 static starfold_status_t check_args(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
-                                    const starfold_tensor_desc_t *tensors, const starpu_data_handle_t *inputs,
-                                    const starpu_data_handle_t *outputs)
+                                    const starfold_tensor_desc_t *tensors, const void *inputs, const void *outputs)
 {
     if ((int)op < 0 || (int)op >= STARFOLD_OP_COUNT)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op);
@@ -454,17 +453,22 @@ static void free_leaders(starfold_group_t g, leaders_t *l)
     free(l->offset);
 }
 
-/* The views of the local graphs: handles whole, leaders by offset. */
-static starfold_status_t make_views(int ndev, size_t nt, const starfold_tensor_desc_t *tensors,
-                                    const starpu_data_handle_t *handles, const leaders_t *l, starfold_view_t **whole,
-                                    starfold_view_t **lead)
+/* The leaders' views of the tensors (by offset in their dtype's vector). */
+static starfold_status_t make_leader_views(size_t nt, const starfold_tensor_desc_t *tensors, const leaders_t *l,
+                                           starfold_view_t **lead)
 {
-    *whole = calloc((size_t)ndev * nt, sizeof **whole);
     *lead = calloc(nt, sizeof **lead);
-    if (!*whole || !*lead) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
-    for (size_t k = 0; k < (size_t)ndev * nt; k++) (*whole)[k] = (starfold_view_t){ handles[k], 0 };
+    if (!*lead) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
     for (size_t t = 0; t < nt; t++) (*lead)[t] = (starfold_view_t){ l->vec[tensors[t].dtype], l->offset[t] };
     return STARFOLD_OK;
+}
+
+/* Handles as whole views (NULL for NULL handles); NULL when out of memory. */
+static starfold_view_t *whole_views(size_t n, const starpu_data_handle_t *handles)
+{
+    starfold_view_t *v = calloc(n ? n : 1, sizeof *v);
+    for (size_t k = 0; v && handles && k < n; k++) v[k] = (starfold_view_t){ handles[k], 0 };
+    return v;
 }
 
 static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, const leaders_t *l,
@@ -495,17 +499,16 @@ static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, 
     return STARFOLD_OK;
 }
 
-STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group, starfold_op_t op, size_t num_tensors,
-                                                         const starfold_tensor_desc_t *tensors,
-                                                         const starpu_data_handle_t *inputs,
-                                                         const starpu_data_handle_t *outputs)
+/*
+ * The collective over views (inputs and outputs num_devices x num_tensors, slot-major). @st is this
+ * rank's verdict on its arguments so far: a refusal still takes part in the agreement, so that every
+ * rank fails together.
+ */
+static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                          const starfold_tensor_desc_t *tensors, const starfold_view_t *inputs,
+                                          const starfold_view_t *outputs, starfold_status_t st)
 {
-    static const char fn[] = "starfold_group_all_reduce";
-    if (!group) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL group", fn);
-    if (group->broken)
-        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: the group is broken (an earlier collective timed out or "
-                               "failed between ranks): destroy it", fn);
-    starfold_status_t st = check_args(fn, group, op, num_tensors, tensors, inputs, outputs);
+    if (st == STARFOLD_OK) st = check_args(fn, group, op, num_tensors, tensors, inputs, outputs);
     char mine_msg[512];
     snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
 
@@ -528,7 +531,7 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
     starfold_graph_t reduce = NULL, bcast = NULL;
     leaders_t leaders;
     memset(&leaders, 0, sizeof leaders);
-    starfold_view_t *in_views = NULL, *out_views = NULL, *lead = NULL, *lead2 = NULL;
+    starfold_view_t *lead = NULL, *lead2 = NULL;
     mpi_task_arg_t args[STARFOLD_DTYPE_COUNT];
     int task_status = STARFOLD_OK;
     starfold_request_t r1 = NULL, r2 = NULL;
@@ -536,9 +539,10 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_REDUCE, local_op, num_tensors, tensors, &reduce);
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_BROADCAST, local_op, num_tensors, tensors, &bcast);
     if (st == STARFOLD_OK) st = make_leaders(group, num_tensors, tensors, &leaders);
-    if (st == STARFOLD_OK) st = make_views(ndev, num_tensors, tensors, inputs, &leaders, &in_views, &lead);
-    if (st == STARFOLD_OK) st = make_views(ndev, num_tensors, tensors, outputs, &leaders, &out_views, &lead2);
-    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, reduce, in_views, lead, &r1);
+    (void)ndev;
+    if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, &leaders, &lead);
+    if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, &leaders, &lead2);
+    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, reduce, inputs, lead, &r1);
     {
         /* Everyone's local part was accepted, or nobody calls MPI: a second round of the same
          * time-limited exchange (a rank that gave up in the first never answers this one). */
@@ -556,14 +560,12 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
     group->sequence++;
     free(all);
     if (st == STARFOLD_OK) st = submit_mpi_tasks(group, op, &leaders, args, &task_status);
-    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, bcast, lead2, out_views, &r2);
+    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, bcast, lead2, outputs, &r2);
     const starfold_status_t w1 = r1 ? starfold_request_wait(r1) : STARFOLD_OK;
     const starfold_status_t w2 = r2 ? starfold_request_wait(r2) : STARFOLD_OK;
     starfold_request_destroy(r1);
     starfold_request_destroy(r2);
     free_leaders(group, &leaders);
-    free(in_views);
-    free(out_views);
     free(lead);
     free(lead2);
     if (st == STARFOLD_OK && w1 != STARFOLD_OK) st = w1;
@@ -577,6 +579,44 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
     starfold_graph_destroy(reduce);
     starfold_graph_destroy(bcast);
     return st;
+}
+
+/* A group that can take part: not NULL, not broken (then nothing is exchanged: every call fails at once). */
+static starfold_status_t usable(const char *fn, starfold_group_t group)
+{
+    if (!group) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL group", fn);
+    if (group->broken)
+        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: the group is broken (an earlier collective timed out or "
+                               "failed between ranks): destroy it", fn);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                                         const starfold_tensor_desc_t *tensors,
+                                                         const starpu_data_handle_t *inputs,
+                                                         const starpu_data_handle_t *outputs)
+{
+    static const char fn[] = "starfold_group_all_reduce";
+    starfold_status_t st = usable(fn, group);
+    if (st != STARFOLD_OK) return st;
+    const size_t n = (size_t)starfold_context_num_devices(group->ctx) * num_tensors;
+    starfold_view_t *in = inputs ? whole_views(n, inputs) : NULL, *out = outputs ? whole_views(n, outputs) : NULL;
+    if ((inputs && !in) || (outputs && !out)) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    st = group_all_reduce(fn, group, op, num_tensors, tensors, in, out, st);
+    free(in);
+    free(out);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t group, starfold_op_t op,
+                                                               size_t num_tensors, const starfold_tensor_desc_t *tensors,
+                                                               const starfold_view_t *inputs,
+                                                               const starfold_view_t *outputs)
+{
+    static const char fn[] = "starfold_group_all_reduce_views";
+    const starfold_status_t st = usable(fn, group);
+    if (st != STARFOLD_OK) return st;
+    return group_all_reduce(fn, group, op, num_tensors, tensors, inputs, outputs, STARFOLD_OK);
 }
 
 void starfold__group_collectives_wait(starfold_group_t g)
