@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold bench: a sweep in the style of nccl-tests' all_reduce_perf, printed in its layout.
  *

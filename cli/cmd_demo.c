@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold demo: what `./quickstart demo` runs, two jobs on the same machine:
  *   1. data-parallel training (tools/linreg.c): linear regression by SGD with MirroredStrategy on

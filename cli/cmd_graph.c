@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold graph: compile an all-reduce over the first N devices of a topology, check it with the
  * invariant checker, print its summary (tasks by kind, bytes per directed device pair, critical path)

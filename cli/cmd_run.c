@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold run: execute one all-reduce on the devices present, verify every element of every replica
  * against a float64 host reference, print the time. Also the helpers run, bench and demo share: the

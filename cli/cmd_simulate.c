@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold simulate: the cost model's prediction for a graph `starfold graph` would compile (same
  * options): time, algbw, busbw and the bottleneck link. --algorithm all compares every algorithm,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold topo: the devices and links of a topology as tables (or JSON), and drawn with -o.
  */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold: inspect topologies, compile and draw reduction graphs, run and benchmark reductions.
  *

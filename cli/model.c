@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * What the cost model describes for run and bench: the devices that run the graphs, or a topology the
  * user named and runs elsewhere.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The main job of `./quickstart demo`: an all-reduce of a small batch of tensors across every device
  * StarPU has, compiled by hierarchical copy into a task graph, run by StarPU, verified element by

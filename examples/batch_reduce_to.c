@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * TensorFlow's batch_reduce_to example (tf.distribute.StrategyExtended.batch_reduce_to), in C.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Gradients in one bucket per device, all-reduced in place as views, every step of a training loop
  * (starfold_persistent_create_views() once, starfold_persistent_start() per step).

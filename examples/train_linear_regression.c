@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Data-parallel training with MirroredStrategy (tools/linreg.c): linear regression by SGD over
  * logical devices on StarPU's CPU workers, 4 by default (argument 1 changes it). Exit status 0 when

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Data-parallel training across processes with MultiWorkerMirroredStrategy: the linear regression of
  * train_linear_regression.c (tools/linreg.c), each process over its own devices (4 by default,

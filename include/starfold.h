@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold.h
  * @brief Umbrella header of starfold: cross-device reductions compiled into task graphs and run by StarPU.

@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026 The starfold authors
 # SF_CHECK_CUDA: CUDA kernels are built with nvcc when StarPU was built with CUDA (--with-cuda[=DIR]).
 AC_DEFUN([SF_CHECK_CUDA], [
   AC_ARG_WITH([cuda],

@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026 The starfold authors
 # SF_CHECK_CUNIT: CUnit for `make check`. Without it the library still builds and the tests report an error.
 AC_DEFUN([SF_CHECK_CUNIT], [
   PKG_CHECK_MODULES([CUNIT], [cunit], [sf_have_cunit=yes],

@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026 The starfold authors
 # SF_WARNINGS: strict warnings; --enable-werror (CI) turns them into errors.
 AC_DEFUN([SF_WARNINGS], [
   AC_ARG_ENABLE([werror],

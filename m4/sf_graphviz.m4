@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026 The starfold authors
 # SF_CHECK_GRAPHVIZ: cgraph reads and writes DOT, gvc lays out and renders SVG/PNG.
 AC_DEFUN([SF_CHECK_GRAPHVIZ], [
   PKG_CHECK_MODULES([GRAPHVIZ], [libcgraph libgvc], [],

@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026 The starfold authors
 # SF_CHECK_MPI: StarPU-MPI and an MPI library, for process groups across ranks (src/exec/group.c,
 # <starfold/mpi.h>), built into libstarfold.
 #

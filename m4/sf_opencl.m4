@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026 The starfold authors
 # SF_CHECK_OPENCL: OpenCL kernels are built when StarPU was built with OpenCL.
 AC_DEFUN([SF_CHECK_OPENCL], [
   AC_ARG_ENABLE([opencl],

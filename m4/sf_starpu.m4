@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026 The starfold authors
 # SF_CHECK_STARPU: StarPU through pkg-config, newest first (starpu-1.4, then starpu-1.3).
 AC_DEFUN([SF_CHECK_STARPU], [
   PKG_PROG_PKG_CONFIG

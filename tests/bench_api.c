@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * make bench-api: a training step's reduction through the TensorFlow-shaped API, beside the same
  * reduction through the executor, measured in one run (BENCHMARKS.md, "Lists of tensors through the

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The starfold authors
 # make check: a C11 program that includes only <starfold.h> compiles as it is, with the strictest
 # flags a user is likely to set (no _POSIX_C_SOURCE, no StarPU include path), and so does a C++
 # one; a program that includes StarPU's header too, in either order, compiles as well (the handle

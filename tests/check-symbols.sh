@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The starfold authors
 # make check: the global symbols of both libstarfold libraries.
 #
 #   libstarfold.so  exports the public API only: starfold_* names, none of the private starfold__*;

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The starfold authors
 # LOG_COMPILER for `make check`: gives each test program the StarPU environment it is written for.
 #   *_emulated : the 8-device box of discrete-memory OpenCL devices on the CPU (POCL), see README.md;
 #   others     : CPU-only StarPU (2 CPU workers, one memory node).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Bad input through the public API: every case asserts the exact status, a detail in
  * starfold_last_error() that names what was wrong (a fragment of it is checked), and that the call

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The starfold command, run as a user runs it: the built binary (SF_BUILDDIR/starfold) is spawned
  * through /bin/sh with its stdout and stderr captured, and what it prints is checked - tables, JSON

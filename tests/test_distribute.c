@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The tf.distribute layer without strategies: reduce ops, communication options, values, and the
  * cross-device ops (reduce, batch_reduce, broadcast) with every dispatch path of TensorFlow's

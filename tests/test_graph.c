@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Graph compiler tests: every registered algorithm, compiled for 1..8 replicas on several topologies,
  * every dtype and op, sizes 0, 1, odd and not divisible by the pack count, mixed dtypes, then

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The CPU kernels (src/exec/kernels_cpu.c) called directly, without StarPU running: REDUCE against an
  * element-wise reference in the element type itself, so results must be bitwise equal.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Device memory limits: a graph that needs more memory than StarPU gives a device is refused before
  * anything runs, with STARFOLD_ERR_OUT_OF_MEMORY, and changes nothing; the library stays usable.

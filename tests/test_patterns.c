@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The pattern maths (src/patterns): ring search, spanning-tree search and bisection as pure functions
  * of one bandwidth matrix, without a graph or a runtime. The DGX-1 matrices come from the built-in

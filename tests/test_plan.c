@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The executor's planning (src/exec/plan.c) without StarPU: compiled without StarPU's flags and
  * linked without StarPU (Makefile.am), it gives the planner the facts submit.c would read from

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * A property test over the option space: random algorithms x options at their edges x tensor lists x
  * topologies, where every compile must either

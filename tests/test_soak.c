@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Soak, faults and concurrency on CPU-only StarPU (run-test.sh: 2 CPU workers; the context exposes 8
  * logical devices on them, the "host" topology).

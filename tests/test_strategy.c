@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Strategies, strategy.run, the replica context (all_reduce, merge_call) and the cross-replica
  * methods, with the examples of TensorFlow's documentation (the seeds) as tests:

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The topology layer: built-in tables, queries, bisection, DOT in and out, bad input, rendering and
  * hwloc detection. No worker and no GPU needed: topologies are data.

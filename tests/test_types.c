@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /* Status strings, dtype and op names: the shared vocabulary, including TensorFlow's case-insensitive ops. */
 #include "config.h"
 

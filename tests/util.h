@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Test helpers that run graphs (linked into the test programs that use an executor; names carry the
  * starfold__tu_ prefix so they never meet a test's own static helpers). Data, references and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Baselines for `starfold bench`, run on the same replicas as starfold's graphs so they can be
  * compared row by row. They are tools, not part of the library: they talk to StarPU directly and reuse

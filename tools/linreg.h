@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Data-parallel linear regression by SGD with MirroredStrategy: the training job shared by
  * examples/train_linear_regression and `starfold demo`. Public API only (plus StarPU for this

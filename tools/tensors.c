@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Tensor lists and byte sizes from text: what `starfold graph --tensors SPEC` and `bench -b 1M` read.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold's tools: a helper library for the command, the tests and the examples. It is not part of
  * libstarfold, is never installed and has no ABI (UCC keeps the same kind of code in tools/perf).

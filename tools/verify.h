@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Verification of results, shared by the command (`starfold run`, `bench`), the tests and the examples.
  * Uses the public types only; names carry the starfold_tools_ prefix (tools.h).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold/common.h
  * @brief Status codes, element types and reduce operations shared by every starfold layer.

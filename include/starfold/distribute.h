@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold/distribute.h
  * @brief tf.distribute in C: distributed values, cross-device ops, strategies and the replica context.

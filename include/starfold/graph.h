@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold/graph.h
  * @brief Compiling a collective into a task graph, checking it, inspecting it and exporting it.

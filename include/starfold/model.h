@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold/model.h
  * @brief A cost model of compiled graphs: predicted time, algorithm and bus bandwidth, bottleneck link.

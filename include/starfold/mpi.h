@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold/mpi.h
  * @brief Process groups: starfold across MPI ranks, over StarPU-MPI (library libstarfold_mpi,

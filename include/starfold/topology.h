@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold/topology.h
  * @brief Devices and the links between them: what a reduction graph's transfers follow.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The algorithm registry. Each algorithm is one file that appends nodes to a graph whose inputs and
  * outputs already exist; it never touches the runtime. starfold_graph_compile() validates the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The all-reduce driver (algorithms.h): what hierarchical-copy, ring, halving-doubling and trees share
  * around their patterns - the pack plan, packing each replica's tensors into a pack, placing the

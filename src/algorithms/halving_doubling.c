@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * halving-doubling: recursive halving reduce-scatter, then recursive doubling all-gather
  * (Thakur, Rabenseifner and Gropp 2005), log2(P) rounds each way.

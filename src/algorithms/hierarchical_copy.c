@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * hierarchical-copy: TensorFlow's HierarchicalCopyAllReduce (tf-distribute-semantics.md 4.4-4.5),
  * with its defects fixed.

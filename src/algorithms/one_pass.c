@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * one-pass: for devices that share one memory (CPU devices in host memory, StarPU's CPU-only mode).
  *

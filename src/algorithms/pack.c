@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Concat-and-split packing plans (see pack.h for the picture). Pure arithmetic on element counts.
  */

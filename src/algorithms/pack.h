@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Packing plans: which element ranges of which tensors go into which pack buffer. Pure arithmetic,
  * shared by the algorithms that pack.

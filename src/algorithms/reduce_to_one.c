@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * reduce-to-one: TensorFlow's ReductionToOneDevice (tf-distribute-semantics.md section 3).
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * ring: chunked ring all-reduce (reduce-scatter, then all-gather) over several rings at once.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * trees: reduce up and broadcast down several spanning trees at once, each carrying a share of the data.
  *

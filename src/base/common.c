@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Error detail recording (thread-local, so concurrent callers do not see each other's messages) and
  * small helpers every layer uses.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Private helpers shared by every layer: error recording, the check-and-jump macro, growable arrays.
  * Never installed.

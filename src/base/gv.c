@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Graphviz output shared by topology and graph exports. cgraph writes DOT in node-creation order,
  * so an exporter that creates nodes deterministically gets byte-identical files (golden tests rely on

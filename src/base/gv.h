@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Saving a cgraph graph: DOT through agwrite(), SVG and PNG through gvc's dot layout. Shared by the
  * topology and graph exporters; the format comes from the path's extension.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * One palette for every picture starfold draws: topologies (starfold topo), graphs (starfold graph)
  * and timelines (starfold run --trace). A link kind or a task kind has the same colour everywhere, and

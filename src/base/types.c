@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /* Status strings, element types and reduce operations: the vocabulary shared by every layer. */
 #include "config.h"
 #include "base/common.h"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The arena of a context: where values live, so that a list of them is views of a few vectors
  * (PyTorch DDP's gradient buckets, Horovod's fusion buffer), and the persistent submissions bound to

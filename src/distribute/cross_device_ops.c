@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Cross-device ops: TensorFlow's CrossDeviceOps, ReductionToOneDevice and AllReduceCrossDeviceOps
  * (HierarchicalCopyAllReduce) over any registered algorithm (tf-distribute-semantics.md sections 1-4).

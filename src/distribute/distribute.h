@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Private layout of the tf.distribute layer (include/starfold/distribute.h) and the functions its
  * files share. Never installed.

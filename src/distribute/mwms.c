@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * MultiWorkerMirroredStrategy (TensorFlow's CollectiveAllReduce extended): one strategy per process,
  * over every device of its context, whose replicas are in sync with every other process's.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Communication options: TensorFlow's tf.distribute.experimental.CommunicationOptions
  * (collective_util.Options) and its merge rule.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * strategy.run and the replica context: replica threads, the rendezvous behind all_reduce and
  * merge_call, and the errors that replace TensorFlow's hangs.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Strategies: TensorFlow's MirroredStrategy, OneDeviceStrategy and CentralStorageStrategy, and their
  * cross-replica methods (StrategyExtended.reduce_to, batch_reduce_to, update, broadcast_to and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Distributed values (TensorFlow's PerReplica and Mirrored), the submission records they keep, the
  * host-memory vectors of host components, and destinations resolved to device lists.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Calibrating the cost model on the context's devices (starfold_context_calibrate()).
  *

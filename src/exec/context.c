@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Execution contexts: logical devices bound to StarPU workers, StarPU's life cycle, the context's
  * topology as StarPU measured it, and the vector helpers.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Private layout of the executor's objects: the context (logical device -> StarPU worker and memory
  * node) and the request (one submitted graph: its tasks' shared flags, the completion counter and the

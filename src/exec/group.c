@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Process groups over MPI (starfold/mpi.h): who is in the group, which node each rank is on, how
  * many devices each brings, and StarPU-MPI's lifetime.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * A process group's state (group.c), shared with its collectives (group_allreduce.c). Private.
  */

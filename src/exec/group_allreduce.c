@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * All-reduce across the ranks of a process group (starfold_group_all_reduce()): the leader lowering.
  *

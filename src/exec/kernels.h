@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The kernels of the executor: one StarPU codelet whose CPU, OpenCL and CUDA functions run any node
  * of a graph. Everything a kernel needs travels in its cl_arg, a starfold__kernel_args_t built by

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * CPU kernels: segmented copy, element-wise reduce per dtype x op, scale.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * CUDA kernels (built with nvcc when configured --with-cuda; see Makefile.am). Same semantics as
  * kernels_cpu.c and kernels_opencl.c:

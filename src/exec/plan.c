@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Planning a graph for StarPU: resources and their pieces, which nodes become tasks, and their
  * dependencies. No StarPU here (plan.h): what planning knows of StarPU comes in the facts.

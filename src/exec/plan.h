@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The executor's plan of a graph (plan.c): resources, their pieces, which nodes are tasks and their
  * dependencies. No StarPU here: the few facts of StarPU the planning needs (each caller's vector's

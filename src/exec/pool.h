@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Host-memory blocks for the temporaries of requests, reused across submissions (pool.c).
  * No StarPU here: plain memory, handed to StarPU by submit.c.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Requests: the life of one start of a submission, from its tasks' creation to the caller's wait.
  *

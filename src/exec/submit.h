@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * What the files of a submission share (StarPU's side; the plan itself is plan.h):
  *

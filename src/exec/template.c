@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Task templates: everything of a graph node's StarPU task that no start changes, computed once per
  * persistent submission from the plan - its distinct pieces (the task's buffers), their access modes,

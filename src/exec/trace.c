@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * A finished request's timeline as an SVG Gantt chart (starfold_request_trace_svg(), `starfold run
  * --trace FILE.svg`):

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * What the layers above the executor may ask of StarPU about vectors, without including <starpu.h>:
  * the distribute layer wraps callers' handles and keeps host copies, and goes through these calls

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The caller's side of a submission, checked before anything is planned or created in StarPU: the
  * arguments of the public calls, each view against its graph buffer, and the views grouped by vector

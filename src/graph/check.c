@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The graph invariant checker: every compiled graph must pass it, and tests run it after every
  * compile. It reports the first violation as one sentence naming node, kind, device, buffer and

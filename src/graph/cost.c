@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The cost model: a discrete-event replay of a graph on its topology (see starfold/model.h).
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Graph export through cgraph: the graph is built as an Agraph_t and written by agwrite() (DOT) or
  * laid out and rendered by starfold__agraph_save() (SVG, PNG). No DOT text is printed by hand.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The graph IR: the private layout of starfold_graph and the builder that algorithms call.
  *

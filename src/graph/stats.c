@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Summary numbers of a graph and its traffic per device pair. A task "reads" its src spans; a read of
  * a buffer placed on a device of another memory than the task's is a transfer over the link between

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Communication patterns as pure maths over one bandwidth matrix: which rings, which spanning trees,
  * which two halves. No topology object, no graph, no runtime (NCCL keeps these in src/graph/search.cc,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Ring search: Hamiltonian cycles maximising their bottleneck on residual bandwidth (patterns.h).
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Built-in topologies: machines described as data, so graphs can be compiled and checked with no GPU.
  * graphs/<name>.dot holds the same tables in the DOT format (tests check that both agree).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Reading a topology from Graphviz DOT (format: graphs/README.md). cgraph parses; this file only
  * checks the attributes and turns nodes into devices and edges into links.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The topology's Graphviz form: the DOT that starfold_topology_load() reads back (dot_reader.c), plus
  * presentation attributes (shape, color, style, penwidth, edge label) that the loader accepts and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The topology object: devices, links, queries, bisection. Its DOT form is written by dot_writer.c
  * and read by dot_reader.c.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Private layout of a topology. Devices 0..n-1, links stored as given (a < b after normalisation).
  * Reference-counted: graphs keep the topology they were compiled for.

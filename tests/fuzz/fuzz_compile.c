@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Fuzz harness for starfold_graph_compile(): the options and the collective description on arbitrary
  * bytes - the entry where "hostile sizes and options" found crashes (a division by zero), hangs

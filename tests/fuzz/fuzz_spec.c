@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Fuzz harness for the tensor-spec parser: starfold_tools_tensors_parse() and starfold_tools_size_parse() on
  * arbitrary bytes. Built as a libFuzzer target by `make fuzz` and as a corpus replayer (with

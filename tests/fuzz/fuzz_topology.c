@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Fuzz harness for the topology-file reader: starfold_topology_load_string() on arbitrary bytes.
  *

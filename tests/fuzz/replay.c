@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * main() for a fuzz harness built without libFuzzer: feeds every regular file of the directories (or
  * the files) named on the command line to LLVMFuzzerTestOneInput(), in sorted order. Run by

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * The CUDA kernels against the CPU kernels, on a real GPU, without StarPU's runtime.
  *

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The starfold authors
 # Builds and runs tests/gpu/cuda_kernels: the CUDA kernels against the CPU kernels on a real GPU.
 # Needs nvcc, a C compiler and StarPU's headers (STARPU_CFLAGS, else pkg-config starpu-1.3), not a
 # StarPU built with CUDA. Usage: tests/gpu/run.sh [OUT_DIR]   (CASES=N for the number of cases)

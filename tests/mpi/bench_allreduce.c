@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * starfold_group_all_reduce() against MPI_Allreduce on the same bytes, side by side in one run
  * (`make bench-mpi`, which runs it under mpirun with 2 and 4 ranks; BENCHMARKS.md records it):

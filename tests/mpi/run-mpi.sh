@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The starfold authors
 # make check: the programs that run across MPI ranks, under mpirun on this one machine: 2, 3 and 4
 # ranks (oversubscribed: the machine may have 2 cores), one or two ranks per faked node and the
 # ranks-sharing-memory default; loopback shared memory only (self, vader), one StarPU CPU worker per

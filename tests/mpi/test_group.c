@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
 /*
  * Process groups across MPI ranks (starfold/mpi.h), run by tests/mpi/run-mpi.sh under mpirun with 2,
  * 3 and 4 ranks: `test_group K` with K = the ranks per faked node (0: the ranks sharing memory, all of
