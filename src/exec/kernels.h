@@ -80,6 +80,7 @@ typedef struct starfold__kernel_args {
     size_t nseg;          /* segments: 1 for a COPY */
     size_t nsrc, ndst;    /* spans per segment (COPY: in total) */
     starfold__kspan_t *spans;    /* per segment, nsrc sources then ndst destinations (same allocation as the args) */
+    int timed;            /* 1: a task of a request, record timing (set by the templates; 0 in hand-made args) */
     int task_kind;        /* the graph node's starfold_task_kind_t, for the timeline */
     int device;           /* its logical device */
     starfold__kernel_timing_t timing;

@@ -201,12 +201,16 @@ static void args_init(starfold__kernel_args_t *a, const struct starfold_graph *g
     a->node = i;
     a->fail = ctx->test_fail_task >= 0 && (size_t)ctx->test_fail_task == i;
     a->nseg = nseg;
+    a->timed = 1;
     a->task_kind = (int)n->kind;
     a->device = n->device;
 }
 
 void starfold__kernel_time(starfold__kernel_args_t *a, int end)
 {
+    /* Only in a StarPU worker running a request's task: a kernel called by hand (the kernel tests)
+     * has no task, and StarPU's thread-local lookups are not valid outside its threads. */
+    if (!a->timed) return;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     const double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
