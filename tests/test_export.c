@@ -57,6 +57,7 @@ static unsigned char *slurp(const char *path, size_t *len)
         buf = b;
     }
     fclose(f);
+    if (buf) buf[n] = 0; /* n < cap here: the text is also a C string */
     *len = n;
     return buf;
 }
