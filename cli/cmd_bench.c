@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * starfold bench: a sweep in the style of nccl-tests' all_reduce_perf, printed in its layout.
+ * starfold bench: a sweep in the style of nccl-tests' all_reduce_perf (reduce_perf, broadcast_perf with
+ * --collective), printed in its layout.
  *
  *     for each dtype, op, size (-b .. -e, times -f or plus -i; or the one batch of --tensors):
  *         replicas filled once (out-of-place: inputs stay, outputs are overwritten)
@@ -16,7 +17,7 @@
  * --persistent the graph is bound to the replicas once, before the warm-up, and every iteration is
  * starfold_persistent_start .. starfold_request_wait (the planning is left out, as in a training loop).
  * algbw = bytes per replica / time, busbw = algbw * the collective's factor (bench_collective_t:
- * 2(n-1)/n for all-reduce, the nccl-tests definitions).
+ * 2(n-1)/n for all-reduce, 1 for reduce and broadcast, the nccl-tests definitions).
  *
  * Baselines, measured on the same data in the same run:
  *   copy          every input copied to its output by its device's worker (starfold_tools_baseline_copy()):
@@ -25,6 +26,7 @@
  *   host-loop     one host thread reads the n inputs and writes the n outputs once, in blocks (what
  *                 a single-threaded reduction costs);
  *   starpu-redux  StarPU's own STARPU_REDUX reduction (starfold_tools_baseline_starpu_redux()).
+ * They are all-reduces: a reduce or a broadcast is measured without them (a note says so).
  *
  * Long sweeps: a progress line on stderr when it is a terminal; Ctrl-C ends the sweep with the rows
  * measured so far (footer, JSON/CSV, plot) and exit status 130.
@@ -45,7 +47,6 @@
 /*
  * The collective measured, in one place: its name, nccl-tests' program for it, and nccl-tests' bus
  * bandwidth factor (busbw = algbw * factor(n), comparable with one link's bandwidth whatever n is).
- * A reduce or a broadcast adds an entry (nccl-tests: factor 1, a root).
  */
 typedef struct bench_collective {
     const char *name;              /* in starfold's notes and the plot's title */
@@ -60,8 +61,21 @@ static double all_reduce_factor(int n)
     return n > 1 ? 2.0 * (n - 1) / n : 0.0;
 }
 
+/* nccl-tests' reduce_perf and broadcast_perf: every byte crosses the root's link once, busbw = algbw. */
+static double one_factor(int n)
+{
+    (void)n;
+    return 1.0;
+}
+
 static const bench_collective_t bench_all_reduce = {
     .name = "all-reduce", .perf = "all_reduce_perf", .factor_text = "2(n-1)/n", .busbw_factor = all_reduce_factor,
+};
+static const bench_collective_t bench_reduce = {
+    .name = "reduce", .perf = "reduce_perf", .factor_text = "1", .busbw_factor = one_factor, .has_root = 1,
+};
+static const bench_collective_t bench_broadcast = {
+    .name = "broadcast", .perf = "broadcast_perf", .factor_text = "1", .busbw_factor = one_factor, .has_root = 1,
 };
 
 /* One measurement of a row: out-of-place or in-place. */
@@ -86,6 +100,8 @@ typedef struct bench {
     const cli_command_t *cmd;
     const bench_collective_t *coll;
     int root;              /* for a collective with a root; -1 otherwise */
+    cli_coll_t devs;       /* the collective's sources and destinations (desc points into it) */
+    starfold_collective_desc_t desc; /* kind, sources, destinations: what every graph compiles (cli_collective_setup) */
     cli_opts_t o;
     cli_machine_t m;
     FILE *info;            /* human-readable notes: stdout, or stderr under --json/--csv */
@@ -143,6 +159,12 @@ static const char *nccl_op_name(starfold_op_t op)
     return op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(op);
 }
 
+/* The redop column: broadcast_perf prints "none" (nothing is reduced). */
+static const char *row_op_name(const bench_t *b, starfold_op_t op)
+{
+    return b->coll == &bench_broadcast ? "none" : nccl_op_name(op);
+}
+
 /* nccl-tests' getFloatStr(): the value in @width characters, fewer decimals as it grows. */
 static void float_str(double v, int width, char *str, size_t len)
 {
@@ -176,21 +198,29 @@ static void print_header(bench_t *b)
                 (int)getpid(), host, d, (unsigned)starfold_context_device_node(b->m.ctx, d) & 0xffu, mode_name(mode),
                 starfold_context_device_worker(b->m.ctx, d), starfold_topology_device_name(b->m.topo, d),
                 starfold_topology_name(b->m.topo));
-    fprintf(f, "#\n# starfold bench: %s, %s\n", b->coll->name, b->m.description);
+    char what[64];
+    fprintf(f, "#\n# starfold bench: %s, %s\n", cli_collective_text(&b->o, what, sizeof what), b->m.description);
     fprintf(f, "# algorithms:");
     for (int a = 0; a < b->nalgorithms; a++) fprintf(f, "%s %s", a ? "," : "", b->algorithms[a]);
     if (b->o.persistent) fprintf(f, "; each graph bound once, started every iteration (--persistent)");
     if (b->o.views) fprintf(f, "; each replica's tensors as views of one vector (--views), no baselines");
+    else if (b->o.baselines && b->coll != &bench_all_reduce)
+        fprintf(f, "\n# no baselines: copy, host-loop and starpu-redux are all-reduces, not a %s", b->coll->name);
     else if (b->o.baselines)
         fprintf(f, "\n# baselines ('#' rows, out-of-place only): copy (each input copied to its output by its device: "
                    "the memory-traffic bound), host-loop (one host thread), starpu-redux (STARPU_REDUX)");
     fprintf(f, "\n# each iteration submitted and waited for; in-place: each output is its device's input; "
                "time = mean of the timed iterations\n");
+    if (b->coll == &bench_reduce)
+        fprintf(f, "# reduce: every device's tensors reduced onto the root, device %d, only (its result verified)\n",
+                b->root);
+    else if (b->coll == &bench_broadcast)
+        fprintf(f, "# broadcast: the root's (device %d's) tensors copied to every device (each copy verified)\n", b->root);
     fprintf(f, "# algbw = bytes / time, busbw = algbw * %s with n = %d (nccl-tests' %s); last column: algorithm\n",
             b->coll->factor_text, n, b->coll->perf);
     if (b->o.csv) {
         printf("algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong,"
-               "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong\n");
+               "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong,collective,root\n");
     } else if (!b->o.json) {
         printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
                "", "", "", "");
@@ -249,6 +279,7 @@ static void print_row(bench_t *b, const row_t *r)
     if (b->o.json) {
         printf("{\"algorithm\": ");
         cli_json_string(stdout, r->algorithm);
+        printf(", \"collective\": \"%s\", \"root\": %d", b->coll->name, b->coll->has_root ? b->root : -1);
         printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"bytes\": %llu, \"count\": %llu, \"devices\": %d",
                starfold_op_name(r->op), starfold_dtype_name(r->dtype), (unsigned long long)r->bytes,
                (unsigned long long)r->count, b->m.num_devices);
@@ -260,12 +291,12 @@ static void print_row(bench_t *b, const row_t *r)
                (unsigned long long)r->bytes, (unsigned long long)r->count, b->m.num_devices);
         csv_meas(&r->oop);
         csv_meas(&r->ip);
-        printf("\n");
+        printf(",%s,%d\n", b->coll->name, b->coll->has_root ? b->root : -1);
     } else {
         /* A baseline is a '#' line: "# " takes the first two of the size column's twelve characters. */
         if (r->baseline) printf("# %10llu", (unsigned long long)r->bytes);
         else printf("%12llu", (unsigned long long)r->bytes);
-        printf("  %12llu  %8s  %6s  %6d", (unsigned long long)r->count, nccl_type_name(r->dtype), nccl_op_name(r->op),
+        printf("  %12llu  %8s  %6s  %6d", (unsigned long long)r->count, nccl_type_name(r->dtype), row_op_name(b, r->op),
                b->coll->has_root ? b->root : -1);
         print_group(&r->oop);
         print_group(&r->ip);
@@ -521,6 +552,9 @@ static void plot(bench_t *b)
     char title[512], sub[256];
     snprintf(title, sizeof title, "starfold bench: %s bus bandwidth, out-of-place", b->coll->name);
     if (b->several) snprintf(sub, sizeof sub, "%s", "");
+    else if (b->coll == &bench_broadcast) snprintf(sub, sizeof sub, "%s, root %d, ", nccl_type_name(b->rows[0].dtype), b->root);
+    else if (b->coll->has_root)
+        snprintf(sub, sizeof sub, "%s %s, root %d, ", nccl_type_name(b->rows[0].dtype), nccl_op_name(b->rows[0].op), b->root);
     else snprintf(sub, sizeof sub, "%s %s, ", nccl_type_name(b->rows[0].dtype), nccl_op_name(b->rows[0].op));
     char sub2[512];
     snprintf(sub2, sizeof sub2, "%s; %smean of %d iteration%s after %d warm-up%s", b->m.description, sub, b->o.iters,
@@ -671,13 +705,10 @@ static starfold_status_t time_graph(bench_t *b, starfold_graph_t g, cli_replicas
 static int measure_graph(bench_t *b, const char *algorithm, const starfold_tensor_desc_t *tensors, size_t nt,
                          cli_replicas_t *rep, double *seconds, long long *wrong, double *ip_seconds, long long *ip_wrong)
 {
-    const int n = b->m.num_devices;
-    int devices[STARFOLD_MAX_DEVICES];
-    for (int d = 0; d < n; d++) devices[d] = d;
-    const starfold_collective_desc_t desc = {
-        .kind = STARFOLD_COLL_REDUCE, .op = rep->op, .num_sources = n, .sources = devices,
-        .num_tensors = nt, .tensors = tensors,
-    };
+    starfold_collective_desc_t desc = b->desc; /* kind, sources and destinations */
+    desc.op = rep->op;
+    desc.num_tensors = nt;
+    desc.tensors = tensors;
     starfold_algo_options_t aopt;
     bench_algo_options(b, algorithm, &aopt);
     starfold_graph_t g = NULL;
@@ -778,10 +809,11 @@ static void model_notes(bench_t *b, const starfold_tensor_desc_t *tensors, size_
     fprintf(b->info, "# model: %s\n",
             own ? "the topology's calibration of these devices (see 'Cost model' above)"
                 : "the defaults of the topology as named, not this machine (see 'Cost model' above)");
-    int devices[STARFOLD_MAX_DEVICES];
-    for (int d = 0; d < n; d++) devices[d] = d;
-    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = op, .num_sources = n,
-                                              .sources = devices, .num_tensors = nt, .tensors = tensors };
+    (void)n;
+    starfold_collective_desc_t desc = b->desc; /* the collective measured */
+    desc.op = op;
+    desc.num_tensors = nt;
+    desc.tensors = tensors;
     for (int a = 0; a < b->nalgorithms; a++) {
         if (times[a] <= 0) continue;
         starfold_algo_options_t aopt;
@@ -944,6 +976,12 @@ static int measure_host_loop(bench_t *b, const starfold_tensor_desc_t *tensors, 
     return bench_interrupted ? 2 : 0;
 }
 
+/* Whether the baselines are measured: asked for, not with --views, and only beside an all-reduce (which they are). */
+static int bench_baselines(const bench_t *b)
+{
+    return b->o.baselines && !b->o.views && b->coll == &bench_all_reduce;
+}
+
 /* Every row of one batch of tensors (all of one dtype), for one op. */
 static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op)
 {
@@ -960,6 +998,7 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
         b->failed = 1;
         return;
     }
+    cli_replicas_set_collective(&rep, b->o.collective, b->root < 0 ? 0 : b->root);
     double s = 0.0, ip = 0.0, times[16];
     long long wrong = -1, ip_wrong = -1;
     for (int a = 0; a < b->nalgorithms && !bench_interrupted; a++) {
@@ -971,7 +1010,9 @@ static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_
         if (m == 0) add_row(b, b->algorithms[a], 0, op, dtype, bytes, count, s, wrong, ip, ip_wrong), times[a] = s;
         else if (m < 0) b->failed = 1;
     }
-    if (b->o.baselines && !b->o.views && !bench_interrupted) {
+    if (!bench_baselines(b) && b->o.model && !bench_interrupted)
+        model_notes(b, tensors, nt, op, times, 0.0, rep.n, bytes);
+    if (bench_baselines(b) && !bench_interrupted) {
         double copy = 0.0;
         progress_show(b, "copy", bytes);
         double t0 = cli_now();
@@ -1041,7 +1082,19 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     int r = cli_parse(cmd, argc, argv, o);
     if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
 
-    const uint32_t sweep = CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES);
+    /* --collective and --root: a root beyond -g, or given to an all-reduce, is refused before StarPU starts. */
+    {
+        cli_coll_t devs;
+        starfold_collective_desc_t desc;
+        memset(&desc, 0, sizeof desc);
+        const int most = (o->given & CLI_OPT(OPT_DEVICES)) ? o->devices : STARFOLD_MAX_DEVICES;
+        if ((r = cli_collective_setup(cmd, o, most, &devs, &desc)) != CLI_OK) return r;
+    }
+    b.coll = o->collective == CLI_COLL_REDUCE ? &bench_reduce
+             : o->collective == CLI_COLL_BROADCAST ? &bench_broadcast : &bench_all_reduce;
+    b.root = b.coll->has_root ? o->root : -1;
+
+    const uint64_t sweep = CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES);
     if ((o->given & CLI_OPT(OPT_TENSORS)) && (o->given & sweep))
         return cli_usage_error(cmd, "--tensors measures one batch: it excludes the size sweep (-b, -e, -f, -i)");
     if ((o->given & CLI_OPT(OPT_STEPFACTOR)) && (o->given & CLI_OPT(OPT_STEPBYTES)))
@@ -1099,6 +1152,11 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
 
     b.info = (o->json || o->csv) ? stderr : stdout;
     if ((r = cli_machine_open(cmd, o, b.info, &b.m)) != CLI_OK) goto out_tensors;
+    /* The collective over the devices there are (a --root beyond them: exit 2). */
+    if ((r = cli_collective_setup(cmd, o, b.m.num_devices, &b.devs, &b.desc)) != CLI_OK) {
+        cli_machine_close(&b.m);
+        goto out_tensors;
+    }
     /* --model and "auto" predict with the cost model: of these devices when the topology is theirs. */
     int uses_model = o->model;
     for (int a = 0; a < b.nalgorithms; a++) uses_model |= !strcasecmp(b.algorithms[a], "auto");
@@ -1124,7 +1182,7 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     b.start = cli_now();
     b.sizes = sizes;
     b.nsizes = nsizes;
-    b.units_per_size = b.nalgorithms + (o->baselines && !o->views ? 3 : 0);
+    b.units_per_size = b.nalgorithms + (bench_baselines(&b) ? 3 : 0);
     b.sweeps_total = nops * ndtypes;
     for (int k = 0; k < ndtypes && !bench_interrupted; k++)
         for (int p = 0; p < nops && !bench_interrupted; p++) {
@@ -1160,27 +1218,28 @@ out_tensors:
 }
 const cli_command_t cli_cmd_bench = {
     .name = "bench",
-    .summary = "measure all-reduce time, algbw and busbw over a size sweep (nccl-tests style)",
+    .summary = "measure all-reduce (reduce, broadcast) time, algbw and busbw over a size sweep (nccl-tests style)",
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_MODEL) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_JSON) | CLI_OPT(OPT_CSV) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) |
                 CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) |
                 CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES) |
-                CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_PERSISTENT),
+                CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
     .allow_all = 1,
     .usage =
         "Usage: starfold bench [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
         "                      [--algorithm A|all] [--op OP|all] [-d|--dtype D|all] [--tensors SPEC]\n"
         "                      [--topology T] [-g|--devices N] [--num-packs K | --bytes-per-pack B]\n"
         "                      [--baselines 0|1] [--views] [--persistent] [--json | --csv] [--plot FILE.svg|.png]\n"
-        "                      [--emulated]\n"
+        "                      [--emulated] [--collective all-reduce|reduce|broadcast [--root D]]\n"
         "\n"
         "Measures all-reduce as nccl-tests' all_reduce_perf does, and prints it in its layout (its run line,\n"
         "device list, column header, formats and footer), so that scripts reading its logs read this:\n"
         "size (bytes per replica), count (elements), type (float, double, int32, int64), redop (sum, prod,\n"
-        "max, min, avg), root (-1), then time (us, mean over the timed iterations, each one submission\n"
-        "waited for), algbw = size / time, busbw = algbw * 2(n-1)/n in GB/s (1e9 B/s; comparable with one\n"
+        "max, min, avg), root (-1; --root for a reduce or broadcast), then time (us, mean over the timed\n"
+        "iterations, each one submission waited for), algbw = size / time, busbw = algbw * 2(n-1)/n (1 for\n"
+        "a reduce or broadcast) in GB/s (1e9 B/s; comparable with one\n"
         "device's link bandwidth) and #wrong (wrong elements over every replica, N/A with -c 0), out-of-place\n"
         "(separate input and output vectors) then in-place (each output its device's input), and last the\n"
         "algorithm. '# Avg bus bandwidth' is printed once: over every measurement of the algorithms, each\n"
@@ -1205,6 +1264,12 @@ const cli_command_t cli_cmd_bench = {
         "  --op OP|all             sum (default), mean (or avg), min, max, prod, or all\n"
         "  -d, --dtype D|all       float32 (default), float64, int32, int64, or all (also --datatype)\n"
         "  --tensors SPEC          measure this batch (see starfold graph --help) instead of a sweep\n"
+        "  --collective C          all-reduce (default); reduce (every device's tensors reduced onto --root\n"
+        "                          only, as reduce_perf) or broadcast (--root's tensors copied to every\n"
+        "                          device, as broadcast_perf: redop column 'none'); for both, busbw = algbw,\n"
+        "                          the root column holds the root, and no baselines are measured (they are\n"
+        "                          all-reduces); all-gather is not implemented yet\n"
+        "  --root D                the reduce's destination or the broadcast's source (default 0)\n"
         "  --topology T, -g N, --emulated   the devices, as for starfold run\n"
         "  --chunk-bytes B, --rings N   ring and one-pass tuning (see starfold graph --help)\n"
         "  --num-packs K, --bytes-per-pack B   hierarchical-copy's packing (ignored by reduce-to-one\n"
@@ -1221,10 +1286,12 @@ const cli_command_t cli_cmd_bench = {
         "                          topology the model is calibrated on its devices once (per-task and\n"
         "                          per-submission costs, memory bandwidth; kept in $STARPU_HOME/.starpu/\n"
         "                          starfold/, STARFOLD_CALIBRATE=2 measures again), as it is for 'auto'\n"
-        "  --json                  one JSON object per row on stdout: algorithm, op, dtype, bytes, count,\n"
+        "  --json                  one JSON object per row on stdout: algorithm, collective, root (-1 for\n"
+        "                          an all-reduce), op, dtype, bytes, count,\n"
         "                          devices, time_us, algbw_GBps, busbw_GBps, wrong (null when unchecked),\n"
         "                          and the same in place: inplace_time_us, ... (null for the baselines)\n"
-        "  --csv                   a header line, then one line per row with the same fields\n"
+        "  --csv                   a header line, then one line per row with the same fields (the\n"
+        "                          collective and root last)\n"
         "                          (with --json or --csv, the notes and summary go to stderr)\n"
         "  --plot FILE.svg|.png    draw busbw against size (log axes), one line per algorithm, the baselines\n"
         "                          dashed, with gnuplot if installed\n"

@@ -296,7 +296,7 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         else if (!strcasecmp(v, "reduce")) o->collective = CLI_COLL_REDUCE;
         else if (!strcasecmp(v, "broadcast")) o->collective = CLI_COLL_BROADCAST;
         else if (!strcasecmp(v, "all-gather") || !strcasecmp(v, "allgather"))
-            return cli_usage_error(cmd, "%s all-gather: gather is not built yet (all-reduce, reduce, broadcast)", shown);
+            return cli_usage_error(cmd, "%s all-gather: gather is not implemented yet (all-reduce, reduce or broadcast)", shown);
         else return cli_usage_error(cmd, "%s '%s': expected all-reduce, reduce or broadcast", shown, v);
         break;
     case OPT_ROOT:

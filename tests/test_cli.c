@@ -453,7 +453,18 @@ static void test_bad_arguments(void)
         { "run", "--json", "does not apply to run" },
         { "run", "--trace x.png", "the timeline is an .svg file" },
         { "graph", "--tensors 1000x4KiB --num-packs 0 -o x.svg --full", "more than Graphviz lays out" },
-        { "graph", "--collective all-gather", "gather is not built yet" },
+        { "graph", "--collective all-gather", "gather is not implemented yet" },
+        { "run", "--collective All-Gather", "gather is not implemented yet" },
+        { "simulate", "--collective allgather", "gather is not implemented yet" },
+        { "bench", "--collective all-gather --root 1", "gather is not implemented yet" },
+        { "bench", "--collective gather", "expected all-reduce, reduce or broadcast" },
+        { "bench", "--collective", "needs a value" },
+        { "bench", "--root 1", "an all-reduce has no root" },
+        { "bench", "-g 3 --collective reduce --root 3", "--root 3: the collective runs on devices 0..2" },
+        { "bench", "--collective broadcast --root -1", "expected a device number" },
+        { "bench", "--collective reduce --root 64", "expected a device number from 0 to 63" },
+        { "simulate", "--collective reduce --root 4 -g 4", "--root 4: the collective runs on devices 0..3" },
+        { "simulate", "--collective reduce --backward 100", "--backward models all-reduce buckets" },
         { "graph", "--collective scatter", "expected all-reduce, reduce or broadcast" },
         { "graph", "--root 2", "an all-reduce has no root" },
         { "graph", "--collective reduce --root 8", "--root 8: the collective runs on devices 0..7" },
@@ -1002,6 +1013,51 @@ static void test_collectives(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Model: reduce (sum) to device 3 of 64MiB"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "busbw = algbw x 1"));
     result_free(&r);
+
+    /* The other cells of command x collective: all-reduce named (any case), graph's reduce, simulate's broadcast. */
+    run(&r, "run --topology host -g 2 -b 4K --collective ALL-REDUCE -w 0");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "All-reduce (sum) of 1 float32 tensor"));
+    CU_ASSERT_TRUE(verified_all(r.out));
+    result_free(&r);
+    run(&r, "graph --collective reduce --root 5 --tensors 2x64K --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t v;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    CU_ASSERT(jnum(jget(&v, "tasks"), "reduce") > 0);
+    const jval_t *links = jget(&v, "links");
+    /* Everything ends on the root: some link into device 5, none out of it (a reduce sends nothing back). */
+    int into_root = 0, out_of_root = 0;
+    for (size_t i = 0; links && i < links->n; i++) {
+        if (jnum(&links->items[i], "to") == 5) into_root++;
+        if (jnum(&links->items[i], "from") == 5) out_of_root++;
+    }
+    CU_ASSERT(into_root > 0);
+    CU_ASSERT_EQUAL(out_of_root, 0);
+    jfree(&v);
+    result_free(&r);
+    run(&r, "simulate --collective broadcast --root 7 --algorithm all --tensors 16MiB --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    int objects = 0;
+    for (const char *line = r.out; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end) break;
+        char buf[2048];
+        snprintf(buf, sizeof buf, "%.*s", (int)(end - line), line);
+        if (jparse_text(buf, &v) == 0) {
+            objects++;
+            CU_ASSERT(jnum(&v, "time_us") > 0);
+            CU_ASSERT(fabs(jnum(&v, "busbw_GBps") - jnum(&v, "algbw_GBps")) < 1e-9); /* broadcast_perf: busbw = algbw */
+            jfree(&v);
+        }
+        line = end + 1;
+    }
+    CU_ASSERT(objects >= 2);
+    result_free(&r);
+    run(&r, "simulate --collective broadcast --root 7 --tensors 16MiB");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Model: broadcast from device 7 of 16MiB"));
+    result_free(&r);
 }
 
 static void test_run_emulated(void)
@@ -1272,7 +1328,7 @@ static void test_bench_json_csv(void)
     run(&r, "bench -g 2 -b 1K -n 1 -w 0 --csv");
     CU_ASSERT_EQUAL(r.status, 0);
     static const char csv_header[] = "algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong,"
-                                     "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong\n";
+                                     "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong,collective,root\n";
     CU_ASSERT(strncmp(r.out, csv_header, strlen(csv_header)) == 0);
     CU_ASSERT_EQUAL(count_lines(r.out), 5);
     const char *row = strchr(r.out, '\n');
@@ -1289,6 +1345,101 @@ static void test_bench_json_csv(void)
         CU_ASSERT_EQUAL(devices, 2);
         CU_ASSERT_EQUAL(wrong, 0);
     }
+    result_free(&r);
+}
+
+/*
+ * bench --collective: reduce_perf's and broadcast_perf's tables (the root in its column, broadcast's
+ * redop "none", busbw = algbw), every row verified out-of-place and in place, no all-reduce baselines;
+ * the header, JSON and CSV name the collective. The all-reduce keeps busbw = algbw x 2(n-1)/n.
+ */
+static void test_bench_collectives(void)
+{
+    cli_result_t r;
+    bench_row_t rows[64];
+    run(&r, "bench -g 4 -b 1K -e 4K -f 2 -n 2 -w 1 --collective reduce --root 2 --op max");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# starfold bench: reduce (max) to device 2, "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "busbw = algbw * 1 with n = 4 (nccl-tests' reduce_perf)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# no baselines: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\n# Out of bounds values : 0 OK\n"));
+    int n = bench_rows(r.out, rows, 64);
+    CU_ASSERT_EQUAL(n, 3); /* 3 sizes, the algorithm alone */
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(rows[i].baseline, 0);
+        CU_ASSERT_EQUAL(rows[i].bytes, 1024ull << i);
+        CU_ASSERT_STRING_EQUAL(rows[i].op, "max");
+        CU_ASSERT_EQUAL(rows[i].root, 2);
+        CU_ASSERT_STRING_EQUAL(rows[i].wrong, "0");
+        CU_ASSERT_STRING_EQUAL(rows[i].ip_wrong, "0");
+        CU_ASSERT(rows[i].time_us > 0);
+        CU_ASSERT_EQUAL(rows[i].busbw, rows[i].algbw); /* printed from the same value */
+    }
+    result_free(&r);
+
+    /* Every algorithm (those without a broadcast of their own fall back), a batch, persistent, int32. */
+    run(&r, "bench -g 3 --tensors 2x1K,12 -n 1 -w 1 -d int32 --collective Broadcast --root 1 --algorithm all --persistent");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# starfold bench: broadcast from device 1, "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(nccl-tests' broadcast_perf)"));
+    n = bench_rows(r.out, rows, 64);
+    CU_ASSERT_EQUAL(n + count_occurrences(r.out, " skipped: "), starfold_algorithm_count());
+    CU_ASSERT(n >= 2);
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(rows[i].baseline, 0);
+        CU_ASSERT_EQUAL(rows[i].bytes, 2 * 1024 + 12);
+        CU_ASSERT_STRING_EQUAL(rows[i].type, "int32");
+        CU_ASSERT_STRING_EQUAL(rows[i].op, "none"); /* broadcast_perf's redop */
+        CU_ASSERT_EQUAL(rows[i].root, 1);
+        CU_ASSERT_STRING_EQUAL(rows[i].wrong, "0");
+        CU_ASSERT_STRING_EQUAL(rows[i].ip_wrong, "0");
+        CU_ASSERT_EQUAL(rows[i].busbw, rows[i].algbw);
+    }
+    result_free(&r);
+
+    /* Views, JSON: the collective and the root in every object. */
+    run(&r, "bench -g 4 -b 4K -n 1 -w 0 --views --json --collective reduce --root 3 --op mean -d float64");
+    CU_ASSERT_EQUAL(r.status, 0);
+    int objects = 0;
+    for (const char *line = r.out; *line;) {
+        const char *end = strchr(line, '\n');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(end - line), line);
+        jval_t v;
+        CU_ASSERT_EQUAL_FATAL(jparse_text(buf, &v), 0);
+        const jval_t *c = jget(&v, "collective");
+        CU_ASSERT(c && c->type == J_STR && c->str && !strcmp(c->str, "reduce"));
+        CU_ASSERT_EQUAL(jnum(&v, "root"), 3);
+        CU_ASSERT_EQUAL(jnum(&v, "wrong"), 0);
+        CU_ASSERT_EQUAL(jnum(&v, "inplace_wrong"), 0);
+        CU_ASSERT(fabs(jnum(&v, "busbw_GBps") - jnum(&v, "algbw_GBps")) < 1e-9);
+        jfree(&v);
+        objects++;
+        line = end + 1;
+    }
+    CU_ASSERT_EQUAL(objects, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "# starfold bench: reduce (mean) to device 3, "));
+    result_free(&r);
+
+    /* CSV: the collective and the root last. */
+    run(&r, "bench -g 2 -b 1K -n 1 -w 0 --csv --collective broadcast --root 1");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL(count_lines(r.out), 2);
+    const char *row = strchr(r.out, '\n');
+    CU_ASSERT(row && strstr(row, ",broadcast,1\n") != NULL);
+    result_free(&r);
+
+    /* The all-reduce named: unchanged (root -1, busbw = algbw x 2(n-1)/n = 1.5 algbw on 4 devices). */
+    run(&r, "bench -g 4 -b 64K -n 2 -w 1 --collective all-reduce --baselines 0 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t v;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    const jval_t *c = jget(&v, "collective");
+    CU_ASSERT(c && c->str && !strcmp(c->str, "all-reduce"));
+    CU_ASSERT_EQUAL(jnum(&v, "root"), -1);
+    CU_ASSERT(fabs(jnum(&v, "busbw_GBps") - 1.5 * jnum(&v, "algbw_GBps")) < 1e-5);
+    jfree(&v);
     result_free(&r);
 }
 
@@ -1658,6 +1809,7 @@ int main(void)
         { "demo", "writes and prints the graph files", test_demo },
         { "bench", "table rows and baselines", test_bench_table },
         { "bench", "--json and --csv", test_bench_json_csv },
+        { "bench", "--collective reduce and broadcast, --root", test_bench_collectives },
         { "bench", "--plot", test_bench_plot },
         { "bench", "progress on a terminal", test_bench_progress },
         { "bench", "Ctrl-C", test_bench_interrupt },
