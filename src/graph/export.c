@@ -1014,6 +1014,31 @@ static starfold_status_t add_late_edges(void *arg)
     return STARFOLD_OK;
 }
 
+/*
+ * Nodes on the widest row of @g's full picture: the tasks of its busiest round, or the input or output
+ * buffers drawn (one per tensor and slot, or one per slot past AGGREGATE_TENSORS). Graphviz draws a
+ * row of 128 boxes 22,000 pixels wide: past STARFOLD_DRAW_SUMMARY_ROW the picture is the summary.
+ * SIZE_MAX when out of memory (the summary then, which needs less).
+ */
+static size_t widest_row(const struct starfold_graph *g)
+{
+    const size_t per_slot = g->num_tensors > AGGREGATE_TENSORS ? 1 : g->num_tensors;
+    size_t widest = per_slot * (size_t)(g->num_inputs > g->num_outputs ? g->num_inputs : g->num_outputs);
+    size_t *round = malloc((g->nnodes ? g->nnodes : 1) * sizeof *round);
+    size_t *count = calloc(g->nnodes ? g->nnodes : 1, sizeof *count);
+    if (!round || !count) {
+        free(round);
+        free(count);
+        return SIZE_MAX;
+    }
+    task_rounds(g, round);
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (++count[round[i]] > widest) widest = count[round[i]];
+    free(round);
+    free(count);
+    return widest;
+}
+
 /* Draws @g and writes it to @path: as DOT whatever the extension (@dot_only), or per the extension. */
 static starfold_status_t export_graph(starfold_graph_t g, const char *path, int dot_only, starfold_draw_mode_t mode)
 {
@@ -1026,7 +1051,8 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "graph export: unknown draw mode %d", (int)mode);
     /* A picture is laid out by Graphviz: past a few hundred tasks, the summary (or a refusal). */
     const int summarise = !dot_only && (mode == STARFOLD_DRAW_SUMMARY ||
-                                        (mode == STARFOLD_DRAW_AUTO && g->nnodes > STARFOLD_DRAW_SUMMARY_TASKS));
+                                        (mode == STARFOLD_DRAW_AUTO && (g->nnodes > STARFOLD_DRAW_SUMMARY_TASKS ||
+                                                                        widest_row(g) > STARFOLD_DRAW_SUMMARY_ROW)));
     if (!dot_only && !summarise && g->nnodes > STARFOLD_DRAW_MAX_TASKS)
         return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
                                "%s: %zu tasks, more than Graphviz lays out in reasonable time (%d); draw the summary "
