@@ -292,7 +292,9 @@ static int device_groups(const struct starfold_graph *g, const int *used, int *g
     for (int d = 0; d < STARFOLD_MAX_DEVICES; d++) group[d] = -1;
     const starfold_topology_t t = g->topology;
     int ng = 0;
-    if (!strcmp(g->algorithm, "hierarchical-copy") && g->num_inputs >= 2) {
+    /* Hierarchical copy's halves exist in its all-reduce only (a reduce elsewhere, a broadcast: the fallbacks). */
+    if (!strcmp(g->algorithm, "hierarchical-copy") && g->kind == STARFOLD_COLL_REDUCE && g->num_inputs >= 2 &&
+        g->num_outputs == g->num_inputs) {
         int half[STARFOLD_MAX_DEVICES];
         if (starfold_topology_bisect(t, g->num_inputs, g->input_devices, half) != STARFOLD_OK) return 0;
         for (int s = 0; s < g->num_inputs; s++) group[g->input_devices[s]] = half[s];
