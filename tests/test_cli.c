@@ -883,6 +883,20 @@ static void test_graph_summary_and_files(void)
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Written: "));
     result_free(&r);
+    CU_ASSERT(file_contains(big, "summary: 12000 tasks as 32 groups"));
+    CU_ASSERT(file_contains(big, ">legend<"));
+    /* 16 unpacked tensors: 192 tasks but 128 inputs in a row, summarised; --full draws every task. */
+    char wide[1024]; /* not out_path(): its four slots hold dot, svg, png and big */
+    snprintf(wide, sizeof wide, "%s/cli-graph-wide.svg", out_dir());
+    run(&r, "graph --tensors 16x4KiB --num-packs 0 -o '%s'", wide);
+    CU_ASSERT_EQUAL(r.status, 0);
+    result_free(&r);
+    CU_ASSERT(file_contains(wide, "summary: 192 tasks as"));
+    run(&r, "graph --tensors 16x4KiB --num-packs 0 -o '%s' --full", wide);
+    CU_ASSERT_EQUAL(r.status, 0);
+    result_free(&r);
+    CU_ASSERT(!file_contains(wide, "summary:"));
+    CU_ASSERT(file_contains(wide, "<title>t191</title>"));
     run(&r, "graph --tensors 2x4K -o '%s' --json", png);
     CU_ASSERT_EQUAL(r.status, 0);
     jval_t v;

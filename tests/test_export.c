@@ -26,6 +26,7 @@
 #include <starfold/graph.h>
 #include <starfold/model.h>
 #include "graph/graph.h"
+#include "base/palette.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Files                                                                                          */
@@ -371,6 +372,183 @@ static void test_render(void)
     starfold_topology_destroy(tp);
 }
 
+
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Pictures: legend, title, palette, device order, summaries                                      */
+
+/* A compiled all-reduce over dgx1-v100's 8 GPUs; the caller destroys graph and topology. */
+static starfold_graph_t dgx1_graph(const char *algorithm, size_t ntensors, size_t count, int num_packs,
+                                   starfold_topology_t *tp)
+{
+    static const int devs[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    starfold_tensor_desc_t *t = calloc(ntensors, sizeof *t);
+    for (size_t i = 0; t && i < ntensors; i++) t[i] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, count };
+    const starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, devs, 0, NULL, ntensors, t };
+    starfold_algo_options_t o;
+    starfold_algo_options_init(&o);
+    o.num_packs = num_packs;
+    starfold_graph_t g = NULL;
+    *tp = NULL;
+    if (starfold_topology_builtin("dgx1-v100", tp) != STARFOLD_OK ||
+        starfold_graph_compile(*tp, algorithm, &d, &o, &g) != STARFOLD_OK)
+        g = NULL;
+    free(t);
+    return g;
+}
+
+/* Renders @g as SVG (mode @mode) and returns its text, or NULL. */
+static char *render_svg(starfold_graph_t g, const char *name, starfold_draw_mode_t mode)
+{
+    char path[4096];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/%s", out_dir(), name);
+    remove(path);
+    if (!g || starfold_graph_render_mode(g, path, mode) != STARFOLD_OK) return NULL;
+    return (char *)slurp(path, &len);
+}
+
+/* Left edge of the cluster titled @title in an SVG (its rounded outline starts "M<x>,"), huge when absent. */
+static double cluster_left(const char *svg, const char *title)
+{
+    char want[64];
+    snprintf(want, sizeof want, "<title>%s</title>", title);
+    const char *p = strstr(svg, want);
+    if (!p || !(p = strstr(p, " d=\"M"))) return 1e300;
+    return strtod(p + 5, NULL);
+}
+
+/* Sum of the counts of summary nodes ("copy x N", "reduce x N", ...) in an SVG. */
+static size_t summary_total(const char *svg)
+{
+    size_t total = 0;
+    for (const char *p = svg; (p = strstr(p, " x ")); p += 3) {
+        const char *k = p;
+        while (k > svg && k[-1] != '>') k--;
+        for (int kind = 0; kind < STARFOLD_TASK_KIND_COUNT; kind++) {
+            const char *name = starfold_task_kind_name((starfold_task_kind_t)kind);
+            if (!strncmp(k, name, strlen(name)) && k + strlen(name) == p) total += strtoul(p + 3, NULL, 10);
+        }
+    }
+    return total;
+}
+
+/*
+ * A rendered graph has a title (algorithm, collective, sizes) and a legend (the task kinds drawn, the
+ * link colours, what a dashed edge means); its device boxes are left to right in device order (dot
+ * reordered them, 0,1,4,2,3,...) and say hierarchical copy's group.
+ */
+static void test_picture_legend_order(void)
+{
+    starfold_topology_t tp;
+    starfold_graph_t g = dgx1_graph("hierarchical-copy", 4, 1 << 18, 2, &tp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    char *svg = render_svg(g, "picture-hc.svg", STARFOLD_DRAW_AUTO);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "hierarchical&#45;copy: all&#45;reduce (sum) of 8 replicas, 4 tensors"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "topology dgx1&#45;v100: 40 tasks"));
+    CU_ASSERT_PTR_NULL(strstr(svg, "summary:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, ">legend<"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "task: reduces ranges with the op"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "bytes to another device over nvlink"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "order only"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "group A (hierarchical copy)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "group B (hierarchical copy)"));
+    double prev = -1e300;
+    for (int d = 0; d < 8; d++) {
+        char title[32];
+        snprintf(title, sizeof title, "cluster_dev%d", d);
+        const double x = cluster_left(svg, title);
+        CU_ASSERT(x < 1e300);
+        CU_ASSERT(x > prev);
+        prev = x;
+    }
+    free(svg);
+    /* The .dot file stays the data: no legend, no layout aids, links named on the edges. */
+    char path[4096];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/picture-hc.dot", out_dir());
+    OK(starfold_graph_render(g, path));
+    char *dot = (char *)slurp(path, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dot);
+    CU_ASSERT_PTR_NULL(strstr(dot, "legend"));
+    CU_ASSERT_PTR_NULL(strstr(dot, "order_dev"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dot, "nvlink"));
+    free(dot);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+}
+
+/* One palette: an NVLink is the same colour in the topology's picture and on a graph's edges. */
+static void test_picture_palette(void)
+{
+    starfold_topology_t tp;
+    starfold_graph_t g = dgx1_graph("ring", 1, 1 << 16, 1, &tp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    char *gsvg = render_svg(g, "picture-ring.svg", STARFOLD_DRAW_AUTO);
+    char path[4096];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/picture-topo.svg", out_dir());
+    OK(starfold_topology_render(tp, path));
+    char *tsvg = (char *)slurp(path, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gsvg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tsvg);
+    char stroke[64];
+    snprintf(stroke, sizeof stroke, "stroke=\"%s\"", starfold__link_colour(STARFOLD_LINK_NVLINK));
+    CU_ASSERT_PTR_NOT_NULL(strstr(gsvg, stroke));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tsvg, stroke));
+    snprintf(stroke, sizeof stroke, "stroke=\"%s\"", starfold__link_colour(STARFOLD_LINK_INTER_SOCKET));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tsvg, stroke)); /* the inter-socket paths, paler but the same colour */
+    /* The topology's picture: a title and a legend giving each kind's bandwidth. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(tsvg, "dgx1&#45;v100: 8 devices, 28 links"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tsvg, "nvlink, 25&#45;50 GB/s"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tsvg, "inter&#45;socket, 6 GB/s"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tsvg, "socket 1"));
+    free(gsvg);
+    free(tsvg);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+}
+
+/*
+ * The summary is chosen for a wide picture too (16 unpacked tensors: 128 input buffers in a row, a
+ * picture 22,404 pixels wide), its counts add up to the graph's tasks, and FULL still draws every
+ * task. Past 64 groups the rounds fold: the 1 MiB ring is one node per kind and device.
+ */
+static void test_picture_summaries(void)
+{
+    starfold_topology_t tp;
+    starfold_graph_t g = dgx1_graph("hierarchical-copy", 16, 1024, 0, &tp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_TRUE(starfold_graph_num_tasks(g) <= STARFOLD_DRAW_SUMMARY_TASKS);
+    char *svg = render_svg(g, "picture-wide.svg", STARFOLD_DRAW_AUTO);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "summary:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "in one round"));
+    CU_ASSERT_EQUAL(summary_total(svg), starfold_graph_num_tasks(g));
+    free(svg);
+    svg = render_svg(g, "picture-wide-full.svg", STARFOLD_DRAW_FULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    CU_ASSERT_PTR_NULL(strstr(svg, "summary:"));
+    CU_ASSERT_EQUAL(summary_total(svg), 0);
+    free(svg);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+
+    g = dgx1_graph("ring", 1, 1 << 18, 1, &tp); /* 1 MiB */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    svg = render_svg(g, "picture-ring-summary.svg", STARFOLD_DRAW_AUTO);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    char want[128];
+    snprintf(want, sizeof want, "summary: %zu tasks as 16 groups (tasks of one kind on one device, rounds folded)",
+             starfold_graph_num_tasks(g));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, want));
+    CU_ASSERT_EQUAL(summary_total(svg), starfold_graph_num_tasks(g));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "socket 0")); /* not hierarchical copy: the sockets are the groups */
+    free(svg);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+}
 
 /*
  * Big graphs: a picture of more than STARFOLD_DRAW_SUMMARY_TASKS tasks is summarised (tasks of one
@@ -853,6 +1031,9 @@ int main(void)
     CU_add_test(ex, "same graph, same bytes", test_deterministic);
     CU_add_test(ex, "render SVG and PNG, bad paths", test_render);
     CU_add_test(ex, "big graphs drawn summarised, --full refused", test_render_summary);
+    CU_add_test(ex, "pictures: title, legend, device order, groups", test_picture_legend_order);
+    CU_add_test(ex, "pictures: one palette for topologies and graphs", test_picture_palette);
+    CU_add_test(ex, "pictures: wide graphs summarised, rounds folded, FULL honoured", test_picture_summaries);
     CU_add_test(ex, "golden: dgx1-v100 hierarchical copy, 1 pack", test_golden_dgx1_p1);
     CU_add_test(ex, "golden: dgx1-v100 hierarchical copy, 2 packs", test_golden_dgx1_p2);
     CU_pSuite st = CU_add_suite("stats", NULL, NULL);

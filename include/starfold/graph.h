@@ -280,6 +280,9 @@ STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, 
 
 /** @brief Graphs of more tasks than this are drawn summarised by starfold_graph_render(). */
 #define STARFOLD_DRAW_SUMMARY_TASKS 400
+/** @brief Graphs whose full picture has a row of more nodes than this (tasks of one round, or the
+ *         input or output buffers) are drawn summarised by starfold_graph_render(). */
+#define STARFOLD_DRAW_SUMMARY_ROW 48
 /** @brief Most tasks drawn one by one (Graphviz's layout takes minutes beyond). */
 #define STARFOLD_DRAW_MAX_TASKS 3000
 /** @brief Most groups a summary draws. */
@@ -287,16 +290,20 @@ STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, 
 
 /** @brief How starfold_graph_render_mode() draws. */
 typedef enum starfold_draw_mode {
-    STARFOLD_DRAW_AUTO = 0, /**< every task up to ::STARFOLD_DRAW_SUMMARY_TASKS tasks, the summary beyond */
+    STARFOLD_DRAW_AUTO = 0, /**< every task up to ::STARFOLD_DRAW_SUMMARY_TASKS tasks and
+                                 ::STARFOLD_DRAW_SUMMARY_ROW nodes in a row, the summary beyond */
     STARFOLD_DRAW_FULL,     /**< every task (refused beyond ::STARFOLD_DRAW_MAX_TASKS) */
     STARFOLD_DRAW_SUMMARY   /**< tasks of one kind on one device in one round as one node with their count,
-                                 the edges between two such groups as one edge with their bytes */
+                                 the edges between two such groups as one edge with their bytes; past 64
+                                 groups the rounds are folded (one node per kind and device) */
 } starfold_draw_mode_t;
 
 /**
  * @brief Draws the graph with Graphviz (dot layout) into @p path; the format comes from the
- *        extension: .dot, .svg, .png. Pictures of more than ::STARFOLD_DRAW_SUMMARY_TASKS tasks are
- *        summarised (::STARFOLD_DRAW_SUMMARY); a .dot file always holds every task.
+ *        extension: .dot, .svg, .png. Pictures of more than ::STARFOLD_DRAW_SUMMARY_TASKS tasks, or
+ *        wider than ::STARFOLD_DRAW_SUMMARY_ROW nodes, are summarised (::STARFOLD_DRAW_SUMMARY); a .dot
+ *        file always holds every task. A picture has a title, a legend, the device boxes in device order
+ *        and the topology's groups (hierarchical copy's halves, else the CPU sockets) shaded.
  * @return ::STARFOLD_ERR_NOT_SUPPORTED for another extension, or a summary of more than
  *         ::STARFOLD_DRAW_MAX_GROUPS groups (with the numbers in starfold_last_error()).
  */

@@ -19,6 +19,13 @@ starfold_status_t starfold__format_from_path(const char *path, starfold__format_
 starfold_status_t starfold__agraph_save(Agraph_t *g, const char *path);
 
 /*
+ * A picture (SVG, PNG) in two passes: dot lays out @g, then @late(@arg) adds edges to it, which
+ * Graphviz routes around the nodes where dot put them ("nop2", neato -n2). Edges that dot would use to
+ * reorder clusters (every edge between two device boxes) come late, so the boxes keep their order.
+ */
+starfold_status_t starfold__agraph_save_late(Agraph_t *g, const char *path, starfold_status_t (*late)(void *), void *arg);
+
+/*
  * A legend for a rendered picture: a cluster "legend" holding one plain node whose label is @html
  * (a Graphviz HTML-like label, a <table>). Never in a .dot file: that stays the data.
  */

@@ -39,16 +39,36 @@
 /* More tensors than this and buffers are drawn one node per slot. */
 #define AGGREGATE_TENSORS 64
 
+/* A summary of more groups than this folds the rounds: past it a picture is a wall of boxes and edges. */
+#define SUMMARY_FOLD_GROUPS 64
+
 /* Colour of an edge crossing devices: the direct link's kind (the shared palette), red when none. */
 static const char *link_colour(int found, starfold_link_kind_t kind)
 {
     return found ? starfold__link_colour(kind) : SF_NO_LINK_COLOUR;
 }
 
+enum { DRAWN_LINK = 1 /* << link kind */, DRAWN_NO_LINK = 1 << 8, DRAWN_LOCAL = 1 << 9, DRAWN_ORDER = 1 << 10 };
+
+/* An edge between two device boxes of a picture, drawn once dot has placed the boxes. */
+struct late_edge {
+    Agnode_t *tail, *head;
+    uint64_t bytes;
+    int from, to;
+};
+
 typedef struct exporter {
     const struct starfold_graph *g;
     Agraph_t *ag;
     Agraph_t *cluster[STARFOLD_MAX_DEVICES];
+    int picture;         /* rendered (SVG, PNG): legend, groups and layout aids; a .dot file stays the data */
+    Agraph_t **rank;     /* picture: rank=same subgraph of each round, created on first use */
+    size_t nrank;
+    Agraph_t *side[2];   /* picture: the inputs' row (rank=min) and the outputs' (rank=max) */
+    struct late_edge *late; /* picture: edges between devices, added after dot's layout (add_late_edges) */
+    size_t nlate, caplate;
+    int adding_late;
+    unsigned drawn;      /* what the legend explains: DRAWN_* bits of the edges drawn */
     Agnode_t **task;     /* [nnodes] */
     Agnode_t **bufnode;  /* [nbufs]: the node drawing an input or output buffer, NULL for temporaries */
     int aggregate;       /* one node per slot instead of per buffer */
@@ -253,27 +273,145 @@ static starfold_status_t set_graph_label(exporter_t *x)
     return STARFOLD_OK;
 }
 
-/* One cluster per device that draws something, in device order. */
-static starfold_status_t add_clusters(exporter_t *x)
+/* Devices that draw something: a buffer (not a temporary) or a task. */
+static void used_devices(const struct starfold_graph *g, int *used)
 {
-    const struct starfold_graph *g = x->g;
-    int used[STARFOLD_MAX_DEVICES] = { 0 };
     for (size_t b = 0; b < g->nbufs; b++)
         if (g->bufs[b].kind != SF_BUF_TEMP) used[g->bufs[b].device] = 1;
     for (size_t i = 0; i < g->nnodes; i++) used[g->nodes[i].device] = 1;
+}
+
+/*
+ * The topology's groups that a picture draws around the device boxes, group[d] for device d (-1: in
+ * none); returns how many. Hierarchical copy: its two halves (starfold_topology_bisect() of the
+ * replicas, the DGX-1's quads); any other algorithm: the CPU sockets. Fewer than two groups among the
+ * devices drawn: none (a box around everything says nothing).
+ */
+static int device_groups(const struct starfold_graph *g, const int *used, int *group, char (*label)[64])
+{
+    for (int d = 0; d < STARFOLD_MAX_DEVICES; d++) group[d] = -1;
+    const starfold_topology_t t = g->topology;
+    int ng = 0;
+    /* Hierarchical copy's halves exist in its all-reduce only (a reduce elsewhere, a broadcast: the fallbacks). */
+    if (!strcmp(g->algorithm, "hierarchical-copy") && g->kind == STARFOLD_COLL_REDUCE && g->num_inputs >= 2 &&
+        g->num_outputs == g->num_inputs) {
+        int half[STARFOLD_MAX_DEVICES];
+        if (starfold_topology_bisect(t, g->num_inputs, g->input_devices, half) != STARFOLD_OK) return 0;
+        for (int s = 0; s < g->num_inputs; s++) group[g->input_devices[s]] = half[s];
+        ng = 2;
+        snprintf(label[0], sizeof label[0], "group A (hierarchical copy)");
+        snprintf(label[1], sizeof label[1], "group B (hierarchical copy)");
+    } else {
+        for (int d = 0; d < STARFOLD_MAX_DEVICES && d < t->num_devices; d++)
+            if (used[d] && t->devices[d].socket >= 0 && t->devices[d].socket < STARFOLD_MAX_DEVICES)
+                group[d] = t->devices[d].socket;
+        for (int d = 0; d < STARFOLD_MAX_DEVICES; d++) /* sockets renumbered in order of first device */
+            if (group[d] >= ng) {
+                const int sock = group[d];
+                for (int e = d; e < STARFOLD_MAX_DEVICES; e++)
+                    if (group[e] == sock) group[e] = -2 - ng;
+                snprintf(label[ng], sizeof label[ng], "socket %d", sock);
+                ng++;
+            }
+        for (int d = 0; d < STARFOLD_MAX_DEVICES; d++)
+            if (group[d] <= -2) group[d] = -2 - group[d];
+    }
+    int seen[STARFOLD_MAX_DEVICES] = { 0 }, distinct = 0;
+    for (int d = 0; d < STARFOLD_MAX_DEVICES; d++)
+        if (used[d] && group[d] >= 0 && !seen[group[d]]++) distinct++;
+    if (distinct < 2) {
+        for (int d = 0; d < STARFOLD_MAX_DEVICES; d++) group[d] = -1;
+        return 0;
+    }
+    return ng;
+}
+
+/* The order the device boxes are drawn left to right: by group (in order of its first device), then device. */
+static int device_order(const int *used, const int *group, int *order)
+{
+    int n = 0;
+    for (int d = 0; d < STARFOLD_MAX_DEVICES; d++)
+        if (used[d] && group[d] < 0) order[n++] = d;
+    int done[STARFOLD_MAX_DEVICES] = { 0 };
     for (int d = 0; d < STARFOLD_MAX_DEVICES; d++) {
-        if (!used[d]) continue;
+        if (!used[d] || group[d] < 0 || done[group[d]]) continue;
+        done[group[d]] = 1;
+        for (int e = d; e < STARFOLD_MAX_DEVICES; e++)
+            if (used[e] && group[e] == group[d]) order[n++] = e;
+    }
+    return n;
+}
+
+/*
+ * Graphviz orders clusters to cut edge crossings, not by name (device boxes came out 0,1,4,2,3,...).
+ * A picture pins the order: an invisible point at the top of each device box, all on one rank, chained
+ * left to right by invisible edges in device order (flat edges keep their direction).
+ */
+static starfold_status_t order_clusters(exporter_t *x, const int *order, int n)
+{
+    if (n < 2) return STARFOLD_OK;
+    Agraph_t *row = agsubg(x->ag, "device_order", 1);
+    if (!row) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a subgraph");
+    starfold__agset(row, "rank", "min");
+    Agnode_t *prev = NULL;
+    for (int k = 0; k < n; k++) {
         char name[32];
+        snprintf(name, sizeof name, "order_dev%d", order[k]);
+        Agnode_t *a = agnode(x->cluster[order[k]], name, 1);
+        if (!a || !agsubnode(row, a, 1))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create node %s", name);
+        starfold__agset(a, "shape", "point");
+        starfold__agset(a, "style", "invis");
+        starfold__agset(a, "width", "0.01");
+        starfold__agset(a, "label", "%s", "");
+        if (prev) {
+            Agedge_t *e = agedge(x->ag, prev, a, NULL, 1);
+            if (!e) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create an edge");
+            starfold__agset(e, "style", "invis");
+            starfold__agset(e, "weight", "10");
+        }
+        prev = a;
+    }
+    return STARFOLD_OK;
+}
+
+/* Light backgrounds of the device boxes of the topology's groups, in group order. */
+static const char *const group_fill[] = { "#f0f4ff", "#fff6e8", "#eefaee", "#fbeefa" };
+
+/*
+ * One cluster per device that draws something, in device order. A picture also shows the topology's
+ * groups (a shared background and the group's name in each device box's label) and pins the boxes'
+ * left-to-right order; a .dot file has the device clusters only. The groups are not clusters around
+ * the device boxes: dot reorders clusters nested in clusters whatever the edges say.
+ */
+static starfold_status_t add_clusters(exporter_t *x)
+{
+    const struct starfold_graph *g = x->g;
+    int used[STARFOLD_MAX_DEVICES] = { 0 }, group[STARFOLD_MAX_DEVICES], order[STARFOLD_MAX_DEVICES];
+    char glabel[STARFOLD_MAX_DEVICES][64];
+    used_devices(g, used);
+    if (!x->picture || !device_groups(g, used, group, glabel))
+        for (int d = 0; d < STARFOLD_MAX_DEVICES; d++) group[d] = -1;
+    const int n = device_order(used, group, order);
+    for (int k = 0; k < n; k++) { /* device boxes, created left to right */
+        const int d = order[k];
+        char name[32], what[96] = "";
         snprintf(name, sizeof name, "cluster_dev%d", d);
         if (!(x->cluster[d] = agsubg(x->ag, name, 1)))
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create cluster %s", name);
         const char *dn = starfold_topology_device_name(g->topology, d);
-        if (dn) starfold__agset(x->cluster[d], "label", "%s (device %d)", dn, d);
-        else starfold__agset(x->cluster[d], "label", "device %d", d);
-        starfold__agset(x->cluster[d], "style", "rounded");
+        if (dn) snprintf(what, sizeof what, "%s (device %d)", dn, d);
+        else snprintf(what, sizeof what, "device %d", d);
+        if (group[d] >= 0) starfold__agset(x->cluster[d], "label", "%s\\n%s", what, glabel[group[d]]);
+        else starfold__agset(x->cluster[d], "label", "%s", what);
+        starfold__agset(x->cluster[d], "style", group[d] >= 0 ? "rounded,filled" : "rounded");
+        if (group[d] >= 0)
+            starfold__agset(x->cluster[d], "fillcolor", "%s",
+                            group_fill[group[d] % (int)(sizeof group_fill / sizeof group_fill[0])]);
         starfold__agset(x->cluster[d], "color", "gray60");
+        if (x->picture) starfold__agset(x->cluster[d], "fontname", "Helvetica");
     }
-    return STARFOLD_OK;
+    return x->picture ? order_clusters(x, order, n) : STARFOLD_OK;
 }
 
 static Agnode_t *new_node(exporter_t *x, int device, const char *name)
@@ -283,12 +421,90 @@ static Agnode_t *new_node(exporter_t *x, int device, const char *name)
     return n;
 }
 
+/*
+ * Rows of a picture. Edges between devices are not there when dot lays the picture out (see
+ * add_late_edges()), so the rows come from the graph: a task is drawn on the row of its round (the
+ * longest dependency chain before it), inputs on the top row, outputs on the bottom one.
+ */
+static starfold_status_t pin_row(exporter_t *x, Agnode_t *n, size_t round)
+{
+    if (!x->picture) return STARFOLD_OK;
+    if (round >= x->nrank) {
+        Agraph_t **r = realloc(x->rank, (round + 1) * sizeof *r);
+        if (!r) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
+        memset(r + x->nrank, 0, (round + 1 - x->nrank) * sizeof *r);
+        x->rank = r;
+        x->nrank = round + 1;
+    }
+    if (!x->rank[round]) {
+        char name[48];
+        snprintf(name, sizeof name, "round%zu", round);
+        if (!(x->rank[round] = agsubg(x->ag, name, 1)))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a subgraph");
+        starfold__agset(x->rank[round], "rank", "same");
+    }
+    return agsubnode(x->rank[round], n, 1) ? STARFOLD_OK
+                                            : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
+}
+
+/* Puts a buffer node of a picture on the top (inputs) or bottom (outputs) row. */
+static starfold_status_t pin_side(exporter_t *x, Agnode_t *n, int output)
+{
+    if (!x->picture) return STARFOLD_OK;
+    if (!x->side[output]) {
+        if (!(x->side[output] = agsubg(x->ag, output ? "outputs" : "inputs", 1)))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a subgraph");
+        starfold__agset(x->side[output], "rank", "%s", output ? "max" : "min");
+    }
+    return agsubnode(x->side[output], n, 1) ? STARFOLD_OK
+                                             : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
+}
+
+/*
+ * The rows in round order: an invisible point on each row, chained top to bottom. Without it a row
+ * whose tasks only depend on other devices' (edges dot does not see, add_late_edges()) could float up.
+ */
+static starfold_status_t chain_rows(exporter_t *x)
+{
+    Agnode_t *prev = NULL;
+    for (size_t r = 0; r < x->nrank; r++) {
+        if (!x->rank[r]) continue;
+        char name[48];
+        snprintf(name, sizeof name, "row%zu", r);
+        Agnode_t *n = agnode(x->ag, name, 1);
+        if (!n || !agsubnode(x->rank[r], n, 1))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create node %s", name);
+        starfold__agset(n, "shape", "point");
+        starfold__agset(n, "style", "invis");
+        starfold__agset(n, "width", "0.01");
+        starfold__agset(n, "label", "%s", "");
+        if (prev) {
+            Agedge_t *e = agedge(x->ag, prev, n, NULL, 1);
+            if (!e) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create an edge");
+            starfold__agset(e, "style", "invis");
+        }
+        prev = n;
+    }
+    return STARFOLD_OK;
+}
+
+/* Round of each task: 0 without dependencies, else one more than its latest dependency's. */
+static void task_rounds(const struct starfold_graph *g, size_t *round)
+{
+    for (size_t i = 0; i < g->nnodes; i++) { /* deps name earlier tasks: one pass in order */
+        round[i] = 0;
+        for (size_t k = 0; k < g->nodes[i].ndeps; k++)
+            if (round[g->nodes[i].deps[k]] + 1 > round[i]) round[i] = round[g->nodes[i].deps[k]] + 1;
+    }
+}
+
 /* Input or output nodes of one side, in slot then tensor order; aggregated per slot when many. */
 static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
 {
     const struct starfold_graph *g = x->g;
     const int nslots = output ? g->num_outputs : g->num_inputs;
     const char *side = output ? "out" : "in";
+    starfold_status_t st;
     for (int s = 0; s < nslots; s++) {
         const int dev = output ? g->output_devices[s] : g->input_devices[s];
         char name[64], size[32];
@@ -300,6 +516,7 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
             human_bytes(bytes, size, sizeof size);
             snprintf(name, sizeof name, "%s_%d", side, s);
             if (!(slot_node = new_node(x, dev, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
+            if ((st = pin_side(x, slot_node, output)) != STARFOLD_OK) return st;
             starfold__agset(slot_node, "label", "%s slot %d: %zu tensors, %s", output ? "outputs" : "inputs", s,
                      g->num_tensors, size);
             starfold__agset(slot_node, "shape", output ? "note" : "ellipse");
@@ -319,6 +536,7 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
             starfold__agset(n, "shape", output ? "note" : "ellipse");
             starfold__agset(n, "fontsize", "8");
             x->bufnode[b] = n;
+            if ((st = pin_side(x, n, output)) != STARFOLD_OK) return st;
         }
     }
     return STARFOLD_OK;
@@ -346,15 +564,24 @@ static void task_label(const exporter_t *x, const starfold__node_t *n, Agnode_t 
 
 static starfold_status_t add_task_nodes(exporter_t *x)
 {
-    for (size_t i = 0; i < x->g->nnodes; i++) {
+    size_t *round = x->picture ? malloc((x->g->nnodes ? x->g->nnodes : 1) * sizeof *round) : NULL;
+    if (x->picture && !round) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
+    if (round) task_rounds(x->g, round);
+    starfold_status_t st = STARFOLD_OK;
+    for (size_t i = 0; i < x->g->nnodes && st == STARFOLD_OK; i++) {
         const starfold__node_t *n = &x->g->nodes[i];
         char name[32];
         snprintf(name, sizeof name, "t%zu", i);
-        if (!(x->task[i] = new_node(x, n->device, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
+        if (!(x->task[i] = new_node(x, n->device, name))) {
+            st = STARFOLD_ERR_OUT_OF_MEMORY;
+            break;
+        }
         task_label(x, n, x->task[i]);
         starfold__agset(x->task[i], "fillcolor", "%s", starfold__kind_fill(n->kind));
+        if (round) st = pin_row(x, x->task[i], round[i]);
     }
-    return STARFOLD_OK;
+    free(round);
+    return st;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -363,6 +590,15 @@ static starfold_status_t add_task_nodes(exporter_t *x)
 /* Label and style of an edge carrying @bytes from a buffer of device @from to a task of @to. */
 static starfold_status_t add_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head, uint64_t bytes, int from, int to)
 {
+    starfold_link_t link;
+    const int found = from != to && starfold_topology_best_link(x->g->topology, from, to, &link) == STARFOLD_OK;
+    x->drawn |= !bytes ? DRAWN_ORDER : from == to ? DRAWN_LOCAL : found ? DRAWN_LINK << link.kind : DRAWN_NO_LINK;
+    if (x->picture && from != to && !x->adding_late) {
+        if (SF_GROW(x->late, x->nlate, x->caplate) != 0)
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
+        x->late[x->nlate++] = (struct late_edge){ tail, head, bytes, from, to };
+        return STARFOLD_OK;
+    }
     Agedge_t *e = agedge(x->ag, tail, head, NULL, 1);
     if (!e) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create an edge");
     if (!bytes) { /* ordering only, no data */
@@ -376,10 +612,9 @@ static starfold_status_t add_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head,
         starfold__agset(e, "label", "%s", size);
         return STARFOLD_OK;
     }
-    starfold_link_t link;
-    const int found = starfold_topology_best_link(x->g->topology, from, to, &link) == STARFOLD_OK;
     const char *colour = link_colour(found, found ? link.kind : STARFOLD_LINK_HOST);
-    if (found) starfold__agset(e, "label", "%s\\n%s", size, starfold_link_kind_name(link.kind));
+    /* A picture says the link by the colour (and the legend); the .dot file names it. */
+    if (found && !x->picture) starfold__agset(e, "label", "%s\\n%s", size, starfold_link_kind_name(link.kind));
     else starfold__agset(e, "label", "%s", size);
     starfold__agset(e, "style", "bold");
     starfold__agset(e, "color", "%s", colour);
@@ -527,7 +762,8 @@ static int cmp_sum_edge(const void *a, const void *b)
 
 typedef struct sum_key {
     int device, kind;
-    size_t level, node; /* node: the first task, for a stable order */
+    size_t level, node; /* level: the round, 0 when rounds are folded; node: the first task, for a stable order */
+    size_t lo, hi;      /* the rounds its tasks are in */
 } sum_key_t;
 
 static int cmp_sum_key(const void *a, const void *b)
@@ -539,27 +775,31 @@ static int cmp_sum_key(const void *a, const void *b)
     return x->node < y->node ? -1 : x->node > y->node;
 }
 
-/* Groups of @g's tasks: group[i] for task i; returns the group count (0 on out of memory). */
-static size_t summary_groups(const struct starfold_graph *g, size_t *group, sum_key_t **keys_out)
+/*
+ * Groups of @g's tasks: group[i] for task i; returns the group count (0 on out of memory). Tasks of one
+ * kind on one device in one round; with @fold, in any round (the rounds a group spans in lo..hi).
+ */
+static size_t summary_groups(const struct starfold_graph *g, int fold, size_t *group, sum_key_t **keys_out)
 {
-    size_t *level = calloc(g->nnodes ? g->nnodes : 1, sizeof *level);
+    size_t *level = malloc(sizeof *level * (g->nnodes ? g->nnodes : 1));
     sum_key_t *keys = malloc(sizeof *keys * (g->nnodes ? g->nnodes : 1));
     if (!level || !keys) {
         free(level);
         free(keys);
         return 0;
     }
-    for (size_t i = 0; i < g->nnodes; i++) { /* deps name earlier tasks: one pass in order */
-        for (size_t k = 0; k < g->nodes[i].ndeps; k++)
-            if (level[g->nodes[i].deps[k]] + 1 > level[i]) level[i] = level[g->nodes[i].deps[k]] + 1;
-        keys[i] = (sum_key_t){ g->nodes[i].device, (int)g->nodes[i].kind, level[i], i };
-    }
+    task_rounds(g, level);
+    for (size_t i = 0; i < g->nnodes; i++)
+        keys[i] = (sum_key_t){ g->nodes[i].device, (int)g->nodes[i].kind, fold ? 0 : level[i], i, level[i], level[i] };
     qsort(keys, g->nnodes, sizeof *keys, cmp_sum_key);
     size_t ng = 0;
     for (size_t j = 0; j < g->nnodes; j++) {
-        if (j == 0 || keys[j].device != keys[j - 1].device || keys[j].kind != keys[j - 1].kind ||
-            keys[j].level != keys[j - 1].level)
+        const size_t r = level[keys[j].node];
+        if (j == 0 || keys[j].device != keys[ng - 1].device || keys[j].kind != keys[ng - 1].kind ||
+            keys[j].level != keys[ng - 1].level)
             keys[ng++] = keys[j];
+        if (r < keys[ng - 1].lo) keys[ng - 1].lo = r;
+        if (r > keys[ng - 1].hi) keys[ng - 1].hi = r;
         group[keys[j].node] = ng - 1;
     }
     free(level);
@@ -577,7 +817,13 @@ static starfold_status_t build_summary(exporter_t *x, size_t max_groups)
     Agnode_t **gnode = NULL;
     ranges_t seen = { NULL, 0, 0 };
     uint64_t *bytes = NULL;
-    size_t ng = group ? summary_groups(g, group, &keys) : 0, ne = 0, cap = 0;
+    size_t ng = group ? summary_groups(g, 0, group, &keys) : 0, ne = 0, cap = 0;
+    const int fold = ng > SUMMARY_FOLD_GROUPS; /* too many rounds to read: one node per kind and device */
+    if (fold) {
+        free(keys);
+        keys = NULL;
+        ng = summary_groups(g, 1, group, &keys);
+    }
     if (!ng && g->nnodes) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
         goto out;
@@ -599,10 +845,12 @@ static starfold_status_t build_summary(exporter_t *x, size_t max_groups)
     SF_CHECK_GOTO(set_graph_label(x), st, out);
     {
         const char *label = agget(x->ag, "label");
-        starfold__agset(x->ag, "label", "%s\\nsummary: %zu tasks as %zu groups (tasks of one kind on one device in one "
-                        "round); starfold graph --full draws every task", label ? label : "", g->nnodes, ng);
+        starfold__agset(x->ag, "label", "%s\\nsummary: %zu tasks as %zu groups (tasks of one kind on one device%s); "
+                        "starfold graph --full draws every task", label ? label : "", g->nnodes, ng,
+                        fold ? ", rounds folded" : " in one round");
     }
     SF_CHECK_GOTO(add_clusters(x), st, out);
+    if (x->picture) starfold__agset(x->ag, "ranksep", "1.2"); /* room for the edges between the rounds */
     for (size_t k = 0; k < ng; k++) {
         char name[48];
         snprintf(name, sizeof name, "g%zu", k);
@@ -613,8 +861,12 @@ static starfold_status_t build_summary(exporter_t *x, size_t max_groups)
         starfold__agset(gnode[k], "shape", "box");
         starfold__agset(gnode[k], "style", "filled,rounded");
         starfold__agset(gnode[k], "fillcolor", "%s", starfold__kind_fill(keys[k].kind));
-        starfold__agset(gnode[k], "label", "%s x %zu\\nround %zu", starfold_task_kind_name((starfold_task_kind_t)keys[k].kind),
-                        count[k], keys[k].level);
+        const char *kind = starfold_task_kind_name((starfold_task_kind_t)keys[k].kind);
+        if (keys[k].lo == keys[k].hi)
+            starfold__agset(gnode[k], "label", "%s x %zu\\nround %zu", kind, count[k], keys[k].lo);
+        else
+            starfold__agset(gnode[k], "label", "%s x %zu\\nrounds %zu-%zu", kind, count[k], keys[k].lo, keys[k].hi);
+        SF_CHECK_GOTO(pin_row(x, gnode[k], keys[k].lo), st, out);
     }
     size_t maxdeps = 1;
     for (size_t i = 0; i < g->nnodes; i++)
@@ -706,17 +958,25 @@ static void add_legend(exporter_t *x)
     static const starfold_link_kind_t links[] = { STARFOLD_LINK_NVLINK, STARFOLD_LINK_PCIE, STARFOLD_LINK_INTER_SOCKET,
                                                   STARFOLD_LINK_HOST };
     for (size_t k = 0; k < sizeof links / sizeof links[0] && n < sizeof html; k++)
-        n += (size_t)snprintf(html + n, sizeof html - n,
+        if (x->drawn & (DRAWN_LINK << links[k]))
+            n += (size_t)snprintf(html + n, sizeof html - n,
                               "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td>"
                               "<td align=\"left\">bytes to another device over %s</td></tr>",
                               starfold__link_colour(links[k]), starfold_link_kind_name(links[k]));
+    if (n < sizeof html && (x->drawn & DRAWN_NO_LINK))
+        n += (size_t)snprintf(html + n, sizeof html - n,
+                              "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td><td align=\"left\">"
+                              "bytes to another device with no direct link</td></tr>", SF_NO_LINK_COLOUR);
+    if (n < sizeof html && (x->drawn & DRAWN_LOCAL))
+        n += (size_t)snprintf(html + n, sizeof html - n,
+                              "<tr><td>&#8212;&#8212;&#8212;</td><td align=\"left\">bytes within a device</td></tr>");
+    if (n < sizeof html && (x->drawn & DRAWN_ORDER))
+        n += (size_t)snprintf(html + n, sizeof html - n,
+                              "<tr><td><font color=\"gray50\">- - - -</font></td><td align=\"left\">order only: the "
+                              "task waits for the other, no data read</td></tr>");
     if (n < sizeof html)
         snprintf(html + n, sizeof html - n,
-                 "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td><td align=\"left\">bytes to another "
-                 "device with no direct link</td></tr>"
-                 "<tr><td>&#8212;&#8212;&#8212;</td><td align=\"left\">bytes within a device</td></tr>"
-                 "<tr><td><font color=\"gray50\">- - - -</font></td><td align=\"left\">order only, no data</td></tr>"
-                 "</table>", SF_NO_LINK_COLOUR);
+                 "<tr><td colspan=\"2\" align=\"left\">edge labels: bytes the task reads; boxes: devices</td></tr></table>");
     starfold__add_legend(x->ag, html);
 }
 
@@ -739,6 +999,48 @@ static starfold_status_t build(exporter_t *x)
     return add_edges(x);
 }
 
+/*
+ * The edges between device boxes, once dot has placed the boxes. Laid out with them, dot reorders
+ * whole clusters to cut crossings (device boxes came out 0,1,4,2,3,...) and no flat edge, ordering
+ * attribute or constraint=false holds them; added afterwards they are routed where the boxes are.
+ */
+static starfold_status_t add_late_edges(void *arg)
+{
+    exporter_t *x = arg;
+    x->adding_late = 1;
+    for (size_t k = 0; k < x->nlate; k++) {
+        const struct late_edge *l = &x->late[k];
+        starfold_status_t st = add_edge(x, l->tail, l->head, l->bytes, l->from, l->to);
+        if (st != STARFOLD_OK) return st;
+    }
+    return STARFOLD_OK;
+}
+
+/*
+ * Nodes on the widest row of @g's full picture: the tasks of its busiest round, or the input or output
+ * buffers drawn (one per tensor and slot, or one per slot past AGGREGATE_TENSORS). Graphviz draws a
+ * row of 128 boxes 22,000 pixels wide: past STARFOLD_DRAW_SUMMARY_ROW the picture is the summary.
+ * SIZE_MAX when out of memory (the summary then, which needs less).
+ */
+static size_t widest_row(const struct starfold_graph *g)
+{
+    const size_t per_slot = g->num_tensors > AGGREGATE_TENSORS ? 1 : g->num_tensors;
+    size_t widest = per_slot * (size_t)(g->num_inputs > g->num_outputs ? g->num_inputs : g->num_outputs);
+    size_t *round = malloc((g->nnodes ? g->nnodes : 1) * sizeof *round);
+    size_t *count = calloc(g->nnodes ? g->nnodes : 1, sizeof *count);
+    if (!round || !count) {
+        free(round);
+        free(count);
+        return SIZE_MAX;
+    }
+    task_rounds(g, round);
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (++count[round[i]] > widest) widest = count[round[i]];
+    free(round);
+    free(count);
+    return widest;
+}
+
 /* Draws @g and writes it to @path: as DOT whatever the extension (@dot_only), or per the extension. */
 static starfold_status_t export_graph(starfold_graph_t g, const char *path, int dot_only, starfold_draw_mode_t mode)
 {
@@ -751,7 +1053,8 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "graph export: unknown draw mode %d", (int)mode);
     /* A picture is laid out by Graphviz: past a few hundred tasks, the summary (or a refusal). */
     const int summarise = !dot_only && (mode == STARFOLD_DRAW_SUMMARY ||
-                                        (mode == STARFOLD_DRAW_AUTO && g->nnodes > STARFOLD_DRAW_SUMMARY_TASKS));
+                                        (mode == STARFOLD_DRAW_AUTO && (g->nnodes > STARFOLD_DRAW_SUMMARY_TASKS ||
+                                                                        widest_row(g) > STARFOLD_DRAW_SUMMARY_ROW)));
     if (!dot_only && !summarise && g->nnodes > STARFOLD_DRAW_MAX_TASKS)
         return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
                                "%s: %zu tasks, more than Graphviz lays out in reasonable time (%d); draw the summary "
@@ -759,7 +1062,7 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
                                g->algorithm, g->nnodes, STARFOLD_DRAW_MAX_TASKS);
 
     ag_ids_t ids;
-    exporter_t x = { .g = g };
+    exporter_t x = { .g = g, .picture = !dot_only && format != SF_FORMAT_DOT };
     starfold__cgraph_lock(); /* cgraph keeps global state (its anonymous ID counter, error hooks) */
     x.ag = ag_open(&ids);
     if (!x.ag) {
@@ -767,7 +1070,14 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph");
     }
     SF_CHECK_GOTO(summarise ? build_summary(&x, STARFOLD_DRAW_MAX_GROUPS) : build(&x), st, out);
-    if (!dot_only && format != SF_FORMAT_DOT) add_legend(&x);
+    if (x.picture) {
+        add_legend(&x);
+        SF_CHECK_GOTO(chain_rows(&x), st, out);
+    }
+    if (x.picture) {
+        st = starfold__agraph_save_late(x.ag, path, add_late_edges, &x);
+        goto out;
+    }
     if (!dot_only) {
         st = starfold__agraph_save(x.ag, path);
         goto out;
@@ -788,6 +1098,8 @@ out:
     starfold__cgraph_unlock();
     free(x.task);
     free(x.bufnode);
+    free(x.rank);
+    free(x.late);
     return st;
 }
 

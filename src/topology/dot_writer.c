@@ -95,19 +95,22 @@ static starfold_status_t with_agraph(starfold_topology_t t, const char *path,
 }
 
 /*
- * The DGX-1 drawn as the hybrid cube-mesh it is, not as a hairball: its two fully connected quads are
- * the front and back faces of a cube, each GPU linked to the one behind it (i -- i+4).
+ * The DGX-1 drawn as the hybrid cube-mesh it is, not as a hairball: its two fully connected quads
+ * (one per CPU socket) are the front and back faces of a cube, each GPU linked to the one behind it
+ * (i -- i+4). The back face is set off to the right far enough that no GPU sits on another's link.
  *
- *          4 -------- 5
- *         /|         /|
- *        0 -------- 1 |        front face 0 1 2 3, back face 4 5 6 7
- *        | 7 -------|-6
- *        |/         |/
+ *                     4 -------- 5
+ *        0 -------- 1 |          |       front face 0 1 2 3 (socket 0),
+ *        |  \    /  | |  \    /  |       back face 4 5 6 7 (socket 1),
+ *        |    \/    | 7 -------- 6       diagonals: the faces' crossed links
  *        3 -------- 2
+ *
+ * The inter-socket paths (every pair without an NVLink, all at one bandwidth) are thin, pale and
+ * unlabelled: the legend gives their bandwidth once.
  */
 static void place_dgx1(Agraph_t *g)
 {
-    static const double xy[8][2] = { { 0, 2 }, { 2, 2 }, { 2, 0 }, { 0, 0 }, { 1, 3 }, { 3, 3 }, { 3, 1 }, { 1, 1 } };
+    static const double xy[8][2] = { { 0, 3 }, { 3, 3 }, { 3, 0 }, { 0, 0 }, { 4.2, 4.6 }, { 7.2, 4.6 }, { 7.2, 1.6 }, { 4.2, 1.6 } };
     const char *name = agnameof(g);
     if (!name || strncmp(name, "dgx1", 4) != 0 || agnnodes(g) != 9) return; /* 8 GPUs and the legend */
     for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n)) {
@@ -115,37 +118,61 @@ static void place_dgx1(Agraph_t *g)
         if (!id || !*id) continue;
         const int i = atoi(id);
         if (i < 0 || i >= 8) return;
-        starfold__agset(n, "pos", "%g,%g!", 2.2 * xy[i][0], 2.2 * xy[i][1]);
+        starfold__agset(n, "pos", "%g,%g!", 1.1 * xy[i][0], 1.1 * xy[i][1]);
     }
-    Agnode_t *legend = agnode(g, "legend", 0);
-    if (legend) starfold__agset(legend, "pos", "%g,%g!", 2.2 * 5.2, 2.2 * 1.5);
-    starfold__agset(g, "layout", "neato");
-    starfold__agset(g, "splines", "true");
-}
-
-/* A picture: a title and the legend of the link kinds drawn, then Graphviz. */
-static starfold_status_t save_picture(Agraph_t *g, const char *path)
-{
-    starfold__agset(g, "label", "%s", agnameof(g));
-    starfold__agset(g, "labelloc", "t");
-    starfold__agset(g, "fontname", "Helvetica");
-    int kinds[4] = { 0 };
-    for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n))
+    for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n)) {
+        const char *id = agget(n, "id"), *sock = agget(n, "socket");
+        if (id && *id && sock && *sock) starfold__agset(n, "label", "%s\\nsocket %s", agnameof(n), sock);
         for (Agedge_t *e = agfstout(g, n); e; e = agnxtout(g, e)) {
             const char *k = agget(e, "kind");
             starfold_link_kind_t kind;
-            if (k && starfold_link_kind_from_string(k, &kind) == STARFOLD_OK && (int)kind >= 0 && (int)kind < 4) kinds[kind] = 1;
+            if (!k || starfold_link_kind_from_string(k, &kind) != STARFOLD_OK || kind == STARFOLD_LINK_NVLINK) continue;
+            starfold__agset(e, "label", "%s", "");
+            starfold__agset(e, "penwidth", "0.6");
+            starfold__agset(e, "color", "%s80", starfold__link_colour(kind)); /* the palette's colour, half opaque */
         }
+    }
+    Agnode_t *legend = agnode(g, "legend", 0);
+    if (legend) starfold__agset(legend, "pos", "%g,%g!", 1.1 * 11, 1.1 * 2.3);
+    starfold__agset(g, "layout", "neato");
+    starfold__agset(g, "splines", "true");
+    starfold__agset(g, "fontsize", "18");
+}
+
+/* A picture: a title and the legend of the link kinds drawn (with their bandwidths), then Graphviz. */
+static starfold_status_t save_picture(Agraph_t *g, const char *path)
+{
+    int kinds[4] = { 0 }, nlinks = 0;
+    double lo[4] = { 0 }, hi[4] = { 0 };
+    for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n))
+        for (Agedge_t *e = agfstout(g, n); e; e = agnxtout(g, e)) {
+            const char *k = agget(e, "kind"), *bw = agget(e, "bandwidth");
+            starfold_link_kind_t kind;
+            if (!k || starfold_link_kind_from_string(k, &kind) != STARFOLD_OK || (int)kind < 0 || (int)kind >= 4) continue;
+            const double b = bw ? strtod(bw, NULL) : 0;
+            if (!kinds[kind]++ || b < lo[kind]) lo[kind] = b;
+            if (b > hi[kind]) hi[kind] = b;
+            nlinks++;
+        }
+    starfold__agset(g, "label", "%s: %d devices, %d links", agnameof(g), agnnodes(g), nlinks);
+    starfold__agset(g, "labelloc", "t");
+    starfold__agset(g, "fontname", "Helvetica");
+    agattr(g, AGNODE, "fontname", "Helvetica");
+    agattr(g, AGEDGE, "fontname", "Helvetica");
     char html[2048];
     size_t len = (size_t)snprintf(html, sizeof html,
                                   "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
                                   "<tr><td colspan=\"2\"><b>links</b></td></tr>");
-    for (int k = 0; k < 4 && len < sizeof html; k++)
-        if (kinds[k])
-            len += (size_t)snprintf(html + len, sizeof html - len,
-                                    "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td><td align=\"left\">%s%s</td></tr>",
-                                    starfold__link_colour((starfold_link_kind_t)k), starfold_link_kind_name((starfold_link_kind_t)k),
-                                    k == STARFOLD_LINK_NVLINK ? " (thicker: more lanes)" : " (dashed)");
+    for (int k = 0; k < 4 && len < sizeof html; k++) {
+        if (!kinds[k]) continue;
+        char range[64];
+        if (lo[k] == hi[k]) snprintf(range, sizeof range, "%g GB/s", lo[k]);
+        else snprintf(range, sizeof range, "%g-%g GB/s", lo[k], hi[k]);
+        len += (size_t)snprintf(html + len, sizeof html - len,
+                                "<tr><td><font color=\"%s\"><b>&#8212;&#8212;&#8212;</b></font></td><td align=\"left\">%s, %s%s</td></tr>",
+                                starfold__link_colour((starfold_link_kind_t)k), starfold_link_kind_name((starfold_link_kind_t)k),
+                                range, k == STARFOLD_LINK_NVLINK ? " (thicker: more lanes)" : " (dashed)");
+    }
     if (len < sizeof html)
         snprintf(html + len, sizeof html - len, "<tr><td colspan=\"2\" align=\"left\">labels: GB/s per direction</td></tr></table>");
     starfold__add_legend(g, html);
