@@ -89,6 +89,7 @@ typedef struct meas {
 typedef struct row {
     char label[96];        /* algorithm, plus op and dtype when several are swept */
     const char *algorithm;
+    char graph[64];        /* the graph that ran: "auto:<algorithm>" for auto, else the algorithm */
     int baseline;          /* copy, host-loop, starpu-redux: a reference, not the collective measured */
     starfold_op_t op;
     starfold_dtype_t dtype;
@@ -107,6 +108,7 @@ typedef struct bench {
     FILE *info;            /* human-readable notes: stdout, or stderr under --json/--csv */
     const char *algorithms[16];
     int nalgorithms;
+    char last_graph[64];   /* starfold_graph_algorithm() of the graph measure_graph() last compiled */
     int several;           /* several ops or dtypes: labels name them */
     int all_algorithms;    /* --algorithm all: an algorithm refusing a case is skipped, not a failure */
     row_t *rows;
@@ -220,7 +222,7 @@ static void print_header(bench_t *b)
             b->coll->factor_text, n, b->coll->perf);
     if (b->o.csv) {
         printf("algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong,"
-               "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong,collective,root\n");
+               "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong,collective,root,graph\n");
     } else if (!b->o.json) {
         printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
                "", "", "", "");
@@ -279,6 +281,8 @@ static void print_row(bench_t *b, const row_t *r)
     if (b->o.json) {
         printf("{\"algorithm\": ");
         cli_json_string(stdout, r->algorithm);
+        printf(", \"graph\": ");
+        cli_json_string(stdout, r->graph);
         printf(", \"collective\": \"%s\", \"root\": %d", b->coll->name, b->coll->has_root ? b->root : -1);
         printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"bytes\": %llu, \"count\": %llu, \"devices\": %d",
                starfold_op_name(r->op), starfold_dtype_name(r->dtype), (unsigned long long)r->bytes,
@@ -291,7 +295,7 @@ static void print_row(bench_t *b, const row_t *r)
                (unsigned long long)r->bytes, (unsigned long long)r->count, b->m.num_devices);
         csv_meas(&r->oop);
         csv_meas(&r->ip);
-        printf(",%s,%d\n", b->coll->name, b->coll->has_root ? b->root : -1);
+        printf(",%s,%d,%s\n", b->coll->name, b->coll->has_root ? b->root : -1, r->graph);
     } else {
         /* A baseline is a '#' line: "# " takes the first two of the size column's twelve characters. */
         if (r->baseline) printf("# %10llu", (unsigned long long)r->bytes);
@@ -300,7 +304,9 @@ static void print_row(bench_t *b, const row_t *r)
                b->coll->has_root ? b->root : -1);
         print_group(&r->oop);
         print_group(&r->ip);
-        printf("  %s\n", r->label);
+        /* "auto -> one-pass": which algorithm auto ran at this size. */
+        if (!strncmp(r->graph, "auto:", 5)) printf("  %s -> %s\n", r->label, r->graph + 5);
+        else printf("  %s\n", r->label);
     }
     fflush(stdout); /* each row as soon as it is measured */
 }
@@ -323,6 +329,7 @@ static void add_row(bench_t *b, const char *algorithm, int baseline, starfold_op
     row_t r;
     memset(&r, 0, sizeof r);
     r.algorithm = algorithm;
+    snprintf(r.graph, sizeof r.graph, "%s", baseline ? algorithm : b->last_graph);
     r.baseline = baseline;
     if (b->several) snprintf(r.label, sizeof r.label, "%s %s %s", algorithm, starfold_op_name(op), starfold_dtype_name(dtype));
     else snprintf(r.label, sizeof r.label, "%s", algorithm);
@@ -713,6 +720,7 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
     bench_algo_options(b, algorithm, &aopt);
     starfold_graph_t g = NULL;
     starfold_status_t st = starfold_graph_compile(b->m.topo, algorithm, &desc, &aopt, &g);
+    snprintf(b->last_graph, sizeof b->last_graph, "%s", st == STARFOLD_OK ? starfold_graph_algorithm(g) : algorithm);
     if (st == STARFOLD_ERR_NOT_SUPPORTED && b->all_algorithms) {
         progress_clear(b);
         fprintf(b->info, "# %s skipped: %s\n", algorithm, starfold_last_error());

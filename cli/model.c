@@ -36,7 +36,8 @@ void cli_machine_model(const cli_opts_t *o, cli_machine_t *m, FILE *info)
     starfold_calibration_t c;
     fflush(info);
     const starfold_status_t st = starfold_context_calibrate(m->ctx, 0, &c);
-    if (st != STARFOLD_OK || starfold_topology_set_cost_params(m->topo, &c.params) != STARFOLD_OK) {
+    if (st != STARFOLD_OK || starfold_topology_set_cost_params(m->topo, &c.params) != STARFOLD_OK ||
+        starfold_topology_set_measurements(m->topo, c.num_measurements, c.measurements) != STARFOLD_OK) {
         fprintf(info, "Cost model: calibration failed (%s: %s); the model's defaults apply\n", starfold_status_string(st),
                 starfold_last_error());
         return;
@@ -48,4 +49,20 @@ void cli_machine_model(const cli_opts_t *o, cli_machine_t *m, FILE *info)
             cpu ? c.params.cpu_memory_GBps : c.params.gpu_memory_GBps, cpu ? "of shared host memory" : "per device",
             100.0 * c.fit_error, c.from_file ? "read from" : "measured now, kept in",
             c.path[0] ? c.path : "nowhere: no $STARPU_HOME or $HOME");
+    /* Which algorithms at which sizes "auto" scales the model by (starfold_measurement_t). */
+    size_t lo = 0, hi = 0;
+    int algorithms = 0;
+    for (size_t i = 0; i < c.num_measurements; i++) {
+        const size_t b = c.measurements[i].bytes;
+        if (!lo || b < lo) lo = b;
+        if (b > hi) hi = b;
+        int first = 1;
+        for (size_t j = 0; j < i; j++) first &= strcmp(c.measurements[j].algorithm, c.measurements[i].algorithm) != 0;
+        algorithms += first;
+    }
+    if (c.num_measurements) {
+        char a[32], b[32];
+        fprintf(info, "  'auto' ranks the algorithms by the model scaled by what %d of them measured here, %s to %s\n",
+                algorithms, cli_format_bytes(a, sizeof a, lo), cli_format_bytes(b, sizeof b, hi));
+    }
 }

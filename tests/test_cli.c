@@ -1308,7 +1308,9 @@ static void test_bench_json_csv(void)
         jval_t v;
         CU_ASSERT_EQUAL_FATAL(jparse_text(buf, &v), 0);
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) CU_ASSERT_PTR_NOT_NULL(jget(&v, keys[k]));
-        const jval_t *alg = jget(&v, "algorithm");
+        const jval_t *alg = jget(&v, "algorithm"), *graph = jget(&v, "graph");
+        /* "graph": the graph that ran, the algorithm itself here (baselines: their name) */
+        CU_ASSERT(graph && graph->str && alg && alg->str && !strcmp(graph->str, alg->str));
         if (alg && alg->str && !strcmp(alg->str, "copy")) {
             CU_ASSERT_EQUAL(jget(&v, "wrong")->type, J_NULL);
         } else {
@@ -1342,7 +1344,7 @@ static void test_bench_json_csv(void)
     run(&r, "bench -g 2 -b 1K -n 1 -w 0 --csv");
     CU_ASSERT_EQUAL(r.status, 0);
     static const char csv_header[] = "algorithm,op,dtype,bytes,count,devices,time_us,algbw_GBps,busbw_GBps,wrong,"
-                                     "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong,collective,root\n";
+                                     "inplace_time_us,inplace_algbw_GBps,inplace_busbw_GBps,inplace_wrong,collective,root,graph\n";
     CU_ASSERT(strncmp(r.out, csv_header, strlen(csv_header)) == 0);
     CU_ASSERT_EQUAL(count_lines(r.out), 5);
     const char *row = strchr(r.out, '\n');
@@ -1359,6 +1361,24 @@ static void test_bench_json_csv(void)
         CU_ASSERT_EQUAL(devices, 2);
         CU_ASSERT_EQUAL(wrong, 0);
     }
+    result_free(&r);
+
+    /* auto names the algorithm it ran: "graph" in JSON, "auto -> NAME" in the table. */
+    run(&r, "bench -g 4 -b 64K -n 1 -w 0 --algorithm auto --baselines 0 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t v;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    const jval_t *graph = jget(&v, "graph");
+    CU_ASSERT_FATAL(graph && graph->str);
+    CU_ASSERT_EQUAL(strncmp(graph->str, "auto:", 5), 0);
+    CU_ASSERT(starfold_algorithm_find(graph->str + 5) >= 0);
+    char expect[96];
+    snprintf(expect, sizeof expect, "  auto -> %s\n", graph->str + 5);
+    jfree(&v);
+    result_free(&r);
+    run(&r, "bench -g 4 -b 64K -n 1 -w 0 --algorithm auto --baselines 0");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, expect));
     result_free(&r);
 }
 
@@ -1436,12 +1456,12 @@ static void test_bench_collectives(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "# starfold bench: reduce (mean) to device 3, "));
     result_free(&r);
 
-    /* CSV: the collective and the root last. */
+    /* CSV: the collective, the root and the graph that ran last. */
     run(&r, "bench -g 2 -b 1K -n 1 -w 0 --csv --collective broadcast --root 1");
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_EQUAL(count_lines(r.out), 2);
     const char *row = strchr(r.out, '\n');
-    CU_ASSERT(row && strstr(row, ",broadcast,1\n") != NULL);
+    CU_ASSERT(row && strstr(row, ",broadcast,1,hierarchical-copy\n") != NULL);
     result_free(&r);
 
     /* The all-reduce named: unchanged (root -1, busbw = algbw x 2(n-1)/n = 1.5 algbw on 4 devices). */

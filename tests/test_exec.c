@@ -1743,6 +1743,34 @@ static void test_calibrate(void)
     CU_ASSERT_EQUAL(starfold_graph_simulate(g, &dp, &defaults), STARFOLD_OK);
     CU_ASSERT_NOT_EQUAL(implicit.time_us, defaults.time_us);
     starfold_graph_destroy(g);
+
+    /*
+     * Step 3: every algorithm that runs here timed at 32 KiB and up (x2), beside the model's time of
+     * the same graph; the first size at least, for every algorithm but auto. The file gives them back
+     * exactly and the context's topology carries them.
+     */
+    CU_ASSERT(c.num_measurements >= 5 && c.num_measurements <= STARFOLD_CALIBRATION_MAX_MEASUREMENTS);
+    size_t first = 0;
+    for (size_t i = 0; i < c.num_measurements; i++) {
+        const starfold_measurement_t *m = &c.measurements[i];
+        CU_ASSERT(starfold_algorithm_find(m->algorithm) >= 0);
+        CU_ASSERT_STRING_NOT_EQUAL(m->algorithm, "auto");
+        CU_ASSERT_EQUAL(m->num_devices, 8);
+        CU_ASSERT(m->bytes >= 32768 && (m->bytes & (m->bytes - 1)) == 0);
+        CU_ASSERT(m->measured_us > 0 && isfinite(m->measured_us));
+        CU_ASSERT(m->predicted_us > 0 && isfinite(m->predicted_us));
+        first += m->bytes == 32768;
+    }
+    /* one-pass needs shared memory: not on the emulated box's separate memories */
+    CU_ASSERT_EQUAL(first, (size_t)starfold_algorithm_count() - (EMULATED ? 2 : 1));
+    CU_ASSERT_EQUAL(again.num_measurements, c.num_measurements);
+    for (size_t i = 0; i < c.num_measurements && i < again.num_measurements; i++) {
+        CU_ASSERT_STRING_EQUAL(again.measurements[i].algorithm, c.measurements[i].algorithm);
+        CU_ASSERT_EQUAL(again.measurements[i].bytes, c.measurements[i].bytes);
+        CU_ASSERT_EQUAL(again.measurements[i].measured_us, c.measurements[i].measured_us);
+        CU_ASSERT_EQUAL(again.measurements[i].predicted_us, c.measurements[i].predicted_us);
+    }
+    CU_ASSERT_EQUAL(starfold_topology_measurements(t, NULL, 0), c.num_measurements);
     starfold_topology_destroy(t);
 }
 

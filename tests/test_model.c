@@ -12,6 +12,7 @@
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <starfold/topology.h>
 #include <starfold/graph.h>
@@ -111,6 +112,109 @@ static void test_topology_cost_params(void)
     CU_ASSERT_EQUAL(starfold_topology_set_cost_params(t, NULL), STARFOLD_OK); /* back to the defaults */
     CU_ASSERT_EQUAL(starfold_topology_cost_params(t, &got), 0);
     CU_ASSERT_EQUAL(got.gpu_memory_GBps, 800.0);
+    starfold_topology_destroy(t);
+}
+
+/* auto's choice for an all-reduce (or, with @root >= 0, a reduce to @root) of @bytes over the DGX-1. */
+static const char *auto_choice(starfold_topology_t t, size_t bytes, int root, char *buf, size_t len)
+{
+    int dev[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    starfold_tensor_desc_t td = { STARFOLD_FLOAT32, bytes / 4 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, dev, root >= 0 ? 1 : 0,
+                                     root >= 0 ? &dev[root] : NULL, 1, &td };
+    starfold_graph_t g = NULL;
+    buf[0] = '\0';
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(t, "auto", &d, NULL, &g), STARFOLD_OK);
+    snprintf(buf, len, "%s", starfold_graph_algorithm(g));
+    starfold_graph_destroy(g);
+    return buf;
+}
+
+static starfold_measurement_t measurement(const char *algorithm, int n, size_t bytes, double measured, double predicted)
+{
+    starfold_measurement_t m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.algorithm, sizeof m.algorithm, "%s", algorithm);
+    m.num_devices = n;
+    m.bytes = bytes;
+    m.measured_us = measured;
+    m.predicted_us = predicted;
+    return m;
+}
+
+/*
+ * Measurements: "auto" scales each algorithm's prediction by measured / predicted, interpolated in
+ * log(size) and held at the ends; only all-reduces over the measured device count. On the DGX-1 the
+ * model picks the ring at 64 MiB; measurements saying the ring ran 100x slower than predicted at
+ * 16 MiB move the choice away from it there and beyond (held), and back at sizes where a second
+ * measurement says the ring was as predicted (interpolated: halfway in log size the factor is 10).
+ */
+static void test_measurements(void)
+{
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin("dgx1-v100", &t), STARFOLD_OK);
+    char a[64], b[64];
+    const size_t MiB = (size_t)1 << 20;
+    CU_ASSERT_STRING_EQUAL(auto_choice(t, 64 * MiB, -1, a, sizeof a), "auto:ring");
+    CU_ASSERT_EQUAL(starfold_topology_measurements(t, NULL, 0), 0);
+
+    /* Refused, nothing changes. */
+    starfold_measurement_t bad[2] = { measurement("ring", 8, 16 * MiB, 100, 1), measurement("", 8, MiB, 1, 1) };
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 2, bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "measurement 1: the algorithm name is empty"));
+    bad[1] = measurement("ring", 9, MiB, 1, 1);
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 2, bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "num_devices must be 1..8, got 9"));
+    bad[1] = measurement("ring", 8, 0, 1, 1);
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 2, bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    bad[1] = measurement("ring", 8, MiB, NAN, 1);
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 2, bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    bad[1] = measurement("ring", 8, MiB, 1, -1);
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 2, bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    memset(bad[1].algorithm, 'x', sizeof bad[1].algorithm); /* unterminated */
+    bad[1].predicted_us = 1;
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 2, bad), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 1, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(NULL, 0, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_measurements(t, NULL, 0), 0);
+
+    /* The ring measured 100x its prediction at 16 MiB: not chosen there or above (held at the end). */
+    starfold_measurement_t m[3] = { measurement("ring", 8, 16 * MiB, 100, 1) };
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_set_measurements(t, 1, m), STARFOLD_OK);
+    starfold_measurement_t got[3];
+    CU_ASSERT_EQUAL(starfold_topology_measurements(t, got, 3), 1);
+    CU_ASSERT_STRING_EQUAL(got[0].algorithm, "ring");
+    CU_ASSERT_EQUAL(got[0].bytes, 16 * MiB);
+    CU_ASSERT_STRING_NOT_EQUAL(auto_choice(t, 64 * MiB, -1, a, sizeof a), "auto:ring");
+    CU_ASSERT_STRING_NOT_EQUAL(auto_choice(t, 16 * MiB, -1, a, sizeof a), "auto:ring");
+    /* A reduce to one device is not an all-reduce: the model alone, as before. */
+    starfold_topology_t bare = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_builtin("dgx1-v100", &bare), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(auto_choice(t, 64 * MiB, 3, a, sizeof a), auto_choice(bare, 64 * MiB, 3, b, sizeof b));
+
+    /* A second point: the ring as predicted at 1 GiB. At 64 MiB (a third of the way in log size from
+     * 16 MiB to 1 GiB) the factor is 100^(2/3) = 21.5: still not the ring; at 1 GiB, the ring again. */
+    m[1] = measurement("ring", 8, 1024 * MiB, 5, 5);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_set_measurements(t, 2, m), STARFOLD_OK);
+    CU_ASSERT_STRING_NOT_EQUAL(auto_choice(t, 64 * MiB, -1, a, sizeof a), "auto:ring");
+    CU_ASSERT_STRING_EQUAL(auto_choice(t, 1024 * MiB, -1, a, sizeof a), auto_choice(bare, 1024 * MiB, -1, b, sizeof b));
+
+    /* Measurements of another device count say nothing of 8 devices; a subset of 4 keeps only those of
+     * at most 4. */
+    m[0].num_devices = m[1].num_devices = 4;
+    m[2] = measurement("ring", 8, 16 * MiB, 100, 1);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_set_measurements(t, 2, m), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(auto_choice(t, 64 * MiB, -1, a, sizeof a), "auto:ring");
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_set_measurements(t, 3, m), STARFOLD_OK);
+    starfold_topology_t sub = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(t, 4, &sub), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_measurements(sub, got, 3), 2);
+    CU_ASSERT_EQUAL(got[0].num_devices, 4);
+    starfold_topology_destroy(sub);
+    CU_ASSERT_EQUAL(starfold_topology_set_measurements(t, 0, NULL), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_measurements(t, NULL, 0), 0);
+    CU_ASSERT_STRING_EQUAL(auto_choice(t, 64 * MiB, -1, a, sizeof a), "auto:ring");
+    starfold_topology_destroy(bare);
     starfold_topology_destroy(t);
 }
 
@@ -383,6 +487,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("model", NULL, NULL);
     CU_add_test(s, "one transfer: alpha + beta + kernel", test_one_transfer);
     CU_add_test(s, "a topology's own cost parameters", test_topology_cost_params);
+    CU_add_test(s, "measurements scale auto's predictions", test_measurements);
     CU_add_test(s, "transfers share a directed link", test_shared_link);
     CU_add_test(s, "dependencies chain", test_dependency_chain);
     CU_add_test(s, "algorithm verdicts on the DGX-1", test_algorithm_verdicts);

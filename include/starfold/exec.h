@@ -139,6 +139,9 @@ STARFOLD_API int starfold_context_device_node(starfold_context_t context, int de
 STARFOLD_API starfold_status_t starfold_context_topology(starfold_context_t context,
                                                          starfold_topology_t *topology);
 
+/** @brief Most measurements a calibration keeps (algorithms x sizes). */
+#define STARFOLD_CALIBRATION_MAX_MEASUREMENTS 128
+
 /** @brief What starfold_context_calibrate() found, and where it keeps it. */
 typedef struct starfold_calibration {
     /**
@@ -153,6 +156,15 @@ typedef struct starfold_calibration {
     char path[4096];    /**< the calibration file, "" when there is no $STARPU_HOME or $HOME to keep it */
     int points;         /**< graphs the overheads were fitted on */
     double fit_error;   /**< root-mean-square residual of that fit over the mean time (0.1 = 10 %) */
+    /**
+     * Every algorithm's all-reduce of one float32 tensor over all the context's devices, timed at
+     * every power of two from 32 KiB to 16 MiB per device (median of 3 to 5 runs after a warm-up) beside
+     * the model's prediction with @ref params; the larger sizes are left out when the smaller ones
+     * show they would take more than a few seconds. "auto" scales its predictions by them
+     * (::starfold_measurement_t).
+     */
+    size_t num_measurements;
+    starfold_measurement_t measurements[STARFOLD_CALIBRATION_MAX_MEASUREMENTS]; /**< the first num_measurements */
 } starfold_calibration_t;
 
 /**
@@ -162,13 +174,20 @@ typedef struct starfold_calibration {
  * context runs on (on the host's CPU workers, on POCL's emulated devices, on GPUs) and keeps the
  * result where StarPU keeps its performance models: `$STARPU_HOME/.starpu/starfold/` (StarPU's home
  * defaults to `$HOME`), one file per host, device mode and device count. Later calls, in this
- * process or another, read that file instead of measuring (about a second on the host, a few on the
+ * process or another, read that file instead of measuring (a few seconds on the host or on the
  * emulated box), unless @p force is nonzero or the environment sets `STARFOLD_CALIBRATE=2` (StarPU's
  * own convention for "measure again").
  *
+ * Three steps: the cost per task and per submission (a line fitted over six graphs), the memory
+ * bandwidth the kernels reach, then every algorithm timed at a few sizes beside the model's
+ * prediction (@ref starfold_calibration::measurements), which is what the model cannot know: the
+ * costs StarPU adds per piece of a partitioned buffer, or per dependent task, differ by algorithm.
+ *
  * From then on starfold_context_topology() returns topologies that carry these parameters
- * (starfold_topology_cost_params()), so starfold_graph_simulate() with NULL parameters and the
- * "auto" algorithm describe this machine, not the default one. Topologies built otherwise (built-in,
+ * (starfold_topology_cost_params()) and measurements (starfold_topology_measurements()), so
+ * starfold_graph_simulate() with NULL parameters describes this machine, not the default one, and
+ * the "auto" algorithm ranks the algorithms by their predictions scaled by what each measured near
+ * that size: measure once, remember, as NCCL's tuner plugins and UCC's score maps do. Topologies built otherwise (built-in,
  * from files) keep the defaults unless given parameters with starfold_topology_set_cost_params().
  *
  * Runs graphs on every device of the context: call it when no other work is running, or the figures

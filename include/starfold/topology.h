@@ -217,6 +217,49 @@ STARFOLD_API int starfold_topology_cost_params(starfold_topology_t topology, sta
 STARFOLD_API starfold_status_t starfold_topology_set_cost_params(starfold_topology_t topology,
                                                                  const starfold_cost_params_t *params);
 
+/** @brief Longest algorithm name a measurement can carry, terminating NUL included. */
+#define STARFOLD_MEASUREMENT_NAME_MAX 32
+
+/**
+ * @brief One algorithm's all-reduce, timed on the machine beside the model's prediction of the same
+ *        graph: what "auto" trusts over the model near that size.
+ *
+ * The model misses costs it does not describe (StarPU's partitioning of a buffer into pieces, a
+ * worker noticing a dependent task) and these differ between algorithms, so its ranking can be wrong
+ * at a size where every absolute figure is close. A topology carrying measurements
+ * (starfold_topology_set_measurements(); a calibrated context's topology carries those of
+ * starfold_context_calibrate()) makes "auto" scale each algorithm's predicted time by
+ * measured / predicted at the measured sizes, interpolated in log(size) between them and held at the
+ * ends. Only all-reduces over @ref num_devices devices (every source a destination) are scaled; other
+ * collectives and device counts are ranked by the model alone.
+ */
+typedef struct starfold_measurement {
+    char algorithm[STARFOLD_MEASUREMENT_NAME_MAX]; /**< a registry name (starfold_algorithm_name()) */
+    int num_devices;      /**< devices the all-reduce spanned */
+    size_t bytes;         /**< bytes per device (all tensors together), > 0 */
+    double measured_us;   /**< the time measured (a median), > 0 */
+    double predicted_us;  /**< the model's time of the same graph with the topology's cost parameters, > 0 */
+} starfold_measurement_t;
+
+/**
+ * @brief Attaches @p count measurements to @p topology, replacing any it had (0 or NULL: none).
+ *        Graphs compiled afterwards with "auto" use them; subsets keep them.
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a NULL topology, NULL @p measurements with a count,
+ *         an empty or unterminated algorithm name, a device count outside 1..the topology's, or a
+ *         size or time that is not positive and finite (nothing changes);
+ *         ::STARFOLD_ERR_OUT_OF_MEMORY.
+ */
+STARFOLD_API starfold_status_t starfold_topology_set_measurements(starfold_topology_t topology, size_t count,
+                                                                  const starfold_measurement_t *measurements);
+
+/**
+ * @brief The measurements @p topology carries: copies up to @p max of them into @p out (may be NULL
+ *        when @p max is 0).
+ * @return their number (0 for NULL).
+ */
+STARFOLD_API size_t starfold_topology_measurements(starfold_topology_t topology, starfold_measurement_t *out,
+                                                   size_t max);
+
 /** @brief Adds a reference; starfold_topology_destroy() drops one. */
 STARFOLD_API starfold_topology_t starfold_topology_retain(starfold_topology_t topology);
 

@@ -15,9 +15,12 @@
 #include "algorithms/algorithms.h"
 #include "base/common.h"
 #include "graph/graph.h"
+#include "topology/topology.h"
 #include <starfold/model.h>
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* "auto" builds nothing itself: starfold_graph_compile() compiles the others and keeps the fastest. */
 static const starfold__algorithm_t starfold__algo_auto = {
@@ -348,8 +351,54 @@ static starfold_status_t compile_named(const starfold__algorithm_t *algo, starfo
 }
 
 /*
+ * What the topology's measurements say of @algorithm for an all-reduce of @bytes per device over @n
+ * devices: the factor measured / predicted, interpolated linearly in log(bytes) between the two
+ * measured sizes around @bytes and held beyond the smallest and largest; 1 when nothing was measured.
+ *
+ *   log(factor) |      x
+ *               |  ___/ \_____x______     held at the ends
+ *               |_x________________ log(bytes)
+ */
+static double measured_factor(starfold_topology_t t, const char *algorithm, int n, double bytes)
+{
+    const starfold_measurement_t *below = NULL, *above = NULL;
+    for (size_t i = 0; i < t->num_measurements; i++) {
+        const starfold_measurement_t *m = &t->measurements[i];
+        if (m->num_devices != n || strcmp(m->algorithm, algorithm) != 0) continue;
+        if ((double)m->bytes <= bytes && (!below || m->bytes > below->bytes)) below = m;
+        if ((double)m->bytes >= bytes && (!above || m->bytes < above->bytes)) above = m;
+    }
+    if (!below && !above) return 1.0;
+    if (!below) below = above;
+    if (!above) above = below;
+    const double lb = log(below->measured_us / below->predicted_us);
+    const double la = log(above->measured_us / above->predicted_us);
+    if (above->bytes == below->bytes) return exp(lb);
+    const double w = (log(bytes) - log((double)below->bytes)) / (log((double)above->bytes) - log((double)below->bytes));
+    return exp(lb + w * (la - lb));
+}
+
+/* Bytes per device of an all-reduce over every source, or 0 for any other collective. */
+static double all_reduce_bytes(const starfold_collective_desc_t *d)
+{
+    if (d->kind != STARFOLD_COLL_REDUCE || d->num_destinations != d->num_sources) return 0;
+    for (int i = 0; i < d->num_sources; i++) {
+        int found = 0;
+        for (int j = 0; j < d->num_destinations && !found; j++) found = d->destinations[j] == d->sources[i];
+        if (!found) return 0;
+    }
+    double bytes = 0;
+    for (size_t t = 0; t < d->num_tensors; t++)
+        bytes += (double)d->tensors[t].count * (double)starfold_dtype_size(d->tensors[t].dtype);
+    return bytes;
+}
+
+/*
  * "auto": every other algorithm is compiled with the caller's options and replayed by the cost model;
- * the fastest graph is returned, named "auto:<algorithm>". Ties go to the earlier registry entry. An
+ * the fastest graph is returned, named "auto:<algorithm>". Where the topology carries measurements
+ * of all-reduces (a calibrated context's topology), each prediction is scaled by measured_factor()
+ * first, so the ranking follows what this machine did at that size, not only what the model
+ * describes. Ties go to the earlier registry entry. An
  * algorithm that cannot do the collective here (one-pass without shared memory) or would pass the
  * limits of graph.h (a ring of many unpacked tensors) is left out; when every one is, the last
  * reason is returned.
@@ -360,6 +409,7 @@ static starfold_status_t compile_auto(starfold_topology_t topology, const starfo
     starfold_graph_t best = NULL;
     double best_time = 0;
     starfold_status_t st = STARFOLD_OK, skipped = STARFOLD_OK;
+    const double bytes = topology->num_measurements ? all_reduce_bytes(d) : 0;
     for (int i = 0; i < REGISTRY_SIZE; i++) {
         if (registry[i]->is_auto) continue;
         starfold_graph_t g = NULL;
@@ -375,6 +425,7 @@ static starfold_status_t compile_auto(starfold_topology_t topology, const starfo
             starfold_graph_destroy(g);
             break;
         }
+        if (bytes > 0) p.time_us *= measured_factor(topology, registry[i]->name, d->num_sources, bytes);
         if (!best || p.time_us < best_time) {
             starfold_graph_destroy(best);
             best = g;

@@ -31,6 +31,16 @@
  *      grows), clamped to [0.05, 1e5] GB/s. On CPU devices it is the host memory the kernels share
  *      (cpu_memory_GBps), elsewhere each device's own (gpu_memory_GBps).
  *
+ *   3. algorithms. Every algorithm's all-reduce of one tensor at every power of two from 32 KiB to
+ *      16 MiB per device, timed beside the model's prediction with the figures of steps 1 and 2: the
+ *      measurements "auto" scales its predictions by (starfold_measurement_t, compile.c). Steps 1
+ *      and 2 fit two numbers for all algorithms; what differs between algorithms and the model does
+ *      not describe (StarPU partitioning a buffer into 8 or 64 pieces, workers noticing dependent
+ *      tasks) shows here, and it changes in steps where an algorithm starts cutting buffers into pieces
+ *      (one-pass from 512 KiB): a coarser grid interpolated across such a step misled "auto". A size
+ *      is measured only while the time spent so far, plus the last size's time scaled by the size
+ *      step, stays within MEASURE_BUDGET_S: the emulated box or a loaded machine stops earlier.
+ *
  * The result is kept in StarPU's home, as StarPU keeps its performance models:
  * $STARPU_HOME/.starpu/starfold/calibration.<host>.<mode>.<n> ($STARPU_HOME defaults to $HOME), a
  * "key = value" text file; a later calibration of the same machine, mode and device count reads it
@@ -57,6 +67,11 @@
 #define CAL_WARMUP 3
 #define CAL_REPS 9
 #define CAL_MEMORY_ELEMENTS ((size_t)1 << 20) /* 4 MiB of float32 per device */
+#define CAL_FORMAT 2 /* of the file: 2 = with step 3's measurements on the x2 grid */
+#define MEASURE_SIZES 10
+#define MEASURE_FIRST_BYTES ((size_t)32 << 10) /* then x2 up to 16 MiB */
+#define MEASURE_STEP 2
+#define MEASURE_BUDGET_S 6.0
 
 static double now_s(void)
 {
@@ -80,7 +95,7 @@ static const char *mode_name(starfold_device_mode_t mode)
  * Measuring one graph
  */
 
-/* One all-reduce (reduce-to-one) of @nt tensors of @count float32 over every device, with its data. */
+/* One all-reduce of @nt tensors of @count float32 over every device by @algorithm, with its data. */
 typedef struct cal_case {
     starfold_graph_t graph;
     starpu_data_handle_t *in, *out; /* [n * nt] slot-major */
@@ -99,8 +114,8 @@ static void case_free(starfold_context_t ctx, cal_case_t *c)
     memset(c, 0, sizeof *c);
 }
 
-static starfold_status_t case_make(starfold_context_t ctx, starfold_topology_t topo, size_t nt, size_t count,
-                                   cal_case_t *c)
+static starfold_status_t case_make(starfold_context_t ctx, starfold_topology_t topo, const char *algorithm, size_t nt,
+                                   size_t count, cal_case_t *c)
 {
     const int n = ctx->num_devices;
     int devices[STARFOLD_MAX_DEVICES];
@@ -110,7 +125,7 @@ static starfold_status_t case_make(starfold_context_t ctx, starfold_topology_t t
     const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
                                               .sources = devices, .num_tensors = nt, .tensors = tensors };
     memset(c, 0, sizeof *c);
-    starfold_status_t st = starfold_graph_compile(topo, "reduce-to-one", &desc, NULL, &c->graph);
+    starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, NULL, &c->graph);
     if (st != STARFOLD_OK) return st;
     c->nh = (size_t)n * nt;
     c->in = calloc(c->nh, sizeof *c->in);
@@ -171,7 +186,7 @@ static starfold_status_t fit_overheads(starfold_context_t ctx, starfold_topology
     double x[CAL_POINTS], y[CAL_POINTS];
     for (int i = 0; i < CAL_POINTS; i++) {
         cal_case_t c;
-        starfold_status_t st = case_make(ctx, topo, ks[i], 1, &c);
+        starfold_status_t st = case_make(ctx, topo, "reduce-to-one", ks[i], 1, &c);
         if (st != STARFOLD_OK) return st;
         starfold_cost_params_t q = *p;
         q.submit_overhead_us = 0;
@@ -210,7 +225,7 @@ static starfold_status_t fit_overheads(starfold_context_t ctx, starfold_topology
 static starfold_status_t fit_memory(starfold_context_t ctx, starfold_topology_t topo, starfold_cost_params_t *p)
 {
     cal_case_t c;
-    starfold_status_t st = case_make(ctx, topo, 1, CAL_MEMORY_ELEMENTS, &c);
+    starfold_status_t st = case_make(ctx, topo, "reduce-to-one", 1, CAL_MEMORY_ELEMENTS, &c);
     if (st != STARFOLD_OK) return st;
     const double secs = case_time(ctx, &c, 1, 5);
     if (secs < 0) {
@@ -234,6 +249,47 @@ static starfold_status_t fit_memory(starfold_context_t ctx, starfold_topology_t 
     if (cpu) p->cpu_memory_GBps = exp(0.5 * (lo + hi));
     else p->gpu_memory_GBps = exp(0.5 * (lo + hi));
     case_free(ctx, &c);
+    return STARFOLD_OK;
+}
+
+/*
+ * Step 3: each algorithm at each size, until the budget says stop. An algorithm that cannot run here
+ * (one-pass without shared memory) or at that size is left out; a run that fails is an error.
+ */
+static starfold_status_t measure_algorithms(starfold_context_t ctx, starfold_topology_t topo,
+                                            const starfold_cost_params_t *p, starfold_calibration_t *out)
+{
+    const double start = now_s();
+    double last_size_s = 0;
+    size_t bytes = MEASURE_FIRST_BYTES;
+    out->num_measurements = 0;
+    for (int k = 0; k < MEASURE_SIZES; k++, bytes *= MEASURE_STEP) {
+        const double spent = now_s() - start;
+        if (k > 0 && spent + last_size_s * MEASURE_STEP > MEASURE_BUDGET_S) break;
+        const double size_start = now_s();
+        for (int a = 0; a < starfold_algorithm_count(); a++) {
+            const char *name = starfold_algorithm_name(a);
+            if (!strcmp(name, "auto") || out->num_measurements == STARFOLD_CALIBRATION_MAX_MEASUREMENTS) continue;
+            cal_case_t c;
+            starfold_status_t st = case_make(ctx, topo, name, 1, bytes / sizeof(float), &c);
+            if (st == STARFOLD_ERR_NOT_SUPPORTED) continue;
+            if (st != STARFOLD_OK) return st;
+            const double predicted = model_us(c.graph, p);
+            const double secs = case_time(ctx, &c, 1, 5);
+            case_free(ctx, &c);
+            if (secs < 0 || predicted <= 0)
+                return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_context_calibrate: %s at %zu bytes failed: %s",
+                                       name, bytes, starfold_last_error());
+            starfold_measurement_t *m = &out->measurements[out->num_measurements++];
+            memset(m, 0, sizeof *m);
+            snprintf(m->algorithm, sizeof m->algorithm, "%s", name);
+            m->num_devices = ctx->num_devices;
+            m->bytes = bytes;
+            m->measured_us = secs > 0 ? secs * 1e6 : 1e-3;
+            m->predicted_us = predicted;
+        }
+        last_size_s = now_s() - size_start;
+    }
     return STARFOLD_OK;
 }
 
@@ -263,17 +319,37 @@ static int calibration_path(starfold_context_t ctx, char *path, size_t size, int
 }
 
 /* Reads a calibration file; 0 when it is absent or not one (then it is measured again). */
-static int load(const char *path, starfold_cost_params_t *p, starfold_calibration_t *out)
+static int load(starfold_context_t ctx, const char *path, starfold_cost_params_t *p, starfold_calibration_t *out)
 {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[256];
     int seen = 0;
+    size_t expected = (size_t)-1;
+    int format = 0;
     starfold_cost_params_t q = *p;
+    out->num_measurements = 0;
     while (fgets(line, sizeof line, f)) {
         char key[64];
         double v;
-        if (line[0] == '#' || sscanf(line, " %63[a-z_A-Z] = %lf", key, &v) != 2) continue;
+        if (line[0] == '#') continue;
+        /* measurement = <algorithm> <devices> <bytes> <measured us> <predicted us> */
+        starfold_measurement_t m;
+        memset(&m, 0, sizeof m);
+        if (sscanf(line, " measurement = %31s %d %zu %lf %lf", m.algorithm, &m.num_devices, &m.bytes, &m.measured_us,
+                   &m.predicted_us) == 5) {
+            if (out->num_measurements < STARFOLD_CALIBRATION_MAX_MEASUREMENTS) out->measurements[out->num_measurements++] = m;
+            continue;
+        }
+        if (sscanf(line, " %63[a-z_A-Z] = %lf", key, &v) != 2) continue;
+        if (!strcmp(key, "format")) {
+            format = (int)v;
+            continue;
+        }
+        if (!strcmp(key, "measurements")) {
+            expected = v >= 0 && v <= STARFOLD_CALIBRATION_MAX_MEASUREMENTS ? (size_t)v : (size_t)-1;
+            continue;
+        }
         if (!strcmp(key, "task_overhead_us")) q.task_overhead_us = v, seen |= 1;
         else if (!strcmp(key, "submit_overhead_us")) q.submit_overhead_us = v, seen |= 2;
         else if (!strcmp(key, "cpu_memory_GBps")) q.cpu_memory_GBps = v, seen |= 4;
@@ -283,7 +359,16 @@ static int load(const char *path, starfold_cost_params_t *p, starfold_calibratio
     }
     fclose(f);
     q.cpu_workers = p->cpu_workers; /* the context's mapping, not the file's */
-    if (seen != 15 || starfold__cost_params_check(&q, "calibration file") != STARFOLD_OK) return 0;
+    /* A file of another format (before step 3, another grid), or one cut short, is measured again. */
+    if (seen != 15 || format != CAL_FORMAT || expected != out->num_measurements ||
+        starfold__cost_params_check(&q, "calibration file") != STARFOLD_OK)
+        return 0;
+    for (size_t i = 0; i < out->num_measurements; i++) {
+        const starfold_measurement_t *m = &out->measurements[i];
+        if (m->num_devices != ctx->num_devices || m->bytes == 0 || !(m->measured_us > 0) || !(m->predicted_us > 0) ||
+            !isfinite(m->measured_us) || !isfinite(m->predicted_us) || starfold_algorithm_find(m->algorithm) < 0)
+            return 0;
+    }
     *p = q;
     return 1;
 }
@@ -303,9 +388,17 @@ static void save(starfold_context_t ctx, const char *path, const starfold_cost_p
             "# STARFOLD_CALIBRATE=2 to measure again. %s, %d %s devices, StarPU %d.%d.%d\n",
             when, ctx->num_devices, mode_name(ctx->mode), STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION,
             STARPU_RELEASE_VERSION);
+    fprintf(f, "format = %d\n", CAL_FORMAT);
     fprintf(f, "task_overhead_us = %.17g\nsubmit_overhead_us = %.17g\ncpu_memory_GBps = %.17g\ngpu_memory_GBps = %.17g\n",
             p->task_overhead_us, p->submit_overhead_us, p->cpu_memory_GBps, p->gpu_memory_GBps);
     fprintf(f, "points = %d\nfit_error = %.6g\n", c->points, c->fit_error);
+    fprintf(f, "# measurement = algorithm devices bytes measured_us predicted_us\nmeasurements = %zu\n",
+            c->num_measurements);
+    for (size_t i = 0; i < c->num_measurements; i++) {
+        const starfold_measurement_t *m = &c->measurements[i];
+        fprintf(f, "measurement = %s %d %zu %.17g %.17g\n", m->algorithm, m->num_devices, m->bytes, m->measured_us,
+                m->predicted_us);
+    }
     /* A file is whole or absent: written aside, then renamed over (calibrations may race). */
     if (fclose(f) != 0 || rename(tmp, path) != 0) remove(tmp);
 }
@@ -341,7 +434,7 @@ STARFOLD_API starfold_status_t starfold_context_calibrate(starfold_context_t con
     if (context->mode == STARFOLD_DEVICES_CPU) p.cpu_workers = distinct_workers(context);
     const int persist = calibration_path(context, c.path, sizeof c.path, 0);
     if (!persist) c.path[0] = '\0';
-    if (persist && !force && load(c.path, &p, &c)) {
+    if (persist && !force && load(context, c.path, &p, &c)) {
         c.from_file = 1;
     } else {
         starfold_topology_t topo = NULL;
@@ -351,6 +444,7 @@ STARFOLD_API starfold_status_t starfold_context_calibrate(starfold_context_t con
         starfold_topology_set_cost_params(topo, NULL);
         st = fit_overheads(context, topo, &p, &c);
         if (st == STARFOLD_OK) st = fit_memory(context, topo, &p);
+        if (st == STARFOLD_OK) st = measure_algorithms(context, topo, &p, &c);
         starfold_topology_destroy(topo);
         if (st != STARFOLD_OK) return st;
         if (persist && calibration_path(context, c.path, sizeof c.path, 1)) save(context, c.path, &p, &c);
@@ -358,6 +452,8 @@ STARFOLD_API starfold_status_t starfold_context_calibrate(starfold_context_t con
     }
     c.params = p;
     context->calibration = p;
+    context->num_measurements = c.num_measurements;
+    memcpy(context->measurements, c.measurements, c.num_measurements * sizeof c.measurements[0]);
     context->calibrated = 1;
     *calibration = c;
     return STARFOLD_OK;

@@ -297,7 +297,10 @@ STARFOLD_API starfold_status_t starfold_context_topology(starfold_context_t cont
             }
             SF_CHECK_GOTO(starfold_topology_add_link(t, &l), st, fail);
         }
-    if (context->calibrated) SF_CHECK_GOTO(starfold_topology_set_cost_params(t, &context->calibration), st, fail);
+    if (context->calibrated) {
+        SF_CHECK_GOTO(starfold_topology_set_cost_params(t, &context->calibration), st, fail);
+        SF_CHECK_GOTO(starfold_topology_set_measurements(t, context->num_measurements, context->measurements), st, fail);
+    }
     *topology = t;
     return STARFOLD_OK;
 fail:

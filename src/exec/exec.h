@@ -37,6 +37,8 @@ struct starfold_context {
     /* starfold_context_calibrate()'s result, which starfold_context_topology() attaches (calibrate.c) */
     int calibrated;
     starfold_cost_params_t calibration;
+    size_t num_measurements;
+    starfold_measurement_t measurements[STARFOLD_CALIBRATION_MAX_MEASUREMENTS];
     /*
      * The distribute layer's state for this context (its arena of values, distribute/arena.c), set
      * once with a compare-and-swap and finished by ext_fini first thing in starfold_context_destroy(),

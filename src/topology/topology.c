@@ -19,6 +19,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------------
@@ -34,6 +36,7 @@ static void topology_free(struct starfold_topology *t)
     free(t->links);
     free(t->name);
     free(t->origin);
+    free(t->measurements);
     free(t);
 }
 
@@ -332,6 +335,60 @@ STARFOLD_API starfold_status_t starfold_topology_set_cost_params(starfold_topolo
     return STARFOLD_OK;
 }
 
+/*
+ * Measurements ("auto"'s corrections, src/algorithms/compile.c). The topology only keeps them: it
+ * checks their shape, not their algorithm names (the registry is a layer above).
+ */
+static starfold_status_t measurement_check(starfold_topology_t t, size_t i, const starfold_measurement_t *m)
+{
+    static const char fn[] = "starfold_topology_set_measurements";
+    if (!memchr(m->algorithm, '\0', sizeof m->algorithm) || !m->algorithm[0])
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: measurement %zu: the algorithm name is %s", fn, i,
+                               m->algorithm[0] ? "not terminated within 32 characters" : "empty");
+    if (m->num_devices < 1 || m->num_devices > t->num_devices)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: measurement %zu (%s): num_devices must be 1..%d, got %d",
+                               fn, i, m->algorithm, t->num_devices, m->num_devices);
+    if (m->bytes == 0 || !(m->measured_us > 0) || !isfinite(m->measured_us) || !(m->predicted_us > 0) ||
+        !isfinite(m->predicted_us))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: measurement %zu (%s): bytes and times must be positive and finite (got %zu B, "
+                               "measured %g us, predicted %g us)",
+                               fn, i, m->algorithm, m->bytes, m->measured_us, m->predicted_us);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_topology_set_measurements(starfold_topology_t topology, size_t count,
+                                                                  const starfold_measurement_t *measurements)
+{
+    static const char fn[] = "starfold_topology_set_measurements";
+    if (!topology) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL topology", fn);
+    if (count && !measurements)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL measurements with a count of %zu", fn, count);
+    for (size_t i = 0; i < count; i++) {
+        const starfold_status_t st = measurement_check(topology, i, &measurements[i]);
+        if (st != STARFOLD_OK) return st;
+    }
+    starfold_measurement_t *copy = NULL;
+    if (count) {
+        if (!(copy = malloc(count * sizeof *copy)))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memcpy(copy, measurements, count * sizeof *copy);
+    }
+    free(topology->measurements);
+    topology->measurements = copy;
+    topology->num_measurements = count;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API size_t starfold_topology_measurements(starfold_topology_t topology, starfold_measurement_t *out,
+                                                   size_t max)
+{
+    if (!topology) return 0;
+    const size_t n = topology->num_measurements < max ? topology->num_measurements : max;
+    if (n && out) memcpy(out, topology->measurements, n * sizeof *out);
+    return topology->num_measurements;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Derived topologies and checks
  */
@@ -367,6 +424,14 @@ STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topo
             SF_CHECK_GOTO(starfold_topology_add_link(s, &topology->links[i]), st, fail);
     s->has_cost_params = topology->has_cost_params;
     s->cost_params = topology->cost_params;
+    /* Measurements of more devices than the subset has describe no graph on it. */
+    if (topology->num_measurements && !(s->measurements = malloc(topology->num_measurements * sizeof *s->measurements))) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_topology_subset: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < topology->num_measurements; i++)
+        if (topology->measurements[i].num_devices <= num_devices)
+            s->measurements[s->num_measurements++] = topology->measurements[i];
     *subset = s;
     return STARFOLD_OK;
 

@@ -26,6 +26,8 @@ struct starfold_topology {
     size_t num_links, cap_links;
     int has_cost_params;      /* 1: cost_params were set (a calibration), 0: the model's defaults */
     starfold_cost_params_t cost_params;
+    starfold_measurement_t *measurements; /* starfold_topology_set_measurements(), owned */
+    size_t num_measurements;
 };
 
 /* Checks cost parameters (finite, overheads >= 0, bandwidths > 0, cpu_workers 0..4096); @fn names the caller. */
