@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* "auto" builds nothing itself: starfold_graph_compile() compiles the others and keeps the fastest. */
@@ -378,6 +379,13 @@ static double measured_factor(starfold_topology_t t, const char *algorithm, int 
     return exp(lb + w * (la - lb));
 }
 
+/* STARFOLD_AUTO_MEASUREMENTS=0: "auto" ranks by the model alone (to compare the two choices). */
+static int use_measurements(void)
+{
+    const char *e = getenv("STARFOLD_AUTO_MEASUREMENTS");
+    return !(e && !strcmp(e, "0"));
+}
+
 /* Bytes per device of an all-reduce over every source, or 0 for any other collective. */
 static double all_reduce_bytes(const starfold_collective_desc_t *d)
 {
@@ -409,7 +417,7 @@ static starfold_status_t compile_auto(starfold_topology_t topology, const starfo
     starfold_graph_t best = NULL;
     double best_time = 0;
     starfold_status_t st = STARFOLD_OK, skipped = STARFOLD_OK;
-    const double bytes = topology->num_measurements ? all_reduce_bytes(d) : 0;
+    const double bytes = topology->num_measurements && use_measurements() ? all_reduce_bytes(d) : 0;
     for (int i = 0; i < REGISTRY_SIZE; i++) {
         if (registry[i]->is_auto) continue;
         starfold_graph_t g = NULL;
