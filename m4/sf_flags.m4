@@ -29,9 +29,13 @@ AC_DEFUN([SF_SANITIZERS], [
   AC_SUBST([SANITIZER_FLAGS])
 ])
 
-# SF_DOXYGEN: `make doc` when doxygen is installed.
+# SF_DOXYGEN: `make doc` (HTML) and the API's section-3 man pages, built by `make` and installed, when
+# doxygen is installed; without it both are skipped and everything else builds. sf_man3 is the summary.
 AC_DEFUN([SF_DOXYGEN], [
   AC_PATH_PROG([DOXYGEN], [doxygen])
   AS_IF([test -n "$DOXYGEN"], [sf_have_doxygen=yes], [sf_have_doxygen=no])
+  AS_IF([test $sf_have_doxygen = yes], [sf_man3="section 3, built and installed"],
+        [sf_man3="skipped (no doxygen: apt-get install doxygen)"
+         AC_MSG_WARN([doxygen not found: the API's man pages (section 3) will not be built or installed])])
   AM_CONDITIONAL([HAVE_DOXYGEN], [test "x$sf_have_doxygen" = xyes])
 ])

@@ -20,9 +20,11 @@ extern "C" {
 #define STARFOLD_API
 #endif
 
-/** @brief Version of the library these headers belong to. */
+/** @brief Version of the library these headers belong to: major number. */
 #define STARFOLD_VERSION_MAJOR 0
+/** @brief Version of the library these headers belong to: minor number. */
 #define STARFOLD_VERSION_MINOR 1
+/** @brief Version of the library these headers belong to: patch number. */
 #define STARFOLD_VERSION_PATCH 0
 
 /**

@@ -69,6 +69,7 @@ extern "C" {
 #endif
 
 /**
+ * @typedef starpu_data_handle_t
  * @brief StarPU's handle of registered data, declared exactly as <starpu_data.h> declares it.
  *
  * Repeated here so that this header needs no StarPU header (nor the POSIX feature macros those need);
@@ -205,6 +206,8 @@ STARFOLD_API starfold_status_t starfold_context_calibrate(starfold_context_t con
 /**
  * @brief Submits @p graph to StarPU and returns without waiting.
  *
+ * @param [in] context the context to run on; its devices carry the topology devices the graph uses
+ * @param [in] graph   a compiled graph; it may be destroyed once this returns
  * @param [in] inputs  num_inputs x num_tensors vector handles, slot-major (inputs[s * num_tensors + t]);
  *                     each must be a StarPU vector of the tensor's element count and element size
  * @param [in] outputs num_outputs x num_tensors vector handles, same layout; an output may be the
@@ -244,10 +247,13 @@ typedef struct starfold_view {
  * ranges need (see starfold_submit()). Elements of a vector outside every view are never read or
  * written, on any memory node.
  *
+ * @param [in] context as starfold_submit()
+ * @param [in] graph   as starfold_submit()
  * @param [in] inputs  num_inputs x num_tensors views, slot-major as in starfold_submit(); a view's
  *                     range must lie within its vector; views of inputs may overlap each other
  * @param [in] outputs num_outputs x num_tensors views; an output's range may overlap no other view but
  *                     the very same range given as its own device's input of the same tensor (in place)
+ * @param [out] request as starfold_submit()
  * @return as starfold_submit(); ::STARFOLD_ERR_INVALID_ARGUMENT for a range outside its vector, an
  *         element size that is not the tensor's, or an output overlapping another view.
  */
@@ -274,6 +280,8 @@ STARFOLD_API starfold_status_t starfold_submit_views(starfold_context_t context,
  * it, nor partitioned by the caller while a start is being submitted. Between starts, and around
  * them, the caller uses its vectors whole as usual (sequential consistency orders everything).
  *
+ * @param [in] context the context to start on; must outlive the persistent submission
+ * @param [in] graph   a compiled graph; it may be destroyed once this returns
  * @param [in] inputs  as starfold_submit()
  * @param [in] outputs as starfold_submit()
  * @param [out] persistent to start, and destroy

@@ -239,6 +239,7 @@ typedef struct starfold_link_bytes {
 
 /**
  * @brief Bytes moved per directed device pair, sorted by (from, to), only pairs with traffic.
+ * @param [in]  graph a compiled graph
  * @param [out] pairs array allocated with malloc(), to free(); NULL when the count is 0
  * @param [out] count number of pairs
  */
@@ -274,6 +275,7 @@ STARFOLD_API starfold_topology_t starfold_graph_topology(starfold_graph_t graph)
 /**
  * @brief Writes the graph as DOT: one cluster per device, nodes coloured by task kind, edges labelled
  *        with the bytes they carry (bold when they cross devices). Same graph, same bytes.
+ * @param [in] graph a compiled graph
  * @param [in] path a file, or "-" for standard output
  */
 STARFOLD_API starfold_status_t starfold_graph_write_dot(starfold_graph_t graph, const char *path);

@@ -83,6 +83,7 @@ STARFOLD_API starfold_status_t starfold_topology_create(const char *name, int nu
 
 /**
  * @brief Names a device and places it.
+ * @param [in] topology the topology to change
  * @param [in] device 0 .. n-1
  * @param [in] name label (copied), NULL keeps the current one
  * @param [in] kind GPU or CPU
@@ -314,6 +315,7 @@ STARFOLD_API starfold_status_t starfold_topology_best_link(starfold_topology_t t
  * positions [0, n/2) and [n/2, n) - TensorFlow's halves. On a DGX-1 this gives {0,1,2,3} and {4,5,6,7}.
  * Exhaustive up to 20 devices, contiguous halves beyond.
  *
+ * @param [in]  topology devices and links
  * @param [in]  n number of devices in the set (>= 1)
  * @param [in]  devices the set, as topology device numbers
  * @param [out] group for each position i in @p devices, 0 or 1; position 0 is always in group 0,
@@ -329,6 +331,7 @@ STARFOLD_API starfold_status_t starfold_link_kind_from_string(const char *name, 
 
 /**
  * @brief Writes the topology as DOT (the format starfold_topology_load() reads back), deterministic.
+ * @param [in] topology the topology to write
  * @param [in] path file to write, or "-" for standard output
  */
 STARFOLD_API starfold_status_t starfold_topology_write_dot(starfold_topology_t topology, const char *path);
