@@ -231,7 +231,7 @@ STARFOLD_API starfold_status_t starfold_topology_set_cost_params(starfold_topolo
  * (starfold_topology_set_measurements(); a calibrated context's topology carries those of
  * starfold_context_calibrate()) makes "auto" scale each algorithm's predicted time by
  * measured / predicted at the measured sizes, interpolated in log(size) between them and held at the
- * ends. Only all-reduces over @ref num_devices devices (every source a destination) are scaled; other
+ * ends. Only all-reduces over `num_devices` devices (every source a destination) are scaled; other
  * collectives and device counts are ranked by the model alone.
  */
 typedef struct starfold_measurement {
