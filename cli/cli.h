@@ -63,6 +63,7 @@ typedef enum cli_opt_id {
     OPT_PERSISTENT,
     OPT_TRACE,
     OPT_FULL,
+    OPT_TRAFFIC,
     OPT_COLLECTIVE,
     OPT_ROOT,
     OPT_COUNT
@@ -106,6 +107,7 @@ typedef struct cli_opts {
     const char *plot;           /* --plot FILE.svg */
     const char *trace;          /* --trace FILE.svg (run) */
     int full;                   /* --full (graph): draw every task, however many */
+    int traffic;                /* --traffic (graph): draw the traffic between devices */
     int collective;             /* --collective: a cli_collective_t, all-reduce by default */
     int root;                   /* --root D: the reduce's destination, the broadcast's source (default 0) */
     int emulated;               /* --emulated */

@@ -121,6 +121,10 @@ static int graph_main(const cli_command_t *cmd, int argc, char **argv)
         goto out;
     }
     /* --full beyond what Graphviz lays out: said before the tables, not after them. */
+    if (o.traffic && (!o.output || dot_on_stdout)) {
+        r = cli_usage_error(cmd, "--traffic draws a picture: give -o FILE.svg or FILE.png (a .dot file holds every task)");
+        goto out;
+    }
     if (o.full && o.output && !dot_on_stdout && stats.num_tasks > STARFOLD_DRAW_MAX_TASKS &&
         !(strlen(o.output) > 4 && !strcasecmp(o.output + strlen(o.output) - 4, ".dot"))) {
         r = cli_usage_error(cmd, "--full: %zu tasks, more than Graphviz lays out in reasonable time (%d); drop --full "
@@ -133,7 +137,9 @@ static int graph_main(const cli_command_t *cmd, int argc, char **argv)
     if (o.output) {
         fflush(stdout);
         st = dot_on_stdout ? starfold_graph_write_dot(g, "-")
-                           : starfold_graph_render_mode(g, o.output, o.full ? STARFOLD_DRAW_FULL : STARFOLD_DRAW_AUTO);
+                           : starfold_graph_render_mode(g, o.output, o.full      ? STARFOLD_DRAW_FULL
+                                                                     : o.traffic ? STARFOLD_DRAW_TRAFFIC
+                                                                                 : STARFOLD_DRAW_AUTO);
         if (st != STARFOLD_OK) {
             r = cli_fail(cmd, st, "cannot write %s", o.output);
             goto out;
@@ -155,11 +161,12 @@ const cli_command_t cli_cmd_graph = {
     .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_ALGORITHM) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
-                CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_FULL) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
+                CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_FULL) | CLI_OPT(OPT_TRAFFIC) |
+                CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
     .usage =
         "Usage: starfold graph [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
         "                      [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
-        "                      [-g|--devices N] [-o FILE [--full]] [--json] [--collective C [--root D]]\n"
+        "                      [-g|--devices N] [-o FILE [--full | --traffic]] [--json] [--collective C [--root D]]\n"
         "\n"
         "Compiles an all-reduce of SPEC's tensors over the first N devices of a topology, runs the invariant\n"
         "checker, and prints the tasks by kind, the bytes moved per directed device pair (with the link and\n"
@@ -189,6 +196,10 @@ const cli_command_t cli_cmd_graph = {
         "                      count, rounds folded past 64 nodes (Graphviz takes minutes over thousands\n"
         "                      of tasks); a .dot file always holds every task\n"
         "  --full              draw every task whatever the size (refused beyond 3000 tasks)\n"
+        "  --traffic           draw the devices and the bytes between them instead of the tasks, at any\n"
+        "                      size: one arrow per device pair, labelled with the bytes each way, coloured\n"
+        "                      by the link, as wide as its share of the busiest pair; devices in order on a\n"
+        "                      circle (the DGX-1 as its cube), so a ring shows as a cycle, trees as trees\n"
         "  --collective C      all-reduce (default), reduce (the result on --root only) or broadcast (--root's\n"
         "                      tensors to every device)\n"
         "  --root D            the reduce's destination or the broadcast's source (default 0)\n"

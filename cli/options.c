@@ -64,6 +64,7 @@ static const opt_def_t opt_defs[] = {
     { OPT_PERSISTENT, "persistent", NULL, 0, 0 },
     { OPT_TRACE, "trace", NULL, 0, 1 },
     { OPT_FULL, "full", NULL, 0, 0 },
+    { OPT_TRAFFIC, "traffic", NULL, 0, 0 },
     { OPT_COLLECTIVE, "collective", NULL, 0, 1 },
     { OPT_ROOT, "root", NULL, 0, 1 },
 };
@@ -291,6 +292,7 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
     case OPT_VIEWS: o->views = 1; break;
     case OPT_PERSISTENT: o->persistent = 1; break;
     case OPT_FULL: o->full = 1; break;
+    case OPT_TRAFFIC: o->traffic = 1; break;
     case OPT_COLLECTIVE:
         if (!strcasecmp(v, "all-reduce") || !strcasecmp(v, "allreduce")) o->collective = CLI_COLL_ALL_REDUCE;
         else if (!strcasecmp(v, "reduce")) o->collective = CLI_COLL_REDUCE;
@@ -404,6 +406,7 @@ int cli_parse(const cli_command_t *cmd, int argc, char **argv, cli_opts_t *o)
     /* nccl-tests: a factor, when given, wins over an increment. */
     if ((o->given & CLI_OPT(OPT_STEPBYTES)) && !(o->given & CLI_OPT(OPT_STEPFACTOR))) o->step_factor = 0;
     if (o->json && o->csv) return cli_usage_error(cmd, "--json and --csv are exclusive");
+    if (o->full && o->traffic) return cli_usage_error(cmd, "--full and --traffic are exclusive (every task, or the devices' traffic)");
     if ((o->given & CLI_OPT(OPT_NUM_PACKS)) && (o->given & CLI_OPT(OPT_BYTES_PER_PACK)))
         return cli_usage_error(cmd, "--num-packs and --bytes-per-pack are exclusive (bytes-per-pack replaces num-packs)");
     return CLI_OK;

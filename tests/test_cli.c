@@ -453,6 +453,9 @@ static void test_bad_arguments(void)
         { "run", "--json", "does not apply to run" },
         { "run", "--trace x.png", "the timeline is an .svg file" },
         { "graph", "--tensors 1000x4KiB --num-packs 0 -o x.svg --full", "more than Graphviz lays out" },
+        { "graph", "--traffic", "--traffic draws a picture: give -o FILE.svg" },
+        { "graph", "-o - --traffic", "--traffic draws a picture" },
+        { "graph", "-o x.svg --traffic --full", "--full and --traffic are exclusive" },
         { "graph", "--collective all-gather", "gather is not implemented yet" },
         { "run", "--collective All-Gather", "gather is not implemented yet" },
         { "simulate", "--collective allgather", "gather is not implemented yet" },
@@ -897,6 +900,13 @@ static void test_graph_summary_and_files(void)
     result_free(&r);
     CU_ASSERT(!file_contains(wide, "summary:"));
     CU_ASSERT(file_contains(wide, "<title>t191</title>"));
+    /* --traffic: the devices and the bytes between them, whatever the size (12,000 tasks here). */
+    run(&r, "graph --tensors 1000x4KiB --num-packs 0 -o '%s' --traffic", wide);
+    CU_ASSERT_EQUAL(r.status, 0);
+    result_free(&r);
+    CU_ASSERT(file_contains(wide, "12000 tasks, "));
+    CU_ASSERT(file_contains(wide, "(traffic view)"));
+    CU_ASSERT(file_contains(wide, "gpu7 (device 7)"));
     run(&r, "graph --tensors 2x4K -o '%s' --json", png);
     CU_ASSERT_EQUAL(r.status, 0);
     jval_t v;

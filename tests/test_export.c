@@ -606,6 +606,118 @@ static void test_render_summary(void)
     starfold_topology_destroy(tp);
 }
 
+/* Occurrences of @needle in @hay. */
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* Centre of the SVG node titled @title (its first text element's x, y); 0 when absent. */
+static int node_centre(const char *svg, const char *title, double *x, double *y)
+{
+    char want[64];
+    snprintf(want, sizeof want, "<title>%s</title>", title);
+    const char *p = strstr(svg, want);
+    if (!p || !(p = strstr(p, "<text")) || !(p = strstr(p, " x=\""))) return 0;
+    *x = strtod(p + 4, NULL);
+    if (!(p = strstr(p, " y=\""))) return 0;
+    *y = strtod(p + 4, NULL);
+    return 1;
+}
+
+/*
+ * The traffic view: one node per device (its tasks counted by kind), one arrow per device pair that
+ * exchanges data, as many as starfold_graph_link_bytes() has unordered pairs, at any size; the
+ * DGX-1 in its cube (device 4 above and right of device 0), the host's devices on a circle in order.
+ * Hierarchical copy: two stars joined at their roots (7 pairs). The ring: the pairs of its rings.
+ */
+static void test_picture_traffic(void)
+{
+    starfold_topology_t tp = NULL;
+    static const char *const algos[] = { "hierarchical-copy", "ring", "trees" };
+    for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+        starfold_graph_t g = dgx1_graph(algos[a], 1, (size_t)1 << 18, 1, &tp);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        starfold_link_bytes_t *pairs = NULL;
+        size_t npairs = 0, unordered = 0;
+        OK(starfold_graph_link_bytes(g, &pairs, &npairs));
+        for (size_t i = 0; i < npairs; i++) {
+            int reverse_seen = 0;
+            for (size_t j = 0; j < i; j++) reverse_seen |= pairs[j].from == pairs[i].to && pairs[j].to == pairs[i].from;
+            unordered += !reverse_seen;
+        }
+        free(pairs);
+        char name[64];
+        snprintf(name, sizeof name, "traffic-%s.svg", algos[a]);
+        char *svg = render_svg(g, name, STARFOLD_DRAW_TRAFFIC);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+        CU_ASSERT_EQUAL(count_of(svg, "class=\"edge\""), unordered);
+        if (!strcmp(algos[a], "hierarchical-copy")) CU_ASSERT_EQUAL(unordered, 7);
+        CU_ASSERT_EQUAL(count_of(svg, "class=\"node\""), 8 + 1); /* the devices and the legend */
+        CU_ASSERT_PTR_NOT_NULL(strstr(svg, "(traffic view)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(svg, "gpu0 (device 0)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(svg, "each way"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(svg, "data over nvlink"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(svg, "#2ca02c")); /* NVLink's green, the shared palette */
+        double x0, y0, x4, y4;
+        CU_ASSERT_FATAL(node_centre(svg, "d0", &x0, &y0) && node_centre(svg, "d4", &x4, &y4));
+        CU_ASSERT(x4 > x0 && y4 < y0); /* SVG y grows downwards: the back face is above and to the right */
+        free(svg);
+        starfold_graph_destroy(g);
+        starfold_topology_destroy(tp);
+    }
+    /* Reduce-to-one's counts: every task is on some device, so the labels add up to the graph. */
+    starfold_graph_t g = dgx1_graph("reduce-to-one", 3, 1000, 1, &tp);
+    char *svg = render_svg(g, "traffic-r1.svg", STARFOLD_DRAW_TRAFFIC);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    size_t total = 0;
+    for (const char *p = svg; (p = strstr(p, "copy ")); p += 5) total += strtoul(p + 5, NULL, 10);
+    for (const char *p = svg; (p = strstr(p, "reduce ")); p += 7) total += strtoul(p + 7, NULL, 10);
+    CU_ASSERT_EQUAL(total, starfold_graph_num_tasks(g));
+    free(svg);
+    /* PNG too; a .dot path gives the view's DOT. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/traffic.png", out_dir());
+    OK(starfold_graph_render_mode(g, path, STARFOLD_DRAW_TRAFFIC));
+    size_t len = 0;
+    unsigned char *png = slurp(path, &len);
+    CU_ASSERT(png && len > 1000 && !memcmp(png, "\x89PNG", 4));
+    free(png);
+    CU_ASSERT_EQUAL(starfold_graph_render_mode(g, path, (starfold_draw_mode_t)(STARFOLD_DRAW_TRAFFIC + 1)),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(tp);
+
+    /* The host: one memory, no traffic, said in the title; the devices on a circle, 0 at the top. */
+    starfold_topology_t host = NULL;
+    OK(starfold_topology_builtin("host", &host));
+    static const int devs[] = { 0, 1, 2, 3 };
+    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, 1 << 16 };
+    const starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 4, devs, 0, NULL, 1, &t };
+    starfold_topology_t sub = NULL;
+    OK(starfold_topology_subset(host, 4, &sub));
+    g = NULL;
+    OK(starfold_graph_compile(sub, "ring", &d, NULL, &g));
+    svg = render_svg(g, "traffic-host.svg", STARFOLD_DRAW_TRAFFIC);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "no data crosses devices"));
+    CU_ASSERT_EQUAL(count_of(svg, "class=\"edge\""), 0);
+    double x[4], y[4];
+    for (int i = 0; i < 4; i++) {
+        char title[8];
+        snprintf(title, sizeof title, "d%d", i);
+        CU_ASSERT_FATAL(node_centre(svg, title, &x[i], &y[i]));
+    }
+    CU_ASSERT(y[0] < y[1] && y[0] < y[3] && y[2] > y[1]); /* 0 at 12 o'clock, 2 at 6 */
+    CU_ASSERT(x[1] > x[0] && x[3] < x[0]);                /* clockwise: 1 at 3 o'clock, 3 at 9 */
+    free(svg);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(sub);
+    starfold_topology_destroy(host);
+}
+
 /*
  * The DGX-1 hierarchical copy, the golden graphs the issue asks for: 8-replica sum all-reduce of
  * three float32 tensors (1000, 4096 and 257 elements) on dgx1-v100.
@@ -1034,6 +1146,7 @@ int main(void)
     CU_add_test(ex, "pictures: title, legend, device order, groups", test_picture_legend_order);
     CU_add_test(ex, "pictures: one palette for topologies and graphs", test_picture_palette);
     CU_add_test(ex, "pictures: wide graphs summarised, rounds folded, FULL honoured", test_picture_summaries);
+    CU_add_test(ex, "pictures: the traffic view", test_picture_traffic);
     CU_add_test(ex, "golden: dgx1-v100 hierarchical copy, 1 pack", test_golden_dgx1_p1);
     CU_add_test(ex, "golden: dgx1-v100 hierarchical copy, 2 packs", test_golden_dgx1_p2);
     CU_pSuite st = CU_add_suite("stats", NULL, NULL);

@@ -295,9 +295,17 @@ typedef enum starfold_draw_mode {
     STARFOLD_DRAW_AUTO = 0, /**< every task up to ::STARFOLD_DRAW_SUMMARY_TASKS tasks and
                                  ::STARFOLD_DRAW_SUMMARY_ROW nodes in a row, the summary beyond */
     STARFOLD_DRAW_FULL,     /**< every task (refused beyond ::STARFOLD_DRAW_MAX_TASKS) */
-    STARFOLD_DRAW_SUMMARY   /**< tasks of one kind on one device in one round as one node with their count,
+    STARFOLD_DRAW_SUMMARY,  /**< tasks of one kind on one device in one round as one node with their count,
                                  the edges between two such groups as one edge with their bytes; past 64
                                  groups the rounds are folded (one node per kind and device) */
+    /**
+     * The traffic between devices, whatever the graph's size: one node per device (with the tasks it
+     * runs, by kind), placed in device order on a circle (the DGX-1 as its cube), and one arrow per
+     * pair of devices that exchange data, labelled with the bytes each way, coloured by the link it
+     * crosses and as wide as its share of the most bytes on one pair. A ring shows as a cycle, a tree
+     * as a tree, hierarchical copy as two stars joined at their roots.
+     */
+    STARFOLD_DRAW_TRAFFIC
 } starfold_draw_mode_t;
 
 /**

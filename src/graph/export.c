@@ -76,7 +76,7 @@ typedef struct exporter {
 } exporter_t;
 
 /* "512 B", "4.0 KiB", "1.5 MiB", "2.0 GiB". */
-static void human_bytes(uint64_t bytes, char *s, size_t n)
+void starfold__human_bytes(uint64_t bytes, char *s, size_t n)
 {
     static const char *const unit[] = { "KiB", "MiB", "GiB" };
     if (bytes < 1024) {
@@ -232,7 +232,7 @@ static Agraph_t *ag_open(ag_ids_t *ids)
 }
 
 /* "all-reduce (sum) of 8 replicas", "reduce (mean) of 4 replicas to 2 devices", "broadcast ...". */
-static void describe_collective(const struct starfold_graph *g, char *s, size_t n)
+void starfold__graph_describe(const struct starfold_graph *g, char *s, size_t n)
 {
     if (g->kind == STARFOLD_COLL_BROADCAST) {
         snprintf(s, n, "broadcast from device %d to %d device%s", g->num_inputs ? g->input_devices[0] : -1,
@@ -260,8 +260,8 @@ static starfold_status_t set_graph_label(exporter_t *x)
     starfold_status_t rc = starfold_graph_stats((starfold_graph_t)g, &st);
     if (rc != STARFOLD_OK) return rc;
     char coll[128], moved[32];
-    describe_collective(g, coll, sizeof coll);
-    human_bytes(st.bytes_moved, moved, sizeof moved);
+    starfold__graph_describe(g, coll, sizeof coll);
+    starfold__human_bytes(st.bytes_moved, moved, sizeof moved);
     starfold__agset(x->ag, "label", "%s: %s, %zu tensor%s\\ntopology %s: %zu tasks, %s across devices", g->algorithm, coll,
              g->num_tensors, plural(g->num_tensors), starfold_topology_name(g->topology), g->nnodes, moved);
     starfold__agset(x->ag, "labelloc", "t");
@@ -513,7 +513,7 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
             uint64_t bytes = 0;
             for (size_t t = 0; t < g->num_tensors; t++)
                 bytes += (uint64_t)g->tensors[t].count * starfold_dtype_size(g->tensors[t].dtype);
-            human_bytes(bytes, size, sizeof size);
+            starfold__human_bytes(bytes, size, sizeof size);
             snprintf(name, sizeof name, "%s_%d", side, s);
             if (!(slot_node = new_node(x, dev, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
             if ((st = pin_side(x, slot_node, output)) != STARFOLD_OK) return st;
@@ -531,7 +531,7 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
             snprintf(name, sizeof name, "%s_%d_%zu", side, s, t);
             Agnode_t *n = new_node(x, dev, name);
             if (!n) return STARFOLD_ERR_OUT_OF_MEMORY;
-            human_bytes((uint64_t)g->bufs[b].count * starfold_dtype_size(g->bufs[b].dtype), size, sizeof size);
+            starfold__human_bytes((uint64_t)g->bufs[b].count * starfold_dtype_size(g->bufs[b].dtype), size, sizeof size);
             starfold__agset(n, "label", "%s %d.%zu\\n%s", side, s, t, size);
             starfold__agset(n, "shape", output ? "note" : "ellipse");
             starfold__agset(n, "fontsize", "8");
@@ -548,7 +548,7 @@ static void task_label(const exporter_t *x, const starfold__node_t *n, Agnode_t 
     char what[48], tag[64] = "", size[32];
     uint64_t bytes = 0;
     for (size_t k = 0; k < n->ndst; k++) bytes += starfold__span_bytes(x->g, n->dst[k]);
-    human_bytes(bytes, size, sizeof size);
+    starfold__human_bytes(bytes, size, sizeof size);
     if (n->kind == STARFOLD_TASK_REDUCE) /* MEAN reduces with a sum, a scale task divides */
         snprintf(what, sizeof what, "reduce (%s)", starfold_op_name(starfold__op_accumulation(n->op)));
     else if (n->kind == STARFOLD_TASK_SCALE)
@@ -607,7 +607,7 @@ static starfold_status_t add_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head,
         return STARFOLD_OK;
     }
     char size[32];
-    human_bytes(bytes, size, sizeof size);
+    starfold__human_bytes(bytes, size, sizeof size);
     if (from == to) {
         starfold__agset(e, "label", "%s", size);
         return STARFOLD_OK;
@@ -1049,8 +1049,9 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
     starfold_status_t st = dot_only ? STARFOLD_OK : starfold__format_from_path(path, &format);
     if (st != STARFOLD_OK) return st;
     if ((st = check_drawable(g)) != STARFOLD_OK) return st;
-    if ((int)mode < STARFOLD_DRAW_AUTO || mode > STARFOLD_DRAW_SUMMARY)
+    if ((int)mode < STARFOLD_DRAW_AUTO || mode > STARFOLD_DRAW_TRAFFIC)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "graph export: unknown draw mode %d", (int)mode);
+    if (mode == STARFOLD_DRAW_TRAFFIC && !dot_only) return starfold__graph_render_traffic(g, path);
     /* A picture is laid out by Graphviz: past a few hundred tasks, the summary (or a refusal). */
     const int summarise = !dot_only && (mode == STARFOLD_DRAW_SUMMARY ||
                                         (mode == STARFOLD_DRAW_AUTO && (g->nnodes > STARFOLD_DRAW_SUMMARY_TASKS ||

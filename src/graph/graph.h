@@ -123,6 +123,13 @@ starfold_status_t starfold__graph_reserve(starfold_graph_t g, size_t tasks);
 starfold_status_t starfold__graph_create(starfold_topology_t topology, const char *algorithm,
                                   const starfold_collective_desc_t *desc, starfold_graph_t *out);
 
+/* Pictures (export.c, traffic.c). "512 B", "4.0 KiB", "1.5 MiB", "2.0 GiB". */
+void starfold__human_bytes(uint64_t bytes, char *s, size_t n);
+/* "all-reduce (sum) of 8 replicas", "reduce (mean) of 4 replicas to 2 devices", "broadcast ...". */
+void starfold__graph_describe(const struct starfold_graph *g, char *s, size_t n);
+/* starfold_graph_render_mode(g, path, STARFOLD_DRAW_TRAFFIC): the caller checked @path's format. */
+starfold_status_t starfold__graph_render_traffic(starfold_graph_t g, const char *path);
+
 static inline size_t starfold__graph_input(const struct starfold_graph *g, int slot, size_t tensor)
 {
     return g->input_buf[(size_t)slot * g->num_tensors + tensor];

@@ -30,6 +30,8 @@
 #include "base/common.h"
 #include "topology/topology.h"
 
+#include <string.h>
+
 #include <stdio.h>
 
 /* Latencies: NVLink from the published DGX-1 alpha (0.3 us per hop); the PCIe figures are estimates. */
@@ -103,6 +105,27 @@ static starfold_status_t build_dgx1(const char *name, double lane_GBps, int max_
 fail:
     starfold_topology_destroy(t);
     return st;
+}
+
+/*
+ * The DGX-1 drawn as the hybrid cube-mesh it is: its two fully connected quads (one per CPU socket)
+ * are the front and back faces of a cube, each GPU linked to the one behind it (i -- i+4). The back
+ * face is set off to the right far enough that no GPU sits on another's link.
+ *
+ *                     4 -------- 5
+ *        0 -------- 1 |          |       front face 0 1 2 3 (socket 0),
+ *        |  \    /  | |  \    /  |       back face 4 5 6 7 (socket 1),
+ *        |    \/    | 7 -------- 6       diagonals: the faces' crossed links
+ *        3 -------- 2
+ */
+int starfold__builtin_position(const char *topology_name, int num_devices, int device, double *x, double *y)
+{
+    static const double xy[8][2] = { { 0, 3 }, { 3, 3 }, { 3, 0 }, { 0, 0 }, { 4.2, 4.6 }, { 7.2, 4.6 }, { 7.2, 1.6 }, { 4.2, 1.6 } };
+    if (!topology_name || strncmp(topology_name, "dgx1", 4) != 0 || num_devices != 8 || device < 0 || device >= 8)
+        return 0;
+    *x = 1.1 * xy[device][0];
+    *y = 1.1 * xy[device][1];
+    return 1;
 }
 
 static starfold_status_t build_dgx1_v100(starfold_topology_t *out) { return build_dgx1("dgx1-v100", 25.0, 2, out); }

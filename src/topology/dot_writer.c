@@ -95,30 +95,20 @@ static starfold_status_t with_agraph(starfold_topology_t t, const char *path,
 }
 
 /*
- * The DGX-1 drawn as the hybrid cube-mesh it is, not as a hairball: its two fully connected quads
- * (one per CPU socket) are the front and back faces of a cube, each GPU linked to the one behind it
- * (i -- i+4). The back face is set off to the right far enough that no GPU sits on another's link.
- *
- *                     4 -------- 5
- *        0 -------- 1 |          |       front face 0 1 2 3 (socket 0),
- *        |  \    /  | |  \    /  |       back face 4 5 6 7 (socket 1),
- *        |    \/    | 7 -------- 6       diagonals: the faces' crossed links
- *        3 -------- 2
- *
+ * The DGX-1 drawn as the hybrid cube-mesh it is, not as a hairball (starfold__builtin_position()).
  * The inter-socket paths (every pair without an NVLink, all at one bandwidth) are thin, pale and
  * unlabelled: the legend gives their bandwidth once.
  */
 static void place_dgx1(Agraph_t *g)
 {
-    static const double xy[8][2] = { { 0, 3 }, { 3, 3 }, { 3, 0 }, { 0, 0 }, { 4.2, 4.6 }, { 7.2, 4.6 }, { 7.2, 1.6 }, { 4.2, 1.6 } };
     const char *name = agnameof(g);
-    if (!name || strncmp(name, "dgx1", 4) != 0 || agnnodes(g) != 9) return; /* 8 GPUs and the legend */
+    double x, y;
+    if (!starfold__builtin_position(name, agnnodes(g) - 1, 0, &x, &y)) return; /* 8 GPUs and the legend */
     for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n)) {
         const char *id = agget(n, "id");
         if (!id || !*id) continue;
-        const int i = atoi(id);
-        if (i < 0 || i >= 8) return;
-        starfold__agset(n, "pos", "%g,%g!", 1.1 * xy[i][0], 1.1 * xy[i][1]);
+        if (!starfold__builtin_position(name, 8, atoi(id), &x, &y)) return;
+        starfold__agset(n, "pos", "%g,%g!", x, y);
     }
     for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n)) {
         const char *id = agget(n, "id"), *sock = agget(n, "socket");

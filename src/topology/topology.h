@@ -66,6 +66,13 @@ starfold_status_t starfold__topology_host(const char *name, int n, starfold_topo
  * Serialises cgraph's global state (its parser and some static buffers are not thread-safe).
  * Every starfold use of cgraph in the topology layer runs under it.
  */
+/*
+ * Where a picture puts device @device of a built-in topology that has a drawing of its own (the
+ * DGX-1's hybrid cube-mesh, by name "dgx1*" with 8 devices), in inches; 0 when it has none (then
+ * pictures lay devices out themselves).
+ */
+int starfold__builtin_position(const char *topology_name, int num_devices, int device, double *x, double *y);
+
 void starfold__cgraph_lock(void);
 void starfold__cgraph_unlock(void);
 
