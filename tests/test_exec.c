@@ -322,6 +322,29 @@ static void test_compiled_all_reduce(void)
             }
 }
 
+/*
+ * Gather: every algorithm (ring's all-gather around its rings, the others' direct copies) on N
+ * devices, tensors of 1000, 0, 1 and 1001 elements of each dtype; an all-gather (every device gets
+ * every device's tensors, source order) and a gather to devices 2 and 0 (ring falls back to direct
+ * copies). Every element of every output checked against the inputs concatenated.
+ */
+static void test_compiled_gather(void)
+{
+    starfold_tensor_desc_t t[NUM_SIZES];
+    static const int to[2] = { 2, 0 };
+    for (int a = 0; a < NUM_ALGORITHMS; a++)
+        for (int ni = 0; ni < NUM_N; ni++) {
+            fill_tensors(t, combos[(a + ni) % num_combos].dtype);
+            CU_ASSERT_EQUAL(run_compiled(algorithms_at(a), STARFOLD_COLL_GATHER, STARFOLD_OP_SUM, sizes_n[ni], NULL, 0, t,
+                                         NUM_SIZES, 1, 0),
+                            0);
+            if (sizes_n[ni] >= 3)
+                CU_ASSERT_EQUAL(run_compiled(algorithms_at(a), STARFOLD_COLL_GATHER, STARFOLD_OP_SUM, sizes_n[ni], to, 2, t,
+                                             NUM_SIZES, 1, 0),
+                                0);
+        }
+}
+
 /* hierarchical-copy packing: no packing, and pack counts that do not divide the sizes; mixed dtypes. */
 static void test_compiled_packs(void)
 {
@@ -1818,6 +1841,7 @@ int main(int argc, char **argv)
         { "compiled all-reduce, both algorithms", test_compiled_all_reduce },
         { "compiled hierarchical packing", test_compiled_packs },
         { "compiled reduce to one and broadcast", test_compiled_reduce_broadcast },
+        { "compiled gather and all-gather", test_compiled_gather },
         { "compiled in place", test_compiled_in_place },
         { "compiled promoted integer mean", test_compiled_promoted_mean },
         { "views of shared vectors", test_views },

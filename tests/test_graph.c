@@ -155,13 +155,17 @@ static size_t interp_verify(starfold_graph_t g, int broadcast)
     for (int d = 0; d < g->num_outputs; d++)
         for (size_t t = 0; t < g->num_tensors; t++) {
             size_t b = starfold__graph_output(g, d, t);
+            const int gather = g->kind == STARFOLD_COLL_GATHER;
+            const size_t c = g->tensors[t].count;
             for (size_t i = 0; i < g->bufs[b].count; i++) {
-                double want = broadcast ? input_value(0, t, i, g->op)
-                                        : reference(g->op, g->tensors[t].dtype, g->promote_integer_mean,
-                                                    g->num_inputs, t, i);
-                if (broadcast && (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64))
+                /* a gather: source i / c's element i % c, stored as the input is */
+                double want = gather      ? input_value((int)(i / c), t, i % c, g->op)
+                              : broadcast ? input_value(0, t, i, g->op)
+                                          : reference(g->op, g->tensors[t].dtype, g->promote_integer_mean,
+                                                      g->num_inputs, t, i);
+                if ((broadcast || gather) && (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64))
                     want = (double)(int64_t)want;
-                if (broadcast && g->bufs[b].dtype == STARFOLD_FLOAT32) want = (float)want;
+                if ((broadcast || gather) && g->bufs[b].dtype == STARFOLD_FLOAT32) want = (float)want;
                 double got = load(in.mem[b], g->bufs[b].dtype, i);
                 double tol = g->bufs[b].dtype == STARFOLD_FLOAT32 ? 1e-5 * (1 + fabs(want)) : 1e-12 * (1 + fabs(want));
                 if (fabs(got - want) > tol) {
@@ -291,6 +295,80 @@ static void test_reduce_and_broadcast(void)
     }
     starfold_topology_destroy(tp);
   }
+}
+
+/*
+ * Gather: every algorithm, all-gathers over 1..8 devices of the DGX-1 and the host and gathers to a
+ * few devices, interpreted and compared with the inputs concatenated in source order. Ring's
+ * all-gather moves each block around its rings over NVLink only, (n - 1) / n of the gathered bytes
+ * into every device; the others copy directly (n x destinations copies a tensor). The model counts
+ * all_gather_perf's size (every source's bytes) and busbw = algbw (n - 1) / n.
+ */
+static void test_gather(void)
+{
+    const char *topos[] = { "dgx1-v100", "host" };
+    starfold_tensor_desc_t t[4] = { { STARFOLD_FLOAT32, 1000 }, { STARFOLD_INT64, 0 }, { STARFOLD_FLOAT64, 7 },
+                                    { STARFOLD_INT32, 1 } };
+    const int some[3] = { 6, 1, 3 }, one[1] = { 2 };
+    for (int tpi = 0; tpi < 2; tpi++) {
+        starfold_topology_t full = topo(topos[tpi]);
+        for (int n = 1; n <= 8; n++) {
+            starfold_topology_t tp = NULL;
+            CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(full, n, &tp), STARFOLD_OK);
+            for (int a = 0; a < starfold_algorithm_count(); a++)
+                compile_verify(tp, starfold_algorithm_name(a), STARFOLD_COLL_GATHER, STARFOLD_OP_SUM, n, iota, 0, NULL, 4, t,
+                               1);
+            starfold_topology_destroy(tp);
+        }
+        for (int a = 0; a < starfold_algorithm_count(); a++) {
+            compile_verify(full, starfold_algorithm_name(a), STARFOLD_COLL_GATHER, STARFOLD_OP_SUM, 8, iota, 3, some, 4, t, 1);
+            compile_verify(full, starfold_algorithm_name(a), STARFOLD_COLL_GATHER, STARFOLD_OP_MAX, 5, iota, 1, one, 4, t, 1);
+        }
+        starfold_topology_destroy(full);
+    }
+
+    starfold_topology_t tp = topo("dgx1-v100");
+    starfold_tensor_desc_t big = { STARFOLD_FLOAT32, 1 << 20 };
+    starfold_collective_desc_t d = { STARFOLD_COLL_GATHER, STARFOLD_OP_SUM, 8, iota, 0, NULL, 1, &big };
+    starfold_graph_t ring = NULL, direct = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "ring", &d, NULL, &ring), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "reduce-to-one", &d, NULL, &direct), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_graph_output_count(ring, 0), 8u << 20);
+    CU_ASSERT_EQUAL(starfold_graph_output_count(ring, 1), 0);
+    CU_ASSERT_EQUAL(starfold_graph_num_tasks(direct), 64);
+    starfold_link_bytes_t *pairs = NULL;
+    size_t np = 0;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_link_bytes(ring, &pairs, &np), STARFOLD_OK);
+    uint64_t into[8] = { 0 };
+    for (size_t i = 0; i < np; i++) {
+        starfold_link_t l;
+        CU_ASSERT_EQUAL(starfold_topology_best_link(tp, pairs[i].from, pairs[i].to, &l), STARFOLD_OK);
+        CU_ASSERT_EQUAL(l.kind, STARFOLD_LINK_NVLINK);
+        into[pairs[i].to] += pairs[i].bytes;
+    }
+    for (int dev = 0; dev < 8; dev++) CU_ASSERT_EQUAL(into[dev], 7u * (4u << 20)); /* every other block, once */
+    free(pairs);
+    starfold_prediction_t pr, pd;
+    CU_ASSERT_EQUAL(starfold_graph_simulate(ring, NULL, &pr), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_graph_simulate(direct, NULL, &pd), STARFOLD_OK);
+    CU_ASSERT_EQUAL(pr.bytes, 8u * (4u << 20));
+    CU_ASSERT(fabs(pr.busbw_GBps - pr.algbw_GBps * 7 / 8) < 1e-9 * pr.busbw_GBps);
+    CU_ASSERT(pr.time_us < pd.time_us); /* the rings use every NVLink; direct copies cross the sockets */
+    starfold_graph_t au = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "auto", &d, NULL, &au), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_graph_algorithm(au), "auto:ring");
+    starfold_graph_destroy(au);
+    starfold_graph_destroy(ring);
+    starfold_graph_destroy(direct);
+
+    /* The gathered output must fit: 2^48 elements per tensor, STARFOLD_COLLECTIVE_MAX_BYTES in all. */
+    starfold_tensor_desc_t huge = { STARFOLD_FLOAT32, ((size_t)1 << 46) };
+    d.tensors = &huge;
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "ring", &d, NULL, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "gather"));
+    CU_ASSERT_PTR_NULL(g);
+    starfold_topology_destroy(tp);
 }
 
 /* TensorFlow's structure on a DGX-1: groups {0..3} and {4..7}, root i % 8 and its partner i + 4. */
@@ -633,6 +711,7 @@ int main(void)
     CU_add_test(s, "all-reduce: algorithms x N=1..8 x ops x dtypes x packs", test_allreduce_matrix);
     CU_add_test(s, "mixed dtypes, odd N, shuffled devices", test_mixed_and_odd);
     CU_add_test(s, "reduce to destinations, broadcast", test_reduce_and_broadcast);
+    CU_add_test(s, "gather and all-gather", test_gather);
     CU_add_test(s, "hierarchical copy is TensorFlow's on a DGX-1", test_hierarchical_copy_is_tensorflows);
     CU_add_test(s, "concat-and-split pack counts", test_pack_counts);
     CU_add_test(s, "task count follows packs, not tensors", test_task_count_follows_packs);

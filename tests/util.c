@@ -80,20 +80,21 @@ int starfold__tu_run_graph(starfold_context_t ctx, starfold_graph_t graph, int i
             const starfold_tensor_desc_t *td = &g->tensors[t];
             const starfold_dtype_t odt = starfold_graph_output_dtype(graph, t);
             const size_t k = (size_t)d * nt + t;
+            const size_t oc = starfold_graph_output_count(graph, t); /* a gather's: every source's */
             int src_slot = -1;
-            for (int s = 0; in_place && odt == td->dtype && s < rs.nin; s++)
+            for (int s = 0; in_place && odt == td->dtype && oc == td->count && s < rs.nin; s++)
                 if (g->input_devices[s] == g->output_devices[d]) src_slot = s;
             if (src_slot >= 0) {
                 rs.out[k] = rs.in[(size_t)src_slot * nt + t];
                 rs.out_is_in[k] = 1;
                 continue;
             }
-            if ((st = starfold_vector_create(ctx, g->output_devices[d], odt, td->count, &rs.out[k])) != STARFOLD_OK)
+            if ((st = starfold_vector_create(ctx, g->output_devices[d], odt, oc, &rs.out[k])) != STARFOLD_OK)
                 FAIL("vector_create: %s (%s)", starfold_status_string(st), starfold_last_error());
             free(buf);
-            if (!(buf = starfold_tools_alloc(odt, td->count))) FAIL("out of memory");
-            starfold_tools_fill_sentinel(buf, odt, td->count);
-            if ((st = starfold_vector_write(rs.out[k], buf, td->count * starfold_dtype_size(odt))) != STARFOLD_OK)
+            if (!(buf = starfold_tools_alloc(odt, oc))) FAIL("out of memory");
+            starfold_tools_fill_sentinel(buf, odt, oc);
+            if ((st = starfold_vector_write(rs.out[k], buf, oc * starfold_dtype_size(odt))) != STARFOLD_OK)
                 FAIL("vector_write: %s (%s)", starfold_status_string(st), starfold_last_error());
         }
 
@@ -106,12 +107,17 @@ int starfold__tu_run_graph(starfold_context_t ctx, starfold_graph_t graph, int i
     for (size_t t = 0; t < nt; t++) {
         const starfold_tensor_desc_t *td = &g->tensors[t];
         const starfold_dtype_t odt = starfold_graph_output_dtype(graph, t);
+        const size_t oc = starfold_graph_output_count(graph, t);
         free(expect);
         free(buf);
-        expect = malloc(sizeof(double) * (td->count + 1));
-        buf = starfold_tools_alloc(STARFOLD_FLOAT64, td->count); /* the widest element */
+        expect = malloc(sizeof(double) * (oc > td->count ? oc + 1 : td->count + 1));
+        buf = starfold_tools_alloc(STARFOLD_FLOAT64, oc > td->count ? oc : td->count); /* the widest element */
         if (!expect || !buf) FAIL("out of memory");
-        if (g->kind == STARFOLD_COLL_BROADCAST) {
+        if (g->kind == STARFOLD_COLL_GATHER) { /* the sources' tensors one after the other, source order */
+            for (int s = 0; s < rs.nin; s++)
+                for (size_t i = 0; i < td->count; i++)
+                    expect[(size_t)s * td->count + i] = starfold_tools_get(rs.host_in[(size_t)s * nt + t], td->dtype, i);
+        } else if (g->kind == STARFOLD_COLL_BROADCAST) {
             for (size_t i = 0; i < td->count; i++) expect[i] = starfold_tools_get(rs.host_in[t], td->dtype, i);
         } else {
             for (int s = 0; s < rs.nin; s++) srcs[s] = rs.host_in[(size_t)s * nt + t];
@@ -119,10 +125,10 @@ int starfold__tu_run_graph(starfold_context_t ctx, starfold_graph_t graph, int i
         }
         for (int d = 0; d < rs.nout; d++) {
             char why[160];
-            const size_t bytes = td->count * starfold_dtype_size(odt);
+            const size_t bytes = oc * starfold_dtype_size(odt);
             if ((st = starfold_vector_read(rs.out[(size_t)d * nt + t], buf, bytes)) != STARFOLD_OK)
                 FAIL("vector_read: %s (%s)", starfold_status_string(st), starfold_last_error());
-            if (starfold_tools_compare(buf, odt, expect, td->count, why, sizeof why))
+            if (starfold_tools_compare(buf, odt, expect, oc, why, sizeof why))
                 FAIL("output slot %d (device %d) tensor %zu (%s -> %s, %zu elements, op %s): %s", d,
                      g->output_devices[d], t, starfold_dtype_name(td->dtype), starfold_dtype_name(odt), td->count,
                      starfold_op_name(op), why);

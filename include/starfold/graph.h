@@ -44,7 +44,17 @@ typedef enum starfold_collective {
      */
     STARFOLD_COLL_REDUCE = 0,
     /** Copy the single source's tensors to every destination; the op is ignored. */
-    STARFOLD_COLL_BROADCAST
+    STARFOLD_COLL_BROADCAST,
+    /**
+     * Every destination receives, for each tensor, the sources' tensors concatenated in source order
+     * (TensorFlow's gather along axis 0): output tensor t holds num_sources x count elements, source
+     * s's at offset s x count (starfold_graph_output_count()). When the destinations are the sources
+     * this is an all-gather (ReplicaContext.all_gather), with one destination a gather
+     * (Strategy.gather). The op is ignored. The ring algorithm forwards each block around a ring of
+     * the topology's links (n - 1 steps); every other algorithm copies each source's tensor straight
+     * to every destination, as TensorFlow does; "auto" picks by the cost model.
+     */
+    STARFOLD_COLL_GATHER
 } starfold_collective_t;
 
 /** @brief One tensor of the list every replica holds. */
@@ -248,6 +258,11 @@ STARFOLD_API starfold_status_t starfold_graph_link_bytes(starfold_graph_t graph,
 
 /** @brief Number of tasks. */
 STARFOLD_API size_t starfold_graph_num_tasks(starfold_graph_t graph);
+/**
+ * @brief Elements of output tensor @p t on every destination: the tensor's count, or num_sources x
+ *        count for ::STARFOLD_COLL_GATHER; 0 out of range.
+ */
+STARFOLD_API size_t starfold_graph_output_count(starfold_graph_t graph, size_t t);
 /** @brief Number of input slots (the collective's sources). */
 STARFOLD_API int starfold_graph_num_inputs(starfold_graph_t graph);
 /** @brief Number of output slots (the collective's destinations). */

@@ -37,7 +37,8 @@ extern "C" {
 /** @brief What starfold_graph_simulate() predicts. */
 typedef struct starfold_prediction {
     double time_us;                 /**< from the first task's start to the last task's end */
-    uint64_t bytes;                 /**< S: bytes of one replica's tensors */
+    uint64_t bytes;                 /**< S: bytes of one replica's tensors (a gather: of one destination's
+                                         outputs, every source's tensors, as nccl-tests' all_gather_perf counts) */
     double algbw_GBps;              /**< S / time */
     double busbw_GBps;              /**< algbw scaled as nccl-tests does */
     int bottleneck_from;            /**< busiest directed link: source device, -1 when nothing moves */

@@ -21,6 +21,7 @@
                                           * sources as a set (the distribute layer's all-reduce path) */
 #define STARFOLD__SUPPORTS_REDUCE 2u     /* a reduce to any destinations, the sources included */
 #define STARFOLD__SUPPORTS_BROADCAST 4u
+#define STARFOLD__SUPPORTS_ALL_GATHER 8u /* a gather whose destinations are its sources as a set */
 
 /*
  * One row of the registry: what an algorithm is, besides its builder. compile.c reads these
@@ -64,6 +65,8 @@ starfold_status_t starfold__algorithm_lookup(const char *name, const starfold__a
  * ReductionToOneDevice's reduce (every tensor reduced on @reduce_device, then copied out).
  */
 starfold_status_t starfold__build_simple_broadcast(starfold_graph_t g);
+/* TensorFlow's gather: every source's tensor copied straight into its block of every destination. */
+starfold_status_t starfold__build_direct_gather(starfold_graph_t g);
 starfold_status_t starfold__build_reduce_to_one(starfold_graph_t g, int reduce_device);
 
 /* Output slot whose device is @device, or -1. */
@@ -71,6 +74,8 @@ int starfold__graph_output_slot_on(const struct starfold_graph *g, int device);
 
 /* A reduce whose destinations are its sources as a set (STARFOLD__SUPPORTS_ALL_REDUCE). */
 int starfold__graph_is_all_reduce(const struct starfold_graph *g);
+/* A gather whose destinations are its sources as a set (STARFOLD__SUPPORTS_ALL_GATHER). */
+int starfold__graph_is_all_gather(const struct starfold_graph *g);
 
 /*
  * The all-reduce driver (allreduce_packs.c), shared by hierarchical-copy, ring, halving-doubling and

@@ -141,7 +141,7 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
 {
     starfold_status_t st;
     const int ndev = starfold_topology_num_devices(topology);
-    if ((int)desc->kind < 0 || desc->kind > STARFOLD_COLL_BROADCAST)
+    if ((int)desc->kind < 0 || desc->kind > STARFOLD_COLL_GATHER)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "unknown collective kind %d", (int)desc->kind);
     if ((int)desc->op < 0 || (int)desc->op >= STARFOLD_OP_COUNT)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "unknown reduce op %d", (int)desc->op);
@@ -164,6 +164,20 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
                             desc->tensors[t].count);
     }
     size_t past = 0;
+    /* A gather's outputs hold every source's tensors: the limits apply to them. */
+    if (desc->kind == STARFOLD_COLL_GATHER) {
+        const uint64_t out = collective_bytes(desc, NULL) * (uint64_t)desc->num_sources;
+        if (out > STARFOLD_COLLECTIVE_MAX_BYTES)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "gather: the outputs would hold %llu bytes per destination, more than %llu "
+                                   "(STARFOLD_COLLECTIVE_MAX_BYTES)",
+                                   (unsigned long long)out, (unsigned long long)STARFOLD_COLLECTIVE_MAX_BYTES);
+        for (size_t t = 0; t < desc->num_tensors; t++)
+            if (desc->tensors[t].count * (size_t)desc->num_sources > ((size_t)1 << 48))
+                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "gather: tensor %zu gathered from %d sources is beyond any device", t,
+                                       desc->num_sources);
+    }
     if (collective_bytes(desc, &past) > STARFOLD_COLLECTIVE_MAX_BYTES)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                "the tensors add up to more than %llu bytes per replica (STARFOLD_COLLECTIVE_MAX_BYTES) "
@@ -288,6 +302,10 @@ static starfold_status_t check_shared_memory(const starfold__algorithm_t *algo, 
  */
 static starfold_status_t build_graph(const starfold__algorithm_t *algo, starfold_graph_t g, const starfold_algo_options_t *o)
 {
+    if (g->kind == STARFOLD_COLL_GATHER)
+        return (algo->supports & STARFOLD__SUPPORTS_ALL_GATHER) && starfold__graph_is_all_gather(g)
+                   ? algo->build(g, o)
+                   : starfold__build_direct_gather(g);
     if (g->kind == STARFOLD_COLL_BROADCAST)
         return algo->supports & STARFOLD__SUPPORTS_BROADCAST ? algo->build(g, o) : starfold__build_simple_broadcast(g);
     if (algo->supports & STARFOLD__SUPPORTS_REDUCE) return algo->build(g, o);

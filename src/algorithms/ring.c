@@ -30,7 +30,8 @@
  * Accumulation order: chunk j is summed in ring order starting at position j; every replica receives
  * the same bits (the all-gather copies one result). Not an all-reduce (destinations other than the
  * sources) -> reduce-to-one, broadcast -> the simple broadcast, as TensorFlow's all-reduce ops do
- * (compile.c, for every algorithm that supports only all-reduces).
+ * (compile.c, for every algorithm that supports only all-reduces). A gather collective's all-gather
+ * runs around the same rings (build_all_gather()); a gather to other devices is the direct gather.
  */
 #include "config.h"
 
@@ -177,6 +178,72 @@ static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
     return STARFOLD_OK;
 }
 
+/*
+ * All-gather (a gather whose destinations are its sources): each block travels around every logical
+ * ring, each ring carrying its share of every block (shares in proportion to the rings' weights).
+ * On one logical ring of positions order[0..n-1], the block of the source at ring index i:
+ *
+ *   its own output        input(i) ---copy---> out(i)[block i]
+ *   step 1                input(i) ---> out(i+1)[block i]          (over the link i -> i+1)
+ *   step k = 2 .. n-1     out(i+k-1)[block i] ---> out(i+k)[block i]
+ *
+ * so every link of the ring carries one share of one block per step, n - 1 steps in all, and the
+ * steps of different blocks run at once. Dependencies follow from the data (each step reads what the
+ * previous one wrote).
+ */
+static starfold_status_t gather_share(starfold_graph_t g, const int *order, int backwards, size_t t, size_t lo, size_t hi)
+{
+    const int n = g->num_inputs;
+    const size_t c = g->tensors[t].count;
+    starfold_status_t st = STARFOLD_OK;
+    for (int i = 0; i < n && st == STARFOLD_OK; i++) {
+        const int p = order[i]; /* the block's source, a position = an input slot */
+        const size_t block = (size_t)p * c + lo;
+        const starfold__span_t in = starfold__span(starfold__graph_input(g, p, t), lo, hi - lo);
+        const int own = starfold__graph_output_slot_on(g, g->input_devices[p]);
+        st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &in, 1,
+                                  &(starfold__span_t){ starfold__graph_output(g, own, t), block, hi - lo }, 1, (int)t, NULL);
+        int prev = -1;
+        for (int k = 1; k < n && st == STARFOLD_OK; k++) {
+            const int q = order[((backwards ? i - k : i + k) % n + n) % n];
+            const int slot = starfold__graph_output_slot_on(g, g->input_devices[q]);
+            const starfold__span_t dst = starfold__span(starfold__graph_output(g, slot, t), block, hi - lo);
+            const starfold__span_t src = k == 1 ? in : starfold__span(starfold__graph_output(g, prev, t), block, hi - lo);
+            st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &src, 1, &dst, 1, (int)t, NULL);
+            prev = slot;
+        }
+    }
+    return st;
+}
+
+static starfold_status_t build_all_gather(starfold_graph_t g, const ring_state_t *rs)
+{
+    const int n = g->num_inputs;
+    double total = 0;
+    for (int r = 0; r < rs->nlogical; r++) total += rs->rings[r / 2].weight;
+    starfold_status_t st = STARFOLD_OK;
+    for (size_t t = 0; t < g->num_tensors && st == STARFOLD_OK; t++) {
+        const size_t c = g->tensors[t].count;
+        if (c == 0) continue;
+        if (n == 1) { /* nothing to exchange: the input is the output */
+            const starfold__span_t in = starfold__whole(g, starfold__graph_input(g, 0, t));
+            const starfold__span_t out = starfold__whole(g, starfold__graph_output(g, 0, t));
+            st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &in, 1, &out, 1, (int)t, NULL);
+            continue;
+        }
+        /* Ring r carries [lo, hi) of every block: cumulative weights, the last ring up to c. */
+        double acc = 0;
+        size_t lo = 0;
+        for (int r = 0; r < rs->nlogical && st == STARFOLD_OK; r++) {
+            acc += rs->rings[r / 2].weight;
+            const size_t hi = r == rs->nlogical - 1 ? c : (size_t)((double)c * (acc / total));
+            if (hi > lo) st = gather_share(g, rs->rings[r / 2].order, r % 2, t, lo, hi);
+            lo = hi > lo ? hi : lo;
+        }
+    }
+    return st;
+}
+
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
     static const starfold__allreduce_pattern_t pattern = { .reduce_pack = reduce_pack };
@@ -193,7 +260,7 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
         SF_CHECK_GOTO(starfold__topology_bandwidths(g->topology, n, g->input_devices, &bw), st, out);
         rs.nlogical = 2 * starfold__ring_search(n, bw, max, rings);
     }
-    st = starfold__allreduce_packs(g, options, &pattern, &rs);
+    st = g->kind == STARFOLD_COLL_GATHER ? build_all_gather(g, &rs) : starfold__allreduce_packs(g, options, &pattern, &rs);
 out:
     free(rings);
     free(rs.chain);
@@ -204,7 +271,7 @@ out:
 const starfold__algorithm_t starfold__algo_ring = {
     .name = "ring",
     .description = "chunked ring all-reduce over the topology's edge-disjoint rings, both directions, pipelined",
-    .supports = STARFOLD__SUPPORTS_ALL_REDUCE,
+    .supports = STARFOLD__SUPPORTS_ALL_REDUCE | STARFOLD__SUPPORTS_ALL_GATHER,
     .options = STARFOLD_ALGO_OPTION_NUM_PACKS | STARFOLD_ALGO_OPTION_BYTES_PER_PACK | STARFOLD_ALGO_OPTION_CHUNK_BYTES |
                STARFOLD_ALGO_OPTION_NUM_RINGS,
     .max_rings = RING_MAX_CYCLES,

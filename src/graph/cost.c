@@ -579,9 +579,13 @@ static starfold_status_t sim_init(sim_t *s)
     return STARFOLD_OK;
 }
 
-/* nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce and broadcast 1. */
+/*
+ * nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce and broadcast 1, all-gather (n-1)/n
+ * of the gathered size (a gather to fewer devices too: each destination receives (n-1)/n of it).
+ */
 static double bus_factor(const struct starfold_graph *g)
 {
+    if (g->kind == STARFOLD_COLL_GATHER) return g->num_inputs > 1 ? (double)(g->num_inputs - 1) / g->num_inputs : 1.0;
     if (g->kind == STARFOLD_COLL_BROADCAST || g->num_outputs != g->num_inputs) return 1.0;
     for (int i = 0; i < g->num_inputs; i++) {
         int found = 0;
@@ -646,6 +650,7 @@ STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, c
         r.time_us = s.end + s.p.submit_overhead_us;
         for (size_t t = 0; t < graph->num_tensors; t++)
             r.bytes += (uint64_t)graph->tensors[t].count * starfold_dtype_size(graph->tensors[t].dtype);
+        if (graph->kind == STARFOLD_COLL_GATHER) r.bytes *= (uint64_t)graph->num_inputs; /* all_gather_perf's size */
         r.algbw_GBps = r.time_us > 0 ? (double)r.bytes / r.time_us / 1e3 : 0;
         r.busbw_GBps = r.algbw_GBps * bus_factor(graph);
         r.bottleneck_from = r.bottleneck_to = -1;

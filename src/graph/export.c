@@ -245,6 +245,13 @@ void starfold__graph_describe(const struct starfold_graph *g, char *s, size_t n)
         for (int s2 = 0; s2 < g->num_inputs; s2++) found |= g->input_devices[s2] == g->output_devices[d];
         all = found;
     }
+    if (g->kind == STARFOLD_COLL_GATHER) {
+        if (all) snprintf(s, n, "all-gather of %d replica%s", g->num_inputs, plural((size_t)g->num_inputs));
+        else
+            snprintf(s, n, "gather of %d replica%s to %d device%s", g->num_inputs, plural((size_t)g->num_inputs),
+                     g->num_outputs, plural((size_t)g->num_outputs));
+        return;
+    }
     if (all)
         snprintf(s, n, "all-reduce (%s) of %d replica%s", starfold_op_name(g->op), g->num_inputs,
                  plural((size_t)g->num_inputs));

@@ -109,7 +109,8 @@ starfold_status_t starfold__graph_create(starfold_topology_t topology, const cha
     for (int d = 0; d < g->num_outputs; d++)
         for (size_t t = 0; t < g->num_tensors; t++)
             SF_CHECK_GOTO(add_buffer(g, SF_BUF_OUTPUT, g->output_devices[d], starfold__graph_out_dtype(g, g->tensors[t].dtype),
-                                     g->tensors[t].count,
+                                     g->kind == STARFOLD_COLL_GATHER ? (size_t)g->num_inputs * g->tensors[t].count
+                                                                     : g->tensors[t].count,
                                      d, t, &g->output_buf[(size_t)d * g->num_tensors + t]),
                           st, fail);
     *out = g;
@@ -516,6 +517,11 @@ STARFOLD_API const char *starfold_task_kind_name(starfold_task_kind_t kind)
 }
 
 STARFOLD_API size_t starfold_graph_num_tasks(starfold_graph_t g) { return g ? g->nnodes : 0; }
+STARFOLD_API size_t starfold_graph_output_count(starfold_graph_t g, size_t t)
+{
+    if (!g || t >= g->num_tensors || g->num_outputs < 1) return 0;
+    return g->bufs[starfold__graph_output(g, 0, t)].count;
+}
 STARFOLD_API int starfold_graph_num_inputs(starfold_graph_t g) { return g ? g->num_inputs : 0; }
 STARFOLD_API int starfold_graph_num_outputs(starfold_graph_t g) { return g ? g->num_outputs : 0; }
 STARFOLD_API size_t starfold_graph_num_tensors(starfold_graph_t g) { return g ? g->num_tensors : 0; }
