@@ -132,7 +132,8 @@ int cli_parse(const cli_command_t *cmd, int argc, char **argv, cli_opts_t *o);
 typedef enum cli_collective {
     CLI_COLL_ALL_REDUCE = 0, /* every device's tensors reduced, the result on every device */
     CLI_COLL_REDUCE,         /* ... the result on --root only */
-    CLI_COLL_BROADCAST       /* --root's tensors copied to every device */
+    CLI_COLL_BROADCAST,      /* --root's tensors copied to every device */
+    CLI_COLL_ALL_GATHER      /* every device's tensors concatenated, device order, on every device */
 } cli_collective_t;
 
 /* Devices of a collective over devices 0..n-1 (desc points into it). */
@@ -239,19 +240,27 @@ typedef struct cli_replicas {
     starpu_data_handle_t *bin, *bout;      /* [n] each replica's input and output vector */
     starfold_view_t *vin, *vout;           /* [n * nt] the tensors as views of them */
     int collective, root;                  /* a cli_collective_t and its root: which slots go in and out */
+    size_t gathered;                       /* outputs hold this many blocks of a tensor: n for an all-gather, else 1 */
 } cli_replicas_t;
 
-/* The collective the replicas serve (all-reduce unless set): submissions pass only its slots. */
-void cli_replicas_set_collective(cli_replicas_t *rep, int collective, int root);
+
+/* Bytes a row of @o's collective reports for tensors of @bytes per replica on @n devices: an
+ * all-gather's gathered size (n x bytes, nccl-tests' all_gather_perf), else @bytes. */
+uint64_t cli_collective_bytes(const cli_opts_t *o, int n, uint64_t bytes);
 
 /* Values, references and tolerances: tools/verify.h (shared with the tests and examples). */
 
-/* Allocates the vectors and fills the inputs. Returns a status (message in starfold_last_error()). */
+/*
+ * Allocates the vectors and fills the inputs for @collective (a cli_collective_t; @root for reduce and
+ * broadcast): submissions pass only its slots, an all-gather's outputs are n times its inputs.
+ * Returns a status (message in starfold_last_error()).
+ */
 starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
-                                      starfold_op_t op, cli_replicas_t *rep);
+                                      starfold_op_t op, int collective, int root, cli_replicas_t *rep);
 /* The same, bucketed (every tensor of one dtype, else STARFOLD_ERR_INVALID_ARGUMENT). */
 starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
-                                               size_t nt, starfold_op_t op, cli_replicas_t *rep);
+                                               size_t nt, starfold_op_t op, int collective, int root,
+                                               cli_replicas_t *rep);
 /* Submits @g on the replicas (starfold_submit(), or starfold_submit_views() when bucketed). */
 starfold_status_t cli_replicas_submit(cli_replicas_t *rep, starfold_graph_t g, starfold_request_t *req);
 /* Binds @g to the replicas once (starfold_persistent_create(), or _create_views() when bucketed). */

@@ -78,6 +78,22 @@ static const bench_collective_t bench_broadcast = {
     .name = "broadcast", .perf = "broadcast_perf", .factor_text = "1", .busbw_factor = one_factor, .has_root = 1,
 };
 
+/* nccl-tests' all_gather_perf: each device receives (n-1)/n of the gathered size. */
+static double all_gather_factor(int n)
+{
+    return n > 1 ? (double)(n - 1) / n : 0.0;
+}
+
+/*
+ * An all-gather's size is all_gather_perf's: the gathered bytes on one device (n x a replica's), the
+ * count its elements; a sweep's size is that total, each replica holding size / n (rounded down to
+ * whole elements, as nccl-tests does). No in-place column: an input here is a vector of its own, not
+ * a part of its output (N/A, as nccl-tests prints for what it does not measure).
+ */
+static const bench_collective_t bench_all_gather = {
+    .name = "all-gather", .perf = "all_gather_perf", .factor_text = "(n-1)/n", .busbw_factor = all_gather_factor,
+};
+
 /* One measurement of a row: out-of-place or in-place. */
 typedef struct meas {
     int valid;             /* measured (else N/A) */
@@ -161,10 +177,10 @@ static const char *nccl_op_name(starfold_op_t op)
     return op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(op);
 }
 
-/* The redop column: broadcast_perf prints "none" (nothing is reduced). */
+/* The redop column: broadcast_perf and all_gather_perf print "none" (nothing is reduced). */
 static const char *row_op_name(const bench_t *b, starfold_op_t op)
 {
-    return b->coll == &bench_broadcast ? "none" : nccl_op_name(op);
+    return b->coll == &bench_broadcast || b->coll == &bench_all_gather ? "none" : nccl_op_name(op);
 }
 
 /* nccl-tests' getFloatStr(): the value in @width characters, fewer decimals as it grows. */
@@ -207,17 +223,21 @@ static void print_header(bench_t *b)
     if (b->o.persistent) fprintf(f, "; each graph bound once, started every iteration (--persistent)");
     if (b->o.views) fprintf(f, "; each replica's tensors as views of one vector (--views), no baselines");
     else if (b->o.baselines && b->coll != &bench_all_reduce)
-        fprintf(f, "\n# no baselines: copy, host-loop and starpu-redux are all-reduces, not a %s", b->coll->name);
+        fprintf(f, "\n# no baselines: copy, host-loop and starpu-redux are all-reduces, not a%s %s",
+                b->coll == &bench_all_gather ? "n" : "", b->coll->name);
     else if (b->o.baselines)
         fprintf(f, "\n# baselines ('#' rows, out-of-place only): copy (each input copied to its output by its device: "
                    "the memory-traffic bound), host-loop (one host thread), starpu-redux (STARPU_REDUX)");
-    fprintf(f, "\n# each iteration submitted and waited for; in-place: each output is its device's input; "
-               "time = mean of the timed iterations\n");
+    fprintf(f, "\n# each iteration submitted and waited for; %stime = mean of the timed iterations\n",
+            b->coll == &bench_all_gather ? "" : "in-place: each output is its device's input; ");
     if (b->coll == &bench_reduce)
         fprintf(f, "# reduce: every device's tensors reduced onto the root, device %d, only (its result verified)\n",
                 b->root);
     else if (b->coll == &bench_broadcast)
         fprintf(f, "# broadcast: the root's (device %d's) tensors copied to every device (each copy verified)\n", b->root);
+    else if (b->coll == &bench_all_gather)
+        fprintf(f, "# all-gather: every device's tensors, device order, on every device; size = the gathered bytes (n x "
+                   "a replica's), as all_gather_perf counts; in-place not measured (N/A)\n");
     fprintf(f, "# algbw = bytes / time, busbw = algbw * %s with n = %d (nccl-tests' %s); last column: algorithm\n",
             b->coll->factor_text, n, b->coll->perf);
     if (b->o.csv) {
@@ -746,6 +766,10 @@ static int measure_graph(bench_t *b, const char *algorithm, const starfold_tenso
         what = "read the outputs back";
         if ((st = cli_replicas_verify(rep, &w, &c)) == STARFOLD_OK) *wrong = (long long)w;
     }
+    if (st == STARFOLD_OK && *seconds >= 0 && b->coll == &bench_all_gather) { /* no in-place all-gather */
+        starfold_graph_destroy(g);
+        return 0;
+    }
     if (st == STARFOLD_OK && *seconds >= 0) {
         what = "run in place";
         st = time_graph(b, g, &ip, 0, ip_seconds);
@@ -994,19 +1018,23 @@ static int bench_baselines(const bench_t *b)
 static void bench_batch(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op)
 {
     const starfold_dtype_t dtype = tensors[0].dtype;
-    const uint64_t bytes = cli_tensors_bytes(tensors, nt), count = cli_tensors_elements(tensors, nt);
+    /* The row's size and count: an all-gather's are the gathered output's (all_gather_perf). */
+    const uint64_t bytes = cli_collective_bytes(&b->o, b->m.num_devices, cli_tensors_bytes(tensors, nt)),
+                   count = cli_collective_bytes(&b->o, b->m.num_devices, cli_tensors_elements(tensors, nt));
     b->unit_index = 0;
     progress_show(b, "creating the replicas", bytes);
     cli_replicas_t rep;
-    starfold_status_t st = b->o.views ? cli_replicas_create_bucketed(b->m.ctx, b->m.num_devices, tensors, nt, op, &rep)
-                                      : cli_replicas_create(b->m.ctx, b->m.num_devices, tensors, nt, op, &rep);
+    const int root = b->root < 0 ? 0 : b->root;
+    starfold_status_t st = b->o.views ? cli_replicas_create_bucketed(b->m.ctx, b->m.num_devices, tensors, nt, op,
+                                                                     b->o.collective, root, &rep)
+                                      : cli_replicas_create(b->m.ctx, b->m.num_devices, tensors, nt, op, b->o.collective,
+                                                            root, &rep);
     if (st != STARFOLD_OK) {
         progress_clear(b);
         cli_fail(b->cmd, st, "cannot create the replicas (%llu bytes each)", (unsigned long long)bytes);
         b->failed = 1;
         return;
     }
-    cli_replicas_set_collective(&rep, b->o.collective, b->root < 0 ? 0 : b->root);
     double s = 0.0, ip = 0.0, times[16];
     long long wrong = -1, ip_wrong = -1;
     for (int a = 0; a < b->nalgorithms && !bench_interrupted; a++) {
@@ -1098,8 +1126,10 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
         const int most = (o->given & CLI_OPT(OPT_DEVICES)) ? o->devices : STARFOLD_MAX_DEVICES;
         if ((r = cli_collective_setup(cmd, o, most, &devs, &desc)) != CLI_OK) return r;
     }
-    b.coll = o->collective == CLI_COLL_REDUCE ? &bench_reduce
-             : o->collective == CLI_COLL_BROADCAST ? &bench_broadcast : &bench_all_reduce;
+    b.coll = o->collective == CLI_COLL_REDUCE       ? &bench_reduce
+             : o->collective == CLI_COLL_BROADCAST  ? &bench_broadcast
+             : o->collective == CLI_COLL_ALL_GATHER ? &bench_all_gather
+                                                    : &bench_all_reduce;
     b.root = b.coll->has_root ? o->root : -1;
 
     const uint64_t sweep = CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES);
@@ -1203,7 +1233,8 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
             for (int s = 0; s < nsizes && !bench_interrupted; s++) {
                 /* As nccl-tests: count = size / element size, the row reports count * element size. */
                 b.size_index = s;
-                const starfold_tensor_desc_t one = { dtypes[k], (size_t)(sizes[s] / starfold_dtype_size(dtypes[k])) };
+                const uint64_t per = b.coll == &bench_all_gather ? (uint64_t)b.m.num_devices : 1;
+                const starfold_tensor_desc_t one = { dtypes[k], (size_t)(sizes[s] / starfold_dtype_size(dtypes[k]) / per) };
                 bench_batch(&b, &one, 1, ops[p]);
             }
         }
@@ -1240,7 +1271,7 @@ const cli_command_t cli_cmd_bench = {
         "                      [--algorithm A|all] [--op OP|all] [-d|--dtype D|all] [--tensors SPEC]\n"
         "                      [--topology T] [-g|--devices N] [--num-packs K | --bytes-per-pack B]\n"
         "                      [--baselines 0|1] [--views] [--persistent] [--json | --csv] [--plot FILE.svg|.png]\n"
-        "                      [--emulated] [--collective all-reduce|reduce|broadcast [--root D]]\n"
+        "                      [--emulated] [--collective all-reduce|reduce|broadcast|all-gather [--root D]]\n"
         "\n"
         "Measures all-reduce as nccl-tests' all_reduce_perf does, and prints it in its layout (its run line,\n"
         "device list, column header, formats and footer), so that scripts reading its logs read this:\n"
@@ -1276,7 +1307,9 @@ const cli_command_t cli_cmd_bench = {
         "                          only, as reduce_perf) or broadcast (--root's tensors copied to every\n"
         "                          device, as broadcast_perf: redop column 'none'); for both, busbw = algbw,\n"
         "                          the root column holds the root, and no baselines are measured (they are\n"
-        "                          all-reduces); all-gather is not implemented yet\n"
+        "                          all-reduces); all-gather (every device's tensors concatenated on every\n"
+        "                          device, as all_gather_perf: size = the gathered bytes, busbw = algbw\n"
+        "                          (n-1)/n, no in-place column)\n"
         "  --root D                the reduce's destination or the broadcast's source (default 0)\n"
         "  --topology T, -g N, --emulated   the devices, as for starfold run\n"
         "  --chunk-bytes B, --rings N   ring and one-pass tuning (see starfold graph --help)\n"

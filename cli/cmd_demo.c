@@ -63,7 +63,7 @@ static int demo_allreduce(const cli_command_t *cmd, const cli_opts_t *o, cli_mac
         r = cli_fail(cmd, st, "cannot compile the all-reduce");
         goto out;
     }
-    if ((st = cli_replicas_create(m->ctx, n, tensors, nt, o->op, &rep)) != STARFOLD_OK ||
+    if ((st = cli_replicas_create(m->ctx, n, tensors, nt, o->op, CLI_COLL_ALL_REDUCE, 0, &rep)) != STARFOLD_OK ||
         (st = cli_replicas_clear(&rep)) != STARFOLD_OK) {
         r = cli_fail(cmd, st, "cannot create the replicas");
         goto out;

@@ -292,15 +292,21 @@ static size_t total_count(const cli_replicas_t *rep)
     return c;
 }
 
-/* A host buffer for the largest tensor, or for a whole bucket (at least one byte). */
+/* Elements of output tensor @t: an all-gather's hold every replica's. */
+static size_t out_count(const cli_replicas_t *rep, size_t t)
+{
+    return rep->gathered * rep->tensors[t].count;
+}
+
+/* A host buffer for the largest output tensor, or for a whole output bucket (at least one byte). */
 static void *host_buffer(const cli_replicas_t *rep)
 {
     size_t most = 1;
     if (rep->bucketed) {
-        most = total_count(rep) * starfold_dtype_size(rep->tensors[0].dtype);
+        most = rep->gathered * total_count(rep) * starfold_dtype_size(rep->tensors[0].dtype);
     } else {
         for (size_t t = 0; t < rep->nt; t++) {
-            const size_t b = rep->tensors[t].count * starfold_dtype_size(rep->tensors[t].dtype);
+            const size_t b = out_count(rep, t) * starfold_dtype_size(rep->tensors[t].dtype);
             if (b > most) most = b;
         }
     }
@@ -328,9 +334,12 @@ void cli_replicas_destroy(cli_replicas_t *rep)
 }
 
 static void replicas_init(cli_replicas_t *rep, starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
-                          size_t nt, starfold_op_t op)
+                          size_t nt, starfold_op_t op, int collective, int root)
 {
     memset(rep, 0, sizeof *rep);
+    rep->collective = collective;
+    rep->root = root;
+    rep->gathered = collective == CLI_COLL_ALL_GATHER ? (size_t)n : 1;
     rep->ctx = ctx;
     rep->n = n;
     rep->nt = nt;
@@ -339,9 +348,9 @@ static void replicas_init(cli_replicas_t *rep, starfold_context_t ctx, int n, co
 }
 
 starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
-                                      starfold_op_t op, cli_replicas_t *rep)
+                                      starfold_op_t op, int collective, int root, cli_replicas_t *rep)
 {
-    replicas_init(rep, ctx, n, tensors, nt, op);
+    replicas_init(rep, ctx, n, tensors, nt, op, collective, root);
     rep->in = calloc((size_t)n * nt, sizeof *rep->in);
     rep->out = calloc((size_t)n * nt, sizeof *rep->out);
     void *host = host_buffer(rep);
@@ -352,7 +361,7 @@ starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starf
             const size_t k = (size_t)r * nt + t, count = tensors[t].count;
             const starfold_dtype_t dt = tensors[t].dtype;
             if ((st = starfold_vector_create(ctx, r, dt, count, &rep->in[k])) != STARFOLD_OK) goto fail;
-            if ((st = starfold_vector_create(ctx, r, dt, count, &rep->out[k])) != STARFOLD_OK) goto fail;
+            if ((st = starfold_vector_create(ctx, r, dt, out_count(rep, t), &rep->out[k])) != STARFOLD_OK) goto fail;
             for (size_t i = 0; i < count; i++) starfold_tools_set(host, dt, i, starfold_tools_value(op, dt, r, t, i));
             if ((st = starfold_vector_write(rep->in[k], host, count * starfold_dtype_size(dt))) != STARFOLD_OK) goto fail;
         }
@@ -365,9 +374,10 @@ fail:
 }
 
 starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
-                                               size_t nt, starfold_op_t op, cli_replicas_t *rep)
+                                               size_t nt, starfold_op_t op, int collective, int root,
+                                               cli_replicas_t *rep)
 {
-    replicas_init(rep, ctx, n, tensors, nt, op);
+    replicas_init(rep, ctx, n, tensors, nt, op, collective, root);
     for (size_t t = 1; t < nt; t++)
         if (tensors[t].dtype != tensors[0].dtype) return STARFOLD_ERR_INVALID_ARGUMENT;
     rep->bucketed = 1;
@@ -382,12 +392,12 @@ starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, co
     if (!rep->bin || !rep->bout || !rep->vin || !rep->vout || !host) goto fail;
     for (int r = 0; r < n; r++) {
         if ((st = starfold_vector_create(ctx, r, dt, total, &rep->bin[r])) != STARFOLD_OK) goto fail;
-        if ((st = starfold_vector_create(ctx, r, dt, total, &rep->bout[r])) != STARFOLD_OK) goto fail;
+        if ((st = starfold_vector_create(ctx, r, dt, rep->gathered * total, &rep->bout[r])) != STARFOLD_OK) goto fail;
         size_t at = 0;
         for (size_t t = 0; t < nt; t++) {
             const size_t k = (size_t)r * nt + t;
             rep->vin[k] = (starfold_view_t){ rep->bin[r], at };
-            rep->vout[k] = (starfold_view_t){ rep->bout[r], at };
+            rep->vout[k] = (starfold_view_t){ rep->bout[r], rep->gathered * at }; /* an all-gather's: n blocks */
             for (size_t i = 0; i < tensors[t].count; i++) starfold_tools_set(host, dt, at + i, starfold_tools_value(op, dt, r, t, i));
             at += tensors[t].count;
         }
@@ -399,12 +409,6 @@ fail:
     free(host);
     cli_replicas_destroy(rep);
     return st;
-}
-
-void cli_replicas_set_collective(cli_replicas_t *rep, int collective, int root)
-{
-    rep->collective = collective;
-    rep->root = root;
 }
 
 /* First input and output slot of the collective: a reduce writes the root's only, a broadcast reads it only. */
@@ -433,10 +437,17 @@ starfold_status_t cli_replicas_persistent(cli_replicas_t *rep, starfold_graph_t 
     return starfold_persistent_create(rep->ctx, g, rep->in + in_slot(rep) * rep->nt, rep->out + out_slot(rep) * rep->nt, p);
 }
 
-/* Element i of tensor t's expected result: the reduction over every replica, or the root's own value. */
+/*
+ * Element i of tensor t's expected result: the reduction over every replica, the root's own value,
+ * or for an all-gather replica i / count's element i % count.
+ */
 static double expected_at(const cli_replicas_t *rep, starfold_dtype_t dt, size_t t, size_t i)
 {
     if (rep->collective == CLI_COLL_BROADCAST) return starfold_tools_value(rep->op, dt, rep->root, t, i);
+    if (rep->collective == CLI_COLL_ALL_GATHER) {
+        const size_t c = rep->tensors[t].count;
+        return starfold_tools_value(rep->op, dt, (int)(i / c), t, i % c);
+    }
     return starfold_tools_reference_at(rep->op, dt, rep->n, t, i);
 }
 
@@ -453,7 +464,7 @@ starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
     starfold_status_t st = STARFOLD_OK;
     if (rep->bucketed) {
         const starfold_dtype_t dt = rep->nt ? rep->tensors[0].dtype : STARFOLD_FLOAT32;
-        const size_t total = total_count(rep);
+        const size_t total = rep->gathered * total_count(rep);
         for (size_t i = 0; i < total; i++) starfold_tools_set(host, dt, i, STARFOLD_TOOLS_SENTINEL);
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
             st = starfold_vector_write(rep->bout[r], host, total * starfold_dtype_size(dt));
@@ -462,10 +473,9 @@ starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
     }
     for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
         const starfold_dtype_t dt = rep->tensors[t].dtype;
-        for (size_t i = 0; i < rep->tensors[t].count; i++) starfold_tools_set(host, dt, i, STARFOLD_TOOLS_SENTINEL);
+        for (size_t i = 0; i < out_count(rep, t); i++) starfold_tools_set(host, dt, i, STARFOLD_TOOLS_SENTINEL);
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
-            st = starfold_vector_write(rep->out[(size_t)r * rep->nt + t], host,
-                                       rep->tensors[t].count * starfold_dtype_size(dt));
+            st = starfold_vector_write(rep->out[(size_t)r * rep->nt + t], host, out_count(rep, t) * starfold_dtype_size(dt));
     }
     free(host);
     return st;
@@ -477,7 +487,7 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
     void *host = host_buffer(rep);
     size_t most = 1;
     for (size_t t = 0; t < rep->nt; t++)
-        if (rep->tensors[t].count > most) most = rep->tensors[t].count;
+        if (out_count(rep, t) > most) most = out_count(rep, t);
     double *ref = malloc(most * sizeof *ref);
     starfold_status_t st = STARFOLD_OK;
     if (!host || !ref) st = STARFOLD_ERR_OUT_OF_MEMORY;
@@ -485,18 +495,18 @@ starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint
         const starfold_dtype_t dt = rep->nt ? rep->tensors[0].dtype : STARFOLD_FLOAT32;
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
             if (!has_result(rep, r)) continue;
-            st = starfold_vector_read(rep->bout[r], host, total_count(rep) * starfold_dtype_size(dt));
-            for (size_t t = 0, at = 0; t < rep->nt && st == STARFOLD_OK; at += rep->tensors[t++].count) {
-                for (size_t i = 0; i < rep->tensors[t].count; i++)
+            st = starfold_vector_read(rep->bout[r], host, rep->gathered * total_count(rep) * starfold_dtype_size(dt));
+            for (size_t t = 0, at = 0; t < rep->nt && st == STARFOLD_OK; at += out_count(rep, t++)) {
+                for (size_t i = 0; i < out_count(rep, t); i++)
                     if (!starfold_tools_close_enough(dt, starfold_tools_get(host, dt, at + i), expected_at(rep, dt, t, i)))
                         bad++;
-                seen += rep->tensors[t].count;
+                seen += out_count(rep, t);
             }
         }
     }
     for (size_t t = 0; t < rep->nt && st == STARFOLD_OK && !rep->bucketed; t++) {
         const starfold_dtype_t dt = rep->tensors[t].dtype;
-        const size_t count = rep->tensors[t].count;
+        const size_t count = out_count(rep, t);
         /* The reference once per tensor, then every replica against it. */
         for (size_t i = 0; i < count; i++) ref[i] = expected_at(rep, dt, t, i);
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++) {
@@ -616,7 +626,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         r = cli_fail(cmd, st, "the compiled graph fails the invariant checker");
         goto out;
     }
-    const uint64_t bytes = cli_tensors_bytes(tensors, nt);
+    const uint64_t bytes = cli_tensors_bytes(tensors, nt), moved = cli_collective_bytes(&o, n, bytes);
     char b1[32], b2[32];
     char what[64];
     cli_collective_text(&o, what, sizeof what);
@@ -628,11 +638,10 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
            cli_format_bytes(b2, sizeof b2, stats.bytes_moved), stats.critical_path_tasks);
     fflush(stdout);
 
-    if ((st = cli_replicas_create(m.ctx, n, tensors, nt, o.op, &rep)) != STARFOLD_OK) {
+    if ((st = cli_replicas_create(m.ctx, n, tensors, nt, o.op, o.collective, o.root, &rep)) != STARFOLD_OK) {
         r = cli_fail(cmd, st, "cannot create the replicas");
         goto out;
     }
-    cli_replicas_set_collective(&rep, o.collective, o.root);
     double total = 0.0, best = INFINITY;
     uint64_t wrong = 0, checked = 0;
     for (int it = -o.warmup; it < o.iters; it++) { /* it < 0: warm-up, run and verified, not timed */
@@ -663,9 +672,12 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
         wrong += w;
         checked += c;
     }
-    const double mean = total / o.iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
+    const double mean = total / o.iters, algbw = mean > 0 ? (double)moved / mean / 1e9 : 0.0;
     printf("Time: %.3f ms per %s (mean of %d after %d warm-up, best %.3f ms), algbw %.3f GB/s, busbw %.3f GB/s%s\n", mean * 1e3,
-           o.collective == CLI_COLL_REDUCE ? "reduce" : o.collective == CLI_COLL_BROADCAST ? "broadcast" : "all-reduce",
+           o.collective == CLI_COLL_REDUCE       ? "reduce"
+           : o.collective == CLI_COLL_BROADCAST  ? "broadcast"
+           : o.collective == CLI_COLL_ALL_GATHER ? "all-gather"
+                                                 : "all-reduce",
            o.iters, o.warmup, best * 1e3, algbw, algbw * cli_busbw_factor(&o, n),
            m.emulated ? " (emulated devices: CPU contention, not interconnect speed)" : "");
     if (o.collective == CLI_COLL_REDUCE)
@@ -700,7 +712,7 @@ const cli_command_t cli_cmd_run = {
     .usage =
         "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
         "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [-w|--warmup N] [--emulated]\n"
-        "                    [--trace FILE.svg] [--collective all-reduce|reduce|broadcast [--root D]]\n"
+        "                    [--trace FILE.svg] [--collective all-reduce|reduce|broadcast|all-gather [--root D]]\n"
         "\n"
         "Runs an all-reduce on StarPU's devices, checks every element of every replica against a float64\n"
         "host reference and prints the time. Exits 0 only when every element is right.\n"
@@ -726,7 +738,9 @@ const cli_command_t cli_cmd_run = {
         "  -n, --iters I     run I times (outputs cleared and verified each time), default 1\n"
         "  -w, --warmup N    N untimed runs first (verified too), default 1\n"
         "  --collective C    all-reduce (default); reduce: every device's tensors reduced onto --root only;\n"
-        "                    broadcast: --root's tensors copied to every device (verified against its values)\n"
+        "                    broadcast: --root's tensors copied to every device (verified against its values);\n"
+        "                    all-gather: every device's tensors concatenated, device order, on every device\n"
+        "                    (algbw counts the gathered bytes, busbw = algbw (n-1)/n, as all_gather_perf)\n"
         "  --root D          the reduce's destination or the broadcast's source (default 0)\n"
         "  --trace FILE.svg  after the timed runs, one more drawn as a timeline: a row per StarPU worker,\n"
         "                    each task a bar coloured by kind, the waits for data (transfers) before it\n"

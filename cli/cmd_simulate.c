@@ -177,8 +177,11 @@ static int simulate_main(const cli_command_t *cmd, int argc, char **argv)
         char c[64];
         printf("Model: %s of %s (%s), %d devices of '%s'; busbw = algbw x %s\n", cli_collective_text(&o, c, sizeof c),
                spec, cli_format_bytes(b, sizeof b, cli_tensors_bytes(tensors, nt)), n, starfold_topology_name(topo),
-               o.collective == CLI_COLL_ALL_REDUCE ? "2(n-1)/n" : "1");
-        if (o.collective != CLI_COLL_ALL_REDUCE)
+               o.collective == CLI_COLL_ALL_REDUCE ? "2(n-1)/n" : o.collective == CLI_COLL_ALL_GATHER ? "(n-1)/n" : "1");
+        if (o.collective == CLI_COLL_ALL_GATHER)
+            printf("(bytes: the gathered output's, n x a replica's; ring forwards each block around its rings, every\n"
+                   " other algorithm copies each replica's tensors straight to every device, as TensorFlow does)\n");
+        else if (o.collective != CLI_COLL_ALL_REDUCE)
             printf("(an algorithm without its own %s falls back to %s, as TensorFlow's cross-device ops do)\n",
                    o.collective == CLI_COLL_REDUCE ? "reduce" : "broadcast",
                    o.collective == CLI_COLL_REDUCE ? "reduce-to-one on the root" : "one copy per destination");
@@ -229,7 +232,7 @@ const cli_command_t cli_cmd_simulate = {
         "Usage: starfold simulate [--topology T] [--algorithm A|all] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
         "                         [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
         "                         [-g|--devices N] [--backward US|balanced [--bucket-bytes B]] [--json]\n"
-        "                         [--collective all-reduce|reduce|broadcast [--root D]]\n"
+        "                         [--collective all-reduce|reduce|broadcast|all-gather [--root D]]\n"
         "\n"
         "Compiles the all-reduce `starfold graph` would (same options) and replays it in the cost model:\n"
         "transfers share each directed link (alpha + bytes / bandwidth), kernels run one at a time per\n"
@@ -237,8 +240,9 @@ const cli_command_t cli_cmd_simulate = {
         "busbw (nccl-tests' definitions) and the link that carries the most load. Needs no device.\n"
         "\n"
         "  --algorithm A|all   one algorithm (default hierarchical-copy), or all of them, one row each\n"
-        "  --collective C      all-reduce (default), reduce (to --root) or broadcast (from --root); busbw =\n"
-        "                      algbw for reduce and broadcast, as nccl-tests counts them\n"
+        "  --collective C      all-reduce (default), reduce (to --root), broadcast (from --root) or all-gather;\n"
+        "                      busbw = algbw for reduce and broadcast, algbw (n-1)/n for all-gather (whose\n"
+        "                      bytes are the gathered output's), as nccl-tests counts them\n"
         "  --root D            the reduce's destination or the broadcast's source (default 0)\n"
         "  --json              one object per algorithm: {\"algorithm\", \"bytes\", \"time_us\", \"algbw_GBps\",\n"
         "                      \"busbw_GBps\", \"bottleneck\": {\"from\", \"to\", \"from_name\", \"to_name\", \"kind\",\n"

@@ -297,9 +297,8 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         if (!strcasecmp(v, "all-reduce") || !strcasecmp(v, "allreduce")) o->collective = CLI_COLL_ALL_REDUCE;
         else if (!strcasecmp(v, "reduce")) o->collective = CLI_COLL_REDUCE;
         else if (!strcasecmp(v, "broadcast")) o->collective = CLI_COLL_BROADCAST;
-        else if (!strcasecmp(v, "all-gather") || !strcasecmp(v, "allgather"))
-            return cli_usage_error(cmd, "%s all-gather: gather is not implemented yet (all-reduce, reduce or broadcast)", shown);
-        else return cli_usage_error(cmd, "%s '%s': expected all-reduce, reduce or broadcast", shown, v);
+        else if (!strcasecmp(v, "all-gather") || !strcasecmp(v, "allgather")) o->collective = CLI_COLL_ALL_GATHER;
+        else return cli_usage_error(cmd, "%s '%s': expected all-reduce, reduce, broadcast or all-gather", shown, v);
         break;
     case OPT_ROOT:
         if (parse_int(v, 0, STARFOLD_MAX_DEVICES - 1, &n) != 0)
@@ -406,6 +405,10 @@ int cli_parse(const cli_command_t *cmd, int argc, char **argv, cli_opts_t *o)
     /* nccl-tests: a factor, when given, wins over an increment. */
     if ((o->given & CLI_OPT(OPT_STEPBYTES)) && !(o->given & CLI_OPT(OPT_STEPFACTOR))) o->step_factor = 0;
     if (o->json && o->csv) return cli_usage_error(cmd, "--json and --csv are exclusive");
+    /* Before any banner: a root given to a collective that has none. */
+    if ((o->given & CLI_OPT(OPT_ROOT)) && (o->collective == CLI_COLL_ALL_REDUCE || o->collective == CLI_COLL_ALL_GATHER))
+        return cli_usage_error(cmd, "--root: an %s has no root (--collective reduce or broadcast)",
+                               o->collective == CLI_COLL_ALL_GATHER ? "all-gather" : "all-reduce");
     if (o->full && o->traffic) return cli_usage_error(cmd, "--full and --traffic are exclusive (every task, or the devices' traffic)");
     if ((o->given & CLI_OPT(OPT_NUM_PACKS)) && (o->given & CLI_OPT(OPT_BYTES_PER_PACK)))
         return cli_usage_error(cmd, "--num-packs and --bytes-per-pack are exclusive (bytes-per-pack replaces num-packs)");
@@ -531,10 +534,10 @@ int cli_collective_setup(const cli_command_t *cmd, const cli_opts_t *o, int n, c
 {
     if (o->root >= n)
         return cli_usage_error(cmd, "--root %d: the collective runs on devices 0..%d", o->root, n - 1);
-    if ((o->given & CLI_OPT(OPT_ROOT)) && o->collective == CLI_COLL_ALL_REDUCE)
-        return cli_usage_error(cmd, "--root: an all-reduce has no root (--collective reduce or broadcast)");
     for (int d = 0; d < n; d++) c->src[d] = c->dst[d] = d;
-    desc->kind = o->collective == CLI_COLL_BROADCAST ? STARFOLD_COLL_BROADCAST : STARFOLD_COLL_REDUCE;
+    desc->kind = o->collective == CLI_COLL_BROADCAST    ? STARFOLD_COLL_BROADCAST
+                 : o->collective == CLI_COLL_ALL_GATHER ? STARFOLD_COLL_GATHER
+                                                        : STARFOLD_COLL_REDUCE;
     desc->num_sources = n;
     desc->sources = c->src;
     desc->num_destinations = 0; /* the sources */
@@ -555,12 +558,19 @@ const char *cli_collective_text(const cli_opts_t *o, char *buf, size_t len)
 {
     if (o->collective == CLI_COLL_REDUCE) snprintf(buf, len, "reduce (%s) to device %d", starfold_op_name(o->op), o->root);
     else if (o->collective == CLI_COLL_BROADCAST) snprintf(buf, len, "broadcast from device %d", o->root);
+    else if (o->collective == CLI_COLL_ALL_GATHER) snprintf(buf, len, "all-gather");
     else snprintf(buf, len, "all-reduce (%s)", starfold_op_name(o->op));
     return buf;
 }
 
+uint64_t cli_collective_bytes(const cli_opts_t *o, int n, uint64_t bytes)
+{
+    return o->collective == CLI_COLL_ALL_GATHER ? (uint64_t)n * bytes : bytes;
+}
+
 double cli_busbw_factor(const cli_opts_t *o, int n)
 {
+    if (o->collective == CLI_COLL_ALL_GATHER) return n > 1 ? (double)(n - 1) / n : 0.0;
     if (o->collective != CLI_COLL_ALL_REDUCE) return 1.0;
     return n > 1 ? 2.0 * (n - 1) / n : 0.0;
 }

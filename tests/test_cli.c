@@ -456,11 +456,9 @@ static void test_bad_arguments(void)
         { "graph", "--traffic", "--traffic draws a picture: give -o FILE.svg" },
         { "graph", "-o - --traffic", "--traffic draws a picture" },
         { "graph", "-o x.svg --traffic --full", "--full and --traffic are exclusive" },
-        { "graph", "--collective all-gather", "gather is not implemented yet" },
-        { "run", "--collective All-Gather", "gather is not implemented yet" },
-        { "simulate", "--collective allgather", "gather is not implemented yet" },
-        { "bench", "--collective all-gather --root 1", "gather is not implemented yet" },
-        { "bench", "--collective gather", "expected all-reduce, reduce or broadcast" },
+        { "graph", "--collective all-gather --root 2", "an all-gather has no root" },
+        { "run", "--collective All-Gather --root 1", "an all-gather has no root" },
+        { "bench", "--collective gather", "expected all-reduce, reduce, broadcast or all-gather" },
         { "bench", "--collective", "needs a value" },
         { "bench", "--root 1", "an all-reduce has no root" },
         { "bench", "-g 3 --collective reduce --root 3", "--root 3: the collective runs on devices 0..2" },
@@ -468,7 +466,7 @@ static void test_bad_arguments(void)
         { "bench", "--collective reduce --root 64", "expected a device number from 0 to 63" },
         { "simulate", "--collective reduce --root 4 -g 4", "--root 4: the collective runs on devices 0..3" },
         { "simulate", "--collective reduce --backward 100", "--backward models all-reduce buckets" },
-        { "graph", "--collective scatter", "expected all-reduce, reduce or broadcast" },
+        { "graph", "--collective scatter", "expected all-reduce, reduce, broadcast or all-gather" },
         { "graph", "--root 2", "an all-reduce has no root" },
         { "graph", "--collective reduce --root 8", "--root 8: the collective runs on devices 0..7" },
         { "simulate", "--collective broadcast --root x", "expected a device number" },
@@ -1038,6 +1036,39 @@ static void test_collectives(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "busbw = algbw x 1"));
     result_free(&r);
 
+    /*
+     * all-gather: every device's tensors on every device, verified element by element; algbw counts the
+     * gathered bytes (n x a replica's), busbw = algbw (n-1)/n as all_gather_perf; graph and simulate too.
+     */
+    run(&r, "run --topology host -g 4 --tensors 2x4K,96 --collective all-gather --algorithm ring -d int64 -n 2");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "All-gather of 3 int64 tensors"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "per all-gather"));
+    /* 4 replicas x (2 x 512 + 12 elements) x 4 blocks per output, over 3 runs */
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Verified: 49728 of 49728 elements right on all 4 replicas"));
+    result_free(&r);
+    run(&r, "run --emulated -g 3 -b 4K --collective allgather --algorithm auto -w 0");
+    if (r.status != 77) { /* the emulated box needs OpenCL (POCL) */
+        CU_ASSERT_EQUAL(r.status, 0);
+        CU_ASSERT_TRUE(verified_all(r.out));
+    }
+    result_free(&r);
+    run(&r, "graph --collective all-gather --algorithm ring --tensors 1MiB --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t gv;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &gv), 0);
+    /* The DGX-1's rings: every device receives the 7 other blocks of 1 MiB once, over NVLink. */
+    CU_ASSERT_EQUAL(jnum(&gv, "bytes_moved"), 8.0 * 7 * (1 << 20));
+    jfree(&gv);
+    result_free(&r);
+    run(&r, "simulate --collective all-gather --algorithm ring --tensors 16MiB --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &gv), 0);
+    CU_ASSERT_EQUAL(jnum(&gv, "bytes"), 8.0 * (16 << 20));
+    CU_ASSERT(fabs(jnum(&gv, "busbw_GBps") - jnum(&gv, "algbw_GBps") * 7 / 8) < 1e-3);
+    jfree(&gv);
+    result_free(&r);
+
     /* The other cells of command x collective: all-reduce named (any case), graph's reduce, simulate's broadcast. */
     run(&r, "run --topology host -g 2 -b 4K --collective ALL-REDUCE -w 0");
     CU_ASSERT_EQUAL(r.status, 0);
@@ -1419,6 +1450,33 @@ static void test_bench_collectives(void)
         CU_ASSERT(rows[i].time_us > 0);
         CU_ASSERT_EQUAL(rows[i].busbw, rows[i].algbw); /* printed from the same value */
     }
+    result_free(&r);
+
+    /* all-gather: size = the gathered bytes, each replica holding size / 4; redop "none", no in-place. */
+    run(&r, "bench --topology host -g 4 -b 4K -e 16K -f 4 -n 2 -w 1 --collective all-gather --algorithm all -d float64");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "# starfold bench: all-gather, "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "busbw = algbw * (n-1)/n with n = 4 (nccl-tests' all_gather_perf)"));
+    n = bench_rows(r.out, rows, 64);
+    CU_ASSERT_EQUAL(n, 2 * starfold_algorithm_count()); /* 2 sizes x every algorithm, auto included */
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT(rows[i].bytes == 4096 || rows[i].bytes == 16384);
+        CU_ASSERT_EQUAL(rows[i].count, rows[i].bytes / 8);
+        CU_ASSERT_STRING_EQUAL(rows[i].op, "none");
+        CU_ASSERT_EQUAL(rows[i].root, -1);
+        CU_ASSERT_STRING_EQUAL(rows[i].wrong, "0");
+        CU_ASSERT_STRING_EQUAL(rows[i].ip_time, "N/A");
+        CU_ASSERT(fabs(rows[i].busbw - rows[i].algbw * 3 / 4) <= 0.01 + 0.01 * rows[i].algbw);
+    }
+    result_free(&r);
+    run(&r, "bench -g 3 --tensors 3x1K,28 -n 1 -w 0 --collective all-gather --views --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    jval_t av;
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &av), 0);
+    CU_ASSERT_EQUAL(jnum(&av, "bytes"), 3.0 * (3 * 1024 + 7 * 4));
+    CU_ASSERT_EQUAL(jnum(&av, "wrong"), 0);
+    CU_ASSERT_EQUAL(jget(&av, "inplace_time_us")->type, J_NULL);
+    jfree(&av);
     result_free(&r);
 
     /* Every algorithm (those without a broadcast of their own fall back), a batch, persistent, int32. */
