@@ -1439,6 +1439,133 @@ static void test_run_results(void)
     starfold_strategy_destroy(s);
 }
 
+/*
+ * Strategy.gather and ReplicaContext.all_gather (TensorFlow's expected values, worked out by hand):
+ *
+ *   strategy = MirroredStrategy(3 devices)
+ *   def step():                     # replica r holds [10r, 10r + 1]
+ *       v = tf.constant([10. * r, 10. * r + 1])
+ *       g = ctx.all_gather(v, axis=0)             -> [0, 1, 10, 11, 20, 21] on every replica
+ *       return v
+ *   per_replica = strategy.run(step)
+ *   strategy.gather(per_replica, axis=0)          -> [0, 1, 10, 11, 20, 21] on the host
+ *
+ * Odd replica count, devices out of order; axis -1 is axis 0; axis 1 is refused as TensorFlow's
+ * "axis 1 is out of bounds for a 1-D tensor"; a mirrored variable gathers every copy; replicas whose
+ * values disagree in shape fail together.
+ */
+typedef struct gather_arg {
+    float got[NDEV][6];
+    starfold_status_t st[NDEV];
+    int axis;
+    int uneven;   /* replica 2 passes 3 elements: a shape mismatch */
+} gather_arg_t;
+
+static starfold_status_t step_gather(starfold_replica_context_t rc, void *arg)
+{
+    gather_arg_t *a = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float x[3] = { 10.0f * r, 10.0f * r + 1, 99 };
+    starfold_value_t v = NULL, g = NULL;
+    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, a->uneven && r == 2 ? 3 : 2, x, &v);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_gather(rc, v, a->axis, NULL, &g);
+    if (st == STARFOLD_OK) {
+        CU_ASSERT_EQUAL(starfold_value_count(g), 6);
+        CU_ASSERT_EQUAL(starfold_value_device(g, 0), starfold_replica_context_device(rc));
+        st = starfold_value_read(g, 0, a->got[r], sizeof a->got[r]);
+    }
+    if (st == STARFOLD_OK) st = starfold_replica_context_set_result(rc, v);
+    a->st[r] = st;
+    starfold_value_destroy(g);
+    starfold_value_destroy(v);
+    return st;
+}
+
+static void test_gather(void)
+{
+    static const float want[6] = { 0, 1, 10, 11, 20, 21 };
+    const int devs[3] = { 4, 1, 6 };
+    starfold_strategy_t s = mirrored(3, devs, NULL, NULL);
+    gather_arg_t a;
+    memset(&a, 0, sizeof a);
+    starfold_value_t pr = NULL, host = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, step_gather, &a, &pr), STARFOLD_OK);
+    for (int r = 0; r < 3; r++) {
+        CU_ASSERT_EQUAL(a.st[r], STARFOLD_OK);
+        for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(a.got[r][i], want[i]);
+    }
+    CU_ASSERT_EQUAL(last_trace_path(), SF_PATH_GATHER);
+
+    for (int axis = 0; axis >= -1; axis--) {
+        CU_ASSERT_EQUAL_FATAL(starfold_strategy_gather(s, pr, axis, &host), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_value_device(host, 0), STARFOLD_DEVICE_HOST);
+        float got[6] = { 0 };
+        CU_ASSERT_EQUAL_FATAL(starfold_value_count(host), 6);
+        CU_ASSERT_EQUAL(starfold_value_read(host, 0, got, sizeof got), STARFOLD_OK);
+        for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(got[i], want[i]);
+        starfold_value_destroy(host);
+        host = NULL;
+    }
+    CU_ASSERT_EQUAL(starfold_strategy_gather(s, pr, 1, &host), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "axis 1 is out of bounds for a 1-D tensor"));
+    CU_ASSERT_PTR_NULL(host);
+    CU_ASSERT_EQUAL(starfold_strategy_gather(s, NULL, 0, &host), STARFOLD_ERR_INVALID_ARGUMENT);
+
+    /* The ops' gather onto the components' own devices: an all-gather, by the ring around the host's devices. */
+    starfold_cross_device_ops_t ring = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("ring", NULL, NULL, &ring), STARFOLD_OK);
+    const starfold_destination_t to = starfold_destination_value(pr);
+    starfold_value_t m = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_gather(ring, pr, 0, &to, NULL, &m), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(last_algorithm(), "ring");
+    CU_ASSERT_EQUAL(starfold_value_kind(m), STARFOLD_VALUE_MIRRORED);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_num_components(m), 3);
+    for (int c = 0; c < 3; c++) {
+        float got[6] = { 0 };
+        CU_ASSERT_EQUAL(starfold_value_device(m, c), devs[c]);
+        CU_ASSERT_EQUAL(starfold_value_read(m, c, got, sizeof got), STARFOLD_OK);
+        for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(got[i], want[i]);
+    }
+    /* A mirrored value gathers every copy: 3 x 6 elements. */
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_gather(s, m, 0, &host), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_count(host), 18);
+    float all[18];
+    CU_ASSERT_EQUAL(starfold_value_read(host, 0, all, sizeof all), STARFOLD_OK);
+    for (int i = 0; i < 18; i++) CU_ASSERT_EQUAL(all[i], want[i % 6]);
+    starfold_value_destroy(host);
+    host = NULL;
+    starfold_value_destroy(m);
+    starfold_cross_device_ops_destroy(ring);
+
+    /* A value of one component: a copy (TensorFlow's single-value shortcut). */
+    const int d5 = 5;
+    const float one[2] = { 7, 8 };
+    starfold_value_t v = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &d5, STARFOLD_FLOAT32, 2, one, &v),
+                          STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_gather(s, v, 0, &host), STARFOLD_OK);
+    float got2[2] = { 0 };
+    CU_ASSERT_EQUAL(starfold_value_read(host, 0, got2, sizeof got2), STARFOLD_OK);
+    CU_ASSERT(got2[0] == 7 && got2[1] == 8);
+    starfold_value_destroy(host);
+    starfold_value_destroy(v);
+    starfold_value_destroy(pr);
+
+    /* Replicas that disagree on the shape, or an axis out of range: every replica fails, none hangs. */
+    memset(&a, 0, sizeof a);
+    a.uneven = 1;
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_gather, &a), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "all_gather #0: the value is 3 x float32 on replica 2"));
+    for (int r = 0; r < 3; r++) CU_ASSERT_EQUAL(a.st[r], STARFOLD_ERR_INVALID_ARGUMENT);
+    memset(&a, 0, sizeof a);
+    a.axis = 2;
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_gather, &a), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "axis 2 is out of bounds"));
+    /* Outside a replica function, all_gather is refused. */
+    CU_ASSERT_EQUAL(starfold_replica_context_all_gather(NULL, NULL, 0, NULL, &v), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_strategy_destroy(s);
+}
+
 typedef struct named_test {
     const char *name;
     CU_TestFunc fn;
@@ -1471,6 +1598,7 @@ int main(int argc, char **argv)
         { "reduce_to of a non-distributed value; destinations outside the context", test_non_distributed_values },
         { "TensorFlow 1.x choose_the_best from a link matrix", test_choose_the_best },
         { "strategy.run returns per-replica results", test_run_results },
+        { "Strategy.gather and ReplicaContext.all_gather", test_gather },
     };
     if (suite_init() != 0) {
         fprintf(stderr, "test_strategy: cannot create the context: %s\n", starfold_last_error());

@@ -659,6 +659,31 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_broadcast(starfold_cros
                                                                    const starfold_destination_t *destinations,
                                                                    starfold_value_t *result);
 
+/**
+ * @brief TensorFlow's `CrossDeviceOps._gather(value, destinations, axis)`: the value's components
+ *        concatenated along @p axis in component (replica) order, on every destination device.
+ *
+ * Values are 1-D tensors, so the axis is 0 (or -1) and the result has n x count elements, component
+ * c's at offset c x count. One graph of the graph layer's gather collective: the ops' algorithm when it
+ * has a gather of its own (ring forwards each block around the topology's rings when the destinations
+ * are the components' devices), direct copies otherwise (TensorFlow concatenates on one device, then
+ * broadcasts). A value of one component is copied (TensorFlow's single-value shortcut). The
+ * components must be on distinct devices, with the same count (values have one shape).
+ * @param [in]  ops the cross-device ops (their algorithm and topology plan the graph)
+ * @param [in]  value the value (not written)
+ * @param [in]  axis 0 or -1
+ * @param [in]  destinations where the result goes (the host too)
+ * @param [in]  options checked as for reduce; nothing in them applies to a gather
+ * @param [out] result a new mirrored value over the destination's devices, owned by the caller
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, another axis ("axis 1 is out of bounds
+ *         for a 1-D tensor (rank 1)"), bad destinations, a component on the host, or components on one
+ *         device twice.
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_gather(starfold_cross_device_ops_t ops, starfold_value_t value,
+                                                                int axis, const starfold_destination_t *destinations,
+                                                                const starfold_communication_options_t *options,
+                                                                starfold_value_t *result);
+
 /* =================================================================================================
  * Strategies (tf.distribute.Strategy, StrategyExtended)
  * ================================================================================================= */
@@ -1054,6 +1079,26 @@ STARFOLD_API starfold_status_t starfold_update_assign(const starfold_update_call
 STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t strategy, starfold_op_t op,
                                                         starfold_value_t value, int axis, starfold_value_t *result);
 
+/**
+ * @brief TensorFlow's `Strategy.gather(value, axis)`: the replicas' components concatenated along
+ *        @p axis in replica order, on the current device, which in the cross-replica context is the
+ *        host. Cross-replica context only.
+ *
+ * A per-replica value (the results of starfold_strategy_run_results()) gives n x count elements; a
+ * mirrored value gives every copy, one after the other, as TensorFlow gathers a mirrored variable's
+ * components; a value of one component is copied. Planned as starfold_cross_device_ops_gather() with
+ * the strategy's ops.
+ * @param [in]  strategy the strategy
+ * @param [in]  value the value (not written)
+ * @param [in]  axis 0 or -1 (values are 1-D tensors)
+ * @param [out] result a new one-component host value, owned by the caller
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, another axis, a value of another context,
+ *         or in a replica function; ::STARFOLD_ERR_NOT_SUPPORTED for MultiWorkerMirroredStrategy (a
+ *         gather across processes is not implemented yet).
+ */
+STARFOLD_API starfold_status_t starfold_strategy_gather(starfold_strategy_t strategy, starfold_value_t value, int axis,
+                                                        starfold_value_t *result);
+
 /* =================================================================================================
  * Replica context (tf.distribute.ReplicaContext)
  * ================================================================================================= */
@@ -1129,6 +1174,29 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
                                                                    const starfold_value_t *values,
                                                                    const starfold_communication_options_t *options,
                                                                    starfold_value_t *results);
+
+/**
+ * @brief TensorFlow's `ReplicaContext.all_gather(value, axis)`: every replica's value concatenated
+ *        along @p axis in replica order, on every replica's device.
+ *
+ * A collective, as starfold_replica_context_all_reduce(): every replica of the run must call it, in
+ * the same order as its other collectives, with a value of the same dtype and count (the last to
+ * arrive compiles and submits one gather graph and returns without waiting for it). The value must
+ * have a component on this replica's device.
+ * @param [in]  context this replica's context (the calling thread's own)
+ * @param [in]  value this replica's value (not written)
+ * @param [in]  axis 0 or -1 (values are 1-D tensors)
+ * @param [in]  options merged over the strategy's; its timeout_seconds bounds the wait for the others
+ * @param [out] result a new one-component value on this replica's device of n x count elements,
+ *              owned by the caller; untouched on failure
+ * @return ::STARFOLD_ERR_TIMEOUT (not every replica joined in time), ::STARFOLD_ERR_INVALID_ARGUMENT
+ *         (another axis, replicas that disagree on the shape, a call outside this replica's function),
+ *         ::STARFOLD_ERR_NOT_SUPPORTED under MultiWorkerMirroredStrategy (not across processes yet).
+ */
+STARFOLD_API starfold_status_t starfold_replica_context_all_gather(starfold_replica_context_t context,
+                                                                   starfold_value_t value, int axis,
+                                                                   const starfold_communication_options_t *options,
+                                                                   starfold_value_t *result);
 
 /**
  * @brief A merge function: runs once, in the cross-replica context, with every replica's argument.

@@ -80,7 +80,7 @@ void starfold__trace_add(const starfold__trace_entry_t *e)
 const char *starfold__path_name(starfold__path_t p)
 {
     static const char *const names[SF_PATH_COUNT] = { "shortcut", "all-reduce", "reduce-to-one", "fallback",
-                                                      "broadcast" };
+                                                      "broadcast", "gather" };
     return (int)p >= 0 && p < SF_PATH_COUNT ? names[p] : "unknown";
 }
 
@@ -318,9 +318,8 @@ static int same_graph(const item_t *a, const item_t *b)
     }
 }
 
-/* The topology to plan on: the ops', else the hint, else the context's (*made is then set, to destroy). */
-static starfold_status_t pick_topology(starfold_cross_device_ops_t ops, starfold_topology_t hint,
-                                       starfold_context_t ctx, starfold_topology_t *topo, int *made)
+starfold_status_t starfold__pick_topology(starfold_cross_device_ops_t ops, starfold_topology_t hint,
+                                          starfold_context_t ctx, starfold_topology_t *topo, int *made)
 {
     *made = 0;
     if (ops && ops->topology) *topo = ops->topology;
@@ -675,7 +674,7 @@ static starfold_status_t batch_reduce(starfold_cross_device_ops_t ops, starfold_
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto out;
     }
-    SF_CHECK_GOTO(pick_topology(ops, topology, ctx, &topo, &made_topo), st, out);
+    SF_CHECK_GOTO(starfold__pick_topology(ops, topology, ctx, &topo, &made_topo), st, out);
     const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
 
     /* Classify, check devices, group (first appearance order). */
@@ -751,7 +750,7 @@ static starfold_status_t broadcast_graph(const char *algorithm, starfold_topolog
     starfold_status_t st;
     starfold_topology_t topo = NULL;
     int made = 0;
-    if ((st = pick_topology(NULL, topology, ctx, &topo, &made)) != STARFOLD_OK) return st;
+    if ((st = starfold__pick_topology(NULL, topology, ctx, &topo, &made)) != STARFOLD_OK) return st;
     const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
     for (int k = -1; k < ndst; k++) {
         const int d = k < 0 ? x : dst[k];

@@ -217,6 +217,20 @@ starfold_status_t starfold__ops_batch_reduce_split(starfold_cross_device_ops_t o
 starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starfold_topology_t topology,
                                    starfold_value_t value, const starfold__dest_t *dest, const char *fn,
                                    starfold_value_t *result);
+/*
+ * TensorFlow's gather (gather.c): @value's components concatenated in component order on every device
+ * of @dest, as a new mirrored value of n x count elements; one component: a copy (broadcast).
+ * @topology is used when the ops have none (NULL: the context's).
+ */
+starfold_status_t starfold__ops_gather(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                       starfold_value_t value, const starfold__dest_t *dest, const char *fn,
+                                       starfold_value_t *result);
+/* The axis rule of values (1-D tensors): 0 or -1, else INVALID_ARGUMENT naming @fn. */
+starfold_status_t starfold__check_axis(const char *fn, int axis);
+/* The topology to plan on: the ops', else @hint, else the context's (*made is then set, to destroy). */
+starfold_status_t starfold__pick_topology(starfold_cross_device_ops_t ops, starfold_topology_t hint,
+                                          starfold_context_t ctx, starfold_topology_t *topo, int *made);
+
 /* One copy graph from view @src on @src_device to view @dst on @dst_device (host allowed), submitted; *req its record. */
 starfold_status_t starfold__copy_view(starfold_context_t ctx, starfold_dtype_t dtype, size_t count, starfold_view_t src,
                                       int src_device, starfold_view_t dst, int dst_device, starfold__dist_req_t **req);
@@ -295,6 +309,7 @@ typedef enum starfold__path {
     SF_PATH_REDUCE,       /* reduce-to-one: the ops' own (ReductionToOneDevice) */
     SF_PATH_FALLBACK,     /* reduce-to-one as the fallback of an all-reduce algorithm */
     SF_PATH_BROADCAST,    /* broadcast / copy */
+    SF_PATH_GATHER,       /* gather / all-gather (gather.c) */
     SF_PATH_COUNT
 } starfold__path_t;
 

@@ -53,18 +53,21 @@
 
 #define MSG_LEN 512
 
-typedef enum coll_kind { COLL_NONE = 0, COLL_ALL_REDUCE, COLL_MERGE_CALL } coll_kind_t;
+typedef enum coll_kind { COLL_NONE = 0, COLL_ALL_REDUCE, COLL_MERGE_CALL, COLL_ALL_GATHER } coll_kind_t;
 
 static const char *coll_name(coll_kind_t k)
 {
-    return k == COLL_ALL_REDUCE ? "all_reduce" : k == COLL_MERGE_CALL ? "merge_call" : "none";
+    return k == COLL_ALL_REDUCE   ? "all_reduce"
+           : k == COLL_MERGE_CALL ? "merge_call"
+           : k == COLL_ALL_GATHER ? "all_gather"
+                                  : "none";
 }
 
 /* One replica's part of the collective in progress. */
 typedef struct slot {
     starfold_status_t local_status; /* an error found by the replica itself: the collective fails */
     char local_msg[MSG_LEN];
-    /* all_reduce */
+    /* all_reduce (and all_gather: one value, op unused) */
     starfold_op_t op;
     size_t nvalues;
     int *comps;                     /* [nvalues] this replica's component of each value */
@@ -484,6 +487,56 @@ out:
     return st;
 }
 
+/*
+ * The leader's all_gather: the replicas' values as one per-replica value (each replica's component,
+ * replica order), gathered onto every replica's device (starfold__ops_gather()), each replica taking
+ * its own component of the mirrored result.
+ */
+static starfold_status_t execute_all_gather(starfold__run_t *run, long k, char *msg)
+{
+    slot_t *sl = run->slots;
+    const int n = run->n;
+    const starfold_strategy_t s = run->strategy;
+    for (int r = 1; r < n; r++) {
+        const starfold_value_t a = sl[0].values[0], b = sl[r].values[0];
+        if (a->dtype != b->dtype || a->count != b->count) {
+            snprintf(msg, MSG_LEN, "all_gather #%ld: the value is %zu x %s on replica %d but %zu x %s on replica 0; "
+                     "starfold gathers values of one shape", k, b->count, starfold_dtype_name(b->dtype), r, a->count,
+                     starfold_dtype_name(a->dtype));
+            return STARFOLD_ERR_INVALID_ARGUMENT;
+        }
+    }
+    starfold_status_t st;
+    starfold_value_t pv = NULL, res = NULL, *src = malloc(sizeof *src * (size_t)n);
+    int *comps = malloc(sizeof *comps * (size_t)n);
+    if (!src || !comps) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (int r = 0; r < n; r++) {
+        src[r] = sl[r].values[0];
+        comps[r] = sl[r].comps[0];
+    }
+    SF_CHECK_GOTO(starfold__value_borrow_components(src[0]->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, src, comps, &pv),
+                  st, out);
+    starfold__dest_t dest = { .n = n, .ctx = src[0]->ctx };
+    memcpy(dest.devices, s->devices, sizeof(int) * (size_t)n);
+    SF_CHECK_GOTO(starfold__ops_gather(s->ops, s->topology, pv, &dest, "all_gather", &res), st, out);
+    for (int r = 0; r < n && st == STARFOLD_OK; r++) st = starfold__value_take_component(res, r, &sl[r].results[0]);
+    if (st != STARFOLD_OK)
+        for (int r = 0; r < n; r++) {
+            starfold_value_destroy(sl[r].results[0]);
+            sl[r].results[0] = NULL;
+        }
+out:
+    if (st != STARFOLD_OK) snprintf(msg, MSG_LEN, "%s", starfold_last_error());
+    starfold_value_destroy(res);
+    starfold_value_destroy(pv);
+    free(src);
+    free(comps);
+    return st;
+}
+
 /* The leader's merge_call: merge_fn of replica 0, once, in the cross-replica context. */
 static starfold_status_t execute_merge_call(starfold__run_t *run, char *msg)
 {
@@ -520,7 +573,9 @@ static starfold_status_t execute(starfold__run_t *run, long k, char *msg)
             snprintf(msg, MSG_LEN, "%s #%ld: replica %d: %.440s", coll_name(run->kind), k, r, run->slots[r].local_msg);
             return run->slots[r].local_status;
         }
-    return run->kind == COLL_ALL_REDUCE ? execute_all_reduce(run, k, msg) : execute_merge_call(run, msg);
+    return run->kind == COLL_ALL_REDUCE   ? execute_all_reduce(run, k, msg)
+           : run->kind == COLL_ALL_GATHER ? execute_all_gather(run, k, msg)
+                                          : execute_merge_call(run, msg);
 }
 
 /* The replica context must be the calling thread's own, in its replica function. */
@@ -591,6 +646,45 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
     }
     st = rendezvous(context, COLL_ALL_REDUCE, &sl, timeout, fn);
     free(sl.comps);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_replica_context_all_gather(starfold_replica_context_t context,
+                                                                   starfold_value_t value, int axis,
+                                                                   const starfold_communication_options_t *options,
+                                                                   starfold_value_t *result)
+{
+    static const char fn[] = "starfold_replica_context_all_gather";
+    starfold_status_t st;
+    if ((st = check_own(context, fn)) != STARFOLD_OK) return st;
+    slot_t sl;
+    memset(&sl, 0, sizeof sl);
+    int comp = -1;
+    starfold_value_t results[1] = { NULL };
+    sl.nvalues = 1;
+    sl.values = &value;
+    sl.comps = &comp;
+    sl.results = results;
+    double timeout = 0;
+    /* Local checks: a failure still joins, so that every replica fails together instead of waiting. */
+    if (!result || !value)
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !value ? "value" : "result"));
+    else if ((st = starfold__check_axis(fn, axis)) != STARFOLD_OK)
+        slot_fail(&sl, st);
+    else if (context->strategy->kind == STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED)
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: an all-gather across processes is not "
+                                       "implemented yet", fn));
+    else if ((st = starfold__strategy_options(context->strategy, options, &sl.options)) != STARFOLD_OK)
+        slot_fail(&sl, st);
+    else if (value->ctx != context->strategy->ctx)
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the value belongs to another context", fn));
+    else if ((comp = starfold__value_component_on(value, context->device)) < 0)
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "%s: the value has no component on this replica's device %d", fn, context->device));
+    if (sl.local_status == STARFOLD_OK) timeout = sl.options.timeout_seconds;
+    st = rendezvous(context, COLL_ALL_GATHER, &sl, timeout, fn);
+    if (st == STARFOLD_OK) *result = results[0];
+    else starfold_value_destroy(results[0]);
     return st;
 }
 

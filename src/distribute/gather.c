@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * Gather: TensorFlow's Strategy.gather(value, axis), CrossDeviceOps._gather and (with replica.c's
+ * rendezvous) ReplicaContext.all_gather(value, axis), for values, which are 1-D tensors: the
+ * components concatenated along axis 0 in component (replica) order.
+ *
+ *   value (per replica)        result (mirrored over the destinations, n x count elements each)
+ *   [a0 a1]  on device 0   ->  [a0 a1 | b0 b1 | c0 c1]  on every destination device (or the host)
+ *   [b0 b1]  on device 1
+ *   [c0 c1]  on device 2
+ *
+ * One graph of the graph layer's gather collective (STARFOLD_COLL_GATHER), submitted on the values'
+ * views: the ops' algorithm when it has a gather pattern of its own (ring, around the topology's rings,
+ * when the destinations are the sources), direct copies otherwise, "auto" by the cost model; TensorFlow
+ * concatenates on one device and then broadcasts. The host is no graph device: a host destination is
+ * written by a task on the first component's device. A value of one component is copied (TensorFlow's
+ * single-value shortcut).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/common.h"
+#include "distribute/distribute.h"
+
+starfold_status_t starfold__check_axis(const char *fn, int axis)
+{
+    if (axis == 0 || axis == -1) return STARFOLD_OK;
+    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: axis %d is out of bounds for a 1-D tensor (rank 1)", fn,
+                           axis);
+}
+
+/* The graph devices of the gather: sources in component order, destinations with the host mapped. */
+static starfold_status_t graph_devices(starfold_value_t value, const starfold__dest_t *dest, starfold_topology_t topo,
+                                       const char *fn, int *dst)
+{
+    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(value->ctx);
+    for (int c = 0; c < value->n; c++) {
+        const int d = value->devices[c];
+        if (d == STARFOLD_DEVICE_HOST)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: component %d of the value is on the host; a gather takes values on devices", fn, c);
+        if (d < 0 || d >= ntopo || d >= nctx)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: component %d is on device %d, not a device of the topology (0..%d) and the "
+                                   "context (0..%d)",
+                                   fn, c, d, ntopo - 1, nctx - 1);
+    }
+    for (int k = 0; k < dest->n; k++) {
+        const int d = dest->devices[k] == STARFOLD_DEVICE_HOST ? value->devices[0] : dest->devices[k];
+        if (d < 0 || d >= ntopo || d >= nctx)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: destination device %d is not a device of the topology (0..%d) and the context "
+                                   "(0..%d)",
+                                   fn, d, ntopo - 1, nctx - 1);
+        dst[k] = d;
+    }
+    return STARFOLD_OK;
+}
+
+/* Compiles and submits the gather of @value into @r's components; records the writer on @r. */
+static starfold_status_t submit_gather(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_value_t value,
+                                       const starfold__dest_t *dest, const int *dst, starfold_value_t r, const char *fn)
+{
+    const char *algorithm = ops ? (ops->all_reduce ? ops->algorithm : "reduce-to-one") : "auto";
+    starfold_tensor_desc_t t = { value->dtype, value->count };
+    const starfold_collective_desc_t desc = {
+        .kind = STARFOLD_COLL_GATHER, .op = STARFOLD_OP_SUM, .num_sources = value->n, .sources = value->devices,
+        .num_destinations = dest->n, .destinations = dst, .num_tensors = 1, .tensors = &t,
+    };
+    starfold_view_t in[STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];
+    starfold__value_views(value, in);
+    starfold__value_views(r, out);
+    starfold_graph_t g = NULL;
+    starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, ops ? &ops->options : NULL, &g);
+    if (st != STARFOLD_OK) return st;
+    starfold_request_t req = NULL;
+    st = starfold_submit_views(value->ctx, g, in, out, &req);
+    if (st == STARFOLD_OK) {
+        starfold__dist_req_t *rec = starfold__dist_req_new(req, 1);
+        if (!rec) {
+            starfold_request_wait(req); /* the outputs are written: never leave a submission running unowned */
+            starfold_request_destroy(req);
+            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        } else {
+            st = starfold__value_add_writer(r, rec);
+            starfold__dist_req_release(rec);
+            starfold__trace_entry_t e = { .path = SF_PATH_GATHER, .num_tensors = 1, .num_sources = value->n,
+                                          .num_destinations = dest->n, .reduce_device = -1 };
+            snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g));
+            starfold__trace_add(&e);
+        }
+    }
+    starfold_graph_destroy(g);
+    return st;
+}
+
+starfold_status_t starfold__ops_gather(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                       starfold_value_t value, const starfold__dest_t *dest, const char *fn,
+                                       starfold_value_t *result)
+{
+    if (dest->ctx && dest->ctx != value->ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the destination belongs to another context", fn);
+    if (value->n == 1) return starfold__ops_broadcast(ops, topology, value, dest, fn, result);
+    if (value->count > ((size_t)1 << 48) / (size_t)value->n)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d components of %zu elements are too many to gather",
+                               fn, value->n, value->count);
+    starfold_status_t st;
+    starfold_topology_t topo = NULL;
+    int made = 0, dst[STARFOLD_MAX_DEVICES];
+    if ((st = starfold__pick_topology(ops, topology, value->ctx, &topo, &made)) != STARFOLD_OK) return st;
+    starfold_value_t r = NULL;
+    SF_CHECK_GOTO(graph_devices(value, dest, topo, fn, dst), st, out);
+    SF_CHECK_GOTO(starfold__value_alloc(value->ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, value->dtype,
+                                        (size_t)value->n * value->count, &r),
+                  st, out);
+    SF_CHECK_GOTO(submit_gather(ops, topo, value, dest, dst, r, fn), st, out);
+    *result = r;
+    r = NULL;
+out:
+    starfold_value_destroy(r);
+    if (made) starfold_topology_destroy(topo);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_gather(starfold_cross_device_ops_t ops, starfold_value_t value,
+                                                                int axis, const starfold_destination_t *destinations,
+                                                                const starfold_communication_options_t *options,
+                                                                starfold_value_t *result)
+{
+    static const char fn[] = "starfold_cross_device_ops_gather";
+    starfold_status_t st;
+    if (!ops || !value || !result)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                               !ops ? "ops" : !value ? "value" : "result");
+    if ((st = starfold__check_axis(fn, axis)) != STARFOLD_OK) return st;
+    starfold__dest_t dest;
+    if ((st = starfold__dest_resolve(destinations, fn, &dest)) != STARFOLD_OK) return st;
+    starfold_communication_options_t o; /* checked, as TensorFlow checks them; a gather has nothing to tune */
+    if ((st = starfold_communication_options_merge(NULL, options, &o)) != STARFOLD_OK) return st;
+    return starfold__ops_gather(ops, NULL, value, &dest, fn, result);
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_gather(starfold_strategy_t strategy, starfold_value_t value, int axis,
+                                                        starfold_value_t *result)
+{
+    static const char fn[] = "starfold_strategy_gather";
+    starfold_status_t st;
+    if (!strategy || !value || !result)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                               !strategy ? "strategy" : !value ? "value" : "result");
+    if ((st = starfold__require_cross_replica(fn)) != STARFOLD_OK) return st;
+    if ((st = starfold__check_axis(fn, axis)) != STARFOLD_OK) return st;
+    if (value->ctx != strategy->ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the value belongs to another context", fn);
+    if (strategy->kind == STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED)
+        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: a gather across processes is not implemented yet", fn);
+    /* TensorFlow gathers "to the current device": in the cross-replica context, the host. */
+    starfold__dest_t host;
+    const starfold_destination_t h = starfold_destination_host();
+    if ((st = starfold__dest_resolve(&h, fn, &host)) != STARFOLD_OK) return st;
+    return starfold__ops_gather(strategy->ops, strategy->topology, value, &host, fn, result);
+}
