@@ -343,6 +343,47 @@ static void test_compiled_gather(void)
                                              NUM_SIZES, 1, 0),
                                 0);
         }
+    /* Sources of different counts (IndexedSlices' rows), MEAN dividing what is gathered. */
+    for (int a = 0; a < NUM_ALGORITHMS; a++)
+        for (int ni = 0; ni < NUM_N; ni++) {
+            const int n = sizes_n[ni];
+            starfold_topology_t topo = topo_of(n);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+            const starfold_tensor_desc_t two[2] = { { STARFOLD_FLOAT32, 0 }, { STARFOLD_INT64, 0 } };
+            size_t counts[2 * STARFOLD_MAX_DEVICES];
+            for (int s = 0; s < n; s++) counts[2 * s] = (size_t)(s * 300 % 7) * 100, counts[2 * s + 1] = (size_t)s;
+            for (int mean = 0; mean < 2; mean++) {
+                const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_GATHER,
+                                                          .op = mean ? STARFOLD_OP_MEAN : STARFOLD_OP_SUM,
+                                                          .num_sources = n, .sources = devices, .num_tensors = 2,
+                                                          .tensors = two, .source_counts = counts };
+                starfold_algo_options_t opt;
+                starfold_algo_options_init(&opt);
+                CU_ASSERT_EQUAL(starfold__tu_run_collective(ctx, topo, algorithms_at(a), &desc, &opt, 0), 0);
+            }
+            starfold_topology_destroy(topo);
+        }
+    /* Never in place: an output that is an input's handle is refused, even where the counts agree. */
+    starfold_topology_t topo = topo_of(2);
+    const starfold_tensor_desc_t one = { STARFOLD_FLOAT32, 0 };
+    const size_t counts[2] = { 0, 4 };
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_GATHER, .op = STARFOLD_OP_SUM, .num_sources = 2,
+                                              .sources = devices, .num_tensors = 1, .tensors = &one,
+                                              .source_counts = counts };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, "ring", &desc, NULL, &g), STARFOLD_OK);
+    starpu_data_handle_t in[2] = { NULL, NULL }, out[2] = { NULL, NULL };
+    CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, devices[1], STARFOLD_FLOAT32, 4, &in[1]), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, devices[0], STARFOLD_FLOAT32, 4, &out[0]), STARFOLD_OK);
+    out[1] = in[1];
+    starfold_request_t req = NULL;
+    CU_ASSERT_EQUAL(starfold_submit(ctx, g, in, out, &req), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "cannot be computed in place"));
+    CU_ASSERT_PTR_NULL(req);
+    starfold_vector_destroy(ctx, in[1]);
+    starfold_vector_destroy(ctx, out[0]);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(topo);
 }
 
 /* hierarchical-copy packing: no packing, and pack counts that do not divide the sizes; mixed dtypes. */

@@ -156,15 +156,22 @@ static size_t interp_verify(starfold_graph_t g, int broadcast)
         for (size_t t = 0; t < g->num_tensors; t++) {
             size_t b = starfold__graph_output(g, d, t);
             const int gather = g->kind == STARFOLD_COLL_GATHER;
-            const size_t c = g->tensors[t].count;
+            int src = 0;       /* a gather: the source whose block element i is in, from @from on */
+            size_t from = 0;
             for (size_t i = 0; i < g->bufs[b].count; i++) {
-                /* a gather: source i / c's element i % c, stored as the input is */
-                double want = gather      ? input_value((int)(i / c), t, i % c, g->op)
+                while (gather && i >= from + starfold_graph_input_count(g, src, t)) from += starfold_graph_input_count(g, src++, t);
+                /* a gather: the source's element, stored as the input is; MEAN divides it by n */
+                double want = gather      ? input_value(src, t, i - from, g->op)
                               : broadcast ? input_value(0, t, i, g->op)
                                           : reference(g->op, g->tensors[t].dtype, g->promote_integer_mean,
                                                       g->num_inputs, t, i);
                 if ((broadcast || gather) && (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64))
                     want = (double)(int64_t)want;
+                if (gather && g->op == STARFOLD_OP_MEAN) {
+                    want /= g->num_inputs;
+                    if (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64)
+                        want = (double)(int64_t)want; /* truncated towards zero, as the kernels divide */
+                }
                 if ((broadcast || gather) && g->bufs[b].dtype == STARFOLD_FLOAT32) want = (float)want;
                 double got = load(in.mem[b], g->bufs[b].dtype, i);
                 double tol = g->bufs[b].dtype == STARFOLD_FLOAT32 ? 1e-5 * (1 + fabs(want)) : 1e-12 * (1 + fabs(want));
@@ -325,6 +332,54 @@ static void test_gather(void)
             compile_verify(full, starfold_algorithm_name(a), STARFOLD_COLL_GATHER, STARFOLD_OP_MAX, 5, iota, 1, one, 4, t, 1);
         }
         starfold_topology_destroy(full);
+    }
+
+    /*
+     * Sources of different counts (IndexedSlices' rows, an all_gather along a ragged axis), MEAN dividing
+     * every gathered element by n: every algorithm, 1..8 sources, all-gather and a gather to two devices.
+     */
+    starfold_topology_t dg = topo("dgx1-v100");
+    for (int n = 1; n <= 8; n++) {
+        starfold_topology_t tp = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(dg, n, &tp), STARFOLD_OK);
+        size_t counts[8 * 4];
+        for (int s = 0; s < n; s++)
+            for (size_t k = 0; k < 4; k++) counts[(size_t)s * 4 + k] = (size_t)((s * 37 + (int)k * 11) % 9) * (k + 1); /* zeros too */
+        const int two[2] = { n - 1, 0 };
+        for (int a = 0; a < starfold_algorithm_count(); a++)
+            for (int mean = 0; mean < 2; mean++)
+                for (int all = 0; all < 2; all++) {
+                    if (!all && n < 2) continue;
+                    starfold_collective_desc_t d = { STARFOLD_COLL_GATHER, mean ? STARFOLD_OP_MEAN : STARFOLD_OP_SUM, n, iota,
+                                                     all ? 0 : 2, all ? NULL : two, 4, t, 0, counts };
+                    starfold_graph_t g = NULL;
+                    starfold_status_t st = starfold_graph_compile(tp, starfold_algorithm_name(a), &d, NULL, &g);
+                    if (refused_here(tp, starfold_algorithm_name(a), st, n, iota, all ? n : 2, all ? iota : two)) continue;
+                    if (st != STARFOLD_OK) fprintf(stderr, "%s n=%d: %s\n", starfold_algorithm_name(a), n, starfold_last_error());
+                    CU_ASSERT_EQUAL_FATAL(st, STARFOLD_OK);
+                    CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+                    size_t sum = 0;
+                    for (int s = 0; s < n; s++) {
+                        sum += counts[(size_t)s * 4 + 2];
+                        CU_ASSERT_EQUAL(starfold_graph_input_count(g, s, 2), counts[(size_t)s * 4 + 2]);
+                    }
+                    CU_ASSERT_EQUAL(starfold_graph_output_count(g, 2), sum);
+                    size_t wrong = interp_verify(g, 0);
+                    if (wrong) fprintf(stderr, "%s n=%d mean=%d all=%d: %zu wrong\n", starfold_algorithm_name(a), n, mean, all, wrong);
+                    CU_ASSERT_EQUAL(wrong, 0);
+                    starfold_graph_destroy(g);
+                }
+        starfold_topology_destroy(tp);
+    }
+    starfold_topology_destroy(dg);
+    {   /* source_counts belong to a gather */
+        starfold_topology_t tp = topo("dgx1-v100");
+        size_t counts[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+        starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 0, NULL, 1, t, 0, counts };
+        starfold_graph_t g = NULL;
+        CU_ASSERT_EQUAL(starfold_graph_compile(tp, "ring", &d, NULL, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "source_counts are for a gather only"));
+        starfold_topology_destroy(tp);
     }
 
     starfold_topology_t tp = topo("dgx1-v100");

@@ -66,12 +66,12 @@ int starfold__tu_run_graph(starfold_context_t ctx, starfold_graph_t graph, int i
     for (int s = 0; s < rs.nin; s++)
         for (size_t t = 0; t < nt; t++) {
             const starfold_tensor_desc_t *td = &g->tensors[t];
-            const size_t k = (size_t)s * nt + t;
-            if (!(rs.host_in[k] = starfold_tools_alloc(td->dtype, td->count))) FAIL("out of memory");
-            starfold_tools_fill(rs.host_in[k], td->dtype, td->count, op, s, t);
-            if ((st = starfold_vector_create(ctx, g->input_devices[s], td->dtype, td->count, &rs.in[k])) != STARFOLD_OK)
+            const size_t k = (size_t)s * nt + t, ic = starfold_graph_input_count(graph, s, t); /* a gather's may differ */
+            if (!(rs.host_in[k] = starfold_tools_alloc(td->dtype, ic))) FAIL("out of memory");
+            starfold_tools_fill(rs.host_in[k], td->dtype, ic, op, s, t);
+            if ((st = starfold_vector_create(ctx, g->input_devices[s], td->dtype, ic, &rs.in[k])) != STARFOLD_OK)
                 FAIL("vector_create: %s (%s)", starfold_status_string(st), starfold_last_error());
-            if ((st = starfold_vector_write(rs.in[k], rs.host_in[k], td->count * starfold_dtype_size(td->dtype))) !=
+            if ((st = starfold_vector_write(rs.in[k], rs.host_in[k], ic * starfold_dtype_size(td->dtype))) !=
                 STARFOLD_OK)
                 FAIL("vector_write: %s (%s)", starfold_status_string(st), starfold_last_error());
         }
@@ -108,15 +108,25 @@ int starfold__tu_run_graph(starfold_context_t ctx, starfold_graph_t graph, int i
         const starfold_tensor_desc_t *td = &g->tensors[t];
         const starfold_dtype_t odt = starfold_graph_output_dtype(graph, t);
         const size_t oc = starfold_graph_output_count(graph, t);
+        size_t most_in = td->count; /* a gather's sources may hold more than td->count */
+        for (int s = 0; s < rs.nin; s++)
+            if (starfold_graph_input_count(graph, s, t) > most_in) most_in = starfold_graph_input_count(graph, s, t);
         free(expect);
         free(buf);
-        expect = malloc(sizeof(double) * (oc > td->count ? oc + 1 : td->count + 1));
-        buf = starfold_tools_alloc(STARFOLD_FLOAT64, oc > td->count ? oc : td->count); /* the widest element */
+        const size_t most = oc > most_in ? oc : most_in;
+        expect = malloc(sizeof(double) * (most + 1));
+        buf = starfold_tools_alloc(STARFOLD_FLOAT64, most); /* the widest element */
         if (!expect || !buf) FAIL("out of memory");
         if (g->kind == STARFOLD_COLL_GATHER) { /* the sources' tensors one after the other, source order */
+            const int integer = td->dtype == STARFOLD_INT32 || td->dtype == STARFOLD_INT64;
+            size_t at = 0;
             for (int s = 0; s < rs.nin; s++)
-                for (size_t i = 0; i < td->count; i++)
-                    expect[(size_t)s * td->count + i] = starfold_tools_get(rs.host_in[(size_t)s * nt + t], td->dtype, i);
+                for (size_t i = 0; i < starfold_graph_input_count(graph, s, t); i++) {
+                    double x = starfold_tools_get(rs.host_in[(size_t)s * nt + t], td->dtype, i);
+                    if (op == STARFOLD_OP_MEAN && rs.nin > 1) /* divided as the kernels divide: integers truncate */
+                        x = integer ? (double)((int64_t)x / rs.nin) : x / rs.nin;
+                    expect[at++] = x;
+                }
         } else if (g->kind == STARFOLD_COLL_BROADCAST) {
             for (size_t i = 0; i < td->count; i++) expect[i] = starfold_tools_get(rs.host_in[t], td->dtype, i);
         } else {
@@ -139,9 +149,10 @@ int starfold__tu_run_graph(starfold_context_t ctx, starfold_graph_t graph, int i
             int shared = 0;
             for (size_t o = 0; o < (size_t)rs.nout * nt; o++) shared |= rs.out_is_in[o] && rs.out[o] == rs.in[k];
             if (shared) continue;
-            if ((st = starfold_vector_read(rs.in[k], buf, td->count * starfold_dtype_size(td->dtype))) != STARFOLD_OK)
+            const size_t ic = starfold_graph_input_count(graph, s, t);
+            if ((st = starfold_vector_read(rs.in[k], buf, ic * starfold_dtype_size(td->dtype))) != STARFOLD_OK)
                 FAIL("vector_read: %s (%s)", starfold_status_string(st), starfold_last_error());
-            if (td->count && memcmp(buf, rs.host_in[k], td->count * starfold_dtype_size(td->dtype)))
+            if (ic && memcmp(buf, rs.host_in[k], ic * starfold_dtype_size(td->dtype)))
                 FAIL("input slot %d tensor %zu was modified", s, t);
         }
     }

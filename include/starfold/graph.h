@@ -48,7 +48,9 @@ typedef enum starfold_collective {
     /**
      * Every destination receives, for each tensor, the sources' tensors concatenated in source order
      * (TensorFlow's gather along axis 0): output tensor t holds num_sources x count elements, source
-     * s's at offset s x count (starfold_graph_output_count()). When the destinations are the sources
+     * s's at offset s x count (starfold_graph_output_count()); with source_counts the sources may hold
+     * different counts. The op SUM (or any but MEAN) concatenates; MEAN also divides every gathered
+     * element by num_sources, as TensorFlow's MEAN of IndexedSlices divides their values. When the destinations are the sources
      * this is an all-gather (ReplicaContext.all_gather), with one destination a gather
      * (Strategy.gather). The op is ignored. The ring algorithm forwards each block around a ring of
      * the topology's links (n - 1 steps); every other algorithm copies each source's tensor straight
@@ -79,6 +81,14 @@ typedef struct starfold_collective_desc {
      * divided in float64, and those tensors' outputs are float64 (see starfold_graph_output_dtype()).
      */
     int promote_integer_mean;
+    /**
+     * ::STARFOLD_COLL_GATHER only (NULL otherwise, the default): [num_sources x num_tensors] element
+     * counts, source s's tensor t holding source_counts[s x num_tensors + t] elements, which may differ
+     * between sources (TensorFlow's all_gather along an axis whose size differs between replicas, the
+     * rows of IndexedSlices); tensors[t].count is then ignored. Output tensor t holds their sum, source
+     * s's block after those of sources 0 .. s-1.
+     */
+    const size_t *source_counts;
 } starfold_collective_desc_t;
 
 /** @brief Algorithm parameters. Initialise with starfold_algo_options_init(). */
@@ -263,6 +273,11 @@ STARFOLD_API size_t starfold_graph_num_tasks(starfold_graph_t graph);
  *        count for ::STARFOLD_COLL_GATHER; 0 out of range.
  */
 STARFOLD_API size_t starfold_graph_output_count(starfold_graph_t graph, size_t t);
+/**
+ * @brief Elements of input tensor @p t of slot @p slot: the tensor's count, or a gather's
+ *        source_counts entry; 0 out of range.
+ */
+STARFOLD_API size_t starfold_graph_input_count(starfold_graph_t graph, int slot, size_t t);
 /** @brief Number of input slots (the collective's sources). */
 STARFOLD_API int starfold_graph_num_inputs(starfold_graph_t graph);
 /** @brief Number of output slots (the collective's destinations). */

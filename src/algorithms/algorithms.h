@@ -67,6 +67,8 @@ starfold_status_t starfold__algorithm_lookup(const char *name, const starfold__a
 starfold_status_t starfold__build_simple_broadcast(starfold_graph_t g);
 /* TensorFlow's gather: every source's tensor copied straight into its block of every destination. */
 starfold_status_t starfold__build_direct_gather(starfold_graph_t g);
+/* A gather's copy out of a source: a SCALE by num_sources for MEAN (more than one source), else a COPY. */
+starfold_status_t starfold__gather_first_copy(starfold_graph_t g, starfold__span_t src, starfold__span_t dst, int tag);
 starfold_status_t starfold__build_reduce_to_one(starfold_graph_t g, int reduce_device);
 
 /* Output slot whose device is @device, or -1. */

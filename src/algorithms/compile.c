@@ -164,19 +164,32 @@ static starfold_status_t validate(starfold_topology_t topology, const starfold_c
                             desc->tensors[t].count);
     }
     size_t past = 0;
+    if (desc->source_counts && desc->kind != STARFOLD_COLL_GATHER)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "source_counts are for a gather only (NULL for this collective)");
     /* A gather's outputs hold every source's tensors: the limits apply to them. */
     if (desc->kind == STARFOLD_COLL_GATHER) {
-        const uint64_t out = collective_bytes(desc, NULL) * (uint64_t)desc->num_sources;
+        uint64_t out = 0;
+        for (size_t t = 0; t < desc->num_tensors; t++) {
+            uint64_t elems = 0;
+            for (int s = 0; s < desc->num_sources; s++) {
+                const size_t c = desc->source_counts ? desc->source_counts[(size_t)s * desc->num_tensors + t]
+                                                     : desc->tensors[t].count;
+                if (c > ((size_t)1 << 48))
+                    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                           "gather: source %d's tensor %zu of %zu elements is beyond any device", s, t, c);
+                elems += c;
+            }
+            if (elems > ((uint64_t)1 << 48))
+                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "gather: tensor %zu gathered from %d sources is beyond any device", t,
+                                       desc->num_sources);
+            out += elems * starfold_dtype_size(desc->tensors[t].dtype);
+        }
         if (out > STARFOLD_COLLECTIVE_MAX_BYTES)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                    "gather: the outputs would hold %llu bytes per destination, more than %llu "
                                    "(STARFOLD_COLLECTIVE_MAX_BYTES)",
                                    (unsigned long long)out, (unsigned long long)STARFOLD_COLLECTIVE_MAX_BYTES);
-        for (size_t t = 0; t < desc->num_tensors; t++)
-            if (desc->tensors[t].count * (size_t)desc->num_sources > ((size_t)1 << 48))
-                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                       "gather: tensor %zu gathered from %d sources is beyond any device", t,
-                                       desc->num_sources);
     }
     if (collective_bytes(desc, &past) > STARFOLD_COLLECTIVE_MAX_BYTES)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,

@@ -187,31 +187,37 @@ static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
  *   step 1                input(i) ---> out(i+1)[block i]          (over the link i -> i+1)
  *   step k = 2 .. n-1     out(i+k-1)[block i] ---> out(i+k)[block i]
  *
+ * Blocks may differ in size (source_counts): each is shared among the rings by its own count. For
+ * MEAN the own copy divides (a SCALE) and step 1 forwards that result instead of the input.
+ *
  * so every link of the ring carries one share of one block per step, n - 1 steps in all, and the
  * steps of different blocks run at once. Dependencies follow from the data (each step reads what the
  * previous one wrote).
  */
-static starfold_status_t gather_share(starfold_graph_t g, const int *order, int backwards, size_t t, size_t lo, size_t hi)
+static starfold_status_t gather_share(starfold_graph_t g, const int *order, int backwards, size_t t, int p, size_t lo,
+                                      size_t hi)
 {
     const int n = g->num_inputs;
-    const size_t c = g->tensors[t].count;
-    starfold_status_t st = STARFOLD_OK;
-    for (int i = 0; i < n && st == STARFOLD_OK; i++) {
-        const int p = order[i]; /* the block's source, a position = an input slot */
-        const size_t block = (size_t)p * c + lo;
-        const starfold__span_t in = starfold__span(starfold__graph_input(g, p, t), lo, hi - lo);
-        const int own = starfold__graph_output_slot_on(g, g->input_devices[p]);
-        st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &in, 1,
-                                  &(starfold__span_t){ starfold__graph_output(g, own, t), block, hi - lo }, 1, (int)t, NULL);
-        int prev = -1;
-        for (int k = 1; k < n && st == STARFOLD_OK; k++) {
-            const int q = order[((backwards ? i - k : i + k) % n + n) % n];
-            const int slot = starfold__graph_output_slot_on(g, g->input_devices[q]);
-            const starfold__span_t dst = starfold__span(starfold__graph_output(g, slot, t), block, hi - lo);
-            const starfold__span_t src = k == 1 ? in : starfold__span(starfold__graph_output(g, prev, t), block, hi - lo);
+    int i = 0; /* p's index on the ring */
+    while (i < n - 1 && order[i] != p) i++;
+    const size_t block = starfold__gather_offset(g, p, t) + lo;
+    const starfold__span_t in = starfold__span(starfold__graph_input(g, p, t), lo, hi - lo);
+    const int own = starfold__graph_output_slot_on(g, g->input_devices[p]);
+    /* Out of the source: divided there for MEAN, so every later hop copies the final values. */
+    starfold_status_t st = starfold__gather_first_copy(g, in, starfold__span(starfold__graph_output(g, own, t), block, hi - lo),
+                                                       (int)t);
+    int prev = own;
+    for (int k = 1; k < n && st == STARFOLD_OK; k++) {
+        const int q = order[((backwards ? i - k : i + k) % n + n) % n];
+        const int slot = starfold__graph_output_slot_on(g, g->input_devices[q]);
+        const starfold__span_t dst = starfold__span(starfold__graph_output(g, slot, t), block, hi - lo);
+        if (k == 1 && g->op != STARFOLD_OP_MEAN) /* step 1 reads the input: no wait for the own copy */
+            st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &in, 1, &dst, 1, (int)t, NULL);
+        else {
+            const starfold__span_t src = starfold__span(starfold__graph_output(g, prev, t), block, hi - lo);
             st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &src, 1, &dst, 1, (int)t, NULL);
-            prev = slot;
         }
+        prev = slot;
     }
     return st;
 }
@@ -222,25 +228,25 @@ static starfold_status_t build_all_gather(starfold_graph_t g, const ring_state_t
     double total = 0;
     for (int r = 0; r < rs->nlogical; r++) total += rs->rings[r / 2].weight;
     starfold_status_t st = STARFOLD_OK;
-    for (size_t t = 0; t < g->num_tensors && st == STARFOLD_OK; t++) {
-        const size_t c = g->tensors[t].count;
-        if (c == 0) continue;
-        if (n == 1) { /* nothing to exchange: the input is the output */
-            const starfold__span_t in = starfold__whole(g, starfold__graph_input(g, 0, t));
-            const starfold__span_t out = starfold__whole(g, starfold__graph_output(g, 0, t));
-            st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &in, 1, &out, 1, (int)t, NULL);
-            continue;
+    for (size_t t = 0; t < g->num_tensors && st == STARFOLD_OK; t++)
+        for (int p = 0; p < n && st == STARFOLD_OK; p++) {
+            const size_t c = starfold__source_count(g, p, t);
+            if (c == 0) continue;
+            if (n == 1) { /* nothing to exchange: the input is the output */
+                st = starfold__gather_first_copy(g, starfold__whole(g, starfold__graph_input(g, 0, t)),
+                                                 starfold__whole(g, starfold__graph_output(g, 0, t)), (int)t);
+                continue;
+            }
+            /* Ring r carries [lo, hi) of the block: cumulative weights, the last ring up to c. */
+            double acc = 0;
+            size_t lo = 0;
+            for (int r = 0; r < rs->nlogical && st == STARFOLD_OK; r++) {
+                acc += rs->rings[r / 2].weight;
+                const size_t hi = r == rs->nlogical - 1 ? c : (size_t)((double)c * (acc / total));
+                if (hi > lo) st = gather_share(g, rs->rings[r / 2].order, r % 2, t, p, lo, hi);
+                lo = hi > lo ? hi : lo;
+            }
         }
-        /* Ring r carries [lo, hi) of every block: cumulative weights, the last ring up to c. */
-        double acc = 0;
-        size_t lo = 0;
-        for (int r = 0; r < rs->nlogical && st == STARFOLD_OK; r++) {
-            acc += rs->rings[r / 2].weight;
-            const size_t hi = r == rs->nlogical - 1 ? c : (size_t)((double)c * (acc / total));
-            if (hi > lo) st = gather_share(g, rs->rings[r / 2].order, r % 2, t, lo, hi);
-            lo = hi > lo ? hi : lo;
-        }
-    }
     return st;
 }
 

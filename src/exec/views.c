@@ -258,7 +258,12 @@ starfold_status_t starfold__check_views(const struct starfold_graph *g, const st
             const starfold__buffer_t *o = &g->bufs[out_buf];
             for (size_t k = i; k <= j && st == STARFOLD_OK; k++) {
                 const starfold__buffer_t *b = &g->bufs[refs[k].buf];
-                if (b->kind == SF_BUF_INPUT && (b->tensor != o->tensor || b->device != o->device))
+                if (b->kind == SF_BUF_INPUT && g->kind == STARFOLD_COLL_GATHER)
+                    st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                  "%s: output slot %d tensor %zu is the %s of input slot %d tensor %zu; a gather's output "
+                                  "holds every source's block and cannot be computed in place",
+                                  fn, o->slot, o->tensor, exact ? "handle" : "range", b->slot, b->tensor);
+                else if (b->kind == SF_BUF_INPUT && (b->tensor != o->tensor || b->device != o->device))
                     st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                   "%s: output slot %d tensor %zu is the %s of input slot %d tensor %zu; an output may "
                                   "only be its own device's input of the same tensor",

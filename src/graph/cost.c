@@ -648,9 +648,10 @@ STARFOLD_API starfold_status_t starfold_graph_simulate(starfold_graph_t graph, c
     if (st == STARFOLD_OK) {
         starfold_prediction_t r = { 0 };
         r.time_us = s.end + s.p.submit_overhead_us;
-        for (size_t t = 0; t < graph->num_tensors; t++)
-            r.bytes += (uint64_t)graph->tensors[t].count * starfold_dtype_size(graph->tensors[t].dtype);
-        if (graph->kind == STARFOLD_COLL_GATHER) r.bytes *= (uint64_t)graph->num_inputs; /* all_gather_perf's size */
+        for (size_t t = 0; t < graph->num_tensors; t++) /* a gather: all_gather_perf's size, the gathered output */
+            r.bytes += (uint64_t)(graph->kind == STARFOLD_COLL_GATHER ? starfold_graph_output_count(graph, t)
+                                                                      : graph->tensors[t].count) *
+                       starfold_dtype_size(graph->tensors[t].dtype);
         r.algbw_GBps = r.time_us > 0 ? (double)r.bytes / r.time_us / 1e3 : 0;
         r.busbw_GBps = r.algbw_GBps * bus_factor(graph);
         r.bottleneck_from = r.bottleneck_to = -1;

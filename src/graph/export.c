@@ -518,8 +518,10 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
         Agnode_t *slot_node = NULL;
         if (x->aggregate) {
             uint64_t bytes = 0;
-            for (size_t t = 0; t < g->num_tensors; t++)
-                bytes += (uint64_t)g->tensors[t].count * starfold_dtype_size(g->tensors[t].dtype);
+            for (size_t t = 0; t < g->num_tensors; t++) {
+                const size_t b = output ? starfold__graph_output(g, s, t) : starfold__graph_input(g, s, t);
+                bytes += (uint64_t)g->bufs[b].count * starfold_dtype_size(g->tensors[t].dtype);
+            }
             starfold__human_bytes(bytes, size, sizeof size);
             snprintf(name, sizeof name, "%s_%d", side, s);
             if (!(slot_node = new_node(x, dev, name))) return STARFOLD_ERR_OUT_OF_MEMORY;

@@ -47,6 +47,7 @@ static void graph_free(starfold_graph_t g)
     free(g->tensors);
     free(g->input_buf);
     free(g->output_buf);
+    free(g->source_counts);
     free(g->algorithm);
     starfold_topology_destroy(g->topology);
     free(g);
@@ -101,15 +102,23 @@ starfold_status_t starfold__graph_create(starfold_topology_t topology, const cha
     memcpy(g->input_devices, desc->sources, sizeof(int) * (size_t)g->num_inputs);
     memcpy(g->output_devices, desc->destinations, sizeof(int) * (size_t)g->num_outputs);
     memcpy(g->tensors, desc->tensors, sizeof(starfold_tensor_desc_t) * g->num_tensors);
+    if (desc->kind == STARFOLD_COLL_GATHER && desc->source_counts) {
+        const size_t nc = (size_t)g->num_inputs * g->num_tensors;
+        if (!(g->source_counts = malloc(sizeof(size_t) * nc))) {
+            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a graph");
+            goto fail;
+        }
+        memcpy(g->source_counts, desc->source_counts, sizeof(size_t) * nc);
+    }
     for (int s = 0; s < g->num_inputs; s++)
         for (size_t t = 0; t < g->num_tensors; t++)
-            SF_CHECK_GOTO(add_buffer(g, SF_BUF_INPUT, g->input_devices[s], g->tensors[t].dtype, g->tensors[t].count,
+            SF_CHECK_GOTO(add_buffer(g, SF_BUF_INPUT, g->input_devices[s], g->tensors[t].dtype, starfold__source_count(g, s, t),
                                      s, t, &g->input_buf[(size_t)s * g->num_tensors + t]),
                           st, fail);
     for (int d = 0; d < g->num_outputs; d++)
         for (size_t t = 0; t < g->num_tensors; t++)
             SF_CHECK_GOTO(add_buffer(g, SF_BUF_OUTPUT, g->output_devices[d], starfold__graph_out_dtype(g, g->tensors[t].dtype),
-                                     g->kind == STARFOLD_COLL_GATHER ? (size_t)g->num_inputs * g->tensors[t].count
+                                     g->kind == STARFOLD_COLL_GATHER ? starfold__gather_offset(g, g->num_inputs, t)
                                                                      : g->tensors[t].count,
                                      d, t, &g->output_buf[(size_t)d * g->num_tensors + t]),
                           st, fail);
@@ -517,6 +526,12 @@ STARFOLD_API const char *starfold_task_kind_name(starfold_task_kind_t kind)
 }
 
 STARFOLD_API size_t starfold_graph_num_tasks(starfold_graph_t g) { return g ? g->nnodes : 0; }
+STARFOLD_API size_t starfold_graph_input_count(starfold_graph_t g, int slot, size_t t)
+{
+    if (!g || t >= g->num_tensors || slot < 0 || slot >= g->num_inputs) return 0;
+    return starfold__source_count(g, slot, t);
+}
+
 STARFOLD_API size_t starfold_graph_output_count(starfold_graph_t g, size_t t)
 {
     if (!g || t >= g->num_tensors || g->num_outputs < 1) return 0;

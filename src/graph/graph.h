@@ -98,6 +98,7 @@ struct starfold_graph {
     int *output_devices;            /* [num_outputs] */
     size_t num_tensors;
     starfold_tensor_desc_t *tensors;/* [num_tensors] */
+    size_t *source_counts;          /* GATHER with the desc's source_counts: [num_inputs * num_tensors]; else NULL */
     size_t *input_buf;              /* [num_inputs * num_tensors] buffer index of each input */
     size_t *output_buf;             /* [num_outputs * num_tensors] */
     starfold__buffer_t *bufs;
@@ -129,6 +130,20 @@ void starfold__human_bytes(uint64_t bytes, char *s, size_t n);
 void starfold__graph_describe(const struct starfold_graph *g, char *s, size_t n);
 /* starfold_graph_render_mode(g, path, STARFOLD_DRAW_TRAFFIC): the caller checked @path's format. */
 starfold_status_t starfold__graph_render_traffic(starfold_graph_t g, const char *path);
+
+/* Elements of input (@slot, @tensor): a gather's source may hold its own count. */
+static inline size_t starfold__source_count(const struct starfold_graph *g, int slot, size_t tensor)
+{
+    return g->source_counts ? g->source_counts[(size_t)slot * g->num_tensors + tensor] : g->tensors[tensor].count;
+}
+
+/* A gather's: where source @slot's block of @tensor starts in every output (the blocks before it). */
+static inline size_t starfold__gather_offset(const struct starfold_graph *g, int slot, size_t tensor)
+{
+    size_t at = 0;
+    for (int s = 0; s < slot; s++) at += starfold__source_count(g, s, tensor);
+    return at;
+}
 
 static inline size_t starfold__graph_input(const struct starfold_graph *g, int slot, size_t tensor)
 {
