@@ -1481,6 +1481,129 @@ static starfold_status_t step_gather(starfold_replica_context_t rc, void *arg)
     return st;
 }
 
+/*
+ * IndexedSlices, with TensorFlow's values worked out by hand (dense shape [4, 2]):
+ *
+ *   replica 0: values [[1 2] [3 4]] indices [0 2];  replica 1: [[5 6]] [2];  replica 2: no rows
+ *   reduce_to(SUM)  -> values [[1 2] [3 4] [5 6]], indices [0 2 2]   (concatenated, replica order)
+ *   reduce_to(MEAN) -> values / 3, the same indices
+ *   convert_to_tensor(SUM result) -> [[1 2] [0 0] [8 10] [0 0]]      (duplicate rows added)
+ */
+static void test_indexed_slices(void)
+{
+    const int devs[3] = { 3, 0, 6 };
+    const size_t rows[3] = { 2, 1, 0 };
+    const float v0[4] = { 1, 2, 3, 4 }, v1[2] = { 5, 6 };
+    const int64_t i0[2] = { 0, 2 }, i1[1] = { 2 };
+    const void *vals[3] = { v0, v1, NULL };
+    const int64_t *idx[3] = { i0, i1, NULL };
+    starfold_indexed_slices_t sl = NULL, sum = NULL, mean = NULL, host = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_create(ctx, STARFOLD_VALUE_PER_REPLICA, 3, devs, STARFOLD_FLOAT32, 4, 2, rows,
+                                                         vals, idx, &sl),
+                          STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_num_components(sl), 3);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_rows(sl, 1), 1);
+    starfold_strategy_t s = mirrored(3, devs, NULL, NULL);
+
+    const int d0 = 0;
+    const starfold_destination_t one = starfold_destination_devices(1, &d0);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to_indexed_slices(s, STARFOLD_OP_SUM, sl, &one, NULL, &sum), STARFOLD_OK);
+    CU_ASSERT_EQUAL(last_trace_path(), SF_PATH_GATHER);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_kind(sum), STARFOLD_VALUE_MIRRORED);
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_num_components(sum), 1);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_device(sum, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_rows(sum, 0), 3);
+    float got[6];
+    int64_t gi[3];
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_read(sum, 0, got, sizeof got, gi, sizeof gi), STARFOLD_OK);
+    for (int k = 0; k < 6; k++) CU_ASSERT_EQUAL(got[k], (float)(k + 1));
+    CU_ASSERT(gi[0] == 0 && gi[1] == 2 && gi[2] == 2);
+    starfold_value_t dense = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_densify(sum, 0, &dense), STARFOLD_OK);
+    float dv[8];
+    CU_ASSERT_EQUAL_FATAL(starfold_value_count(dense), 8);
+    CU_ASSERT_EQUAL(starfold_value_read(dense, 0, dv, sizeof dv), STARFOLD_OK);
+    static const float want_dense[8] = { 1, 2, 0, 0, 8, 10, 0, 0 };
+    for (int k = 0; k < 8; k++) CU_ASSERT_EQUAL(dv[k], want_dense[k]);
+    starfold_value_destroy(dense);
+
+    /* MEAN onto every replica's device (the ring's all-gather here), and onto the host. */
+    const starfold_destination_t all = starfold_destination_devices(3, devs);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to_indexed_slices(s, STARFOLD_OP_MEAN, sl, &all, NULL, &mean), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_num_components(mean), 3);
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_EQUAL(starfold_indexed_slices_device(mean, c), devs[c]);
+        CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_read(mean, c, got, sizeof got, gi, sizeof gi), STARFOLD_OK);
+        for (int k = 0; k < 6; k++) CU_ASSERT(fabsf(got[k] - (float)(k + 1) / 3) < 1e-6f);
+        CU_ASSERT(gi[0] == 0 && gi[1] == 2 && gi[2] == 2); /* indices are not divided */
+    }
+    const starfold_destination_t h = starfold_destination_host();
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to_indexed_slices(s, STARFOLD_OP_SUM, sl, &h, NULL, &host), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_device(host, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_read(host, 0, got, sizeof got, NULL, 0), STARFOLD_OK);
+    for (int k = 0; k < 6; k++) CU_ASSERT_EQUAL(got[k], (float)(k + 1));
+
+    /* The ops' reduce, ring: the gathers around its rings. */
+    starfold_cross_device_ops_t ring = NULL;
+    starfold_indexed_slices_t r2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("ring", NULL, NULL, &ring), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_reduce_indexed_slices(ring, STARFOLD_OP_SUM, sl, &all, NULL, &r2),
+                          STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(last_algorithm(), "ring");
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_read(r2, 2, got, sizeof got, gi, sizeof gi), STARFOLD_OK);
+    for (int k = 0; k < 6; k++) CU_ASSERT_EQUAL(got[k], (float)(k + 1));
+
+    /* Refusals: other ops, wrong sizes, indices outside the dense shape, a replica function's call. */
+    starfold_indexed_slices_t bad = NULL;
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to_indexed_slices(s, STARFOLD_OP_MAX, sl, &one, NULL, &bad),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "SUM or MEAN"));
+    CU_ASSERT_EQUAL(starfold_indexed_slices_read(sum, 0, got, 8, NULL, 0), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_read(sum, 1, got, sizeof got, NULL, 0), STARFOLD_ERR_INVALID_ARGUMENT);
+    const int64_t out_of_range[2] = { 0, 4 };
+    const int64_t *idx_bad[3] = { out_of_range, i1, NULL };
+    CU_ASSERT_EQUAL(starfold_indexed_slices_create(ctx, STARFOLD_VALUE_PER_REPLICA, 3, devs, STARFOLD_FLOAT32, 4, 2, rows, vals,
+                                                   idx_bad, &bad),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "index 4 of row 1 is outside the dense shape's 4 rows"));
+    CU_ASSERT_EQUAL(starfold_indexed_slices_create(ctx, STARFOLD_VALUE_PER_REPLICA, 3, devs, STARFOLD_FLOAT32, 4, 0, rows, vals,
+                                                   idx, &bad),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(bad);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_densify(sum, 3, &dense), STARFOLD_ERR_INVALID_ARGUMENT);
+
+    /* batch_reduce_to with dense and sparse pairs mixed: results in input order. */
+    const float dx[2] = { 1, 10 };
+    starfold_value_t dense_in = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 3, devs, STARFOLD_FLOAT32, 1, NULL, &dense_in),
+                          STARFOLD_OK);
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(starfold_value_write(dense_in, c, &dx[c % 2], sizeof(float)), STARFOLD_OK);
+    const starfold_mixed_pair_t mix[3] = { { NULL, sl, one }, { dense_in, NULL, one }, { NULL, sl, h } };
+    starfold_value_t dres[3];
+    starfold_indexed_slices_t sres[3];
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_batch_reduce_to_mixed(s, STARFOLD_OP_SUM, 3, mix, NULL, dres, sres), STARFOLD_OK);
+    CU_ASSERT(dres[0] == NULL && sres[0] != NULL && dres[1] != NULL && sres[1] == NULL && dres[2] == NULL && sres[2] != NULL);
+    CU_ASSERT_EQUAL(read_f32(dres[1], 0), 12.0f); /* 1 + 10 + 1 */
+    CU_ASSERT_EQUAL(starfold_indexed_slices_rows(sres[0], 0), 3);
+    CU_ASSERT_EQUAL(starfold_indexed_slices_device(sres[2], 0), STARFOLD_DEVICE_HOST);
+    starfold_value_destroy(dres[1]);
+    starfold_indexed_slices_destroy(sres[0]);
+    starfold_indexed_slices_destroy(sres[2]);
+    const starfold_mixed_pair_t both[1] = { { dense_in, sl, one } };
+    CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to_mixed(s, STARFOLD_OP_SUM, 1, both, NULL, dres, sres),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "exactly one"));
+    starfold_value_destroy(dense_in);
+
+    starfold_indexed_slices_destroy(r2);
+    starfold_cross_device_ops_destroy(ring);
+    starfold_indexed_slices_destroy(host);
+    starfold_indexed_slices_destroy(mean);
+    starfold_indexed_slices_destroy(sum);
+    starfold_indexed_slices_destroy(sl);
+    starfold_strategy_destroy(s);
+}
+
 static void test_gather(void)
 {
     static const float want[6] = { 0, 1, 10, 11, 20, 21 };
@@ -1599,6 +1722,7 @@ int main(int argc, char **argv)
         { "TensorFlow 1.x choose_the_best from a link matrix", test_choose_the_best },
         { "strategy.run returns per-replica results", test_run_results },
         { "Strategy.gather and ReplicaContext.all_gather", test_gather },
+        { "IndexedSlices reduced as TensorFlow does", test_indexed_slices },
     };
     if (suite_init() != 0) {
         fprintf(stderr, "test_strategy: cannot create the context: %s\n", starfold_last_error());

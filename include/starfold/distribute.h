@@ -298,6 +298,92 @@ STARFOLD_API starfold_status_t starfold_value_wait(starfold_value_t value);
 STARFOLD_API starfold_status_t starfold_value_wait_timeout(starfold_value_t value, double seconds);
 
 /* =================================================================================================
+ * IndexedSlices (tf.IndexedSlices): sparse values
+ * ================================================================================================= */
+
+/**
+ * @brief Opaque IndexedSlices: per component (replica) a @c values tensor of k rows of
+ *        row_elements elements, an @c indices vector of k int64 row numbers, and one dense shape
+ *        [dense_rows, row_elements]. Components may hold different row counts.
+ *
+ * A reduction (starfold_cross_device_ops_reduce_indexed_slices(),
+ * starfold_strategy_reduce_to_indexed_slices()) is TensorFlow's: every component's rows and indices
+ * concatenated in component order, a MEAN dividing the values (not the indices) by the number of
+ * components, the result IndexedSlices again; starfold_indexed_slices_densify() adds duplicate rows.
+ * Reductions run as graphs of the graph layer's gather collective (copy tasks into the gathered
+ * buffers), which `starfold graph --collective all-gather` draws.
+ */
+typedef struct starfold_indexed_slices *starfold_indexed_slices_t;
+
+/**
+ * @brief Creates IndexedSlices whose storage starfold owns (in the context's arena).
+ * @param [in]  context the context
+ * @param [in]  kind per-replica or mirrored
+ * @param [in]  num_components 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [in]  devices distinct devices of @p context, one per component
+ * @param [in]  dtype the values' element type
+ * @param [in]  dense_rows the dense shape's first dimension: every index is below it
+ * @param [in]  row_elements elements of a row (the dense shape's other dimensions, multiplied), >= 1
+ * @param [in]  rows [num_components] rows of each component (0 allowed)
+ * @param [in]  values NULL (contents undefined), or per component rows[c] x row_elements elements
+ * @param [in]  indices NULL (contents undefined), or per component rows[c] row numbers
+ * @param [out] slices the new object, owned by the caller (starfold_indexed_slices_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, a bad count, kind, dtype or device, an
+ *         index outside [0, dense_rows) (naming it); ::STARFOLD_ERR_OUT_OF_MEMORY.
+ */
+STARFOLD_API starfold_status_t starfold_indexed_slices_create(starfold_context_t context, starfold_value_kind_t kind,
+                                                              int num_components, const int *devices,
+                                                              starfold_dtype_t dtype, size_t dense_rows,
+                                                              size_t row_elements, const size_t *rows,
+                                                              const void *const *values, const int64_t *const *indices,
+                                                              starfold_indexed_slices_t *slices);
+/** @brief Adds a reference; starfold_indexed_slices_destroy() drops one. */
+STARFOLD_API starfold_indexed_slices_t starfold_indexed_slices_retain(starfold_indexed_slices_t slices);
+/** @brief Drops a reference; the last one releases the storage. NULL is a no-op. */
+STARFOLD_API void starfold_indexed_slices_destroy(starfold_indexed_slices_t slices);
+/** @brief Number of components; 0 for NULL. */
+STARFOLD_API int starfold_indexed_slices_num_components(starfold_indexed_slices_t slices);
+/** @brief Device of component @p component (::STARFOLD_DEVICE_HOST for the host); -1 out of range. */
+STARFOLD_API int starfold_indexed_slices_device(starfold_indexed_slices_t slices, int component);
+/** @brief Rows of component @p component; 0 out of range. */
+STARFOLD_API size_t starfold_indexed_slices_rows(starfold_indexed_slices_t slices, int component);
+/** @brief The dense shape's rows. */
+STARFOLD_API size_t starfold_indexed_slices_dense_rows(starfold_indexed_slices_t slices);
+/** @brief Elements of a row. */
+STARFOLD_API size_t starfold_indexed_slices_row_elements(starfold_indexed_slices_t slices);
+/** @brief The values' element type. */
+STARFOLD_API starfold_dtype_t starfold_indexed_slices_dtype(starfold_indexed_slices_t slices);
+/** @brief Per-replica or mirrored (a reduction's result). */
+STARFOLD_API starfold_value_kind_t starfold_indexed_slices_kind(starfold_indexed_slices_t slices);
+
+/**
+ * @brief Copies component @p component's values and indices to the host, waiting for the reductions
+ *        writing them. Either buffer may be NULL; a given one must be exactly the component's size.
+ * @param [in]  slices the IndexedSlices
+ * @param [in]  component which component
+ * @param [out] values NULL, or rows x row_elements elements of the dtype
+ * @param [in]  values_bytes the size of @p values
+ * @param [out] indices NULL, or rows row numbers
+ * @param [in]  indices_bytes the size of @p indices
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a bad component or a size that is not the component's.
+ */
+STARFOLD_API starfold_status_t starfold_indexed_slices_read(starfold_indexed_slices_t slices, int component, void *values,
+                                                            size_t values_bytes, int64_t *indices, size_t indices_bytes);
+
+/**
+ * @brief TensorFlow's `tf.convert_to_tensor(indexed_slices)`: component @p component as a dense
+ *        value of dense_rows x row_elements elements on its device, rows that share an index added,
+ *        rows no index names zero. Waits for the reductions writing the component (the scatter runs on
+ *        the host).
+ * @param [in]  slices the IndexedSlices
+ * @param [in]  component which component
+ * @param [out] dense a new one-component value, owned by the caller
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a bad component or an index outside the dense shape.
+ */
+STARFOLD_API starfold_status_t starfold_indexed_slices_densify(starfold_indexed_slices_t slices, int component,
+                                                               starfold_value_t *dense);
+
+/* =================================================================================================
  * Destinations
  * ================================================================================================= */
 
@@ -684,6 +770,24 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_gather(starfold_cross_d
                                                                 const starfold_communication_options_t *options,
                                                                 starfold_value_t *result);
 
+/**
+ * @brief TensorFlow's `CrossDeviceOps.reduce(op, indexed_slices, destinations)`: every component's
+ *        rows and indices concatenated in component order on every destination; MEAN divides the
+ *        values by the number of components. The result is IndexedSlices (TensorFlow's is too).
+ * @param [in]  ops the cross-device ops (their algorithm and topology plan the two gathers)
+ * @param [in]  op ::STARFOLD_OP_SUM or ::STARFOLD_OP_MEAN
+ * @param [in]  slices the IndexedSlices (not written)
+ * @param [in]  destinations where the result goes (devices, a value's devices, or the host)
+ * @param [in]  options checked; nothing in them applies
+ * @param [out] result new mirrored IndexedSlices over the destinations, owned by the caller
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, another op, bad destinations or a
+ *         component on the host.
+ */
+STARFOLD_API starfold_status_t starfold_cross_device_ops_reduce_indexed_slices(
+    starfold_cross_device_ops_t ops, starfold_op_t op, starfold_indexed_slices_t slices,
+    const starfold_destination_t *destinations, const starfold_communication_options_t *options,
+    starfold_indexed_slices_t *result);
+
 /* =================================================================================================
  * Strategies (tf.distribute.Strategy, StrategyExtended)
  * ================================================================================================= */
@@ -957,6 +1061,49 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce_to(starfold_strategy_t s
                                                            const starfold_destination_t *destinations,
                                                            const starfold_communication_options_t *options,
                                                            starfold_value_t *result);
+
+/**
+ * @brief TensorFlow's `strategy.extended.reduce_to(reduce_op, indexed_slices, destinations)`: as
+ *        starfold_cross_device_ops_reduce_indexed_slices() with the strategy's ops and topology.
+ *        Cross-replica context only; ::STARFOLD_ERR_NOT_SUPPORTED under MultiWorkerMirroredStrategy.
+ * @param [in]  strategy the strategy
+ * @param [in]  op ::STARFOLD_OP_SUM or ::STARFOLD_OP_MEAN
+ * @param [in]  slices the IndexedSlices (not written)
+ * @param [in]  destinations where the result goes
+ * @param [in]  options merged over the strategy's
+ * @param [out] result new mirrored IndexedSlices, owned by the caller
+ * @return as starfold_cross_device_ops_reduce_indexed_slices(), or the cross-replica context error
+ */
+STARFOLD_API starfold_status_t starfold_strategy_reduce_to_indexed_slices(
+    starfold_strategy_t strategy, starfold_op_t op, starfold_indexed_slices_t slices,
+    const starfold_destination_t *destinations, const starfold_communication_options_t *options,
+    starfold_indexed_slices_t *result);
+
+/** @brief One pair of a batch mixing dense values and IndexedSlices: exactly one of the two is set. */
+typedef struct starfold_mixed_pair {
+    starfold_value_t value;               /**< a dense value, or NULL */
+    starfold_indexed_slices_t slices;     /**< IndexedSlices, or NULL */
+    starfold_destination_t destinations;  /**< where its result goes */
+} starfold_mixed_pair_t;
+
+/**
+ * @brief TensorFlow's `batch_reduce_to` of a list that mixes dense values and IndexedSlices: the
+ *        dense pairs reduced together as starfold_strategy_batch_reduce_to() does, each IndexedSlices
+ *        pair as starfold_strategy_reduce_to_indexed_slices() does, every result at its pair's index.
+ * @param [in]  strategy the strategy
+ * @param [in]  op ::STARFOLD_OP_SUM or ::STARFOLD_OP_MEAN (any op when there is no IndexedSlices pair)
+ * @param [in]  num_pairs >= 1
+ * @param [in]  pairs the pairs (not written)
+ * @param [in]  options merged over the strategy's
+ * @param [out] dense_results [num_pairs]: result i for a dense pair, NULL for an IndexedSlices one
+ * @param [out] sparse_results [num_pairs]: result i for an IndexedSlices pair, NULL for a dense one
+ * @return as the two functions; on failure no result is returned.
+ */
+STARFOLD_API starfold_status_t starfold_strategy_batch_reduce_to_mixed(starfold_strategy_t strategy, starfold_op_t op,
+                                                                       size_t num_pairs, const starfold_mixed_pair_t *pairs,
+                                                                       const starfold_communication_options_t *options,
+                                                                       starfold_value_t *dense_results,
+                                                                       starfold_indexed_slices_t *sparse_results);
 
 /**
  * @brief TensorFlow's `strategy.extended.batch_reduce_to(reduce_op, value_destination_pairs, options)`:

@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * IndexedSlices: TensorFlow's sparse values (tf.IndexedSlices), and their reduction as TensorFlow
+ * reduces them: the concatenation of every component's rows and indices in component order, MEAN
+ * dividing the values (not the indices) by the number of components, the result sparse.
+ *
+ *   component 0 (device a):  values [[1 2] [3 4]]  indices [0 2]       dense shape [4, 2]
+ *   component 1 (device b):  values [[5 6]]        indices [2]
+ *   component 2 (device c):  (no rows)
+ *
+ *   SUM  -> values [[1 2] [3 4] [5 6]]  indices [0 2 2]   on every destination
+ *   densify -> [[1 2] [0 0] [8 10] [0 0]]                 (duplicate rows added)
+ *
+ * Storage: each component is two one-component values of its own (the values, k_c x row_elements of
+ * the dtype; the indices, k_c int64), since components differ in row count. A reduction is two
+ * graphs of the graph layer's gather collective with per-source counts (values with the op, MEAN
+ * dividing as it copies; indices with SUM, i.e. concatenated), submitted on the components' views;
+ * the ops' algorithm plans them (ring's all-gather when the destinations are the components' devices,
+ * direct copies otherwise). A destination on the host is written by a task on component 0's device.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/common.h"
+#include "distribute/distribute.h"
+
+struct starfold_indexed_slices {
+    int refs; /* atomic */
+    starfold_context_t ctx;
+    starfold_value_kind_t kind;
+    starfold_dtype_t dtype;
+    size_t dense_rows, row_elements;
+    int n;
+    int devices[STARFOLD_MAX_DEVICES];
+    size_t rows[STARFOLD_MAX_DEVICES];
+    starfold_value_t values[STARFOLD_MAX_DEVICES];  /* one component each: rows[c] x row_elements */
+    starfold_value_t indices[STARFOLD_MAX_DEVICES]; /* one component each: rows[c] int64 */
+};
+
+static void slices_free(struct starfold_indexed_slices *s)
+{
+    if (!s) return;
+    for (int c = 0; c < s->n; c++) {
+        starfold_value_destroy(s->values[c]);
+        starfold_value_destroy(s->indices[c]);
+    }
+    free(s);
+}
+
+STARFOLD_API void starfold_indexed_slices_destroy(starfold_indexed_slices_t slices)
+{
+    if (slices && __atomic_sub_fetch(&slices->refs, 1, __ATOMIC_ACQ_REL) == 0) slices_free(slices);
+}
+
+STARFOLD_API starfold_indexed_slices_t starfold_indexed_slices_retain(starfold_indexed_slices_t slices)
+{
+    if (slices) __atomic_add_fetch(&slices->refs, 1, __ATOMIC_RELAXED);
+    return slices;
+}
+
+/* An empty object with @n components of @rows[c] rows on @devices, storage allocated (content undefined). */
+static starfold_status_t slices_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                      starfold_dtype_t dtype, size_t dense_rows, size_t row_elements, const size_t *rows,
+                                      struct starfold_indexed_slices **out)
+{
+    struct starfold_indexed_slices *s = calloc(1, sizeof *s);
+    if (!s) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "IndexedSlices: out of memory");
+    s->refs = 1;
+    s->ctx = ctx;
+    s->kind = kind;
+    s->dtype = dtype;
+    s->dense_rows = dense_rows;
+    s->row_elements = row_elements;
+    s->n = n;
+    starfold_status_t st = STARFOLD_OK;
+    for (int c = 0; c < n && st == STARFOLD_OK; c++) {
+        s->devices[c] = devices[c];
+        s->rows[c] = rows[c];
+        st = starfold__value_alloc(ctx, kind, 1, &devices[c], dtype, rows[c] * row_elements, &s->values[c]);
+        if (st == STARFOLD_OK)
+            st = starfold__value_alloc(ctx, kind, 1, &devices[c], STARFOLD_INT64, rows[c], &s->indices[c]);
+    }
+    if (st != STARFOLD_OK) {
+        slices_free(s);
+        return st;
+    }
+    *out = s;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_indexed_slices_create(starfold_context_t context, starfold_value_kind_t kind,
+                                                              int num_components, const int *devices,
+                                                              starfold_dtype_t dtype, size_t dense_rows,
+                                                              size_t row_elements, const size_t *rows,
+                                                              const void *const *values, const int64_t *const *indices,
+                                                              starfold_indexed_slices_t *slices)
+{
+    static const char fn[] = "starfold_indexed_slices_create";
+    if (!context || !devices || !rows || !slices)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                               !context ? "context" : !devices ? "devices" : !rows ? "rows" : "slices");
+    if (num_components < 1 || num_components > STARFOLD_MAX_DEVICES)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: num_components must be 1..%d, got %d", fn,
+                               STARFOLD_MAX_DEVICES, num_components);
+    if (kind != STARFOLD_VALUE_PER_REPLICA && kind != STARFOLD_VALUE_MIRRORED)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown value kind %d", fn, (int)kind);
+    if ((int)dtype < 0 || (int)dtype >= STARFOLD_DTYPE_COUNT)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d", fn, (int)dtype);
+    if (row_elements == 0 || row_elements > ((size_t)1 << 40) || dense_rows > ((size_t)1 << 48))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: dense shape [%zu, %zu]: a row needs 1 to 2^40 elements and at most 2^48 rows", fn,
+                               dense_rows, row_elements);
+    for (int c = 0; c < num_components; c++) {
+        if (rows[c] > ((size_t)1 << 48) / row_elements)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: %zu rows of %zu elements are too many",
+                                   fn, c, rows[c], row_elements);
+        if (rows[c] && ((values && !values[c]) || (indices && !indices[c])))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: NULL %s for %zu rows", fn, c,
+                                   values && !values[c] ? "values" : "indices", rows[c]);
+        for (size_t i = 0; indices && i < rows[c]; i++)
+            if (indices[c][i] < 0 || (uint64_t)indices[c][i] >= dense_rows)
+                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "%s: component %d: index %lld of row %zu is outside the dense shape's %zu rows", fn,
+                                       c, (long long)indices[c][i], i, dense_rows);
+    }
+    /* Devices: as for a value (distinct, of the context), checked by creating an empty one. */
+    starfold_value_t probe = NULL;
+    starfold_status_t st = starfold_value_create(context, kind, num_components, devices, dtype, 0, NULL, &probe);
+    starfold_value_destroy(probe);
+    if (st != STARFOLD_OK) return st;
+    struct starfold_indexed_slices *s = NULL;
+    if ((st = slices_alloc(context, kind, num_components, devices, dtype, dense_rows, row_elements, rows, &s)) != STARFOLD_OK)
+        return st;
+    for (int c = 0; c < num_components && st == STARFOLD_OK; c++) {
+        if (!rows[c]) continue;
+        if (values) st = starfold_value_write(s->values[c], 0, values[c], rows[c] * row_elements * starfold_dtype_size(dtype));
+        if (st == STARFOLD_OK && indices) st = starfold_value_write(s->indices[c], 0, indices[c], rows[c] * sizeof(int64_t));
+    }
+    if (st != STARFOLD_OK) {
+        slices_free(s);
+        return st;
+    }
+    *slices = s;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API int starfold_indexed_slices_num_components(starfold_indexed_slices_t s) { return s ? s->n : 0; }
+STARFOLD_API int starfold_indexed_slices_device(starfold_indexed_slices_t s, int c)
+{
+    return s && c >= 0 && c < s->n ? s->devices[c] : -1;
+}
+STARFOLD_API size_t starfold_indexed_slices_rows(starfold_indexed_slices_t s, int c)
+{
+    return s && c >= 0 && c < s->n ? s->rows[c] : 0;
+}
+STARFOLD_API size_t starfold_indexed_slices_dense_rows(starfold_indexed_slices_t s) { return s ? s->dense_rows : 0; }
+STARFOLD_API size_t starfold_indexed_slices_row_elements(starfold_indexed_slices_t s) { return s ? s->row_elements : 0; }
+STARFOLD_API starfold_dtype_t starfold_indexed_slices_dtype(starfold_indexed_slices_t s)
+{
+    return s ? s->dtype : STARFOLD_FLOAT32;
+}
+STARFOLD_API starfold_value_kind_t starfold_indexed_slices_kind(starfold_indexed_slices_t s)
+{
+    return s ? s->kind : STARFOLD_VALUE_PER_REPLICA;
+}
+
+static starfold_status_t check_component(const char *fn, starfold_indexed_slices_t s, int c)
+{
+    if (!s) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL IndexedSlices", fn);
+    if (c < 0 || c >= s->n)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d, the IndexedSlices has 0..%d", fn, c, s->n - 1);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_indexed_slices_read(starfold_indexed_slices_t slices, int component, void *values,
+                                                            size_t values_bytes, int64_t *indices, size_t indices_bytes)
+{
+    static const char fn[] = "starfold_indexed_slices_read";
+    starfold_status_t st;
+    if ((st = check_component(fn, slices, component)) != STARFOLD_OK) return st;
+    const size_t vb = slices->rows[component] * slices->row_elements * starfold_dtype_size(slices->dtype),
+                 ib = slices->rows[component] * sizeof(int64_t);
+    if ((values && values_bytes != vb) || (indices && indices_bytes != ib))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: component %d holds %zu bytes of values and %zu of indices, buffers of %zu and %zu "
+                               "were given",
+                               fn, component, vb, ib, values_bytes, indices_bytes);
+    if (values && vb && (st = starfold_value_read(slices->values[component], 0, values, vb)) != STARFOLD_OK) return st;
+    if (indices && ib && (st = starfold_value_read(slices->indices[component], 0, indices, ib)) != STARFOLD_OK) return st;
+    return STARFOLD_OK;
+}
+
+/* dense[row] += values[k] for every row k of component @c: element type @dt, @w elements a row. */
+static void scatter_add(starfold_dtype_t dt, void *dense, const void *values, const int64_t *idx, size_t k, size_t w)
+{
+    for (size_t r = 0; r < k; r++)
+        for (size_t e = 0; e < w; e++) {
+            const size_t to = (size_t)idx[r] * w + e, from = r * w + e;
+            switch (dt) {
+            case STARFOLD_FLOAT32: ((float *)dense)[to] += ((const float *)values)[from]; break;
+            case STARFOLD_FLOAT64: ((double *)dense)[to] += ((const double *)values)[from]; break;
+            case STARFOLD_INT32: ((int32_t *)dense)[to] += ((const int32_t *)values)[from]; break;
+            case STARFOLD_INT64: ((int64_t *)dense)[to] += ((const int64_t *)values)[from]; break;
+            }
+        }
+}
+
+STARFOLD_API starfold_status_t starfold_indexed_slices_densify(starfold_indexed_slices_t slices, int component,
+                                                               starfold_value_t *dense)
+{
+    static const char fn[] = "starfold_indexed_slices_densify";
+    starfold_status_t st;
+    if ((st = check_component(fn, slices, component)) != STARFOLD_OK) return st;
+    if (!dense) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL dense", fn);
+    const size_t k = slices->rows[component], w = slices->row_elements, es = starfold_dtype_size(slices->dtype);
+    void *vals = malloc(k * w * es + 1), *out = calloc(slices->dense_rows * w + 1, es);
+    int64_t *idx = malloc(k * sizeof *idx + 1);
+    if (!vals || !out || !idx) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for a dense [%zu, %zu]", fn, slices->dense_rows, w);
+        goto out;
+    }
+    SF_CHECK_GOTO(starfold_indexed_slices_read(slices, component, vals, k * w * es, idx, k * sizeof *idx), st, out);
+    for (size_t r = 0; r < k; r++)
+        if (idx[r] < 0 || (uint64_t)idx[r] >= slices->dense_rows) {
+            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: row %zu's index %lld is outside the dense shape's %zu rows",
+                                 fn, r, (long long)idx[r], slices->dense_rows);
+            goto out;
+        }
+    scatter_add(slices->dtype, out, vals, idx, k, w);
+    st = starfold_value_create(slices->ctx, STARFOLD_VALUE_MIRRORED, 1, &slices->devices[component], slices->dtype,
+                               slices->dense_rows * w, out, dense);
+out:
+    free(vals);
+    free(out);
+    free(idx);
+    return st;
+}
+
+/* One gather graph (values or indices): component c's block of counts[c] elements from @in[c] to every @out. */
+static starfold_status_t gather_part(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_context_t ctx,
+                                     starfold_op_t op, starfold_dtype_t dt, int n, const int *src, const size_t *counts,
+                                     const starfold_value_t *in, int ndst, const int *dst, starfold_value_t *const *out,
+                                     const char *fn)
+{
+    const char *algorithm = ops ? (ops->all_reduce ? ops->algorithm : "reduce-to-one") : "auto";
+    const starfold_tensor_desc_t t = { dt, 0 };
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_GATHER, .op = op, .num_sources = n, .sources = src,
+                                              .num_destinations = ndst, .destinations = dst, .num_tensors = 1,
+                                              .tensors = &t, .source_counts = counts };
+    starfold_view_t vin[STARFOLD_MAX_DEVICES], vout[STARFOLD_MAX_DEVICES];
+    for (int c = 0; c < n; c++) vin[c] = starfold__value_view(in[c], 0);
+    for (int d = 0; d < ndst; d++) vout[d] = starfold__value_view(*out[d], 0);
+    starfold_graph_t g = NULL;
+    starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, ops ? &ops->options : NULL, &g);
+    if (st != STARFOLD_OK) return st;
+    starfold_request_t req = NULL;
+    if ((st = starfold_submit_views(ctx, g, vin, vout, &req)) == STARFOLD_OK) {
+        starfold__dist_req_t *rec = starfold__dist_req_new(req, 1);
+        if (!rec) {
+            starfold_request_wait(req);
+            starfold_request_destroy(req);
+            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        } else {
+            for (int d = 0; d < ndst && st == STARFOLD_OK; d++) st = starfold__value_add_writer(*out[d], rec);
+            starfold__dist_req_release(rec);
+            starfold__trace_entry_t e = { .path = SF_PATH_GATHER, .num_tensors = 1, .num_sources = n,
+                                          .num_destinations = ndst, .reduce_device = -1 };
+            snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g));
+            starfold__trace_add(&e);
+        }
+    }
+    starfold_graph_destroy(g);
+    return st;
+}
+
+/* TensorFlow's reduce of IndexedSlices onto @dest: both gathers, the result a new mirrored object. */
+static starfold_status_t reduce_indexed_slices(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                               starfold_op_t op, starfold_indexed_slices_t s, const starfold__dest_t *dest,
+                                               const char *fn, starfold_indexed_slices_t *result)
+{
+    if (op != STARFOLD_OP_SUM && op != STARFOLD_OP_MEAN)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: IndexedSlices reduce with SUM or MEAN (TensorFlow's ReduceOp), not %s", fn,
+                               starfold_op_name(op));
+    if (dest->ctx && dest->ctx != s->ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the destination belongs to another context", fn);
+    starfold_status_t st;
+    starfold_topology_t topo = NULL;
+    int made = 0;
+    if ((st = starfold__pick_topology(ops, topology, s->ctx, &topo, &made)) != STARFOLD_OK) return st;
+    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(s->ctx);
+    int dst[STARFOLD_MAX_DEVICES];
+    size_t total = 0, vcounts[STARFOLD_MAX_DEVICES], rows_out[STARFOLD_MAX_DEVICES];
+    struct starfold_indexed_slices *r = NULL;
+    for (int c = 0; c < s->n; c++) {
+        if (s->devices[c] == STARFOLD_DEVICE_HOST || s->devices[c] >= ntopo || s->devices[c] >= nctx) {
+            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                 "%s: component %d is on %s, not a device of the topology (0..%d) and the context", fn, c,
+                                 s->devices[c] == STARFOLD_DEVICE_HOST ? "the host" : "another device", ntopo - 1);
+            goto out;
+        }
+        total += s->rows[c];
+        vcounts[c] = s->rows[c] * s->row_elements;
+    }
+    for (int d = 0; d < dest->n; d++) {
+        dst[d] = dest->devices[d] == STARFOLD_DEVICE_HOST ? s->devices[0] : dest->devices[d];
+        rows_out[d] = total;
+        if (dst[d] < 0 || dst[d] >= ntopo || dst[d] >= nctx) {
+            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destination device %d is not a device of the topology "
+                                 "(0..%d) and the context", fn, dst[d], ntopo - 1);
+            goto out;
+        }
+    }
+    SF_CHECK_GOTO(slices_alloc(s->ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, s->dtype, s->dense_rows,
+                               s->row_elements, rows_out, &r),
+                  st, out);
+    if (total) {
+        starfold_value_t *vout[STARFOLD_MAX_DEVICES], *iout[STARFOLD_MAX_DEVICES];
+        for (int d = 0; d < dest->n; d++) vout[d] = &r->values[d], iout[d] = &r->indices[d];
+        /* Values with the op (MEAN divides them by the number of components), indices concatenated. */
+        SF_CHECK_GOTO(gather_part(ops, topo, s->ctx, op, s->dtype, s->n, s->devices, vcounts, s->values, dest->n, dst, vout, fn),
+                      st, out);
+        SF_CHECK_GOTO(gather_part(ops, topo, s->ctx, STARFOLD_OP_SUM, STARFOLD_INT64, s->n, s->devices, s->rows, s->indices,
+                                  dest->n, dst, iout, fn),
+                      st, out);
+    }
+    *result = r;
+    r = NULL;
+out:
+    slices_free(r);
+    if (made) starfold_topology_destroy(topo);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_cross_device_ops_reduce_indexed_slices(
+    starfold_cross_device_ops_t ops, starfold_op_t op, starfold_indexed_slices_t slices,
+    const starfold_destination_t *destinations, const starfold_communication_options_t *options,
+    starfold_indexed_slices_t *result)
+{
+    static const char fn[] = "starfold_cross_device_ops_reduce_indexed_slices";
+    starfold_status_t st;
+    if (!ops || !slices || !result)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                               !ops ? "ops" : !slices ? "slices" : "result");
+    starfold__dest_t dest;
+    if ((st = starfold__dest_resolve(destinations, fn, &dest)) != STARFOLD_OK) return st;
+    starfold_communication_options_t o;
+    if ((st = starfold_communication_options_merge(NULL, options, &o)) != STARFOLD_OK) return st;
+    return reduce_indexed_slices(ops, NULL, op, slices, &dest, fn, result);
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_reduce_to_indexed_slices(
+    starfold_strategy_t strategy, starfold_op_t op, starfold_indexed_slices_t slices,
+    const starfold_destination_t *destinations, const starfold_communication_options_t *options,
+    starfold_indexed_slices_t *result)
+{
+    static const char fn[] = "starfold_strategy_reduce_to_indexed_slices";
+    starfold_status_t st;
+    if (!strategy || !slices || !result)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                               !strategy ? "strategy" : !slices ? "slices" : "result");
+    if ((st = starfold__require_cross_replica(fn)) != STARFOLD_OK) return st;
+    if (slices->ctx != strategy->ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the IndexedSlices belong to another context", fn);
+    if (strategy->kind == STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED)
+        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: IndexedSlices across processes are not implemented yet", fn);
+    starfold__dest_t dest;
+    if ((st = starfold__dest_resolve(destinations, fn, &dest)) != STARFOLD_OK) return st;
+    starfold_communication_options_t o;
+    if ((st = starfold__strategy_options(strategy, options, &o)) != STARFOLD_OK) return st;
+    return reduce_indexed_slices(strategy->ops, strategy->topology, op, slices, &dest, fn, result);
+}
+
+/*
+ * TensorFlow's batch_reduce_to over a list mixing dense values and IndexedSlices: the dense pairs go
+ * together through starfold_strategy_batch_reduce_to() (one graph per group, the fast path), each
+ * IndexedSlices pair through its gathers, and every result lands at its pair's index, as TensorFlow's
+ * split_by_sparsity / stitch_values do. All or nothing: on failure no result is left.
+ */
+STARFOLD_API starfold_status_t starfold_strategy_batch_reduce_to_mixed(starfold_strategy_t strategy, starfold_op_t op,
+                                                                       size_t num_pairs, const starfold_mixed_pair_t *pairs,
+                                                                       const starfold_communication_options_t *options,
+                                                                       starfold_value_t *dense_results,
+                                                                       starfold_indexed_slices_t *sparse_results)
+{
+    static const char fn[] = "starfold_strategy_batch_reduce_to_mixed";
+    if (!strategy || !pairs || !dense_results || !sparse_results || num_pairs == 0)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                               num_pairs == 0 ? "batch_reduce needs at least one pair" : "NULL argument");
+    size_t ndense = 0;
+    for (size_t i = 0; i < num_pairs; i++) {
+        if (!pairs[i].value == !pairs[i].slices)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: pair %zu: give a value or IndexedSlices, exactly one",
+                                   fn, i);
+        ndense += pairs[i].value != NULL;
+    }
+    starfold_status_t st = STARFOLD_OK;
+    starfold_value_destination_pair_t *dp = malloc(sizeof *dp * (ndense ? ndense : 1));
+    starfold_value_t *dr = calloc(ndense ? ndense : 1, sizeof *dr);
+    starfold_indexed_slices_t *sr = calloc(num_pairs, sizeof *sr);
+    if (!dp || !dr || !sr) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    for (size_t i = 0, k = 0; i < num_pairs; i++)
+        if (pairs[i].value) dp[k++] = (starfold_value_destination_pair_t){ pairs[i].value, pairs[i].destinations };
+    if (ndense) SF_CHECK_GOTO(starfold_strategy_batch_reduce_to(strategy, op, ndense, dp, options, dr), st, out);
+    for (size_t i = 0; i < num_pairs && st == STARFOLD_OK; i++)
+        if (pairs[i].slices)
+            st = starfold_strategy_reduce_to_indexed_slices(strategy, op, pairs[i].slices, &pairs[i].destinations, options,
+                                                            &sr[i]);
+    if (st != STARFOLD_OK) goto out;
+    for (size_t i = 0, k = 0; i < num_pairs; i++) {
+        dense_results[i] = pairs[i].value ? dr[k++] : NULL;
+        sparse_results[i] = sr[i];
+    }
+    ndense = 0; /* handed over */
+    memset(sr, 0, sizeof *sr * num_pairs);
+out:
+    for (size_t k = 0; dr && k < ndense; k++) starfold_value_destroy(dr[k]);
+    for (size_t i = 0; sr && i < num_pairs; i++) starfold_indexed_slices_destroy(sr[i]);
+    free(dp);
+    free(dr);
+    free(sr);
+    return st;
+}
