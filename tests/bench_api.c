@@ -231,7 +231,9 @@ static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]\n");
+    fprintf(stderr, "usage: bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]\n"
+                    "                 [--only MODE]   (MODE: the start of a mode's name, e.g. 'api batch'; the exec\n"
+                    "                                  fused tensor is measured too, as the ratios' reference)\n");
     exit(2);
 }
 
@@ -239,6 +241,7 @@ int main(int argc, char **argv)
 {
     const char *spec = "1000x4KiB";
     int ndev = 8, iters = 30, warmup = 5, rounds = 3, emulated = 0;
+    const char *only = NULL; /* --only: one mode (and the reference), e.g. to profile it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--emulated")) emulated = 1;
@@ -248,6 +251,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-n")) iters = atoi(argv[++i]);
         else if (!strcmp(a, "-w")) warmup = atoi(argv[++i]);
         else if (!strcmp(a, "--rounds")) rounds = atoi(argv[++i]);
+        else if (!strcmp(a, "--only")) only = argv[++i];
         else usage();
     }
     if (ndev < 1 || ndev > STARFOLD_MAX_DEVICES || iters < 1 || warmup < 0 || rounds < 1) usage();
@@ -310,6 +314,8 @@ int main(int argc, char **argv)
     if (rounds > 64) rounds = 64;
     for (int r = 0; r < rounds; r++)
         for (int m = 0; m < M_COUNT; m++) {
+            ms[m][r] = -1;
+            if (only && m != M_EXEC_FUSED && strncmp(mode_name[m], only, strlen(only)) != 0) continue;
             for (int i = 0; i < warmup; i++) run_step(&b, &x, m, i == 0);
             for (int i = 0; i < iters; i++) {
                 const double t0 = now();
@@ -319,6 +325,7 @@ int main(int argc, char **argv)
             ms[m][r] = 1e3 * median(t, iters);
         }
     for (int m = 0; m < M_COUNT; m++) {
+        if (ms[m][0] < 0) continue;
         printf("  %-22s", mode_name[m]);
         for (int r = 0; r < rounds; r++) printf("  %8.3f (%5.2fx)", ms[m][r], ms[m][r] / ms[M_EXEC_FUSED][r]);
         printf("\n");
