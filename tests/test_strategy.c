@@ -1451,14 +1451,17 @@ static void test_run_results(void)
  *   strategy.gather(per_replica, axis=0)          -> [0, 1, 10, 11, 20, 21] on the host
  *
  * Odd replica count, devices out of order; axis -1 is axis 0; axis 1 is refused as TensorFlow's
- * "axis 1 is out of bounds for a 1-D tensor"; a mirrored variable gathers every copy; replicas whose
- * values disagree in shape fail together.
+ * "axis 1 is out of bounds for a 1-D tensor"; a mirrored variable gathers every copy; values may
+ * differ along the gathered axis (TensorFlow: shapes equal except along axis), replica 2 passing
+ * [20, 21, 99] gives [0, 1, 10, 11, 20, 21, 99]; replicas whose dtypes differ fail together.
  */
 typedef struct gather_arg {
-    float got[NDEV][6];
+    float got[NDEV][7];
+    size_t count[NDEV];
     starfold_status_t st[NDEV];
     int axis;
-    int uneven;   /* replica 2 passes 3 elements: a shape mismatch */
+    int uneven;   /* replica 2 passes 3 elements */
+    int mixed;    /* replica 1 passes int32: a dtype mismatch */
 } gather_arg_t;
 
 static starfold_status_t step_gather(starfold_replica_context_t rc, void *arg)
@@ -1466,13 +1469,16 @@ static starfold_status_t step_gather(starfold_replica_context_t rc, void *arg)
     gather_arg_t *a = arg;
     const int r = starfold_replica_context_replica_id_in_sync_group(rc);
     const float x[3] = { 10.0f * r, 10.0f * r + 1, 99 };
+    const int32_t xi[2] = { 1, 2 };
     starfold_value_t v = NULL, g = NULL;
-    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, a->uneven && r == 2 ? 3 : 2, x, &v);
+    starfold_status_t st = a->mixed && r == 1
+                               ? starfold_replica_context_create_value(rc, STARFOLD_INT32, 2, xi, &v)
+                               : starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, a->uneven && r == 2 ? 3 : 2, x, &v);
     if (st == STARFOLD_OK) st = starfold_replica_context_all_gather(rc, v, a->axis, NULL, &g);
     if (st == STARFOLD_OK) {
-        CU_ASSERT_EQUAL(starfold_value_count(g), 6);
+        a->count[r] = starfold_value_count(g);
         CU_ASSERT_EQUAL(starfold_value_device(g, 0), starfold_replica_context_device(rc));
-        st = starfold_value_read(g, 0, a->got[r], sizeof a->got[r]);
+        if (a->count[r] <= 7) st = starfold_value_read(g, 0, a->got[r], sizeof(float) * a->count[r]);
     }
     if (st == STARFOLD_OK) st = starfold_replica_context_set_result(rc, v);
     a->st[r] = st;
@@ -1615,6 +1621,7 @@ static void test_gather(void)
     CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, step_gather, &a, &pr), STARFOLD_OK);
     for (int r = 0; r < 3; r++) {
         CU_ASSERT_EQUAL(a.st[r], STARFOLD_OK);
+        CU_ASSERT_EQUAL(a.count[r], 6);
         for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(a.got[r][i], want[i]);
     }
     CU_ASSERT_EQUAL(last_trace_path(), SF_PATH_GATHER);
@@ -1674,11 +1681,21 @@ static void test_gather(void)
     starfold_value_destroy(v);
     starfold_value_destroy(pr);
 
-    /* Replicas that disagree on the shape, or an axis out of range: every replica fails, none hangs. */
+    /* Along the gathered axis the sizes may differ: 2 + 2 + 3 elements. */
     memset(&a, 0, sizeof a);
     a.uneven = 1;
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, step_gather, &a), STARFOLD_OK);
+    static const float want7[7] = { 0, 1, 10, 11, 20, 21, 99 };
+    for (int r = 0; r < 3; r++) {
+        CU_ASSERT_EQUAL(a.st[r], STARFOLD_OK);
+        CU_ASSERT_EQUAL_FATAL(a.count[r], 7);
+        for (int i = 0; i < 7; i++) CU_ASSERT_EQUAL(a.got[r][i], want7[i]);
+    }
+    /* Replicas that disagree on the dtype, or an axis out of range: every replica fails, none hangs. */
+    memset(&a, 0, sizeof a);
+    a.mixed = 1;
     CU_ASSERT_EQUAL(starfold_strategy_run(s, step_gather, &a), STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "all_gather #0: the value is 3 x float32 on replica 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "all_gather #0: the value is int32 on replica 1 but float32"));
     for (int r = 0; r < 3; r++) CU_ASSERT_EQUAL(a.st[r], STARFOLD_ERR_INVALID_ARGUMENT);
     memset(&a, 0, sizeof a);
     a.axis = 2;

@@ -1327,17 +1327,18 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
  *        along @p axis in replica order, on every replica's device.
  *
  * A collective, as starfold_replica_context_all_reduce(): every replica of the run must call it, in
- * the same order as its other collectives, with a value of the same dtype and count (the last to
- * arrive compiles and submits one gather graph and returns without waiting for it). The value must
- * have a component on this replica's device.
+ * the same order as its other collectives, with a value of the same dtype; the counts may differ (as
+ * TensorFlow's shapes may differ along the gathered axis), replica r's block following those of
+ * replicas 0 .. r-1. The last to arrive compiles and submits one gather graph and returns without
+ * waiting for it. The value must have a component on this replica's device.
  * @param [in]  context this replica's context (the calling thread's own)
  * @param [in]  value this replica's value (not written)
  * @param [in]  axis 0 or -1 (values are 1-D tensors)
  * @param [in]  options merged over the strategy's; its timeout_seconds bounds the wait for the others
- * @param [out] result a new one-component value on this replica's device of n x count elements,
- *              owned by the caller; untouched on failure
+ * @param [out] result a new one-component value on this replica's device holding every replica's
+ *              elements, owned by the caller; untouched on failure
  * @return ::STARFOLD_ERR_TIMEOUT (not every replica joined in time), ::STARFOLD_ERR_INVALID_ARGUMENT
- *         (another axis, replicas that disagree on the shape, a call outside this replica's function),
+ *         (another axis, replicas that disagree on the dtype, a call outside this replica's function),
  *         ::STARFOLD_ERR_NOT_SUPPORTED under MultiWorkerMirroredStrategy (not across processes yet).
  */
 STARFOLD_API starfold_status_t starfold_replica_context_all_gather(starfold_replica_context_t context,

@@ -225,6 +225,14 @@ starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starf
 starfold_status_t starfold__ops_gather(starfold_cross_device_ops_t ops, starfold_topology_t topology,
                                        starfold_value_t value, const starfold__dest_t *dest, const char *fn,
                                        starfold_value_t *result);
+/*
+ * The gather of @n parts (part c: @counts[c] elements of @dtype at @views[c] on @devices[c]) onto every
+ * device of @dest, as a new mirrored value of their total count. All-gather of values of different counts.
+ */
+starfold_status_t starfold__gather_parts(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                         starfold_context_t ctx, starfold_dtype_t dtype, int n, const int *devices,
+                                         const starfold_view_t *views, const size_t *counts, const starfold__dest_t *dest,
+                                         const char *fn, starfold_value_t *result);
 /* The axis rule of values (1-D tensors): 0 or -1, else INVALID_ARGUMENT naming @fn. */
 starfold_status_t starfold__check_axis(const char *fn, int axis);
 /* The topology to plan on: the ops', else @hint, else the context's (*made is then set, to destroy). */

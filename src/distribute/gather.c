@@ -33,13 +33,13 @@ starfold_status_t starfold__check_axis(const char *fn, int axis)
                            axis);
 }
 
-/* The graph devices of the gather: sources in component order, destinations with the host mapped. */
-static starfold_status_t graph_devices(starfold_value_t value, const starfold__dest_t *dest, starfold_topology_t topo,
-                                       const char *fn, int *dst)
+/* The graph devices of the gather: sources in order, destinations with the host mapped onto the first source. */
+static starfold_status_t graph_devices(starfold_context_t ctx, int n, const int *devices, const starfold__dest_t *dest,
+                                       starfold_topology_t topo, const char *fn, int *dst)
 {
-    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(value->ctx);
-    for (int c = 0; c < value->n; c++) {
-        const int d = value->devices[c];
+    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
+    for (int c = 0; c < n; c++) {
+        const int d = devices[c];
         if (d == STARFOLD_DEVICE_HOST)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                    "%s: component %d of the value is on the host; a gather takes values on devices", fn, c);
@@ -50,7 +50,7 @@ static starfold_status_t graph_devices(starfold_value_t value, const starfold__d
                                    fn, c, d, ntopo - 1, nctx - 1);
     }
     for (int k = 0; k < dest->n; k++) {
-        const int d = dest->devices[k] == STARFOLD_DEVICE_HOST ? value->devices[0] : dest->devices[k];
+        const int d = dest->devices[k] == STARFOLD_DEVICE_HOST ? devices[0] : dest->devices[k];
         if (d < 0 || d >= ntopo || d >= nctx)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                    "%s: destination device %d is not a device of the topology (0..%d) and the context "
@@ -61,24 +61,25 @@ static starfold_status_t graph_devices(starfold_value_t value, const starfold__d
     return STARFOLD_OK;
 }
 
-/* Compiles and submits the gather of @value into @r's components; records the writer on @r. */
-static starfold_status_t submit_gather(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_value_t value,
-                                       const starfold__dest_t *dest, const int *dst, starfold_value_t r, const char *fn)
+/* Compiles and submits the gather of the @views (@counts elements each) into @r's components; records the writer on @r. */
+static starfold_status_t submit_gather(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_context_t ctx,
+                                       starfold_dtype_t dtype, int n, const int *devices, const starfold_view_t *views,
+                                       const size_t *counts, const starfold__dest_t *dest, const int *dst,
+                                       starfold_value_t r, const char *fn)
 {
     const char *algorithm = ops ? (ops->all_reduce ? ops->algorithm : "reduce-to-one") : "auto";
-    starfold_tensor_desc_t t = { value->dtype, value->count };
+    starfold_tensor_desc_t t = { dtype, 0 };
     const starfold_collective_desc_t desc = {
-        .kind = STARFOLD_COLL_GATHER, .op = STARFOLD_OP_SUM, .num_sources = value->n, .sources = value->devices,
-        .num_destinations = dest->n, .destinations = dst, .num_tensors = 1, .tensors = &t,
+        .kind = STARFOLD_COLL_GATHER, .op = STARFOLD_OP_SUM, .num_sources = n, .sources = devices,
+        .num_destinations = dest->n, .destinations = dst, .num_tensors = 1, .tensors = &t, .source_counts = counts,
     };
-    starfold_view_t in[STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];
-    starfold__value_views(value, in);
+    starfold_view_t out[STARFOLD_MAX_DEVICES];
     starfold__value_views(r, out);
     starfold_graph_t g = NULL;
     starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, ops ? &ops->options : NULL, &g);
     if (st != STARFOLD_OK) return st;
     starfold_request_t req = NULL;
-    st = starfold_submit_views(value->ctx, g, in, out, &req);
+    st = starfold_submit_views(ctx, g, views, out, &req);
     if (st == STARFOLD_OK) {
         starfold__dist_req_t *rec = starfold__dist_req_new(req, 1);
         if (!rec) {
@@ -88,13 +89,42 @@ static starfold_status_t submit_gather(starfold_cross_device_ops_t ops, starfold
         } else {
             st = starfold__value_add_writer(r, rec);
             starfold__dist_req_release(rec);
-            starfold__trace_entry_t e = { .path = SF_PATH_GATHER, .num_tensors = 1, .num_sources = value->n,
+            starfold__trace_entry_t e = { .path = SF_PATH_GATHER, .num_tensors = 1, .num_sources = n,
                                           .num_destinations = dest->n, .reduce_device = -1 };
             snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g));
             starfold__trace_add(&e);
         }
     }
     starfold_graph_destroy(g);
+    return st;
+}
+
+starfold_status_t starfold__gather_parts(starfold_cross_device_ops_t ops, starfold_topology_t topology,
+                                         starfold_context_t ctx, starfold_dtype_t dtype, int n, const int *devices,
+                                         const starfold_view_t *views, const size_t *counts, const starfold__dest_t *dest,
+                                         const char *fn, starfold_value_t *result)
+{
+    if (dest->ctx && dest->ctx != ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the destination belongs to another context", fn);
+    size_t total = 0;
+    for (int c = 0; c < n; c++) {
+        if (counts[c] > ((size_t)1 << 48) - total)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d components are too many elements to gather", fn, n);
+        total += counts[c];
+    }
+    starfold_status_t st;
+    starfold_topology_t topo = NULL;
+    int made = 0, dst[STARFOLD_MAX_DEVICES];
+    if ((st = starfold__pick_topology(ops, topology, ctx, &topo, &made)) != STARFOLD_OK) return st;
+    starfold_value_t r = NULL;
+    SF_CHECK_GOTO(graph_devices(ctx, n, devices, dest, topo, fn, dst), st, out);
+    SF_CHECK_GOTO(starfold__value_alloc(ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, dtype, total, &r), st, out);
+    if (total) SF_CHECK_GOTO(submit_gather(ops, topo, ctx, dtype, n, devices, views, counts, dest, dst, r, fn), st, out);
+    *result = r;
+    r = NULL;
+out:
+    starfold_value_destroy(r);
+    if (made) starfold_topology_destroy(topo);
     return st;
 }
 
@@ -105,25 +135,12 @@ starfold_status_t starfold__ops_gather(starfold_cross_device_ops_t ops, starfold
     if (dest->ctx && dest->ctx != value->ctx)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the destination belongs to another context", fn);
     if (value->n == 1) return starfold__ops_broadcast(ops, topology, value, dest, fn, result);
-    if (value->count > ((size_t)1 << 48) / (size_t)value->n)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d components of %zu elements are too many to gather",
-                               fn, value->n, value->count);
-    starfold_status_t st;
-    starfold_topology_t topo = NULL;
-    int made = 0, dst[STARFOLD_MAX_DEVICES];
-    if ((st = starfold__pick_topology(ops, topology, value->ctx, &topo, &made)) != STARFOLD_OK) return st;
-    starfold_value_t r = NULL;
-    SF_CHECK_GOTO(graph_devices(value, dest, topo, fn, dst), st, out);
-    SF_CHECK_GOTO(starfold__value_alloc(value->ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, value->dtype,
-                                        (size_t)value->n * value->count, &r),
-                  st, out);
-    SF_CHECK_GOTO(submit_gather(ops, topo, value, dest, dst, r, fn), st, out);
-    *result = r;
-    r = NULL;
-out:
-    starfold_value_destroy(r);
-    if (made) starfold_topology_destroy(topo);
-    return st;
+    starfold_view_t views[STARFOLD_MAX_DEVICES];
+    size_t counts[STARFOLD_MAX_DEVICES];
+    starfold__value_views(value, views);
+    for (int c = 0; c < value->n; c++) counts[c] = value->count;
+    return starfold__gather_parts(ops, topology, value->ctx, value->dtype, value->n, value->devices, views, counts, dest, fn,
+                                  result);
 }
 
 STARFOLD_API starfold_status_t starfold_cross_device_ops_gather(starfold_cross_device_ops_t ops, starfold_value_t value,

@@ -488,9 +488,9 @@ out:
 }
 
 /*
- * The leader's all_gather: the replicas' values as one per-replica value (each replica's component,
- * replica order), gathered onto every replica's device (starfold__ops_gather()), each replica taking
- * its own component of the mirrored result.
+ * The leader's all_gather: every replica's component gathered, replica order, onto every replica's
+ * device (starfold__gather_parts(), counts that may differ), each replica taking its own component of
+ * the mirrored result.
  */
 static starfold_status_t execute_all_gather(starfold__run_t *run, long k, char *msg)
 {
@@ -499,41 +499,34 @@ static starfold_status_t execute_all_gather(starfold__run_t *run, long k, char *
     const starfold_strategy_t s = run->strategy;
     for (int r = 1; r < n; r++) {
         const starfold_value_t a = sl[0].values[0], b = sl[r].values[0];
-        if (a->dtype != b->dtype || a->count != b->count) {
-            snprintf(msg, MSG_LEN, "all_gather #%ld: the value is %zu x %s on replica %d but %zu x %s on replica 0; "
-                     "starfold gathers values of one shape", k, b->count, starfold_dtype_name(b->dtype), r, a->count,
-                     starfold_dtype_name(a->dtype));
+        if (a->dtype != b->dtype) {
+            snprintf(msg, MSG_LEN, "all_gather #%ld: the value is %s on replica %d but %s on replica 0", k,
+                     starfold_dtype_name(b->dtype), r, starfold_dtype_name(a->dtype));
             return STARFOLD_ERR_INVALID_ARGUMENT;
         }
     }
-    starfold_status_t st;
-    starfold_value_t pv = NULL, res = NULL, *src = malloc(sizeof *src * (size_t)n);
-    int *comps = malloc(sizeof *comps * (size_t)n);
-    if (!src || !comps) {
-        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
-        goto out;
-    }
+    /* Each replica's component as one part, replica order; the counts may differ (TensorFlow's shapes
+     * equal except along the axis). */
+    starfold_view_t views[STARFOLD_MAX_DEVICES];
+    size_t counts[STARFOLD_MAX_DEVICES];
     for (int r = 0; r < n; r++) {
-        src[r] = sl[r].values[0];
-        comps[r] = sl[r].comps[0];
+        views[r] = starfold__value_view(sl[r].values[0], sl[r].comps[0]);
+        counts[r] = sl[r].values[0]->count;
     }
-    SF_CHECK_GOTO(starfold__value_borrow_components(src[0]->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, src, comps, &pv),
-                  st, out);
-    starfold__dest_t dest = { .n = n, .ctx = src[0]->ctx };
+    starfold__dest_t dest = { .n = n, .ctx = sl[0].values[0]->ctx };
     memcpy(dest.devices, s->devices, sizeof(int) * (size_t)n);
-    SF_CHECK_GOTO(starfold__ops_gather(s->ops, s->topology, pv, &dest, "all_gather", &res), st, out);
+    starfold_value_t res = NULL;
+    starfold_status_t st = starfold__gather_parts(s->ops, s->topology, dest.ctx, sl[0].values[0]->dtype, n, s->devices, views,
+                                                  counts, &dest, "all_gather", &res);
     for (int r = 0; r < n && st == STARFOLD_OK; r++) st = starfold__value_take_component(res, r, &sl[r].results[0]);
-    if (st != STARFOLD_OK)
+    if (st != STARFOLD_OK) {
+        snprintf(msg, MSG_LEN, "%s", starfold_last_error());
         for (int r = 0; r < n; r++) {
             starfold_value_destroy(sl[r].results[0]);
             sl[r].results[0] = NULL;
         }
-out:
-    if (st != STARFOLD_OK) snprintf(msg, MSG_LEN, "%s", starfold_last_error());
+    }
     starfold_value_destroy(res);
-    starfold_value_destroy(pv);
-    free(src);
-    free(comps);
     return st;
 }
 
