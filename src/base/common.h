@@ -52,4 +52,15 @@ int starfold__streq_nocase(const char *a, const char *b);
  */
 starfold_op_t starfold__op_accumulation(starfold_op_t op);
 
+/*
+ * The one internal op of a REDUCE task, after the public ones: dst = src0 - src1 - ... (left to
+ * right; integers wrap around). Not a reduction (it neither commutes nor associates), so no collective
+ * may ask for it (starfold_graph_compile() refuses every op past STARFOLD_OP_COUNT): only the update
+ * of a variable (starfold__graph_then_update(), assign_sub) emits it, as its last task per device.
+ */
+#define STARFOLD__OP_SUB ((starfold_op_t)STARFOLD_OP_COUNT)
+
+/* Name of any op a task may carry: starfold_op_name()'s, and "sub" for STARFOLD__OP_SUB. */
+const char *starfold__op_name(starfold_op_t op);
+
 #endif /* STARFOLD_SRC_COMMON_H */
