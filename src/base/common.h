@@ -63,4 +63,11 @@ starfold_op_t starfold__op_accumulation(starfold_op_t op);
 /* Name of any op a task may carry: starfold_op_name()'s, and "sub" for STARFOLD__OP_SUB. */
 const char *starfold__op_name(starfold_op_t op);
 
+/* What a variable's update does to each copy (the distribute layer's assign, assign_add, assign_sub). */
+typedef enum starfold__update {
+    SF_UPDATE_ASSIGN = 0, /* copy = value */
+    SF_UPDATE_ADD,        /* copy = copy + value */
+    SF_UPDATE_SUB         /* copy = copy - value (STARFOLD__OP_SUB) */
+} starfold__update_t;
+
 #endif /* STARFOLD_SRC_COMMON_H */
