@@ -39,6 +39,7 @@
 #include <starpu.h>
 #include <starfold.h>
 
+#include "algorithms/algorithms.h"
 #include "exec/exec.h"
 #include "graph/graph.h"
 #include "util.h"
@@ -767,6 +768,107 @@ static starfold_graph_t compile_all_reduce(const char *algo, int n, const starfo
     CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, algo, &desc, NULL, &g), STARFOLD_OK);
     starfold_topology_destroy(topo);
     return g;
+}
+
+/*
+ * A variable's update after a collective, as one graph (src/algorithms/update.c): 3 replicas on
+ * devices listed out of order {2, 0, 1}, value of replica r = (r + 1) * 10 + i % 7 at element i,
+ * every copy of the variable 1000 + i before each case; float32 and int64.
+ *
+ *   ring all-reduce SUM, then assign_add:           copy = 1000 + i + (60 + 3 * (i % 7))
+ *   reduce-to-one SUM, then assign_sub:             copy = 1000 + i - (60 + 3 * (i % 7))
+ *   broadcast of replica 0, then assign / 3
+ *   (a sync-on-read SUM variable's assign):         copy = (10 + i % 7) / 3 (int64 truncates)
+ *   no first graph, each copy its own value, sub:   copy d = 1000 + i - ((d + 1) * 10 + i % 7)
+ *
+ * Every copy is an input and the output of its device (in place). On the emulated box the update
+ * tasks run the OpenCL kernel's SUB.
+ */
+static int check_copies(starpu_data_handle_t *var, int n, starfold_dtype_t dt, size_t count, const double *want)
+{
+    int wrong = 0;
+    void *raw = malloc(count * 8);
+    for (int d = 0; d < n; d++) {
+        if (!raw || starfold_vector_read(var[d], raw, count * starfold_dtype_size(dt)) != STARFOLD_OK) return 1;
+        for (size_t i = 0; i < count; i++) {
+            const double x = dt == STARFOLD_FLOAT32 ? (double)((float *)raw)[i] : (double)((int64_t *)raw)[i];
+            if (x != want[(size_t)d * count + i] && wrong++ < 3)
+                fprintf(stderr, "update: copy %d element %zu is %g, expected %g\n", d, i, x, want[(size_t)d * count + i]);
+        }
+    }
+    free(raw);
+    return wrong;
+}
+
+static void test_update_after_collective(void)
+{
+    const int n = 3, order[3] = { 2, 0, 1 };
+    const size_t count = 1001;
+    const starfold_dtype_t dts[2] = { STARFOLD_FLOAT32, STARFOLD_INT64 };
+    double *want = malloc(sizeof *want * (size_t)n * count);
+    char *buf = malloc(count * 8);
+    CU_ASSERT_FATAL(want && buf);
+    for (int k = 0; k < 2; k++) {
+        const starfold_dtype_t dt = dts[k];
+        const size_t es = starfold_dtype_size(dt);
+        starpu_data_handle_t val[3], var[3];
+        for (int r = 0; r < n; r++) {
+            CHECK_OK(starfold_vector_create(ctx, order[r], dt, count, &val[r]));
+            CHECK_OK(starfold_vector_create(ctx, order[r], dt, count, &var[r]));
+            for (size_t i = 0; i < count; i++) {
+                if (dt == STARFOLD_FLOAT32) ((float *)buf)[i] = (float)((r + 1) * 10 + (int)(i % 7));
+                else ((int64_t *)buf)[i] = (r + 1) * 10 + (int64_t)(i % 7);
+            }
+            CHECK_OK(starfold_vector_write(val[r], buf, count * es));
+        }
+        const starfold_tensor_desc_t t = { dt, count };
+        for (int c = 0; c < 4; c++) {
+            for (size_t i = 0; i < count; i++) {
+                if (dt == STARFOLD_FLOAT32) ((float *)buf)[i] = (float)(1000 + i);
+                else ((int64_t *)buf)[i] = 1000 + (int64_t)i;
+            }
+            for (int d = 0; d < n; d++) CHECK_OK(starfold_vector_write(var[d], buf, count * es));
+            for (int d = 0; d < n; d++)
+                for (size_t i = 0; i < count; i++) {
+                    const double base = 1000.0 + (double)i, sum = 60.0 + 3.0 * (double)(i % 7);
+                    const double v0 = 10.0 + (double)(i % 7), vd = (d + 1) * 10.0 + (double)(i % 7);
+                    want[(size_t)d * count + i] = c == 0   ? base + sum
+                                                  : c == 1 ? base - sum
+                                                  : c == 3 ? base - vd
+                                                  : dt == STARFOLD_FLOAT32 ? (double)((float)v0 / 3.0f)
+                                                                           : (double)((int64_t)v0 / 3);
+                }
+            const starfold__update_t update = c == 0 ? SF_UPDATE_ADD : c == 2 ? SF_UPDATE_ASSIGN : SF_UPDATE_SUB;
+            const starfold_collective_desc_t desc = {
+                .kind = c == 2 ? STARFOLD_COLL_BROADCAST : STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM,
+                .num_sources = c == 2 ? 1 : n, .sources = order, .num_destinations = n, .destinations = order,
+                .num_tensors = 1, .tensors = &t,
+            };
+            starfold_graph_t first = NULL, g = NULL;
+            if (c < 3) CHECK_OK(starfold_graph_compile(topo8, c == 1 ? "reduce-to-one" : "ring", &desc, NULL, &first));
+            CHECK_OK(starfold__graph_then_update(topo8, first, n, order, t, update, c == 2 ? 3 : 1, &g));
+            CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_graph_num_inputs(g), (c == 2 ? 1 : n) + (update == SF_UPDATE_ASSIGN ? 0 : n));
+            starfold_graph_destroy(first);
+            /* Inputs: the value's sources, then (assign_add, assign_sub) each copy; outputs: each copy. */
+            starpu_data_handle_t in[6];
+            const int nval = c == 2 ? 1 : n;
+            for (int s = 0; s < nval; s++) in[s] = val[s];
+            for (int d = 0; d < n && update != SF_UPDATE_ASSIGN; d++) in[nval + d] = var[d];
+            starfold_request_t req = NULL;
+            CHECK_OK(starfold_submit(ctx, g, in, var, &req));
+            CHECK_OK(starfold_request_wait(req));
+            starfold_request_destroy(req);
+            starfold_graph_destroy(g);
+            CU_ASSERT_EQUAL(check_copies(var, n, dt, count, want), 0);
+        }
+        for (int r = 0; r < n; r++) {
+            starfold_vector_destroy(ctx, val[r]);
+            starfold_vector_destroy(ctx, var[r]);
+        }
+    }
+    free(want);
+    free(buf);
 }
 
 /* The pool of main-memory blocks for temporaries (src/exec/pool.c), alone and under submissions. */
@@ -1885,6 +1987,7 @@ int main(int argc, char **argv)
         { "compiled gather and all-gather", test_compiled_gather },
         { "compiled in place", test_compiled_in_place },
         { "compiled promoted integer mean", test_compiled_promoted_mean },
+        { "a variable's update after a collective, in one graph", test_update_after_collective },
         { "views of shared vectors", test_views },
         { "views refused", test_views_errors },
         { "persistent submissions", test_persistent },

@@ -76,6 +76,7 @@ static void random_value(int dt, int op, void *p)
     do {                                                                                               \
         switch (op) {                                                                                  \
         case SF_K_PROD: acc = (T)((UT)acc * (UT)x); break;                                             \
+        case SF_K_SUB: acc = (T)((UT)acc - (UT)x); break;                                              \
         case SF_K_MIN: acc = x < acc ? x : acc; break;                                                 \
         case SF_K_MAX: acc = x > acc ? x : acc; break;                                                 \
         default: acc = (T)((UT)acc + (UT)x); break;                                                    \
@@ -221,14 +222,16 @@ static size_t run_case(const kcase_t *c)
 }
 
 static const int dtypes[] = { SF_K_FLOAT32, SF_K_FLOAT64, SF_K_INT32, SF_K_INT64 };
-static const int ops[] = { SF_K_SUM, SF_K_PROD, SF_K_MIN, SF_K_MAX };
+/* SF_K_SUB last: the internal subtraction of a variable's assign_sub, not a reduction but the same kernel. */
+static const int ops[] = { SF_K_SUM, SF_K_PROD, SF_K_MIN, SF_K_MAX, SF_K_SUB };
+#define NOPS ((int)(sizeof ops / sizeof ops[0]))
 
 /* Large segments, line by line: every dtype x op (and MEAN's divisor), heads of 0 to 15 elements. */
 static void test_lines(void)
 {
     for (size_t d = 0; d < 4; d++)
-        for (size_t o = 0; o < 5; o++) {
-            const int mean = o == 4;
+        for (size_t o = 0; o <= (size_t)NOPS; o++) {
+            const int mean = o == (size_t)NOPS;
             kcase_t c = { dtypes[d], mean ? SF_K_SUM : ops[o], mean ? 8 : 1, 8, 8, 100003, 1, 3, 0, 0, 0 };
             c.dst_off = (d * 5 + o) % 16 / (esize(c.dt) / 4);
             CU_ASSERT_EQUAL(run_case(&c), 0);
@@ -247,13 +250,29 @@ static void test_lines_in_place(void)
         }
 }
 
+/*
+ * The subtraction of assign_sub: var = var - delta, the destination being source 0 (the variable's
+ * copy, in place), every dtype, small and large (line by line); and a - b - c ... left to right.
+ */
+static void test_sub_in_place(void)
+{
+    for (size_t d = 0; d < 4; d++)
+        for (size_t big = 0; big < 2; big++) {
+            kcase_t c = { dtypes[d], SF_K_SUB, 1, 2, 1, big ? 70001 : 37, 1, d, 0, 0, 1 };
+            c.dst_off = c.src_off;
+            CU_ASSERT_EQUAL(run_case(&c), 0);
+            kcase_t chain = { dtypes[d], SF_K_SUB, 1, 5, 2, big ? 70001 : 37, 2, 0, 3, 1, 0 };
+            CU_ASSERT_EQUAL(run_case(&chain), 0);
+        }
+}
+
 /* Source and destination counts around the kernel's groupings (8 and 4 side by side, 64 per group). */
 static void test_source_counts(void)
 {
     const size_t ns[] = { 1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 64, 65, 70 };
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
         for (size_t big = 0; big < 2; big++) {
-            kcase_t c = { dtypes[i % 4], ops[i % 4], 1, ns[i], 1 + i % 3, big ? 70001 : 5000, 1, i % 5, i % 3, 0,
+            kcase_t c = { dtypes[i % 4], ops[i % NOPS], 1, ns[i], 1 + i % 3, big ? 70001 : 5000, 1, i % 5, i % 3, 0,
                           ns[i] > 1 && i % 2 ? 2 : 0 };
             if (c.in_place) c.dst_off = c.src_off;
             CU_ASSERT_EQUAL(run_case(&c), 0);
@@ -289,7 +308,7 @@ static void test_random(void)
     for (int i = 0; i < 150; i++) {
         kcase_t c;
         c.dt = dtypes[rnd() % 4];
-        c.op = ops[rnd() % 4];
+        c.op = ops[rnd() % NOPS];
         c.divisor = c.op == SF_K_SUM && rnd() % 2 ? (uint32_t)(1 + rnd() % 9) : 1;
         c.ns = 1 + rnd() % 12;
         c.nd = 1 + rnd() % MAX_DST;
@@ -310,6 +329,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("cpu kernels", NULL, NULL);
     CU_add_test(s, "reduce line by line, every dtype and op", test_lines);
     CU_add_test(s, "reduce in place", test_lines_in_place);
+    CU_add_test(s, "subtraction in place (assign_sub)", test_sub_in_place);
     CU_add_test(s, "source counts", test_source_counts);
     CU_add_test(s, "misaligned destinations", test_misaligned_destinations);
     CU_add_test(s, "several segments", test_segments);

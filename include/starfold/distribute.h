@@ -24,6 +24,9 @@
  *    concurrently, each with a replica context (::starfold_replica_context_t) offering all_reduce and
  *    merge_call; the cross-replica methods reduce_to, batch_reduce_to, update, broadcast_to and
  *    Strategy.reduce.
+ *  - **Variables** (starfold_strategy_create_variable_with_options()): TensorFlow's MirroredVariable
+ *    and SyncOnReadVariable with their aggregation; assign, assign_add, assign_sub and read_value in
+ *    the replica and the cross-replica context (starfold_variable_assign() and the functions beside it).
  *
  * **Reduce ops.** TensorFlow's tf.distribute.ReduceOp is ::starfold_op_t (SUM and MEAN, plus MIN,
  * MAX and PROD, which TensorFlow's NCCL kernels have but tf.distribute never exposed). Strings are
@@ -943,6 +946,10 @@ STARFOLD_API starfold_status_t starfold_strategy_set_communication_options(
  * @brief A variable created in the strategy's scope (TensorFlow's `tf.Variable(init)` under
  *        `strategy.scope()`): mirrored over the replica devices (MirroredStrategy), one component on
  *        the parameter device (CentralStorageStrategy) or on the device (OneDeviceStrategy).
+ *
+ * The same as starfold_strategy_create_variable_with_options() with the default options: TensorFlow's
+ * synchronization AUTO (ON_WRITE, a MirroredVariable) and aggregation NONE, so the cross-replica
+ * updates work and a replica-context assign is refused (see starfold_variable_assign()).
  * @param [in]  strategy the strategy
  * @param [in]  dtype element type
  * @param [in]  count elements
@@ -953,6 +960,202 @@ STARFOLD_API starfold_status_t starfold_strategy_set_communication_options(
 STARFOLD_API starfold_status_t starfold_strategy_create_variable(starfold_strategy_t strategy, starfold_dtype_t dtype,
                                                                  size_t count, const void *init,
                                                                  starfold_value_t *variable);
+
+/* =================================================================================================
+ * Variables: synchronization and aggregation (MirroredVariable, SyncOnReadVariable)
+ * ================================================================================================= */
+
+/** @brief TensorFlow's `tf.VariableSynchronization` (same numbering): when a variable's copies meet. */
+typedef enum starfold_variable_synchronization {
+    /** "AUTO": the strategy decides; every strategy decides ON_WRITE, as TensorFlow's do. */
+    STARFOLD_SYNCHRONIZATION_AUTO = 0,
+    /** "NONE": refused under a strategy, as TensorFlow refuses it. */
+    STARFOLD_SYNCHRONIZATION_NONE,
+    /** "ON_WRITE": TensorFlow's MirroredVariable, every copy updated alike by every update. */
+    STARFOLD_SYNCHRONIZATION_ON_WRITE,
+    /**
+     * "ON_READ": TensorFlow's SyncOnReadVariable (metrics, batch-norm statistics): one copy per replica,
+     * each replica updating its own, the copies aggregated when read in the cross-replica context.
+     */
+    STARFOLD_SYNCHRONIZATION_ON_READ
+} starfold_variable_synchronization_t;
+
+/** @brief TensorFlow's `tf.VariableAggregation` (same numbering): how the replicas' values combine. */
+typedef enum starfold_variable_aggregation {
+    STARFOLD_AGGREGATION_NONE = 0,          /**< "NONE" (TensorFlow's default): no aggregation */
+    STARFOLD_AGGREGATION_SUM,               /**< "SUM": the replicas' values added */
+    STARFOLD_AGGREGATION_MEAN,              /**< "MEAN": their sum divided by the number of replicas */
+    STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA /**< "ONLY_FIRST_REPLICA": replica 0's value, the others' ignored */
+} starfold_variable_aggregation_t;
+
+/**
+ * @brief Name of a synchronization.
+ * @param [in] synchronization the synchronization
+ * @return "AUTO", "NONE", "ON_WRITE", "ON_READ"; "unknown" otherwise (never NULL)
+ */
+STARFOLD_API const char *starfold_variable_synchronization_name(starfold_variable_synchronization_t synchronization);
+
+/**
+ * @brief Name of an aggregation.
+ * @param [in] aggregation the aggregation
+ * @return "NONE", "SUM", "MEAN", "ONLY_FIRST_REPLICA"; "unknown" otherwise (never NULL)
+ */
+STARFOLD_API const char *starfold_variable_aggregation_name(starfold_variable_aggregation_t aggregation);
+
+/**
+ * @brief The arguments of `tf.Variable(..., synchronization=, aggregation=)` that starfold keeps.
+ *        Initialise with starfold_variable_options_init(); every field's zero is TensorFlow's default.
+ */
+typedef struct starfold_variable_options {
+    starfold_variable_synchronization_t synchronization; /**< default AUTO (ON_WRITE) */
+    starfold_variable_aggregation_t aggregation;         /**< default NONE */
+} starfold_variable_options_t;
+
+/**
+ * @brief Fills @p options with TensorFlow's defaults: synchronization AUTO, aggregation NONE.
+ * @param [out] options the options to initialise (NULL is a no-op)
+ */
+STARFOLD_API void starfold_variable_options_init(starfold_variable_options_t *options);
+
+/**
+ * @brief TensorFlow's `tf.Variable(init, synchronization=..., aggregation=...)` under `strategy.scope()`.
+ *
+ * ON_WRITE (and AUTO): a MirroredVariable, laid out as starfold_strategy_create_variable() lays it out
+ * (one copy per replica device, one on the parameter device for CentralStorageStrategy, which
+ * TensorFlow calls an AggregatingVariable); a value of kind ::STARFOLD_VALUE_MIRRORED.
+ * ON_READ: a SyncOnReadVariable, one copy per replica device whatever the strategy (each replica
+ * updating a copy of its own is what makes one; under CentralStorageStrategy too, on the compute
+ * devices); a value of kind ::STARFOLD_VALUE_PER_REPLICA, @p init in every copy to start with.
+ * Under OneDeviceStrategy TensorFlow makes an ordinary variable: its updates and reads are those of
+ * one replica whatever the options (no refusal, no aggregation to do).
+ *
+ * The variable keeps what its updates and reads need of the strategy (its cross-device ops, topology,
+ * communication options and number of replicas, by reference), so it outlives the strategy as every
+ * value does.
+ * @param [in]  strategy the strategy
+ * @param [in]  dtype element type
+ * @param [in]  count elements
+ * @param [in]  init NULL (zeros) or @p count elements of @p dtype, copied to every copy
+ * @param [in]  options NULL = starfold_variable_options_init()'s defaults
+ * @param [out] variable the new variable, owned by the caller (starfold_value_destroy())
+ * @return as starfold_value_create(); ::STARFOLD_ERR_INVALID_ARGUMENT for synchronization NONE
+ *         ("`NONE` variable synchronization mode is not supported with `tf.distribute` strategy."),
+ *         or a synchronization or aggregation out of its enum ("Invalid variable aggregation mode: 7").
+ */
+STARFOLD_API starfold_status_t starfold_strategy_create_variable_with_options(
+    starfold_strategy_t strategy, starfold_dtype_t dtype, size_t count, const void *init,
+    const starfold_variable_options_t *options, starfold_value_t *variable);
+
+/**
+ * @brief Whether @p value is a variable (made by starfold_strategy_create_variable() or
+ *        starfold_strategy_create_variable_with_options()).
+ * @param [in] value the value, or NULL
+ * @return 1 or 0
+ */
+STARFOLD_API int starfold_value_is_variable(starfold_value_t value);
+
+/**
+ * @brief A variable's synchronization, AUTO resolved.
+ * @param [in] variable the variable
+ * @return ON_WRITE or ON_READ; NONE for NULL or a value that is no variable
+ */
+STARFOLD_API starfold_variable_synchronization_t starfold_variable_synchronization(starfold_value_t variable);
+
+/**
+ * @brief A variable's aggregation.
+ * @param [in] variable the variable
+ * @return its aggregation; NONE for NULL or a value that is no variable
+ */
+STARFOLD_API starfold_variable_aggregation_t starfold_variable_aggregation(starfold_value_t variable);
+
+/**
+ * @brief TensorFlow's `var.assign(value)`, in the replica context or the cross-replica context (the
+ *        calling thread's: starfold_get_replica_context()).
+ *
+ * **Mirrored (ON_WRITE) variable, replica context** (inside starfold_strategy_run()): a collective, as
+ * TensorFlow's MirroredVariable makes it (its merge_call): every replica calls it, in the same order
+ * as its other collectives, on the same variable with its own value; the values are aggregated and
+ * every copy gets the same result:
+ *  - SUM: the replicas' values added; MEAN: their sum divided by the number of replicas (floating
+ *    dtypes only: TensorFlow refuses an integer variable, "Cannot update non-float variables with
+ *    tf.VariableAggregation.MEAN aggregation in replica context. Either change the variable dtype to
+ *    float or update it in cross-replica context.");
+ *  - ONLY_FIRST_REPLICA: replica 0's value (the others are not read);
+ *  - NONE: refused on every replica, none left waiting, with TensorFlow's message: "You must specify
+ *    an aggregation method to update a MirroredVariable in Replica Context. You can do so by passing
+ *    an explicit value for argument `aggregation` to tf.Variable(..)." (AggregatingVariable under
+ *    CentralStorageStrategy). Update it in the cross-replica context instead (a merge function).
+ * When every replica passes the very same value object, it is one value, not a per-replica one (as
+ * TensorFlow's regroup makes it): MEAN and ONLY_FIRST_REPLICA give it, SUM is refused ("A
+ * non-DistributedValues value ... cannot be reduced with the given reduce op ReduceOp.SUM").
+ * The last replica to arrive submits **one graph**, the cross-device ops' all-reduce (or reduce to the
+ * parameter device, or copy of replica 0's value) followed by the update of every copy, and every
+ * replica returns without waiting for it. The wait for the others is bounded by the strategy's
+ * timeout_seconds (::STARFOLD_ERR_TIMEOUT for every replica, nothing submitted).
+ *
+ * **Mirrored variable, cross-replica context** (outside a run, or in a merge function): every copy is
+ * assigned the same value, TensorFlow's `strategy.extended.update`: @p value has one component (any
+ * device, or the host) or is mirrored; a per-replica value of several components would leave the
+ * copies different and is refused (reduce it first).
+ *
+ * **Sync-on-read (ON_READ) variable**: in the replica context only the calling replica's copy is
+ * assigned (no communication, not a collective); in the cross-replica context every copy is assigned
+ * @p value, divided by the number of replicas for SUM (TensorFlow does this, so that reading the SUM
+ * gives @p value back; integers truncate), as is for MEAN, ONLY_FIRST_REPLICA and NONE.
+ *
+ * Asynchronous: the update is submitted to StarPU and the call returns; StarPU orders later tasks on
+ * the copies after it, starfold_value_read() and starfold_value_wait() wait for it.
+ * @param [in] variable the variable (written)
+ * @param [in] value what to assign, of the variable's dtype and count (not written); in the replica
+ *             context, a value with a component on the replica's device (or a one-component value)
+ * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT (a value that is no variable, another dtype or
+ *         count, the refusals above, replicas updating different variables or making different
+ *         collectives); ::STARFOLD_ERR_TIMEOUT; ::STARFOLD_ERR_NOT_SUPPORTED for a replica-context
+ *         aggregation under MultiWorkerMirroredStrategy (across processes: not implemented yet).
+ */
+STARFOLD_API starfold_status_t starfold_variable_assign(starfold_value_t variable, starfold_value_t value);
+
+/**
+ * @brief TensorFlow's `var.assign_add(value)`: as starfold_variable_assign(), each copy adding the
+ *        (aggregated) value: a mirrored variable in the replica context gets copy + SUM, MEAN or replica
+ *        0's value of the replicas' values, in one graph with the all-reduce.
+ *
+ * A sync-on-read variable with aggregation SUM refuses it in the cross-replica context, as TensorFlow
+ * does ("SyncOnReadVariable does not support `assign_add` in cross-replica context when aggregation
+ * is set to `tf.VariableAggregation.SUM`."); with the other aggregations every copy adds @p value.
+ * @param [in] variable the variable (written)
+ * @param [in] value what to add (not written)
+ * @return as starfold_variable_assign()
+ */
+STARFOLD_API starfold_status_t starfold_variable_assign_add(starfold_value_t variable, starfold_value_t value);
+
+/**
+ * @brief TensorFlow's `var.assign_sub(value)`: as starfold_variable_assign_add(), each copy subtracting
+ *        the (aggregated) value (integers wrap around).
+ * @param [in] variable the variable (written)
+ * @param [in] value what to subtract (not written)
+ * @return as starfold_variable_assign_add()
+ */
+STARFOLD_API starfold_status_t starfold_variable_assign_sub(starfold_value_t variable, starfold_value_t value);
+
+/**
+ * @brief TensorFlow's `var.read_value()`: a snapshot of the variable, as a new one-component value.
+ *
+ * In the replica context: the calling replica's copy, on its device (a mirrored variable's copies are
+ * equal; a sync-on-read variable's copy is the replica's own). In the cross-replica context, on the
+ * host (TensorFlow's current device there): a mirrored variable's first copy; a sync-on-read
+ * variable's copies aggregated as TensorFlow's `strategy.reduce(aggregation, var, axis=None)`: SUM
+ * their sum, MEAN their mean (an integer MEAN as the strategy's promote_integer_mean says),
+ * ONLY_FIRST_REPLICA copy 0; NONE is refused, as TensorFlow refuses it ("Could not convert from
+ * `tf.VariableAggregation` VariableAggregation.NONE to`tf.distribute.ReduceOp` type").
+ * Asynchronous as the other reductions: starfold_value_read() of the result waits.
+ * @param [in]  variable the variable (not written)
+ * @param [out] result the snapshot, owned by the caller; untouched on failure
+ * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT (a value that is no variable, NONE above, a
+ *         replica with no copy of a sync-on-read variable); ::STARFOLD_ERR_NOT_SUPPORTED for a SUM or
+ *         MEAN read under MultiWorkerMirroredStrategy (across processes: not implemented yet).
+ */
+STARFOLD_API starfold_status_t starfold_variable_read_value(starfold_value_t variable, starfold_value_t *result);
 
 /**
  * @brief A replica function: what starfold_strategy_run() calls once per replica.

@@ -8,6 +8,7 @@
 #ifndef STARFOLD_SRC_ALGORITHMS_H
 #define STARFOLD_SRC_ALGORITHMS_H
 
+#include "base/common.h"
 #include "graph/graph.h"
 #include "algorithms/pack.h"
 
@@ -70,6 +71,22 @@ starfold_status_t starfold__build_direct_gather(starfold_graph_t g);
 /* A gather's copy out of a source: a SCALE by num_sources for MEAN (more than one source), else a COPY. */
 starfold_status_t starfold__gather_first_copy(starfold_graph_t g, starfold__span_t src, starfold__span_t dst, int tag);
 starfold_status_t starfold__build_reduce_to_one(starfold_graph_t g, int reduce_device);
+
+/*
+ * A variable's update after @first, as one graph (update.c has the picture): @first (one tensor, a
+ * reduce or a broadcast onto the variable's devices; its outputs become temporaries), then on each of
+ * its destinations d one task: assign_add and assign_sub read copy d of the variable from input
+ * S + d (S = @first's sources) and write it as output d (the caller binds both to the copy: in
+ * place); assign writes @first's result divided by @divisor (> 1 for assign only). @first NULL: the
+ * value is input d on each of the @n @devices already (then @topology and @tensor describe it;
+ * with @first they come from it). Checked when STARFOLD_CHECK_GRAPHS asks.
+ */
+starfold_status_t starfold__graph_then_update(starfold_topology_t topology, starfold_graph_t first, int n,
+                                              const int *devices, starfold_tensor_desc_t tensor,
+                                              starfold__update_t update, uint32_t divisor, starfold_graph_t *out);
+
+/* Whether STARFOLD_CHECK_GRAPHS asks for the invariant checker on every graph made (read once). */
+int starfold__check_graphs_wanted(void);
 
 /* Output slot whose device is @device, or -1. */
 int starfold__graph_output_slot_on(const struct starfold_graph *g, int device);

@@ -327,7 +327,7 @@ static starfold_status_t build_graph(const starfold__algorithm_t *algo, starfold
 }
 
 /* Whether STARFOLD_CHECK_GRAPHS asks for the invariant checker after every compile (read once). */
-static int check_graphs(void)
+int starfold__check_graphs_wanted(void)
 {
     static int cached = -1;
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
@@ -374,7 +374,7 @@ static starfold_status_t compile_named(const starfold__algorithm_t *algo, starfo
     starfold__graph_seal(g);
     /* STARFOLD_CHECK_GRAPHS=1 (the test suite sets it): every graph compiled, here or through the
      * distribute layer, passes the invariant checker before it is handed out. */
-    if (check_graphs() && (st = starfold_graph_check(g)) != STARFOLD_OK) {
+    if (starfold__check_graphs_wanted() && (st = starfold_graph_check(g)) != STARFOLD_OK) {
         starfold_graph_destroy(g);
         return st;
     }

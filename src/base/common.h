@@ -52,4 +52,22 @@ int starfold__streq_nocase(const char *a, const char *b);
  */
 starfold_op_t starfold__op_accumulation(starfold_op_t op);
 
+/*
+ * The one internal op of a REDUCE task, after the public ones: dst = src0 - src1 - ... (left to
+ * right; integers wrap around). Not a reduction (it neither commutes nor associates), so no collective
+ * may ask for it (starfold_graph_compile() refuses every op past STARFOLD_OP_COUNT): only the update
+ * of a variable (starfold__graph_then_update(), assign_sub) emits it, as its last task per device.
+ */
+#define STARFOLD__OP_SUB ((starfold_op_t)STARFOLD_OP_COUNT)
+
+/* Name of any op a task may carry: starfold_op_name()'s, and "sub" for STARFOLD__OP_SUB. */
+const char *starfold__op_name(starfold_op_t op);
+
+/* What a variable's update does to each copy (the distribute layer's assign, assign_add, assign_sub). */
+typedef enum starfold__update {
+    SF_UPDATE_ASSIGN = 0, /* copy = value */
+    SF_UPDATE_ADD,        /* copy = copy + value */
+    SF_UPDATE_SUB         /* copy = copy - value (STARFOLD__OP_SUB) */
+} starfold__update_t;
+
 #endif /* STARFOLD_SRC_COMMON_H */

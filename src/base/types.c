@@ -81,6 +81,11 @@ STARFOLD_API const char *starfold_op_name(starfold_op_t op)
     return op_names[op];
 }
 
+const char *starfold__op_name(starfold_op_t op)
+{
+    return op == STARFOLD__OP_SUB ? "sub" : starfold_op_name(op);
+}
+
 starfold_op_t starfold__op_accumulation(starfold_op_t op)
 {
     return op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;

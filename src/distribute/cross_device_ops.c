@@ -27,6 +27,10 @@
  *
  * Every graph of a batch is compiled and every result allocated before the first submission, so a
  * failure leaves nothing behind; inputs are never written (results are always new vectors).
+ *
+ * A variable's update (starfold__ops_update()) is the one graph here that writes a value it was not
+ * given as a result: the same dispatch with the variable as destination, then every copy updated
+ * (assign, assign_add, assign_sub) by the graph's last tasks, the copies bound in place.
  */
 #include "config.h"
 
@@ -80,7 +84,7 @@ void starfold__trace_add(const starfold__trace_entry_t *e)
 const char *starfold__path_name(starfold__path_t p)
 {
     static const char *const names[SF_PATH_COUNT] = { "shortcut", "all-reduce", "reduce-to-one", "fallback",
-                                                      "broadcast", "gather" };
+                                                      "broadcast", "gather", "update" };
     return (int)p >= 0 && p < SF_PATH_COUNT ? names[p] : "unknown";
 }
 
@@ -732,6 +736,159 @@ starfold_status_t starfold__ops_batch_reduce_split(starfold_cross_device_ops_t o
                                                    starfold_value_t *results)
 {
     return batch_reduce(ops, topology, op, n, pairs, options, fn, results, 1);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * A variable's update
+ *
+ *   replica values  --reduce (the ops' dispatch) or copy of one component-->  tmp on each copy's device
+ *   copy d  =  tmp / divisor   |   copy d + tmp   |   copy d - tmp            (starfold__graph_then_update)
+ *
+ * The first part is the graph reduce_to would compile with the variable as destination (from the ops'
+ * cache), or a broadcast; a plain assign submits that graph straight into the copies. With every copy
+ * having a component of the value on its own device there is no first part (a sync-on-read
+ * variable's local update, a mirrored value over the variable's devices).
+ */
+
+starfold_status_t starfold__ops_update(starfold_cross_device_ops_t ops, starfold_topology_t topology, starfold_value_t var,
+                                       int copy, starfold__update_t update, starfold_value_t value, int reduce,
+                                       starfold_op_t op, int comp, uint32_t divisor,
+                                       const starfold_communication_options_t *options, const char *fn)
+{
+    const starfold_context_t ctx = var->ctx;
+    if (value->ctx != ctx)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the value belongs to another context than the variable",
+                               fn);
+    if (value->dtype != var->dtype || value->count != var->count)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: cannot assign %zu x %s to a variable of %zu x %s", fn,
+                               value->count, starfold_dtype_name(value->dtype), var->count, starfold_dtype_name(var->dtype));
+    if (var->count == 0) return STARFOLD_OK; /* nothing to write */
+    starfold_status_t st;
+    starfold_topology_t topo = NULL;
+    int made_topo = 0;
+    if ((st = starfold__pick_topology(ops, topology, ctx, &topo, &made_topo)) != STARFOLD_OK) return st;
+    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
+    /* The copies written: all of them, or copy @copy alone. */
+    const int n = copy < 0 ? var->n : 1, *vdevs = copy < 0 ? var->devices : &var->devices[copy];
+    starfold_communication_options_t o = *options;
+    o.promote_integer_mean = 0; /* the copies keep their dtype */
+
+    group_t grp;
+    size_t member = 0;
+    memset(&grp, 0, sizeof grp);
+    item_t it;
+    memset(&it, 0, sizeof it);
+    it.host_as = -1;
+    it.reduce_device = -1;
+    starfold_graph_t first = NULL, composed = NULL;
+    starfold_view_t in[2 * STARFOLD_MAX_DEVICES], out[STARFOLD_MAX_DEVICES];
+    int nin = 0, gdev[STARFOLD_MAX_DEVICES];
+    const starfold_tensor_desc_t t = { var->dtype, var->count };
+
+    if (reduce) {
+        /* reduce_to(op, value, destinations = the variable): its classification, its graph. */
+        starfold__pair_t p = { .value = value };
+        p.dest.ctx = ctx;
+        p.dest.n = n;
+        memcpy(p.dest.devices, vdevs, sizeof(int) * (size_t)n);
+        p.dest.host = vdevs[0] == STARFOLD_DEVICE_HOST;
+        classify(ops, &p, &it);
+        SF_CHECK_GOTO(check_item_devices(fn, &it, ntopo, nctx, 0), st, out);
+        grp.members = &member;
+        grp.nmembers = 1;
+        SF_CHECK_GOTO(compile_group(ops, topo, op, &p, &it, &grp, &o, fn), st, out);
+        first = grp.graph;
+        for (int s = 0; s < it.nsrc; s++) {
+            const int c = component_for(value->devices, value->n, it.src[s], it.host_as);
+            if (c < 0) {
+                st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: the value has no component for graph source %d", fn, s);
+                goto out;
+            }
+            in[nin++] = starfold__value_view(value, c);
+        }
+    } else {
+        int local = 1;
+        for (int d = 0; d < n && local; d++) local = starfold__value_component_on(value, vdevs[d]) >= 0;
+        if (local) {
+            /* Each copy from the value's component beside it: no first graph. The host stands for device 0. */
+            it.host_as = 0;
+            for (int d = 0; d < n; d++) {
+                gdev[d] = map_host(vdevs[d], it.host_as);
+                if (gdev[d] >= ntopo || gdev[d] >= nctx) {
+                    st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: device %d is not a device of the topology "
+                                         "(0..%d) and the context (0..%d)", fn, gdev[d], ntopo - 1, nctx - 1);
+                    goto out;
+                }
+                in[nin++] = starfold__value_view(value, starfold__value_component_on(value, vdevs[d]));
+            }
+        } else {
+            /* A copy of one component to every copy's device, as broadcast_graph() places it. */
+            const int c = comp >= 0 && comp < value->n ? comp : 0;
+            int x = value->devices[c];
+            if (x == STARFOLD_DEVICE_HOST) x = vdevs[0] != STARFOLD_DEVICE_HOST ? vdevs[0] : 0;
+            it.host_as = x;
+            for (int d = 0; d < n; d++) gdev[d] = map_host(vdevs[d], x);
+            const starfold_collective_desc_t desc = {
+                .kind = STARFOLD_COLL_BROADCAST, .op = STARFOLD_OP_SUM, .num_sources = 1, .sources = &x,
+                .num_destinations = n, .destinations = gdev, .num_tensors = 1, .tensors = &t,
+            };
+            for (int k = -1; k < n; k++) {
+                const int d = k < 0 ? x : gdev[k];
+                if (d < 0 || d >= ntopo || d >= nctx) {
+                    st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: device %d is not a device of the topology "
+                                         "(0..%d) and the context (0..%d)", fn, d, ntopo - 1, nctx - 1);
+                    goto out;
+                }
+            }
+            SF_CHECK_GOTO(starfold_graph_compile(topo, "reduce-to-one", &desc, NULL, &first), st, out);
+            in[nin++] = starfold__value_view(value, c);
+        }
+    }
+
+    starfold_graph_t g = first;
+    if (!(update == SF_UPDATE_ASSIGN && divisor <= 1 && first)) {
+        SF_CHECK_GOTO(starfold__graph_then_update(topo, first, n, gdev, t, update, divisor < 1 ? 1 : divisor, &composed),
+                      st, out);
+        g = composed;
+    }
+    /* Output d: the copy on the graph's destination d; assign_add and assign_sub read it as input S + d too. */
+    const int nout = starfold_graph_num_outputs(g);
+    for (int d = 0; d < nout; d++) {
+        const int k = component_for(vdevs, n, starfold_graph_output_device(g, d), it.host_as);
+        const int c = k < 0 ? -1 : copy < 0 ? k : copy;
+        if (c < 0) {
+            st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: the variable has no copy for graph destination %d", fn, d);
+            goto out;
+        }
+        out[d] = starfold__value_view(var, c);
+        if (update != SF_UPDATE_ASSIGN) in[nin + d] = out[d];
+    }
+    starfold_request_t req = NULL;
+    if ((st = starfold_submit_views(ctx, g, in, out, &req)) != STARFOLD_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", starfold_last_error());
+        st = starfold__error(st, "%s: %s", fn, why);
+        goto out;
+    }
+    starfold__dist_req_t *rec = starfold__dist_req_new(req, 1);
+    if (!rec) {
+        starfold_request_wait(req); /* the copies are written: never leave a submission running unowned */
+        starfold_request_destroy(req);
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    st = starfold__value_add_writer(var, rec);
+    starfold__dist_req_release(rec);
+    starfold__trace_entry_t e = { .path = SF_PATH_UPDATE, .num_tensors = 1, .num_sources = starfold_graph_num_inputs(g),
+                                  .num_destinations = nout, .reduce_device = it.reduce_device };
+    snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g));
+    starfold__trace_add(&e);
+out:
+    starfold_graph_destroy(composed);
+    if (grp.cached) cache_release(ops, grp.graph);
+    else starfold_graph_destroy(first);
+    if (made_topo) starfold_topology_destroy(topo);
+    return st;
 }
 
 /* One graph: broadcast of view @src (device @sdev, host allowed) to @ndst devices; output views given. */

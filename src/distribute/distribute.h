@@ -23,6 +23,7 @@
 
 #include <starfold/distribute.h>
 
+#include "base/common.h"
 #include "distribute/arena.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -59,8 +60,27 @@ enum {
     SF_OWN_HOST      /* starfold__host_vector_create(): starfold__host_vector_destroy() */
 };
 
+/*
+ * What makes a value a variable (starfold_strategy_create_variable(), variables.c): how its copies
+ * are kept, TensorFlow's synchronization and aggregation, and what its updates and reads need of the
+ * strategy that made it, held by reference so that the variable outlives the strategy as every value
+ * does. Immutable once made.
+ */
+typedef struct starfold__variable {
+    starfold_variable_synchronization_t sync; /* ON_WRITE or ON_READ (AUTO resolved) */
+    starfold_variable_aggregation_t agg;
+    starfold_strategy_kind_t strategy_kind;
+    int plain;                                /* OneDeviceStrategy: TensorFlow's ordinary tf.Variable */
+    int num_replicas;                         /* num_replicas_in_sync of the strategy */
+    int cross_process;                        /* MultiWorkerMirroredStrategy: reductions cross processes */
+    starfold_cross_device_ops_t ops;          /* the strategy's (a reference) */
+    starfold_topology_t topology;             /* the strategy's (a reference) */
+    starfold_communication_options_t options; /* the strategy's when the variable was made */
+} starfold__variable_t;
+
 struct starfold_value {
     int refs;                     /* atomic */
+    starfold__variable_t *var;    /* NULL: not a variable; owned */
     starfold_context_t ctx;
     starfold_value_kind_t kind;
     starfold_dtype_t dtype;
@@ -128,9 +148,10 @@ int starfold__value_in_arena(starfold_value_t v, int c);
  * in starfold_last_error()).
  */
 starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c);
-/* A variable's storage: as starfold_value_create(), with handles of their own. */
-starfold_status_t starfold__value_create_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
-                                      starfold_dtype_t dtype, size_t count, const void *init, starfold_value_t *value);
+/* A variable's storage: as starfold_value_create(), with handles of their own; @fn names the call in messages. */
+starfold_status_t starfold__value_create_own(const char *fn, starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                             const int *devices, starfold_dtype_t dtype, size_t count, const void *init,
+                                             starfold_value_t *value);
 /* A value borrowing @handles (SF_OWN_NONE), without validation: internal wrappers only. */
 starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                   const starpu_data_handle_t *handles, starfold_dtype_t dtype, size_t count,
@@ -213,6 +234,22 @@ starfold_status_t starfold__ops_batch_reduce_split(starfold_cross_device_ops_t o
                                                    starfold_op_t op, size_t n, const starfold__pair_t *pairs,
                                                    const starfold_communication_options_t *options, const char *fn,
                                                    starfold_value_t *results);
+/*
+ * A variable's update from @value as one graph (starfold__graph_then_update()), submitted and recorded
+ * as a writer of @var; nothing is submitted on failure. @copy -1 writes every copy of @var, else copy
+ * @copy alone (a sync-on-read variable's replica-context update). Where the value comes from:
+ *   @reduce 1: @value's components reduced with @op onto the variable's devices (the ops' dispatch, as
+ *              reduce_to with the variable as destination: the all-reduce when they are the same
+ *              devices, else reduce-to-one);
+ *   @reduce 0: each copy takes @value's component on its own device when every copy has one (no
+ *              transfer), else component @comp (-1: 0) copied to every copy's device;
+ * then each copy becomes that divided by @divisor (assign), or itself plus or minus it (@update).
+ * @topology is used when the ops have none (NULL: the context's); @options merged and valid.
+ */
+starfold_status_t starfold__ops_update(starfold_cross_device_ops_t ops, starfold_topology_t topology, starfold_value_t var,
+                                       int copy, starfold__update_t update, starfold_value_t value, int reduce,
+                                       starfold_op_t op, int comp, uint32_t divisor,
+                                       const starfold_communication_options_t *options, const char *fn);
 /* Broadcast of a one-component (or mirrored) value to a resolved destination. */
 starfold_status_t starfold__ops_broadcast(starfold_cross_device_ops_t ops, starfold_topology_t topology,
                                    starfold_value_t value, const starfold__dest_t *dest, const char *fn,
@@ -290,6 +327,14 @@ starfold_status_t starfold__strategy_all_reduce_split(starfold_strategy_t s, sta
                                                       const starfold__pair_t *pairs,
                                                       const starfold_communication_options_t *options, const char *fn,
                                                       starfold_value_t *results);
+/*
+ * The replica-context update of a mirrored variable, run by the collective's leader: starfold__ops_update()
+ * through the strategy's ops (the implementation option's choice); ::STARFOLD_ERR_NOT_SUPPORTED for a
+ * strategy whose reductions go across processes.
+ */
+starfold_status_t starfold__strategy_update_variable(starfold_strategy_t s, starfold_value_t var, starfold__update_t update,
+                                                     starfold_value_t value, int reduce, starfold_op_t op, int comp,
+                                                     const starfold_communication_options_t *options, const char *fn);
 /* Strategy defaults merged with @call (validated). */
 starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfold_communication_options_t *call,
                                       starfold_communication_options_t *merged);
@@ -303,6 +348,16 @@ void starfold__replica_pool_destroy(struct starfold__replica_pool *pool);
 starfold_replica_context_t starfold__current_replica(void);
 /* Whether a timeout_seconds bounds a wait: finite and > 0 (0 and +infinity mean no timeout). */
 int starfold__timeout_in_force(double seconds);
+
+/*
+ * TensorFlow's MirroredVariable update in the replica context (variables.c calls it for an ON_WRITE
+ * variable in a replica function): a collective of every replica of the run (replica.c), whose
+ * leader aggregates the replicas' values and updates every copy in one graph. Checks that fail on a
+ * replica (the aggregation NONE, an integer MEAN, the value's shape) still join, so every replica
+ * fails together.
+ */
+starfold_status_t starfold__replica_update_variable(starfold_replica_context_t rc, starfold_value_t var,
+                                                    starfold_value_t value, starfold__update_t update, const char *fn);
 
 /* The error of a cross-replica method called in a replica function (TensorFlow's RuntimeError text). */
 starfold_status_t starfold__require_cross_replica(const char *fn);
@@ -318,6 +373,7 @@ typedef enum starfold__path {
     SF_PATH_FALLBACK,     /* reduce-to-one as the fallback of an all-reduce algorithm */
     SF_PATH_BROADCAST,    /* broadcast / copy */
     SF_PATH_GATHER,       /* gather / all-gather (gather.c) */
+    SF_PATH_UPDATE,       /* a variable's update: its aggregation and the copies' update, one graph */
     SF_PATH_COUNT
 } starfold__path_t;
 

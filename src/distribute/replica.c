@@ -10,7 +10,8 @@
  * replica threads one at a time, which is why a blocking collective called from a TensorFlow replica
  * deadlocks in eager mode (tensorflow#53748).
  *
- * Rendezvous. A collective is the k-th all_reduce or merge_call of every replica. Each replica
+ * Rendezvous. A collective is the k-th all_reduce, all_gather, merge_call or update of a mirrored
+ * variable (assign, assign_add, assign_sub: variables.c) of every replica. Each replica
  * deposits its slot (its values, or its merge argument) and waits; the last one to arrive is the
  * leader: it runs the collective (compiles and submits one graph, or runs merge_fn), publishes the
  * outcome and wakes the others, each of which picks its own result from its slot.
@@ -53,27 +54,41 @@
 
 #define MSG_LEN 512
 
-typedef enum coll_kind { COLL_NONE = 0, COLL_ALL_REDUCE, COLL_MERGE_CALL, COLL_ALL_GATHER } coll_kind_t;
+/* The collectives; the last three are a mirrored variable's updates in the replica context. */
+typedef enum coll_kind {
+    COLL_NONE = 0,
+    COLL_ALL_REDUCE,
+    COLL_MERGE_CALL,
+    COLL_ALL_GATHER,
+    COLL_ASSIGN,
+    COLL_ASSIGN_ADD,
+    COLL_ASSIGN_SUB
+} coll_kind_t;
 
 static const char *coll_name(coll_kind_t k)
 {
-    return k == COLL_ALL_REDUCE   ? "all_reduce"
-           : k == COLL_MERGE_CALL ? "merge_call"
-           : k == COLL_ALL_GATHER ? "all_gather"
-                                  : "none";
+    return k == COLL_ALL_REDUCE    ? "all_reduce"
+           : k == COLL_MERGE_CALL  ? "merge_call"
+           : k == COLL_ALL_GATHER  ? "all_gather"
+           : k == COLL_ASSIGN      ? "assign"
+           : k == COLL_ASSIGN_ADD  ? "assign_add"
+           : k == COLL_ASSIGN_SUB  ? "assign_sub"
+                                   : "none";
 }
 
 /* One replica's part of the collective in progress. */
 typedef struct slot {
     starfold_status_t local_status; /* an error found by the replica itself: the collective fails */
     char local_msg[MSG_LEN];
-    /* all_reduce (and all_gather: one value, op unused) */
+    /* all_reduce (and all_gather, assign*: one value, op unused) */
     starfold_op_t op;
     size_t nvalues;
     int *comps;                     /* [nvalues] this replica's component of each value */
     const starfold_value_t *values;
     starfold_communication_options_t options;
     starfold_value_t *results;      /* [nvalues] where this replica wants its results */
+    /* assign, assign_add, assign_sub */
+    starfold_value_t variable;
     /* merge_call */
     starfold_merge_fn_t fn;
     void *arg;
@@ -530,6 +545,92 @@ static starfold_status_t execute_all_gather(starfold__run_t *run, long k, char *
     return st;
 }
 
+/*
+ * The leader's update of a mirrored variable: TensorFlow's merge_fn of MirroredVariable's update in
+ * the replica context (values_util.apply_aggregation, then the update of every copy), as one graph.
+ * What the replicas passed is regrouped as TensorFlow regroups it: the same object from every replica
+ * is that one value (a non-distributed value, or a per-replica one given whole), else one component
+ * from each replica, on its device, makes the per-replica value.
+ */
+static starfold_status_t execute_update(starfold__run_t *run, long k, char *msg)
+{
+    slot_t *sl = run->slots;
+    const int n = run->n;
+    const starfold_strategy_t s = run->strategy;
+    const starfold__update_t update = run->kind == COLL_ASSIGN_ADD   ? SF_UPDATE_ADD
+                                      : run->kind == COLL_ASSIGN_SUB ? SF_UPDATE_SUB
+                                                                     : SF_UPDATE_ASSIGN;
+    const char *name = coll_name(run->kind);
+    const starfold_value_t var = sl[0].variable;
+    for (int r = 1; r < n; r++)
+        if (sl[r].variable != var) {
+            snprintf(msg, MSG_LEN, "%s #%ld: replica %d updates another variable than replica 0; a mirrored variable's "
+                     "update is a collective of every replica on the same variable", name, k, r);
+            return STARFOLD_ERR_INVALID_ARGUMENT;
+        }
+    const starfold_variable_aggregation_t agg = var->var->agg;
+    int same = 1;
+    for (int r = 1; r < n; r++) same &= sl[r].values[0] == sl[0].values[0];
+    const starfold_value_t v0 = sl[0].values[0];
+    const int whole_distributed = same && v0->n > 1 && v0->kind == STARFOLD_VALUE_PER_REPLICA;
+    if (same && !whole_distributed && n > 1 && agg == STARFOLD_AGGREGATION_SUM) {
+        snprintf(msg, MSG_LEN, "%s #%ld: A non-DistributedValues value (the same %s value on every replica) cannot be "
+                 "reduced with the given reduce op ReduceOp.SUM: it would count %d times (TensorFlow refuses too); "
+                 "give each replica a value of its own", name, k, v0->n == 1 ? "one-component" : "mirrored", n);
+        return STARFOLD_ERR_INVALID_ARGUMENT;
+    }
+    if (!same && agg != STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA)
+        for (int r = 0; r < n; r++) {
+            const starfold_value_t v = sl[r].values[0];
+            if (v->devices[sl[r].comps[0]] != s->devices[r]) {
+                snprintf(msg, MSG_LEN, "%s #%ld: replica %d's value is on %s %d, not on the replica's device %d; each "
+                         "replica's part of a per-replica value is on its own device", name, k, r,
+                         v->devices[sl[r].comps[0]] == STARFOLD_DEVICE_HOST ? "the host," : "device",
+                         v->devices[sl[r].comps[0]], s->devices[r]);
+                return STARFOLD_ERR_INVALID_ARGUMENT;
+            }
+        }
+
+    starfold_status_t st = STARFOLD_OK;
+    starfold_value_t pv = NULL, *src = malloc(sizeof *src * (size_t)n);
+    int *comps = malloc(sizeof *comps * (size_t)n);
+    if (!src || !comps) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    char fn[64];
+    snprintf(fn, sizeof fn, "%s #%ld", name, k);
+    const starfold_op_t op = agg == STARFOLD_AGGREGATION_MEAN ? STARFOLD_OP_MEAN : STARFOLD_OP_SUM;
+    int reduce = 0, comp = -1;
+    starfold_value_t value = v0;
+    if (agg == STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA) {
+        /* Replica 0's value: its component (of a whole per-replica value, component 0), alone. */
+        const int c = whole_distributed ? 0 : sl[0].comps[0];
+        SF_CHECK_GOTO(starfold__value_borrow_components(v0->ctx, STARFOLD_VALUE_PER_REPLICA, 1, &v0->devices[c], &v0, &c,
+                                                        &pv),
+                      st, out);
+        value = pv;
+    } else if (whole_distributed) {
+        reduce = 1; /* the per-replica value every replica passed, reduced as it is */
+    } else if (!same) {
+        for (int r = 0; r < n; r++) {
+            src[r] = sl[r].values[0];
+            comps[r] = sl[r].comps[0];
+        }
+        SF_CHECK_GOTO(starfold__value_borrow_components(v0->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, src, comps, &pv),
+                      st, out);
+        value = pv;
+        reduce = 1;
+    } /* else: one value, MEAN (or one replica): the value itself, each copy from its component beside it or copied */
+    st = starfold__strategy_update_variable(s, var, update, value, reduce, op, comp, &sl[0].options, fn);
+out:
+    if (st != STARFOLD_OK) snprintf(msg, MSG_LEN, "%s", starfold_last_error());
+    starfold_value_destroy(pv);
+    free(src);
+    free(comps);
+    return st;
+}
+
 /* The leader's merge_call: merge_fn of replica 0, once, in the cross-replica context. */
 static starfold_status_t execute_merge_call(starfold__run_t *run, char *msg)
 {
@@ -568,7 +669,8 @@ static starfold_status_t execute(starfold__run_t *run, long k, char *msg)
         }
     return run->kind == COLL_ALL_REDUCE   ? execute_all_reduce(run, k, msg)
            : run->kind == COLL_ALL_GATHER ? execute_all_gather(run, k, msg)
-                                          : execute_merge_call(run, msg);
+           : run->kind == COLL_MERGE_CALL ? execute_merge_call(run, msg)
+                                          : execute_update(run, k, msg);
 }
 
 /* The replica context must be the calling thread's own, in its replica function. */
@@ -679,6 +781,62 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_gather(starfold_repl
     if (st == STARFOLD_OK) *result = results[0];
     else starfold_value_destroy(results[0]);
     return st;
+}
+
+starfold_status_t starfold__replica_update_variable(starfold_replica_context_t rc, starfold_value_t var,
+                                                    starfold_value_t value, starfold__update_t update, const char *fn)
+{
+    starfold_status_t st;
+    if ((st = check_own(rc, fn)) != STARFOLD_OK) return st;
+    const coll_kind_t kind = update == SF_UPDATE_ADD ? COLL_ASSIGN_ADD : update == SF_UPDATE_SUB ? COLL_ASSIGN_SUB : COLL_ASSIGN;
+    const starfold__variable_t *info = var->var;
+    slot_t sl;
+    memset(&sl, 0, sizeof sl);
+    int comp = -1;
+    sl.nvalues = 1;
+    sl.values = &value;
+    sl.comps = &comp;
+    sl.variable = var;
+    double timeout = 0;
+    /* Local checks: a failure still joins, so that every replica fails together instead of waiting. */
+    if ((st = starfold__strategy_options(rc->strategy, NULL, &sl.options)) != STARFOLD_OK) slot_fail(&sl, st);
+    else timeout = sl.options.timeout_seconds;
+    const int integer = var->dtype == STARFOLD_INT32 || var->dtype == STARFOLD_INT64;
+    if (sl.local_status != STARFOLD_OK) {
+        /* recorded */
+    } else if (info->agg == STARFOLD_AGGREGATION_NONE) {
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "%s: You must specify an aggregation method to update a %s in Replica Context. "
+                                       "You can do so by passing an explicit value for argument `aggregation` to "
+                                       "tf.Variable(..). (starfold: starfold_variable_options_t::aggregation, or update "
+                                       "it in the cross-replica context, in a merge function)",
+                                       fn, info->strategy_kind == STARFOLD_STRATEGY_CENTRAL_STORAGE ? "AggregatingVariable"
+                                                                                                     : "MirroredVariable"));
+    } else if (info->agg == STARFOLD_AGGREGATION_MEAN && integer) {
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "%s: Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation "
+                                       "in replica context. Either change the variable dtype to float or update it in "
+                                       "cross-replica context. (the variable is %s)",
+                                       fn, starfold_dtype_name(var->dtype)));
+    } else if (var->ctx != rc->strategy->ctx) {
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the variable belongs to another context than "
+                                       "the strategy", fn));
+    } else if (!value) {
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL value", fn));
+    } else if (value->ctx != var->ctx) {
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the value belongs to another context", fn));
+    } else if (value->dtype != var->dtype || value->count != var->count) {
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: cannot assign %zu x %s to a variable of %zu x %s",
+                                       fn, value->count, starfold_dtype_name(value->dtype), var->count,
+                                       starfold_dtype_name(var->dtype)));
+    } else if ((comp = starfold__value_component_on(value, rc->device)) < 0 && value->n != 1) {
+        slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "%s: the value (%d components) has no component on this replica's device %d", fn,
+                                       value->n, rc->device));
+    } else if (comp < 0) {
+        comp = 0; /* a one-component value elsewhere: the leader decides (the same value everywhere, replica 0's) */
+    }
+    return rendezvous(rc, kind, &sl, timeout, fn);
 }
 
 STARFOLD_API starfold_status_t starfold_replica_context_merge_call(starfold_replica_context_t context,

@@ -207,6 +207,11 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
 static void value_free(starfold_value_t v)
 {
     for (size_t i = 0; i < v->nwriters; i++) starfold__dist_req_release(v->writers[i]);
+    if (v->var) {
+        starfold_cross_device_ops_destroy(v->var->ops);
+        starfold_topology_destroy(v->var->topology);
+        free(v->var);
+    }
     for (int c = 0; c < v->n; c++) {
         if (v->own[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, v->handles[c]);
         else if (v->own[c] == SF_OWN_HOST) host_vector_destroy(v->handles[c], v->host_mem[c]);
@@ -506,10 +511,11 @@ STARFOLD_API starfold_status_t starfold_value_create(starfold_context_t context,
     return value_create("starfold_value_create", context, kind, num_components, devices, dtype, count, init, 0, value);
 }
 
-starfold_status_t starfold__value_create_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
-                                      starfold_dtype_t dtype, size_t count, const void *init, starfold_value_t *value)
+starfold_status_t starfold__value_create_own(const char *fn, starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                             const int *devices, starfold_dtype_t dtype, size_t count, const void *init,
+                                             starfold_value_t *value)
 {
-    return value_create("starfold_value_create", ctx, kind, n, devices, dtype, count, init, 1, value);
+    return value_create(fn, ctx, kind, n, devices, dtype, count, init, 1, value);
 }
 
 STARFOLD_API starfold_status_t starfold_value_wrap(starfold_context_t context, starfold_value_kind_t kind,

@@ -6,7 +6,7 @@
  * template.c for one node:
  *
  *   kind COPY   (COPY, PACK, UNPACK): concat(src spans) -> concat(dst spans), equal totals;
- *   kind REDUCE: every dst = src0 op src1 op ... (left to right), divided by the divisor when it is
+ *   kind REDUCE: every dst = src0 op src1 op ... (left to right; op SUB subtracts), divided by the divisor when it is
  *                > 1 (MEAN in the same pass, integers truncating); the first dst may be one of the
  *                sources (accumulate in place); with several dsts, the result is written to each;
  *   kind SCALE:  dst = src / divisor (integers truncate toward zero); a converting SCALE reads
@@ -45,7 +45,11 @@ enum starfold__kernel_kind { SF_KERNEL_COPY = 0, SF_KERNEL_REDUCE = 1, SF_KERNEL
 
 /* Element types and ops as the kernels see them (the values of starfold_dtype_t / starfold_op_t). */
 enum starfold__kernel_dtype { SF_K_FLOAT32 = 0, SF_K_FLOAT64 = 1, SF_K_INT32 = 2, SF_K_INT64 = 3 };
-enum starfold__kernel_op { SF_K_SUM = 0, SF_K_MEAN = 1, SF_K_MIN = 2, SF_K_MAX = 3, SF_K_PROD = 4 };
+/*
+ * SF_K_SUB is starfold's internal subtraction (STARFOLD__OP_SUB, base/common.h): dst = src0 - src1 -
+ * ..., left to right, integers wrapping around; only a variable's assign_sub asks for it.
+ */
+enum starfold__kernel_op { SF_K_SUM = 0, SF_K_MEAN = 1, SF_K_MIN = 2, SF_K_MAX = 3, SF_K_PROD = 4, SF_K_SUB = 5 };
 
 typedef struct starfold__kspan {
     unsigned buf;    /* index into the task's buffers[] */

@@ -3,8 +3,8 @@
 /*
  * CPU kernels: segmented copy, element-wise reduce per dtype x op, scale.
  *
- * Integer SUM and PROD wrap around (two's complement) and are computed in unsigned arithmetic, so
- * no signed overflow happens. MIN and MAX of floats use `<` / `>`: a NaN in a later source is ignored,
+ * Integer SUM, PROD and the internal SUB (a variable's assign_sub: src0 - src1 - ...) wrap around
+ * (two's complement) and are computed in unsigned arithmetic, so no signed overflow happens. MIN and MAX of floats use `<` / `>`: a NaN in a later source is ignored,
  * a NaN already accumulated stays.
  *
  * REDUCE works in blocks: acc = src0 op src1 op ... (left to right per element, up to eight sources
@@ -67,12 +67,14 @@ static void cpu_copy(void *buffers[], const starfold__kernel_args_t *a)
 /* A task writing at least this much per destination uses non-temporal stores (see store_block). */
 #define SF_STREAM_BYTES ((size_t)256 << 10)
 
-/* Binary operations per type. Integers go through their unsigned counterpart for SUM and PROD. */
+/* Binary operations per type. Integers go through their unsigned counterpart for SUM, SUB and PROD. */
 #define SF_FLOAT_OPS(T)                                                          \
     static inline T add_##T(T x, T y) { return x + y; }                          \
+    static inline T sub_##T(T x, T y) { return x - y; }                          \
     static inline T mul_##T(T x, T y) { return x * y; }
 #define SF_INT_OPS(T, UT)                                                        \
     static inline T add_##T(T x, T y) { return (T)((UT)x + (UT)y); }             \
+    static inline T sub_##T(T x, T y) { return (T)((UT)x - (UT)y); }             \
     static inline T mul_##T(T x, T y) { return (T)((UT)x * (UT)y); }
 /* MIN and MAX with the accumulated value first: a NaN in a later source is ignored, one kept stays. */
 #define SF_ORDER_OPS(T)                                                          \
@@ -189,6 +191,7 @@ static inline void store_fence(int stream)
 
 #define SF_DEFINE_COMBINES(T)                                                                        \
     SF_DEFINE_COMBINE(T, add)                                                                        \
+    SF_DEFINE_COMBINE(T, sub)                                                                        \
     SF_DEFINE_COMBINE(T, mul)                                                                        \
     SF_DEFINE_COMBINE(T, min)                                                                        \
     SF_DEFINE_COMBINE(T, max)
@@ -263,7 +266,8 @@ static inline void stream_line(char *dst, const void *acc)
     {                                                                                                \
         void (*combine)(T *restrict, const T *const *, size_t, size_t, int) =                        \
             a->op == SF_K_PROD ? combine_##T##_mul : a->op == SF_K_MIN ? combine_##T##_min           \
-            : a->op == SF_K_MAX ? combine_##T##_max : combine_##T##_add;                             \
+            : a->op == SF_K_MAX ? combine_##T##_max : a->op == SF_K_SUB ? combine_##T##_sub          \
+                                : combine_##T##_add;                                                 \
         T acc[SF_BLOCK];                                                                             \
         const T *src[SF_MAX_GROUP];                                                                  \
         for (size_t b = lo; b < hi; b += SF_BLOCK) {                                                 \
@@ -374,6 +378,7 @@ static int lines_fit(void *buffers[], const starfold__kernel_args_t *a, const st
     }
 #define SF_DEFINE_LINES(T)                                                                           \
     SF_DEFINE_LINES_OP(T, add)                                                                       \
+    SF_DEFINE_LINES_OP(T, sub)                                                                       \
     SF_DEFINE_LINES_OP(T, mul)                                                                       \
     SF_DEFINE_LINES_OP(T, min)                                                                       \
     SF_DEFINE_LINES_OP(T, max)                                                                       \
@@ -387,6 +392,7 @@ static int lines_fit(void *buffers[], const starfold__kernel_args_t *a, const st
         (a->op == SF_K_PROD  ? lines_##T##_mul                                                       \
          : a->op == SF_K_MIN ? lines_##T##_min                                                       \
          : a->op == SF_K_MAX ? lines_##T##_max                                                       \
+         : a->op == SF_K_SUB ? lines_##T##_sub                                                       \
                              : lines_##T##_add)(src, a->nsrc, dst, a->ndst, a->divisor, lo, hi);     \
     }
 #else

@@ -13,7 +13,7 @@
  *   SCALE  dst = src / divisor (integers truncate toward zero); integers to float64 for a converting
  *          SCALE (dst = (double)src / divisor).
  *
- * Integer SUM and PROD wrap around through unsigned arithmetic. Every call synchronises its stream
+ * Integer SUM, PROD and the internal SUB (a variable's assign_sub) wrap around through unsigned arithmetic. Every call synchronises its stream
  * before returning (the codelet is not declared STARPU_CUDA_ASYNC). This file is compiled without
  * config.h; it only needs StarPU and kernels.h.
  */
@@ -29,14 +29,17 @@
 
 template <typename T> struct starfold__ops {
     __device__ static T add(T x, T y) { return x + y; }
+    __device__ static T sub(T x, T y) { return x - y; }
     __device__ static T mul(T x, T y) { return x * y; }
 };
 template <> struct starfold__ops<int32_t> {
     __device__ static int32_t add(int32_t x, int32_t y) { return (int32_t)((uint32_t)x + (uint32_t)y); }
+    __device__ static int32_t sub(int32_t x, int32_t y) { return (int32_t)((uint32_t)x - (uint32_t)y); }
     __device__ static int32_t mul(int32_t x, int32_t y) { return (int32_t)((uint32_t)x * (uint32_t)y); }
 };
 template <> struct starfold__ops<int64_t> {
     __device__ static int64_t add(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
+    __device__ static int64_t sub(int64_t x, int64_t y) { return (int64_t)((uint64_t)x - (uint64_t)y); }
     __device__ static int64_t mul(int64_t x, int64_t y) { return (int64_t)((uint64_t)x * (uint64_t)y); }
 };
 
@@ -48,6 +51,7 @@ __global__ void starfold__reduce_kernel(T *dst, const T *x, const T *y, size_t n
         T r;
         switch (op) {
         case SF_K_PROD: r = starfold__ops<T>::mul(a, b); break;
+        case SF_K_SUB: r = starfold__ops<T>::sub(a, b); break;
         case SF_K_MIN: r = b < a ? b : a; break;
         case SF_K_MAX: r = b > a ? b : a; break;
         default: r = starfold__ops<T>::add(a, b); break; /* SUM, MEAN */
@@ -66,6 +70,7 @@ template <typename T> __device__ static T starfold__bin(T a, T b, int op)
 {
     switch (op) {
     case SF_K_PROD: return starfold__ops<T>::mul(a, b);
+    case SF_K_SUB: return starfold__ops<T>::sub(a, b);
     case SF_K_MIN: return b < a ? b : a;
     case SF_K_MAX: return b > a ? b : a;
     default: return starfold__ops<T>::add(a, b); /* SUM, MEAN */

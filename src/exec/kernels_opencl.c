@@ -9,7 +9,7 @@
  * compiles one work-group function per kernel, whatever the element count.
  *
  *   starfold__reduce: dst[i] = a[i] op b[i]   (REDUCE runs it pairwise, left to right: dst = s0 op s1,
- *                                        dst = dst op s2, ...)
+ *                                        dst = dst op s2, ...; op 5 is the internal SUB: a[i] - b[i])
  *   starfold__scale:  dst[i] = src[i] / divisor   (integers to float64 when dst_dtype says so)
  *
  * Copies are clEnqueueCopyBuffer between StarPU's cl_mem handles (each with its offset). Every call
@@ -37,30 +37,32 @@ static const char starfold__cl_source[] =
     "#ifdef cl_khr_fp64\n"
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
     "#endif\n"
-    "#define SF_BIN(T, x, y, op, ADD, MUL) ((op) == 0 || (op) == 1 ? ADD : (op) == 4 ? MUL : \\\n"
-    "    (op) == 2 ? ((y) < (x) ? (y) : (x)) : ((y) > (x) ? (y) : (x)))\n"
+    "#define SF_BIN(T, x, y, op, ADD, MUL, SUB) ((op) == 0 || (op) == 1 ? ADD : (op) == 4 ? MUL : \\\n"
+    "    (op) == 5 ? SUB : (op) == 2 ? ((y) < (x) ? (y) : (x)) : ((y) > (x) ? (y) : (x)))\n"
     "__kernel void starfold__reduce(__global uchar *dst, ulong dst_off, __global const uchar *a, ulong a_off,\n"
     "                        __global const uchar *b, ulong b_off, ulong n, int dtype, int op)\n"
     "{\n"
     "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
     "        if (dtype == 0) {\n"
     "            float x = ((__global const float *)(a + a_off))[i], y = ((__global const float *)(b + b_off))[i];\n"
-    "            ((__global float *)(dst + dst_off))[i] = SF_BIN(float, x, y, op, x + y, x * y);\n"
+    "            ((__global float *)(dst + dst_off))[i] = SF_BIN(float, x, y, op, x + y, x * y, x - y);\n"
     "        }\n"
     "#ifdef cl_khr_fp64\n"
     "        else if (dtype == 1) {\n"
     "            double x = ((__global const double *)(a + a_off))[i], y = ((__global const double *)(b + b_off))[i];\n"
-    "            ((__global double *)(dst + dst_off))[i] = SF_BIN(double, x, y, op, x + y, x * y);\n"
+    "            ((__global double *)(dst + dst_off))[i] = SF_BIN(double, x, y, op, x + y, x * y, x - y);\n"
     "        }\n"
     "#endif\n"
     "        else if (dtype == 2) {\n"
     "            int x = ((__global const int *)(a + a_off))[i], y = ((__global const int *)(b + b_off))[i];\n"
     "            ((__global int *)(dst + dst_off))[i] =\n"
-    "                SF_BIN(int, x, y, op, as_int(as_uint(x) + as_uint(y)), as_int(as_uint(x) * as_uint(y)));\n"
+    "                SF_BIN(int, x, y, op, as_int(as_uint(x) + as_uint(y)), as_int(as_uint(x) * as_uint(y)),\n"
+    "                       as_int(as_uint(x) - as_uint(y)));\n"
     "        } else if (dtype == 3) {\n"
     "            long x = ((__global const long *)(a + a_off))[i], y = ((__global const long *)(b + b_off))[i];\n"
     "            ((__global long *)(dst + dst_off))[i] =\n"
-    "                SF_BIN(long, x, y, op, as_long(as_ulong(x) + as_ulong(y)), as_long(as_ulong(x) * as_ulong(y)));\n"
+    "                SF_BIN(long, x, y, op, as_long(as_ulong(x) + as_ulong(y)), as_long(as_ulong(x) * as_ulong(y)),\n"
+    "                       as_long(as_ulong(x) - as_ulong(y)));\n"
     "        }\n"
     "    }\n"
     "}\n"

@@ -41,7 +41,7 @@ _Static_assert((int)SF_K_FLOAT32 == (int)STARFOLD_FLOAT32 && (int)SF_K_FLOAT64 =
                "kernels.h dtype mirror");
 _Static_assert((int)SF_K_SUM == (int)STARFOLD_OP_SUM && (int)SF_K_MEAN == (int)STARFOLD_OP_MEAN &&
                    (int)SF_K_MIN == (int)STARFOLD_OP_MIN && (int)SF_K_MAX == (int)STARFOLD_OP_MAX &&
-                   (int)SF_K_PROD == (int)STARFOLD_OP_PROD,
+                   (int)SF_K_PROD == (int)STARFOLD_OP_PROD && (int)SF_K_SUB == (int)STARFOLD__OP_SUB,
                "kernels.h op mirror");
 
 static struct starpu_codelet starfold__codelet = {

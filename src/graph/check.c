@@ -242,9 +242,11 @@ static starfold_status_t check_arity(const struct starfold_graph *g, size_t i)
                      n->nsrc);
             return invalid_node(g, i, what);
         }
-        if ((int)n->op < 0 || (int)n->op >= STARFOLD_OP_COUNT) return invalid_node(g, i, "unknown reduce op");
+        /* The public ops, and the internal subtraction of a variable's update (base/common.h). */
+        if ((int)n->op < 0 || ((int)n->op >= STARFOLD_OP_COUNT && n->op != STARFOLD__OP_SUB))
+            return invalid_node(g, i, "unknown reduce op");
         if (n->divisor < 1 || (n->divisor > 1 && n->op != STARFOLD_OP_SUM && n->op != STARFOLD_OP_MEAN)) {
-            snprintf(what, sizeof what, "a reduce (%s) divided by %u", starfold_op_name(n->op), n->divisor);
+            snprintf(what, sizeof what, "a reduce (%s) divided by %u", starfold__op_name(n->op), n->divisor);
             return invalid_node(g, i, what);
         }
         if (n->nseg < 1 || n->nsrc % n->nseg || n->ndst % n->nseg) {

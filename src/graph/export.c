@@ -559,7 +559,7 @@ static void task_label(const exporter_t *x, const starfold__node_t *n, Agnode_t 
     for (size_t k = 0; k < n->ndst; k++) bytes += starfold__span_bytes(x->g, n->dst[k]);
     starfold__human_bytes(bytes, size, sizeof size);
     if (n->kind == STARFOLD_TASK_REDUCE) /* MEAN reduces with a sum, a scale task divides */
-        snprintf(what, sizeof what, "reduce (%s)", starfold_op_name(starfold__op_accumulation(n->op)));
+        snprintf(what, sizeof what, "reduce (%s)", starfold__op_name(starfold__op_accumulation(n->op)));
     else if (n->kind == STARFOLD_TASK_SCALE)
         snprintf(what, sizeof what, "scale /%u", (unsigned)n->divisor);
     else

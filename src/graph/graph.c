@@ -463,7 +463,7 @@ starfold_status_t starfold__graph_reduce_segments(starfold_graph_t g, int device
     if (nsrc == 0 || ndst == 0 || nseg == 0)
         return starfold__error(STARFOLD_ERR_INTERNAL, "%s: reduce of no source, into nothing or of no segment", g->algorithm);
     if (divisor == 0 || (divisor > 1 && op != STARFOLD_OP_SUM && op != STARFOLD_OP_MEAN))
-        return starfold__error(STARFOLD_ERR_INTERNAL, "%s: reduce (%s) divided by %u", g->algorithm, starfold_op_name(op),
+        return starfold__error(STARFOLD_ERR_INTERNAL, "%s: reduce (%s) divided by %u", g->algorithm, starfold__op_name(op),
                         divisor);
     for (size_t q = 0; q < nseg; q++) {
         const size_t c = dst[q * ndst].count;
