@@ -270,6 +270,22 @@ starfold_status_t starfold__gather_parts(starfold_cross_device_ops_t ops, starfo
                                          starfold_context_t ctx, starfold_dtype_t dtype, int n, const int *devices,
                                          const starfold_view_t *views, const size_t *counts, const starfold__dest_t *dest,
                                          const char *fn, starfold_value_t *result);
+/*
+ * A gather's graph devices: @devices (the parts' devices, none on the host) checked against @topo and
+ * @ctx, and dst[k] for each of @dest's devices, the host mapped onto devices[0].
+ */
+starfold_status_t starfold__gather_devices(starfold_context_t ctx, int n, const int *devices, const starfold__dest_t *dest,
+                                           starfold_topology_t topo, const char *fn, int *dst);
+/*
+ * Compiles and submits one gather of the @n parts (@views, @counts elements of @dtype on @devices)
+ * into @outs on the graph devices @dst, with @op (MEAN divides); records the submission as a writer of
+ * each of the @nowners values that own @outs.
+ */
+starfold_status_t starfold__gather_submit(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_context_t ctx,
+                                          starfold_op_t op, starfold_dtype_t dtype, int n, const int *devices,
+                                          const starfold_view_t *views, const size_t *counts, int ndst, const int *dst,
+                                          const starfold_view_t *outs, int nowners, const starfold_value_t *owners,
+                                          const char *fn);
 /* The axis rule of values (1-D tensors): 0 or -1, else INVALID_ARGUMENT naming @fn. */
 starfold_status_t starfold__check_axis(const char *fn, int axis);
 /* The topology to plan on: the ops', else @hint, else the context's (*made is then set, to destroy). */

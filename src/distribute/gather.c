@@ -33,9 +33,8 @@ starfold_status_t starfold__check_axis(const char *fn, int axis)
                            axis);
 }
 
-/* The graph devices of the gather: sources in order, destinations with the host mapped onto the first source. */
-static starfold_status_t graph_devices(starfold_context_t ctx, int n, const int *devices, const starfold__dest_t *dest,
-                                       starfold_topology_t topo, const char *fn, int *dst)
+starfold_status_t starfold__gather_devices(starfold_context_t ctx, int n, const int *devices, const starfold__dest_t *dest,
+                                           starfold_topology_t topo, const char *fn, int *dst)
 {
     const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
     for (int c = 0; c < n; c++) {
@@ -61,25 +60,23 @@ static starfold_status_t graph_devices(starfold_context_t ctx, int n, const int 
     return STARFOLD_OK;
 }
 
-/* Compiles and submits the gather of the @views (@counts elements each) into @r's components; records the writer on @r. */
-static starfold_status_t submit_gather(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_context_t ctx,
-                                       starfold_dtype_t dtype, int n, const int *devices, const starfold_view_t *views,
-                                       const size_t *counts, const starfold__dest_t *dest, const int *dst,
-                                       starfold_value_t r, const char *fn)
+starfold_status_t starfold__gather_submit(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_context_t ctx,
+                                          starfold_op_t op, starfold_dtype_t dtype, int n, const int *devices,
+                                          const starfold_view_t *views, const size_t *counts, int ndst, const int *dst,
+                                          const starfold_view_t *outs, int nowners, const starfold_value_t *owners,
+                                          const char *fn)
 {
     const char *algorithm = ops ? (ops->all_reduce ? ops->algorithm : "reduce-to-one") : "auto";
-    starfold_tensor_desc_t t = { dtype, 0 };
+    const starfold_tensor_desc_t t = { dtype, 0 };
     const starfold_collective_desc_t desc = {
-        .kind = STARFOLD_COLL_GATHER, .op = STARFOLD_OP_SUM, .num_sources = n, .sources = devices,
-        .num_destinations = dest->n, .destinations = dst, .num_tensors = 1, .tensors = &t, .source_counts = counts,
+        .kind = STARFOLD_COLL_GATHER, .op = op, .num_sources = n, .sources = devices,
+        .num_destinations = ndst, .destinations = dst, .num_tensors = 1, .tensors = &t, .source_counts = counts,
     };
-    starfold_view_t out[STARFOLD_MAX_DEVICES];
-    starfold__value_views(r, out);
     starfold_graph_t g = NULL;
     starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, ops ? &ops->options : NULL, &g);
     if (st != STARFOLD_OK) return st;
     starfold_request_t req = NULL;
-    st = starfold_submit_views(ctx, g, views, out, &req);
+    st = starfold_submit_views(ctx, g, views, outs, &req);
     if (st == STARFOLD_OK) {
         starfold__dist_req_t *rec = starfold__dist_req_new(req, 1);
         if (!rec) {
@@ -87,10 +84,10 @@ static starfold_status_t submit_gather(starfold_cross_device_ops_t ops, starfold
             starfold_request_destroy(req);
             st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         } else {
-            st = starfold__value_add_writer(r, rec);
+            for (int k = 0; k < nowners && st == STARFOLD_OK; k++) st = starfold__value_add_writer(owners[k], rec);
             starfold__dist_req_release(rec);
             starfold__trace_entry_t e = { .path = SF_PATH_GATHER, .num_tensors = 1, .num_sources = n,
-                                          .num_destinations = dest->n, .reduce_device = -1 };
+                                          .num_destinations = ndst, .reduce_device = -1 };
             snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g));
             starfold__trace_add(&e);
         }
@@ -117,9 +114,14 @@ starfold_status_t starfold__gather_parts(starfold_cross_device_ops_t ops, starfo
     int made = 0, dst[STARFOLD_MAX_DEVICES];
     if ((st = starfold__pick_topology(ops, topology, ctx, &topo, &made)) != STARFOLD_OK) return st;
     starfold_value_t r = NULL;
-    SF_CHECK_GOTO(graph_devices(ctx, n, devices, dest, topo, fn, dst), st, out);
+    SF_CHECK_GOTO(starfold__gather_devices(ctx, n, devices, dest, topo, fn, dst), st, out);
     SF_CHECK_GOTO(starfold__value_alloc(ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, dtype, total, &r), st, out);
-    if (total) SF_CHECK_GOTO(submit_gather(ops, topo, ctx, dtype, n, devices, views, counts, dest, dst, r, fn), st, out);
+    starfold_view_t outs[STARFOLD_MAX_DEVICES];
+    starfold__value_views(r, outs);
+    if (total)
+        SF_CHECK_GOTO(starfold__gather_submit(ops, topo, ctx, STARFOLD_OP_SUM, dtype, n, devices, views, counts, dest->n, dst,
+                                              outs, 1, &r, fn),
+                      st, out);
     *result = r;
     r = NULL;
 out:
@@ -132,9 +134,7 @@ starfold_status_t starfold__ops_gather(starfold_cross_device_ops_t ops, starfold
                                        starfold_value_t value, const starfold__dest_t *dest, const char *fn,
                                        starfold_value_t *result)
 {
-    if (dest->ctx && dest->ctx != value->ctx)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the destination belongs to another context", fn);
-    if (value->n == 1) return starfold__ops_broadcast(ops, topology, value, dest, fn, result);
+    if (value->n == 1) return starfold__ops_broadcast(ops, topology, value, dest, fn, result); /* checks dest->ctx too */
     starfold_view_t views[STARFOLD_MAX_DEVICES];
     size_t counts[STARFOLD_MAX_DEVICES];
     starfold__value_views(value, views);

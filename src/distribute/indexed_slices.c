@@ -240,41 +240,16 @@ out:
     return st;
 }
 
-/* One gather graph (values or indices): component c's block of counts[c] elements from @in[c] to every @out. */
-static starfold_status_t gather_part(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_context_t ctx,
-                                     starfold_op_t op, starfold_dtype_t dt, int n, const int *src, const size_t *counts,
-                                     const starfold_value_t *in, int ndst, const int *dst, starfold_value_t *const *out,
-                                     const char *fn)
+/* One gather graph (values or indices): component c's counts[c] elements of @in[c] to every @out[d]. */
+static starfold_status_t gather_part(starfold_cross_device_ops_t ops, starfold_topology_t topo,
+                                     starfold_indexed_slices_t s, starfold_op_t op, starfold_dtype_t dt,
+                                     const size_t *counts, const starfold_value_t *in, int ndst, const int *dst,
+                                     const starfold_value_t *out, const char *fn)
 {
-    const char *algorithm = ops ? (ops->all_reduce ? ops->algorithm : "reduce-to-one") : "auto";
-    const starfold_tensor_desc_t t = { dt, 0 };
-    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_GATHER, .op = op, .num_sources = n, .sources = src,
-                                              .num_destinations = ndst, .destinations = dst, .num_tensors = 1,
-                                              .tensors = &t, .source_counts = counts };
     starfold_view_t vin[STARFOLD_MAX_DEVICES], vout[STARFOLD_MAX_DEVICES];
-    for (int c = 0; c < n; c++) vin[c] = starfold__value_view(in[c], 0);
-    for (int d = 0; d < ndst; d++) vout[d] = starfold__value_view(*out[d], 0);
-    starfold_graph_t g = NULL;
-    starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, ops ? &ops->options : NULL, &g);
-    if (st != STARFOLD_OK) return st;
-    starfold_request_t req = NULL;
-    if ((st = starfold_submit_views(ctx, g, vin, vout, &req)) == STARFOLD_OK) {
-        starfold__dist_req_t *rec = starfold__dist_req_new(req, 1);
-        if (!rec) {
-            starfold_request_wait(req);
-            starfold_request_destroy(req);
-            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-        } else {
-            for (int d = 0; d < ndst && st == STARFOLD_OK; d++) st = starfold__value_add_writer(*out[d], rec);
-            starfold__dist_req_release(rec);
-            starfold__trace_entry_t e = { .path = SF_PATH_GATHER, .num_tensors = 1, .num_sources = n,
-                                          .num_destinations = ndst, .reduce_device = -1 };
-            snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g));
-            starfold__trace_add(&e);
-        }
-    }
-    starfold_graph_destroy(g);
-    return st;
+    for (int c = 0; c < s->n; c++) vin[c] = starfold__value_view(in[c], 0);
+    for (int d = 0; d < ndst; d++) vout[d] = starfold__value_view(out[d], 0);
+    return starfold__gather_submit(ops, topo, s->ctx, op, dt, s->n, s->devices, vin, counts, ndst, dst, vout, ndst, out, fn);
 }
 
 /* TensorFlow's reduce of IndexedSlices onto @dest: both gathers, the result a new mirrored object. */
@@ -292,40 +267,21 @@ static starfold_status_t reduce_indexed_slices(starfold_cross_device_ops_t ops, 
     starfold_topology_t topo = NULL;
     int made = 0;
     if ((st = starfold__pick_topology(ops, topology, s->ctx, &topo, &made)) != STARFOLD_OK) return st;
-    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(s->ctx);
     int dst[STARFOLD_MAX_DEVICES];
     size_t total = 0, vcounts[STARFOLD_MAX_DEVICES], rows_out[STARFOLD_MAX_DEVICES];
     struct starfold_indexed_slices *r = NULL;
+    SF_CHECK_GOTO(starfold__gather_devices(s->ctx, s->n, s->devices, dest, topo, fn, dst), st, out);
     for (int c = 0; c < s->n; c++) {
-        if (s->devices[c] == STARFOLD_DEVICE_HOST || s->devices[c] >= ntopo || s->devices[c] >= nctx) {
-            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                 "%s: component %d is on %s, not a device of the topology (0..%d) and the context", fn, c,
-                                 s->devices[c] == STARFOLD_DEVICE_HOST ? "the host" : "another device", ntopo - 1);
-            goto out;
-        }
         total += s->rows[c];
         vcounts[c] = s->rows[c] * s->row_elements;
     }
-    for (int d = 0; d < dest->n; d++) {
-        dst[d] = dest->devices[d] == STARFOLD_DEVICE_HOST ? s->devices[0] : dest->devices[d];
-        rows_out[d] = total;
-        if (dst[d] < 0 || dst[d] >= ntopo || dst[d] >= nctx) {
-            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destination device %d is not a device of the topology "
-                                 "(0..%d) and the context", fn, dst[d], ntopo - 1);
-            goto out;
-        }
-    }
+    for (int d = 0; d < dest->n; d++) rows_out[d] = total;
     SF_CHECK_GOTO(slices_alloc(s->ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, s->dtype, s->dense_rows,
                                s->row_elements, rows_out, &r),
                   st, out);
-    if (total) {
-        starfold_value_t *vout[STARFOLD_MAX_DEVICES], *iout[STARFOLD_MAX_DEVICES];
-        for (int d = 0; d < dest->n; d++) vout[d] = &r->values[d], iout[d] = &r->indices[d];
-        /* Values with the op (MEAN divides them by the number of components), indices concatenated. */
-        SF_CHECK_GOTO(gather_part(ops, topo, s->ctx, op, s->dtype, s->n, s->devices, vcounts, s->values, dest->n, dst, vout, fn),
-                      st, out);
-        SF_CHECK_GOTO(gather_part(ops, topo, s->ctx, STARFOLD_OP_SUM, STARFOLD_INT64, s->n, s->devices, s->rows, s->indices,
-                                  dest->n, dst, iout, fn),
+    if (total) { /* values with the op (MEAN divides them by the number of components), indices concatenated */
+        SF_CHECK_GOTO(gather_part(ops, topo, s, op, s->dtype, vcounts, s->values, dest->n, dst, r->values, fn), st, out);
+        SF_CHECK_GOTO(gather_part(ops, topo, s, STARFOLD_OP_SUM, STARFOLD_INT64, s->rows, s->indices, dest->n, dst, r->indices, fn),
                       st, out);
     }
     *result = r;

@@ -114,8 +114,9 @@ static void case_free(starfold_context_t ctx, cal_case_t *c)
     memset(c, 0, sizeof *c);
 }
 
-static starfold_status_t case_make(starfold_context_t ctx, starfold_topology_t topo, const char *algorithm, size_t nt,
-                                   size_t count, cal_case_t *c)
+/* @algorithm's all-reduce of @nt tensors of @count float32 over every device of @ctx. */
+static starfold_status_t case_compile(starfold_context_t ctx, starfold_topology_t topo, const char *algorithm, size_t nt,
+                                      size_t count, starfold_graph_t *graph)
 {
     const int n = ctx->num_devices;
     int devices[STARFOLD_MAX_DEVICES];
@@ -124,8 +125,15 @@ static starfold_status_t case_make(starfold_context_t ctx, starfold_topology_t t
     for (size_t t = 0; t < nt; t++) tensors[t] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, count };
     const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
                                               .sources = devices, .num_tensors = nt, .tensors = tensors };
+    return starfold_graph_compile(topo, algorithm, &desc, NULL, graph);
+}
+
+static starfold_status_t case_make(starfold_context_t ctx, starfold_topology_t topo, const char *algorithm, size_t nt,
+                                   size_t count, cal_case_t *c)
+{
+    const int n = ctx->num_devices;
     memset(c, 0, sizeof *c);
-    starfold_status_t st = starfold_graph_compile(topo, algorithm, &desc, NULL, &c->graph);
+    starfold_status_t st = case_compile(ctx, topo, algorithm, nt, count, &c->graph);
     if (st != STARFOLD_OK) return st;
     c->nh = (size_t)n * nt;
     c->in = calloc(c->nh, sizeof *c->in);
@@ -267,19 +275,26 @@ static starfold_status_t measure_algorithms(starfold_context_t ctx, starfold_top
         const double spent = now_s() - start;
         if (k > 0 && spent + last_size_s * MEASURE_STEP > MEASURE_BUDGET_S) break;
         const double size_start = now_s();
+        /* One set of vectors per size; each algorithm's graph runs on it in turn. */
+        cal_case_t c;
+        starfold_status_t st = case_make(ctx, topo, "reduce-to-one", 1, bytes / sizeof(float), &c);
+        if (st != STARFOLD_OK) return st;
         for (int a = 0; a < starfold_algorithm_count(); a++) {
             const char *name = starfold_algorithm_name(a);
             if (!strcmp(name, "auto") || out->num_measurements == STARFOLD_CALIBRATION_MAX_MEASUREMENTS) continue;
-            cal_case_t c;
-            starfold_status_t st = case_make(ctx, topo, name, 1, bytes / sizeof(float), &c);
+            starfold_graph_t g = NULL;
+            st = case_compile(ctx, topo, name, 1, bytes / sizeof(float), &g);
             if (st == STARFOLD_ERR_NOT_SUPPORTED) continue;
-            if (st != STARFOLD_OK) return st;
+            if (st != STARFOLD_OK) break;
+            starfold_graph_destroy(c.graph);
+            c.graph = g;
             const double predicted = model_us(c.graph, p);
             const double secs = case_time(ctx, &c, 1, 5);
-            case_free(ctx, &c);
-            if (secs < 0 || predicted <= 0)
-                return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_context_calibrate: %s at %zu bytes failed: %s",
-                                       name, bytes, starfold_last_error());
+            if (secs < 0 || predicted <= 0) {
+                st = starfold__error(STARFOLD_ERR_RUNTIME, "starfold_context_calibrate: %s at %zu bytes failed: %s", name,
+                                     bytes, starfold_last_error());
+                break;
+            }
             starfold_measurement_t *m = &out->measurements[out->num_measurements++];
             memset(m, 0, sizeof *m);
             snprintf(m->algorithm, sizeof m->algorithm, "%s", name);
@@ -288,6 +303,8 @@ static starfold_status_t measure_algorithms(starfold_context_t ctx, starfold_top
             m->measured_us = secs > 0 ? secs * 1e6 : 1e-3;
             m->predicted_us = predicted;
         }
+        case_free(ctx, &c);
+        if (st != STARFOLD_OK && st != STARFOLD_ERR_NOT_SUPPORTED) return st;
         last_size_s = now_s() - size_start;
     }
     return STARFOLD_OK;
