@@ -37,8 +37,13 @@ typedef enum starfold_link_kind {
     STARFOLD_LINK_NVLINK = 0,      /**< "nvlink": direct GPU-GPU link. */
     STARFOLD_LINK_PCIE,            /**< "pcie": through a PCIe switch or root complex, same socket. */
     STARFOLD_LINK_INTER_SOCKET,    /**< "inter-socket": PCIe plus the socket interconnect (QPI/UPI). */
-    STARFOLD_LINK_HOST             /**< "host": staged through or shared in host memory. */
+    STARFOLD_LINK_HOST,            /**< "host": staged through or shared in host memory. */
+    STARFOLD_LINK_SHM,             /**< "shm": between processes of one node, through shared memory (MPI). */
+    STARFOLD_LINK_NETWORK          /**< "network": between nodes (MPI over the cluster's network). */
 } starfold_link_kind_t;
+
+/** @brief Number of link kinds (one past the last). */
+#define STARFOLD_LINK_KIND_COUNT (STARFOLD_LINK_NETWORK + 1)
 
 /** @brief Kind of a device. */
 typedef enum starfold_device_kind {
@@ -159,6 +164,22 @@ STARFOLD_API starfold_status_t starfold_topology_open(const char *spec, starfold
  */
 STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topology, int num_devices,
                                                         starfold_topology_t *subset);
+
+/**
+ * @brief The topology of a process group, one device per rank: what a graph across ranks is compiled
+ *        on (see starfold/mpi.h). Device r is rank r, named "rank r", its socket is its node; every
+ *        pair of ranks is linked, with a ::STARFOLD_LINK_SHM link inside a node and a
+ *        ::STARFOLD_LINK_NETWORK link between nodes. Works without MPI (pictures, the cost model).
+ * @param [in]  num_ranks 1 .. ::STARFOLD_MAX_DEVICES
+ * @param [in]  node_of [num_ranks] the node of each rank (0 .. num_ranks-1), or NULL for one rank per node
+ * @param [in]  shm bandwidth, latency and lanes of the links inside a node (a, b and kind are ignored),
+ *                  or NULL for 10 GB/s and 1 us
+ * @param [in]  network the same between nodes, or NULL for 12.5 GB/s (100 Gb/s) and 2 us
+ * @param [out] topology the new topology, owned by the caller
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a count, node or link value out of range.
+ */
+STARFOLD_API starfold_status_t starfold_topology_ranks(int num_ranks, const int *node_of, const starfold_link_t *shm,
+                                                       const starfold_link_t *network, starfold_topology_t *topology);
 
 /**
  * @brief Checks that the topology can carry reductions: at least one device, every device reachable
@@ -324,7 +345,7 @@ STARFOLD_API starfold_status_t starfold_topology_best_link(starfold_topology_t t
 STARFOLD_API starfold_status_t starfold_topology_bisect(starfold_topology_t topology, int n,
                                                         const int *devices, int *group);
 
-/** @brief "nvlink", "pcie", "inter-socket", "host"; "unknown" otherwise. */
+/** @brief "nvlink", "pcie", "inter-socket", "host", "shm", "network"; "unknown" otherwise. */
 STARFOLD_API const char *starfold_link_kind_name(starfold_link_kind_t kind);
 /** @brief Parses a link kind name (case-insensitive; "qpi", "sys" and "upi" mean inter-socket). */
 STARFOLD_API starfold_status_t starfold_link_kind_from_string(const char *name, starfold_link_kind_t *kind);

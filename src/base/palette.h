@@ -32,6 +32,8 @@ static inline const char *starfold__link_colour(starfold_link_kind_t kind)
     case STARFOLD_LINK_PCIE: return "#1f77b4";         /* blue */
     case STARFOLD_LINK_INTER_SOCKET: return "#ff7f0e"; /* orange */
     case STARFOLD_LINK_HOST: return "#9467bd";         /* purple */
+    case STARFOLD_LINK_SHM: return "#8c564b";          /* brown */
+    case STARFOLD_LINK_NETWORK: return "#e377c2";      /* pink */
     }
     return "#7f7f7f";
 }

@@ -260,6 +260,9 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
         g->timeout_seconds = o.timeout_seconds;
         g->stall_warning_seconds = o.stall_warning_seconds;
         for (int r = 0; r < g->size; r++) g->total_devices += g->devices_of[r];
+        /* The links between ranks, until measured (starfold_topology_ranks()'s defaults). */
+        g->shm_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_SHM, 1, 10.0, 1.0 };
+        g->network_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_NETWORK, 1, 12.5, 2.0 };
     }
     if (agreed != STARFOLD_OK) {
         group_free(g);

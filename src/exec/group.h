@@ -18,6 +18,9 @@ struct starfold_group {
     int *node_of;           /* [size] */
     int *devices_of;        /* [size] */
     int total_devices;      /* replicas of all ranks */
+    /* The links between ranks (starfold_topology_ranks()): inside a node (kind SHM) and between nodes
+     * (kind NETWORK). Defaults until measured at creation or given in the options. */
+    starfold_link_t shm_link, network_link;
     int started_spmpi;      /* this group counted in the process's StarPU-MPI users */
     double timeout_seconds;       /* agreement: 0 or infinity = wait forever */
     double stall_warning_seconds; /* agreement: warn once after this long (0 = never) */

@@ -965,7 +965,7 @@ static void add_legend(exporter_t *x)
             n += (size_t)snprintf(html + n, sizeof html - n, "<tr><td bgcolor=\"%s\">%s</td><td align=\"left\">%s</td></tr>",
                                   starfold__kind_fill(k), starfold_task_kind_name((starfold_task_kind_t)k), what[k]);
     static const starfold_link_kind_t links[] = { STARFOLD_LINK_NVLINK, STARFOLD_LINK_PCIE, STARFOLD_LINK_INTER_SOCKET,
-                                                  STARFOLD_LINK_HOST };
+                                                  STARFOLD_LINK_HOST, STARFOLD_LINK_SHM, STARFOLD_LINK_NETWORK };
     for (size_t k = 0; k < sizeof links / sizeof links[0] && n < sizeof html; k++)
         if (x->drawn & (DRAWN_LINK << links[k]))
             n += (size_t)snprintf(html + n, sizeof html - n,

@@ -109,7 +109,7 @@ static void add_legend(Agraph_t *ag, unsigned drawn)
                                 "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
                                 "<tr><td colspan=\"2\"><b>legend</b></td></tr>");
     static const starfold_link_kind_t links[] = { STARFOLD_LINK_NVLINK, STARFOLD_LINK_PCIE, STARFOLD_LINK_INTER_SOCKET,
-                                                  STARFOLD_LINK_HOST };
+                                                  STARFOLD_LINK_HOST, STARFOLD_LINK_SHM, STARFOLD_LINK_NETWORK };
     for (size_t k = 0; k < sizeof links / sizeof links[0] && n < sizeof html; k++)
         if (drawn & (1u << links[k]))
             n += (size_t)snprintf(html + n, sizeof html - n,

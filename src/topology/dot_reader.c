@@ -474,7 +474,7 @@ static starfold_status_t read_link(const starfold__dot_t *d, starfold_topology_t
                          "link %s -- %s joins a device to itself (self-loop)", ta, hb);
     if (attr(e, "kind") && starfold_link_kind_from_string(attr(e, "kind"), &l.kind) != STARFOLD_OK)
         return dot_error(STARFOLD_ERR_PARSE, d->origin, edge_line(d, i),
-                         "link %s -- %s: unknown kind '%s' (known: nvlink, pcie, inter-socket, host; qpi, upi, sys)",
+                         "link %s -- %s: unknown kind '%s' (known: nvlink, pcie, inter-socket, host, shm, network; qpi, upi, sys)",
                          ta, hb, attr(e, "kind"));
     if (edge_number(e, "bandwidth", NAN, STARFOLD_LINK_BANDWIDTH_MIN_GBPS, STARFOLD_LINK_BANDWIDTH_MAX_GBPS,
                     &l.bandwidth_GBps) != 0)

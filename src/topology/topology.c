@@ -134,7 +134,7 @@ STARFOLD_API starfold_status_t starfold_topology_add_link(starfold_topology_t to
                         l->b, valid_device(topology, l->a) ? l->b : l->a, topology->name, topology->num_devices - 1);
     if (l->a == l->b)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: a link joins two different devices", l->a, l->b);
-    if ((unsigned)l->kind > (unsigned)STARFOLD_LINK_HOST)
+    if ((unsigned)l->kind >= (unsigned)STARFOLD_LINK_KIND_COUNT)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: unknown link kind %d", l->a, l->b, (int)l->kind);
     if (l->lanes < 1)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "link %d-%d: lanes must be >= 1, got %d", l->a, l->b, l->lanes);
@@ -511,11 +511,13 @@ static const char *const link_kind_names[] = {
     [STARFOLD_LINK_PCIE] = "pcie",
     [STARFOLD_LINK_INTER_SOCKET] = "inter-socket",
     [STARFOLD_LINK_HOST] = "host",
+    [STARFOLD_LINK_SHM] = "shm",
+    [STARFOLD_LINK_NETWORK] = "network",
 };
 
 STARFOLD_API const char *starfold_link_kind_name(starfold_link_kind_t kind)
 {
-    return (unsigned)kind <= (unsigned)STARFOLD_LINK_HOST ? link_kind_names[kind] : "unknown";
+    return (unsigned)kind < (unsigned)STARFOLD_LINK_KIND_COUNT ? link_kind_names[kind] : "unknown";
 }
 
 STARFOLD_API starfold_status_t starfold_link_kind_from_string(const char *name, starfold_link_kind_t *kind)
@@ -528,7 +530,7 @@ STARFOLD_API starfold_status_t starfold_link_kind_from_string(const char *name, 
     if (!name || !kind)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_link_kind_from_string: NULL %s",
                         !name ? "name" : "kind");
-    for (int k = 0; k <= (int)STARFOLD_LINK_HOST; k++)
+    for (int k = 0; k < (int)STARFOLD_LINK_KIND_COUNT; k++)
         if (starfold__streq_nocase(name, link_kind_names[k])) {
             *kind = (starfold_link_kind_t)k;
             return STARFOLD_OK;
@@ -539,7 +541,7 @@ STARFOLD_API starfold_status_t starfold_link_kind_from_string(const char *name, 
             return STARFOLD_OK;
         }
     return starfold__error(STARFOLD_ERR_NOT_FOUND,
-                    "unknown link kind '%s' (known: nvlink, pcie, inter-socket, host; qpi, upi, sys)", name);
+                    "unknown link kind '%s' (known: nvlink, pcie, inter-socket, host, shm, network; qpi, upi, sys)", name);
 }
 
 const char *starfold__device_kind_name(starfold_device_kind_t kind)
