@@ -169,6 +169,27 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t 
                                                                const starfold_view_t *inputs,
                                                                const starfold_view_t *outputs);
 
+/**
+ * @brief Chooses how the group's all-reduces cross ranks (the step between the local reduce to each
+ *        rank's leader vectors and the local broadcast, see starfold_group_all_reduce()):
+ *        - "mpi": one StarPU task per dtype calls MPI's own all-reduce on the fusion buffer;
+ *        - "ring", "halving-doubling": a graph compiled on the group's rank topology
+ *          (starfold_group_rank_topology()) with that algorithm, its cross-rank edges lowered to
+ *          StarPU-MPI sends and receives, its reductions to StarPU tasks;
+ *        - "auto" (the default): the cost model's choice among them for each call's bytes.
+ *        Every rank must choose the same (the agreement compares it).
+ * @param [in] group the group
+ * @param [in] lowering one of the names above
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or an unknown name (nothing changes).
+ */
+STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t group, const char *lowering);
+
+/**
+ * @brief The lowering the group's last all-reduce used ("mpi", "ring", "halving-doubling"), or the
+ *        chosen one ("auto" included) before the first; NULL for NULL.
+ */
+STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group);
+
 /** @brief 1 once a collective of the group timed out or failed between ranks (and for NULL), else 0. */
 STARFOLD_API int starfold_group_is_broken(starfold_group_t group);
 

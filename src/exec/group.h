@@ -25,6 +25,8 @@ struct starfold_group {
     double timeout_seconds;       /* agreement: 0 or infinity = wait forever */
     double stall_warning_seconds; /* agreement: warn once after this long (0 = never) */
     /* collectives (group_allreduce.c) */
+    int lowering;           /* SF_LOWER_* the caller chose (starfold_group_set_lowering()) */
+    int last_lowering;      /* the one the last all-reduce ran */
     long sequence;          /* collectives this rank entered */
     int broken;             /* a collective timed out: every later call fails at once */
     long notice;            /* the buffer of the "broken" notices this rank sent */
@@ -32,6 +34,9 @@ struct starfold_group {
     starpu_data_handle_t token;   /* orders the MPI tasks as submitted (STARPU_RW), lazily registered */
     int token_value;
 };
+
+/* How an all-reduce crosses ranks (starfold_group_set_lowering()). */
+enum { SF_LOWER_AUTO = 0, SF_LOWER_MPI, SF_LOWER_RING, SF_LOWER_HALVING_DOUBLING, SF_LOWER_COUNT };
 
 /* The group's collectives' resources: waits for the MPI tasks, releases the token and topology. */
 void starfold__group_collectives_wait(starfold_group_t g);

@@ -645,3 +645,34 @@ STARFOLD_API void starfold_group_abort(starfold_group_t group, int code)
 {
     MPI_Abort(group ? group->comm : MPI_COMM_WORLD, code);
 }
+
+/* ------------------------------------------------------------------------------------------------
+ * Lowerings
+ */
+
+static const char *const lowering_names[SF_LOWER_COUNT] = {
+    [SF_LOWER_AUTO] = "auto",
+    [SF_LOWER_MPI] = "mpi",
+    [SF_LOWER_RING] = "ring",
+    [SF_LOWER_HALVING_DOUBLING] = "halving-doubling",
+};
+
+STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t group, const char *lowering)
+{
+    if (!group || !lowering)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_set_lowering: NULL %s",
+                               !group ? "group" : "lowering");
+    for (int k = 0; k < SF_LOWER_COUNT; k++)
+        if (!strcmp(lowering, lowering_names[k])) {
+            group->lowering = k;
+            return STARFOLD_OK;
+        }
+    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_set_lowering: unknown lowering '%s' (known: "
+                           "auto, mpi, ring, halving-doubling)", lowering);
+}
+
+STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group)
+{
+    if (!group) return NULL;
+    return lowering_names[group->last_lowering];
+}
