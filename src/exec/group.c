@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +264,10 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
         /* The links between ranks, until measured (starfold_topology_ranks()'s defaults). */
         g->shm_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_SHM, 1, 10.0, 1.0 };
         g->network_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_NETWORK, 1, 12.5, 2.0 };
+        /* STARFOLD_MPI_LOWERING picks the lowering of a whole job (as starfold_group_set_lowering()). */
+        const char *lowering = getenv("STARFOLD_MPI_LOWERING");
+        if (lowering && *lowering && starfold_group_set_lowering(g, lowering) != STARFOLD_OK)
+            fprintf(stderr, "starfold: STARFOLD_MPI_LOWERING: %s; using auto\n", starfold_last_error());
     }
     if (agreed != STARFOLD_OK) {
         group_free(g);

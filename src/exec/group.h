@@ -30,6 +30,7 @@ struct starfold_group {
     long sequence;          /* collectives this rank entered */
     int broken;             /* a collective timed out: every later call fails at once */
     long notice;            /* the buffer of the "broken" notices this rank sent */
+    starfold_topology_t ranks;    /* one device per rank (starfold_topology_ranks()), lazily made */
     starfold_topology_t local;    /* this rank's devices as the context sees them (lazily made) */
     starpu_data_handle_t token;   /* orders the MPI tasks as submitted (STARPU_RW), lazily registered */
     int token_value;
@@ -37,6 +38,24 @@ struct starfold_group {
 
 /* How an all-reduce crosses ranks (starfold_group_set_lowering()). */
 enum { SF_LOWER_AUTO = 0, SF_LOWER_MPI, SF_LOWER_RING, SF_LOWER_HALVING_DOUBLING, SF_LOWER_COUNT };
+
+/*
+ * Runs @graph, compiled on the group's rank topology (device r = rank r), on this rank: its INPUT
+ * and OUTPUT buffers of tensor t are inputs[t] and outputs[t] (distinct handles), its cross-rank
+ * edges StarPU-MPI sends and receives on the data communicator with tags from @tag_base up, its
+ * tasks StarPU CPU tasks (rank_graph.c). Every rank calls it with the same graph; blocks until this
+ * rank's part is done.
+ */
+starfold_status_t starfold__rank_graph_run(starfold_group_t g, starfold_graph_t graph, const starpu_data_handle_t *inputs,
+                                           const starpu_data_handle_t *outputs, int64_t tag_base);
+
+/* group_lowering.c: the lowering an all-reduce of these per-dtype fusion sizes takes (SF_LOWER_MPI,
+ * _RING or _HALVING_DOUBLING, never AUTO), its name, and the graph across ranks of a graph lowering
+ * (an all-reduce with @op (MEAN: SUM, divided after) of one tensor per dtype with elements, in dtype order). */
+int starfold__group_choose_lowering(starfold_group_t g, const size_t *totals);
+const char *starfold__lowering_name(int lowering);
+starfold_status_t starfold__group_rank_compile(starfold_group_t g, int lowering, starfold_op_t op,
+                                               const size_t *totals, starfold_graph_t *graph);
 
 /* The group's collectives' resources: waits for the MPI tasks, releases the token and topology. */
 void starfold__group_collectives_wait(starfold_group_t g);

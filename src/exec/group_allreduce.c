@@ -56,6 +56,8 @@ typedef struct hello {
     int32_t status;   /* this rank's verdict on its own arguments */
     int32_t op;
     int64_t num_tensors;
+    int32_t lowering;  /* SF_LOWER_* this rank will take */
+    int32_t unused;
 } hello_t;
 
 /* FNV-1a over what must be the same on every rank. */
@@ -262,6 +264,12 @@ static starfold_status_t verdict(const char *fn, starfold_group_t g, const hello
                                    fn, (long long)all[0].sequence, r, starfold_op_name((starfold_op_t)all[r].op),
                                    (long long)all[r].num_tensors, starfold_op_name((starfold_op_t)all[0].op),
                                    (long long)all[0].num_tensors);
+        if (all[r].lowering != all[0].lowering)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: collective #%lld: rank %d crosses ranks with '%s', rank 0 with '%s' "
+                                   "(starfold_group_set_lowering() must be the same on every rank); nothing was submitted",
+                                   fn, (long long)all[0].sequence, r, starfold__lowering_name(all[r].lowering),
+                                   starfold__lowering_name(all[0].lowering));
     }
     return STARFOLD_OK;
 }
@@ -502,6 +510,41 @@ static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, 
 }
 
 /*
+ * Step 3 as a graph across ranks: waits for the local reduce (*@r1, then destroyed: the leaders are
+ * partitioned into the graph's pieces, which StarPU allows only on a handle no task holds), runs the
+ * graph from the leaders into the results, then MEAN's division there. Every rank runs the same graph,
+ * its tags numbered from the collective's sequence number. A failure here cannot be undone across
+ * ranks: the group is broken.
+ */
+static starfold_status_t cross_ranks(starfold_group_t g, starfold_graph_t across, starfold_op_t op, const leaders_t *in,
+                                     const leaders_t *out, int64_t sequence, starfold_request_t *r1)
+{
+    starfold_status_t st = starfold_request_wait(*r1);
+    starfold_request_destroy(*r1);
+    *r1 = NULL;
+    starpu_data_handle_t ins[STARFOLD_DTYPE_COUNT], outs[STARFOLD_DTYPE_COUNT];
+    size_t nt = 0;
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++)
+        if (in->total[dt]) ins[nt] = in->vec[dt], outs[nt++] = out->vec[dt];
+    /* Even when the local reduce failed, this rank's sends and receives must happen: the other
+     * ranks are waiting for them. The values are then wrong, and the status says so. */
+    const starfold_status_t run = starfold__rank_graph_run(g, across, ins, outs, (sequence & 0xffffff) << 24);
+    if (run != STARFOLD_OK) g->broken = 1;
+    if (st == STARFOLD_OK) st = run;
+    for (int dt = 0; st == STARFOLD_OK && op == STARFOLD_OP_MEAN && g->total_devices > 1 && dt < STARFOLD_DTYPE_COUNT;
+         dt++) {
+        if (!out->total[dt]) continue;
+        if (starpu_data_acquire_on_node(out->vec[dt], STARPU_MAIN_RAM, STARPU_RW) != 0) {
+            st = starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: cannot acquire the results");
+            break;
+        }
+        divide((void *)starpu_vector_get_local_ptr(out->vec[dt]), (starfold_dtype_t)dt, out->total[dt], g->total_devices);
+        starpu_data_release_on_node(out->vec[dt], STARPU_MAIN_RAM);
+    }
+    return st;
+}
+
+/*
  * The collective over views (inputs and outputs num_devices x num_tensors, slot-major). @st is this
  * rank's verdict on its arguments so far: a refusal still takes part in the agreement, so that every
  * rank fails together.
@@ -514,9 +557,14 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     char mine_msg[512];
     snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
 
+    /* How the fusion buffers cross ranks: decided alike on every rank, and agreed on below. */
+    size_t totals[STARFOLD_DTYPE_COUNT] = { 0 };
+    for (size_t t = 0; st == STARFOLD_OK && t < num_tensors; t++) totals[tensors[t].dtype] += tensors[t].count;
+    const int lowering = st == STARFOLD_OK ? starfold__group_choose_lowering(group, totals) : SF_LOWER_MPI;
+
     /* 1. agree */
     hello_t mine = { group->sequence, fingerprint(op, st == STARFOLD_OK ? num_tensors : 0, st == STARFOLD_OK ? tensors : NULL),
-                     (int32_t)st, (int32_t)op, (int64_t)(st == STARFOLD_OK ? num_tensors : 0) };
+                     (int32_t)st, (int32_t)op, (int64_t)(st == STARFOLD_OK ? num_tensors : 0), lowering, 0 };
     hello_t *all = calloc((size_t)group->size, sizeof *all);
     if (!all) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     starfold_status_t agreed = exchange(fn, group, 0, &mine, all);
@@ -527,29 +575,34 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
         return agreed;
     }
 
-    /* 2-4: local reduce, MPI tasks, local broadcast; a failure before step 3 is agreed on again so
-     * that no rank calls MPI_Allreduce alone. */
+    /* 2-4: local reduce, the step across ranks, local broadcast; a failure before step 3 is agreed on
+     * again so that no rank crosses ranks alone. A graph lowering writes the results into a second
+     * set of leader vectors (the graph's outputs differ from its inputs), which the broadcast reads. */
+    const int graph_lowering = lowering != SF_LOWER_MPI;
     const starfold_op_t local_op = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
-    starfold_graph_t reduce = NULL, bcast = NULL;
-    leaders_t leaders;
+    starfold_graph_t reduce = NULL, bcast = NULL, across = NULL;
+    leaders_t leaders, results;
     memset(&leaders, 0, sizeof leaders);
+    memset(&results, 0, sizeof results);
     starfold_view_t *lead = NULL, *lead2 = NULL;
     mpi_task_arg_t args[STARFOLD_DTYPE_COUNT];
     int task_status = STARFOLD_OK;
     starfold_request_t r1 = NULL, r2 = NULL;
-    const int ndev = starfold_context_num_devices(group->ctx);
+    const int64_t sequence = group->sequence;
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_REDUCE, local_op, num_tensors, tensors, &reduce);
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_BROADCAST, local_op, num_tensors, tensors, &bcast);
+    if (st == STARFOLD_OK && graph_lowering)
+        st = starfold__group_rank_compile(group, lowering, local_op, totals, &across);
     if (st == STARFOLD_OK) st = make_leaders(group, num_tensors, tensors, &leaders);
-    (void)ndev;
+    if (st == STARFOLD_OK && graph_lowering) st = make_leaders(group, num_tensors, tensors, &results);
     if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, &leaders, &lead);
-    if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, &leaders, &lead2);
+    if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, graph_lowering ? &results : &leaders, &lead2);
     if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, reduce, inputs, lead, &r1);
     {
-        /* Everyone's local part was accepted, or nobody calls MPI: a second round of the same
+        /* Everyone's local part was accepted, or nobody crosses ranks: a second round of the same
          * time-limited exchange (a rank that gave up in the first never answers this one). */
         snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
-        const hello_t go = { group->sequence, 0, (int32_t)st, 0, 0 };
+        const hello_t go = { group->sequence, 0, (int32_t)st, 0, 0, lowering, 0 };
         starfold_status_t both = all ? exchange(fn, group, 1, &go, all) : STARFOLD_ERR_OUT_OF_MEMORY;
         for (int r = 0; both == STARFOLD_OK && r < group->size; r++)
             if (all[r].status != STARFOLD_OK && r != group->rank)
@@ -561,13 +614,16 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     }
     group->sequence++;
     free(all);
-    if (st == STARFOLD_OK) st = submit_mpi_tasks(group, op, &leaders, args, &task_status);
+    if (st == STARFOLD_OK) group->last_lowering = lowering;
+    if (st == STARFOLD_OK && !graph_lowering) st = submit_mpi_tasks(group, op, &leaders, args, &task_status);
+    if (st == STARFOLD_OK && graph_lowering) st = cross_ranks(group, across, op, &leaders, &results, sequence, &r1);
     if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, bcast, lead2, outputs, &r2);
     const starfold_status_t w1 = r1 ? starfold_request_wait(r1) : STARFOLD_OK;
     const starfold_status_t w2 = r2 ? starfold_request_wait(r2) : STARFOLD_OK;
     starfold_request_destroy(r1);
     starfold_request_destroy(r2);
     free_leaders(group, &leaders);
+    if (graph_lowering) free_leaders(group, &results);
     free(lead);
     free(lead2);
     if (st == STARFOLD_OK && w1 != STARFOLD_OK) st = w1;
@@ -580,6 +636,7 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     }
     starfold_graph_destroy(reduce);
     starfold_graph_destroy(bcast);
+    starfold_graph_destroy(across);
     return st;
 }
 
@@ -637,6 +694,8 @@ void starfold__group_collectives_release(starfold_group_t g)
     g->token = NULL;
     starfold_topology_destroy(g->local);
     g->local = NULL;
+    starfold_topology_destroy(g->ranks);
+    g->ranks = NULL;
 }
 
 STARFOLD_API int starfold_group_is_broken(starfold_group_t group) { return group ? group->broken : 1; }
@@ -644,35 +703,4 @@ STARFOLD_API int starfold_group_is_broken(starfold_group_t group) { return group
 STARFOLD_API void starfold_group_abort(starfold_group_t group, int code)
 {
     MPI_Abort(group ? group->comm : MPI_COMM_WORLD, code);
-}
-
-/* ------------------------------------------------------------------------------------------------
- * Lowerings
- */
-
-static const char *const lowering_names[SF_LOWER_COUNT] = {
-    [SF_LOWER_AUTO] = "auto",
-    [SF_LOWER_MPI] = "mpi",
-    [SF_LOWER_RING] = "ring",
-    [SF_LOWER_HALVING_DOUBLING] = "halving-doubling",
-};
-
-STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t group, const char *lowering)
-{
-    if (!group || !lowering)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_set_lowering: NULL %s",
-                               !group ? "group" : "lowering");
-    for (int k = 0; k < SF_LOWER_COUNT; k++)
-        if (!strcmp(lowering, lowering_names[k])) {
-            group->lowering = k;
-            return STARFOLD_OK;
-        }
-    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_set_lowering: unknown lowering '%s' (known: "
-                           "auto, mpi, ring, halving-doubling)", lowering);
-}
-
-STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group)
-{
-    if (!group) return NULL;
-    return lowering_names[group->last_lowering];
 }
