@@ -102,6 +102,11 @@ typedef struct pairing {
     size_t len;
 } pairing_t;
 
+/* The kernels' request-wide flags, shared with the tasks. */
+typedef struct flags {
+    int cancelled, status;
+} flags_t;
+
 typedef struct run {
     starfold_group_t g;
     const struct starfold_graph *graph;
@@ -114,7 +119,7 @@ typedef struct run {
     starpu_data_handle_t **piece; /* [nbufs] its pieces ([cuts.n - 1]), or NULL when one piece (= whole) */
     unsigned char *partitioned;   /* [nbufs] */
     unsigned char *temporary;     /* [nbufs] registered here */
-    int cancelled, status;        /* the kernels' request-wide flags */
+    struct flags *flags;          /* shared with the tasks and the messages' callbacks */
 } run_t;
 
 static starfold_status_t oom(void)
@@ -271,7 +276,7 @@ static void release_handles(run_t *R)
         if (R->partitioned[b]) starpu_data_unpartition(R->whole[b], STARPU_MAIN_RAM);
         else if (R->whole[b] && G->bufs[b].kind == SF_BUF_OUTPUT && starpu_data_acquire(R->whole[b], STARPU_R) == 0)
             starpu_data_release(R->whole[b]);
-        if (R->temporary[b]) starpu_data_unregister_no_coherency(R->whole[b]);
+        if (R->temporary[b]) starpu_data_unregister(R->whole[b]); /* waits for its last access */
         free(R->piece[b]);
     }
 }
@@ -309,8 +314,8 @@ static starfold_status_t submit_kernel(run_t *R, const starfold__node_t *n, cons
         return oom();
     }
     a->spans = (starfold__kspan_t *)(void *)(a + 1);
-    a->cancelled = &R->cancelled;
-    a->status = &R->status;
+    a->cancelled = &R->flags->cancelled;
+    a->status = &R->flags->status;
     a->kind = n->kind == STARFOLD_TASK_REDUCE ? SF_KERNEL_REDUCE : n->kind == STARFOLD_TASK_SCALE ? SF_KERNEL_SCALE
                                                                                                   : SF_KERNEL_COPY;
     a->dtype = (int)n->dtype;
@@ -423,7 +428,8 @@ starfold_status_t starfold__rank_graph_run(starfold_group_t g, starfold_graph_t 
     R.piece = calloc(nb ? nb : 1, sizeof *R.piece);
     R.partitioned = calloc(nb ? nb : 1, 1);
     R.temporary = calloc(nb ? nb : 1, 1);
-    starfold_status_t st = R.cuts && R.whole && R.piece && R.partitioned && R.temporary ? STARFOLD_OK : oom();
+    R.flags = calloc(1, sizeof *R.flags);
+    starfold_status_t st = R.cuts && R.whole && R.piece && R.partitioned && R.temporary && R.flags ? STARFOLD_OK : oom();
     if (st == STARFOLD_OK) st = make_pairings(&R);
     if (st == STARFOLD_OK) st = align_cuts(&R);
     /* Nothing was submitted yet: a failure above leaves every rank free to fail alike (the caller's
@@ -431,10 +437,13 @@ starfold_status_t starfold__rank_graph_run(starfold_group_t g, starfold_graph_t 
     if (st == STARFOLD_OK && R.whole) st = make_handles(&R, inputs, outputs);
     int64_t tag = tag_base;
     for (size_t p = 0; st == STARFOLD_OK && p < R.npairs; p++) st = submit_pairing(&R, &R.pairs[p], &tag);
-    if (st != STARFOLD_OK) __atomic_store_n(&R.cancelled, 1, __ATOMIC_RELEASE);
+    if (st != STARFOLD_OK && R.flags) __atomic_store_n(&R.flags->cancelled, 1, __ATOMIC_RELEASE);
+    /* Everything submitted must finish before the handles are given back, failure or not (the other
+     * ranks' messages are on their way). */
     if (R.whole && R.piece && R.partitioned && R.temporary) release_handles(&R);
-    if (st == STARFOLD_OK && __atomic_load_n(&R.status, __ATOMIC_ACQUIRE) != 0)
+    if (st == STARFOLD_OK && R.flags && __atomic_load_n(&R.flags->status, __ATOMIC_ACQUIRE) != 0)
         st = starfold__error(STARFOLD_ERR_TASK_FAILED, "starfold_group_all_reduce: a task across ranks failed");
+    free(R.flags);
     for (size_t b = 0; R.cuts && b < nb; b++) free(R.cuts[b].at);
     free(R.cuts), free(R.whole), free(R.piece), free(R.partitioned), free(R.temporary);
     free(R.pairs), free(R.spans);

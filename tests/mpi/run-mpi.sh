@@ -24,12 +24,27 @@ mkdir -p "$STARPU_HOME"
 # make distcheck, whose build tree starts empty).
 "$top/starfold" run --topology host -g 1 -b 1K -w 0 >/dev/null 2>&1 || true
 status=0
+# Each configuration runs the whole program under one lowering (STARFOLD_MPI_LOWERING: MPI's
+# all-reduce in a task, or a graph across ranks of StarPU-MPI sends and receives), so that 2 and 3
+# ranks meet all three; test_group's lowering test also runs each by name in every one. 4 ranks on
+# this 2-core machine run MPI's lowering only: there StarPU-MPI 1.3's progress thread (which never
+# sleeps while requests are pending) starves the ranks' StarPU workers of its lock, and a
+# halving-doubling all-reduce of a few KiB takes 2-26 s instead of 0.2 (BENCHMARKS.md, known limits).
+lowerings="mpi ring halving-doubling"
 for np in 2 3 4; do
     for k in 0 1 2; do
-        echo "== mpirun -np $np test_group $k"
+        i=$(( (np + k) % 3 + 1 ))
+        STARFOLD_MPI_LOWERING=$(echo $lowerings | cut -d' ' -f$i)
+        SF_TEST_LOWERINGS="$lowerings"
+        if [ "$np" -eq 4 ] && [ "$(nproc)" -lt 4 ]; then
+            STARFOLD_MPI_LOWERING=mpi SF_TEST_LOWERINGS=mpi
+        fi
+        export STARFOLD_MPI_LOWERING SF_TEST_LOWERINGS
+        echo "== mpirun -np $np test_group $k (lowering $STARFOLD_MPI_LOWERING)"
         timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --bind-to none \
             --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
             -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+            -x STARFOLD_MPI_LOWERING -x SF_TEST_LOWERINGS \
             ${SF_TEST_WRAPPER:+$SF_TEST_WRAPPER} "$prog" "$k"
         rc=$?
         case $rc in
@@ -40,6 +55,7 @@ for np in 2 3 4; do
         esac
     done
 done
+unset STARFOLD_MPI_LOWERING SF_TEST_LOWERINGS
 # The training example across processes: 2 processes x 4 devices, weights identical everywhere.
 ex="$top/examples/train_multi_worker"
 if [ -x "$ex" ]; then

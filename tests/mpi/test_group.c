@@ -262,6 +262,67 @@ static void test_all_reduce_steps(void)
 }
 
 /*
+ * Every lowering by name (MPI's all-reduce in a task, and the graphs across ranks whose edges are
+ * StarPU-MPI sends and receives): each op on two dtypes, the lowering that ran reported; ranks that
+ * choose different lowerings fail alike before anything runs; an unknown name changes nothing.
+ */
+static void test_all_reduce_lowerings(void)
+{
+    static const char *const all[] = { "mpi", "ring", "halving-doubling" };
+    /* SF_TEST_LOWERINGS=mpi: the runner's 4 ranks on 2 cores (see run-mpi.sh) */
+    const char *only = getenv("SF_TEST_LOWERINGS");
+    const char *names[3];
+    size_t nnames = 0;
+    for (size_t l = 0; l < 3; l++)
+        if (!only || strstr(only, all[l])) names[nnames++] = all[l];
+    static const starfold_dtype_t dts[] = { STARFOLD_FLOAT32, STARFOLD_INT64 };
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(starfold_group_set_lowering(g, "butterfly"), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "unknown lowering 'butterfly'"));
+    CU_ASSERT_EQUAL(starfold_group_set_lowering(NULL, "ring"), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(starfold_group_last_lowering(NULL));
+    for (size_t l = 0; l < nnames; l++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_group_set_lowering(g, names[l]), STARFOLD_OK);
+        for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+            replicas_t r;
+            replicas_make(&r, dts[k]);
+            for (int op = 0; op < STARFOLD_OP_COUNT; op++) {
+                fill(&r, (starfold_op_t)op, dts[k], op, -77);
+                CU_ASSERT_EQUAL(starfold_group_all_reduce(g, (starfold_op_t)op, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+                const long bad = wrong(&r, (starfold_op_t)op, dts[k], op, 0, 0);
+                CU_ASSERT_EQUAL(bad, 0);
+                if (bad) fprintf(stderr, "rank %d: %s %s %s: %ld wrong\n", world_rank, names[l],
+                                 starfold_op_name((starfold_op_t)op), starfold_dtype_name(dts[k]), bad);
+                /* One rank alone: nothing crosses ranks, MPI's call is the whole step. */
+                CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), world_size > 1 ? names[l] : "mpi");
+            }
+            replicas_free(&r);
+        }
+    }
+    /* Ranks that disagree on the lowering. */
+    replicas_t r;
+    replicas_make(&r, STARFOLD_FLOAT32);
+    fill(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, -77);
+    CU_ASSERT_EQUAL(starfold_group_set_lowering(g, world_rank == world_size - 1 ? "ring" : "halving-doubling"),
+                    STARFOLD_OK);
+    if (world_size > 1) { /* refused before anything runs: safe at any rank count */
+        CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, NT, r.tensors, r.in, r.out),
+                        STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "crosses ranks with"));
+        CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, 1, -77), 0);
+    }
+    /* "auto": the model's choice, one of the three. */
+    CU_ASSERT_EQUAL(starfold_group_set_lowering(g, only ? names[0] : "auto"), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+    CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, 0, 0), 0);
+    const char *ran = starfold_group_last_lowering(g);
+    CU_ASSERT(!strcmp(ran, "mpi") || !strcmp(ran, "ring") || !strcmp(ran, "halving-doubling"));
+    replicas_free(&r);
+    starfold_group_destroy(g);
+}
+
+/*
  * Mismatches agreed on before anything runs: every rank gets INVALID_ARGUMENT with the same reason,
  * no output changes, and the group goes on working.
  */
@@ -511,6 +572,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "one rank's bad arguments fail every rank", test_collective_errors);
         CU_add_test(s, "all-reduce across ranks: every op x dtype", test_all_reduce_ops);
         CU_add_test(s, "all-reduce across ranks: 20 steps, inputs changed; in place", test_all_reduce_steps);
+        CU_add_test(s, "all-reduce across ranks: every lowering, and ranks that disagree", test_all_reduce_lowerings);
         CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
         CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
         CU_add_test(s, "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms);
