@@ -66,6 +66,10 @@ typedef enum cli_opt_id {
     OPT_TRAFFIC,
     OPT_COLLECTIVE,
     OPT_ROOT,
+    OPT_RANKS,
+    OPT_RANKS_PER_NODE,
+    OPT_NETWORK_BANDWIDTH,
+    OPT_NETWORK_LATENCY,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) ((uint64_t)1 << (id))
@@ -120,6 +124,10 @@ typedef struct cli_opts {
     int model;                  /* --model (bench): the cost model's prediction beside each measured row */
     int views;                  /* --views (bench): each replica's tensors as views of one vector */
     int persistent;             /* --persistent (bench): each graph bound once, started every iteration */
+    int ranks;                  /* --ranks N (topo): the topology of N MPI ranks, one device each */
+    int ranks_per_node;         /* --ranks-per-node K (topo --ranks), default 1 */
+    double network_GBps;        /* --network-bandwidth GBps (topo --ranks), 0 = the default */
+    double network_us;          /* --network-latency us (topo --ranks), < 0 = the default */
 } cli_opts_t;
 
 /*

@@ -59,6 +59,27 @@ static void print_tables(FILE *f, starfold_topology_t t)
     }
 }
 
+/* --ranks N: the topology of N MPI ranks, one device per rank, K consecutive ranks per node. */
+static int open_ranks(const cli_command_t *cmd, const cli_opts_t *o, starfold_topology_t *t)
+{
+    const uint64_t rank_opts = CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_NETWORK_BANDWIDTH) | CLI_OPT(OPT_NETWORK_LATENCY);
+    if (!(o->given & CLI_OPT(OPT_RANKS))) {
+        if (o->given & rank_opts)
+            return cli_usage_error(cmd, "--ranks-per-node, --network-bandwidth and --network-latency go with --ranks N");
+        return -1; /* not a ranks topology */
+    }
+    if (o->given & (CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_DEVICES)))
+        return cli_usage_error(cmd, "--ranks and --topology/--devices are exclusive (--ranks N is the topology)");
+    int node_of[STARFOLD_MAX_DEVICES];
+    const int k = o->ranks_per_node > 0 ? o->ranks_per_node : 1;
+    for (int r = 0; r < o->ranks; r++) node_of[r] = r / k;
+    starfold_link_t net = { 0, 0, STARFOLD_LINK_NETWORK, 1, 12.5, 2.0 }; /* starfold_topology_ranks()'s default */
+    if (o->given & CLI_OPT(OPT_NETWORK_BANDWIDTH)) net.bandwidth_GBps = o->network_GBps;
+    if (o->given & CLI_OPT(OPT_NETWORK_LATENCY)) net.latency_us = o->network_us;
+    starfold_status_t st = starfold_topology_ranks(o->ranks, node_of, NULL, &net, t);
+    return st == STARFOLD_OK ? CLI_OK : cli_fail(cmd, st, "cannot make the topology of %d ranks", o->ranks);
+}
+
 static int topo_main(const cli_command_t *cmd, int argc, char **argv)
 {
     cli_opts_t o;
@@ -69,7 +90,8 @@ static int topo_main(const cli_command_t *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "-o - and --json both write to stdout: choose one");
 
     starfold_topology_t t = NULL;
-    if ((r = cli_open_topology(cmd, &o, "dgx1-v100", &t)) != CLI_OK) return r;
+    if ((r = open_ranks(cmd, &o, &t)) == -1) r = cli_open_topology(cmd, &o, "dgx1-v100", &t);
+    if (r != CLI_OK) return r;
     const int dot_on_stdout = o.output && strcmp(o.output, "-") == 0;
     /* With the DOT text on stdout, the tables go to stderr so the two never mix. */
     FILE *info = dot_on_stdout ? stderr : stdout;
@@ -91,9 +113,13 @@ static int topo_main(const cli_command_t *cmd, int argc, char **argv)
 const cli_command_t cli_cmd_topo = {
     .name = "topo",
     .summary = "show a topology's devices and links, draw it (-o FILE.dot|svg|png)",
-    .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON),
+    .accepted = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON) |
+                CLI_OPT(OPT_RANKS) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_NETWORK_BANDWIDTH) |
+                CLI_OPT(OPT_NETWORK_LATENCY),
     .usage =
         "Usage: starfold topo [--topology T] [-g|--devices N] [-o FILE.dot|.svg|.png|-] [--json]\n"
+        "       starfold topo --ranks N [--ranks-per-node K] [--network-bandwidth GBps] [--network-latency US]\n"
+        "                     [-o FILE] [--json]\n"
         "\n"
         "Prints the devices and the links of a topology: kind (nvlink, pcie, inter-socket, host), lanes,\n"
         "bandwidth per direction in GB/s (1e9 B/s) and latency in microseconds.\n"
@@ -103,6 +129,12 @@ const cli_command_t cli_cmd_topo = {
         "  -g, --devices N   keep the first N devices and the links among them\n"
         "  -o, --output FILE draw it; the format comes from the extension: .dot (the DOT text that\n"
         "                    --topology reads back), .svg, .png; '-' writes DOT on stdout\n"
+        "  --ranks N         instead of --topology: the topology of N MPI ranks, one device per rank, that\n"
+        "                    graphs across ranks are compiled on (starfold_topology_ranks(); no MPI needed):\n"
+        "                    shm links inside a node (25 GB/s, 0.5 us), network links between nodes\n"
+        "  --ranks-per-node K  K consecutive ranks per node (default 1); drawn as one box per node\n"
+        "  --network-bandwidth GBps, --network-latency US\n"
+        "                    the network links' (default 12.5 GB/s, 2 us; a process group measures them)\n"
         "  --json            print {\"name\", \"devices\": [{\"id\", \"name\", \"kind\", \"socket\"}],\n"
         "                    \"links\": [{\"a\", \"b\", \"kind\", \"lanes\", \"bandwidth_GBps\", \"latency_us\"}]}\n"
         "  -h, --help        this text\n",

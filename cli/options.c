@@ -67,6 +67,10 @@ static const opt_def_t opt_defs[] = {
     { OPT_TRAFFIC, "traffic", NULL, 0, 0 },
     { OPT_COLLECTIVE, "collective", NULL, 0, 1 },
     { OPT_ROOT, "root", NULL, 0, 1 },
+    { OPT_RANKS, "ranks", NULL, 0, 1 },
+    { OPT_RANKS_PER_NODE, "ranks-per-node", NULL, 0, 1 },
+    { OPT_NETWORK_BANDWIDTH, "network-bandwidth", NULL, 0, 1 },
+    { OPT_NETWORK_LATENCY, "network-latency", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -306,6 +310,28 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
                                    STARFOLD_MAX_DEVICES - 1, v);
         o->root = (int)n;
         break;
+    case OPT_RANKS:
+    case OPT_RANKS_PER_NODE:
+        if (parse_int(v, 1, STARFOLD_MAX_DEVICES, &n) != 0)
+            return cli_usage_error(cmd, "%s: expected a rank count from 1 to %d, got '%s'", shown, STARFOLD_MAX_DEVICES, v);
+        if (d->id == OPT_RANKS) o->ranks = (int)n;
+        else o->ranks_per_node = (int)n;
+        break;
+    case OPT_NETWORK_BANDWIDTH:
+    case OPT_NETWORK_LATENCY: {
+        char *end = NULL;
+        const double x = strtod(v, &end);
+        const int bw = d->id == OPT_NETWORK_BANDWIDTH;
+        if (!*v || *end || (bw ? !(x >= STARFOLD_LINK_BANDWIDTH_MIN_GBPS && x <= STARFOLD_LINK_BANDWIDTH_MAX_GBPS)
+                               : !(x >= 0 && x <= STARFOLD_LINK_LATENCY_MAX_US)))
+            return cli_usage_error(cmd, bw ? "%s: expected a bandwidth in GB/s from %g to %g, got '%s'"
+                                           : "%s: expected a latency in us from %g to %g, got '%s'",
+                                   shown, bw ? STARFOLD_LINK_BANDWIDTH_MIN_GBPS : 0.0,
+                                   bw ? STARFOLD_LINK_BANDWIDTH_MAX_GBPS : STARFOLD_LINK_LATENCY_MAX_US, v);
+        if (bw) o->network_GBps = x;
+        else o->network_us = x;
+        break;
+    }
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);

@@ -422,6 +422,13 @@ static void test_bad_arguments(void)
         { "topo", "--devices 0", "--devices" },
         { "topo", "--devices 65", "--devices" },
         { "topo", "--devices 9", "has 8 devices" },
+        { "topo", "--ranks 0", "--ranks" },
+        { "topo", "--ranks 65", "--ranks" },
+        { "topo", "--ranks 2 --topology pcie4", "exclusive" },
+        { "topo", "--ranks-per-node 2", "go with --ranks" },
+        { "topo", "--ranks 2 --network-bandwidth -1", "--network-bandwidth" },
+        { "topo", "--ranks 2 --network-latency x", "--network-latency" },
+        { "graph", "--ranks 2", "does not apply to graph" },
         { "topo", "--json=1", "takes no value" },
         { "graph", "--num-packs -1", "--num-packs" },
         { "graph", "--num-packs two", "--num-packs" },
@@ -575,6 +582,30 @@ static void test_topo_table(void)
         CU_ASSERT(jnum(&links->items[0], "bandwidth_GBps") > 0);
         CU_ASSERT(jnum(&links->items[0], "lanes") >= 1);
     }
+    jfree(&v);
+    result_free(&r);
+
+    /* --ranks: the topology of 4 MPI ranks, 2 per node. */
+    run(&r, "topo --ranks 4 --ranks-per-node 2");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Topology '4 ranks on 2 nodes': 4 devices, 6 links"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "rank 0  rank 1  shm"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "rank 1  rank 2  network"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "rank 2  rank 3  shm"));
+    result_free(&r);
+    run(&r, "topo --ranks 4 --ranks-per-node 2 --network-bandwidth 25 --network-latency 1.5 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL_FATAL(jparse_text(r.out, &v), 0);
+    devs = jget(&v, "devices");
+    links = jget(&v, "links");
+    CU_ASSERT(devs && devs->n == 4 && links && links->n == 6);
+    for (size_t k = 0; links && k < links->n; k++) {
+        const jval_t *kind = jget(&links->items[k], "kind");
+        const int net = kind && kind->str && strcmp(kind->str, "network") == 0;
+        CU_ASSERT(jnum(&links->items[k], "bandwidth_GBps") == 25); /* shm's default, and the network as given */
+        CU_ASSERT(jnum(&links->items[k], "latency_us") == (net ? 1.5 : 0.5));
+    }
+    if (devs && devs->n == 4) CU_ASSERT(jnum(&devs->items[3], "socket") == 1);
     jfree(&v);
     result_free(&r);
 

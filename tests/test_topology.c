@@ -228,6 +228,112 @@ static void test_pcie4_emulated_host(void)
  * Building and querying by hand
  */
 
+/* starfold_topology_ranks(): one device per rank, shm inside a node, network between nodes. */
+static void test_ranks(void)
+{
+    const int node_of[5] = { 0, 0, 1, 1, 2 };
+    starfold_topology_t t = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_ranks(5, node_of, NULL, NULL, &t), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_num_devices(t), 5);
+    CU_ASSERT_EQUAL(starfold_topology_num_links(t), 10);
+    CU_ASSERT_STRING_EQUAL(starfold_topology_name(t), "5 ranks on 3 nodes");
+    for (int r = 0; r < 5; r++) {
+        char name[16];
+        snprintf(name, sizeof name, "rank %d", r);
+        CU_ASSERT_STRING_EQUAL(starfold_topology_device_name(t, r), name);
+        CU_ASSERT_EQUAL(starfold_topology_device_socket(t, r), node_of[r]);
+        CU_ASSERT_EQUAL(starfold_topology_device_kind(t, r), STARFOLD_DEVICE_GPU);
+        CU_ASSERT_EQUAL(starfold_topology_device_rank(t, r), 0);
+    }
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 5; b++) {
+            if (a == b) continue;
+            starfold_link_t l;
+            CU_ASSERT_EQUAL_FATAL(starfold_topology_best_link(t, a, b, &l), STARFOLD_OK);
+            const int same = node_of[a] == node_of[b];
+            CU_ASSERT_EQUAL(l.kind, same ? STARFOLD_LINK_SHM : STARFOLD_LINK_NETWORK);
+            CU_ASSERT_DOUBLE_EQUAL(l.bandwidth_GBps, same ? 25.0 : 12.5, 1e-12);
+            CU_ASSERT_DOUBLE_EQUAL(l.latency_us, same ? 0.5 : 2.0, 1e-12);
+            CU_ASSERT(!starfold_topology_same_memory(t, a, b));
+        }
+    CU_ASSERT_EQUAL(starfold_topology_validate(t), STARFOLD_OK);
+    starfold_topology_destroy(t);
+
+    /* NULL node_of: one rank per node; given links kept, their a, b and kind ignored. */
+    const starfold_link_t shm = { 7, 9, STARFOLD_LINK_NVLINK, 0, 30.0, 0.5 }, net = { 0, 0, STARFOLD_LINK_PCIE, 2, 3.0, 5.0 };
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_ranks(3, NULL, &shm, &net, &t), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_topology_name(t), "3 ranks on 3 nodes");
+    for (int k = 0; k < starfold_topology_num_links(t); k++) {
+        starfold_link_t l;
+        CU_ASSERT_EQUAL_FATAL(starfold_topology_link(t, k, &l), STARFOLD_OK);
+        CU_ASSERT_EQUAL(l.kind, STARFOLD_LINK_NETWORK);
+        CU_ASSERT_EQUAL(l.lanes, 2);
+        CU_ASSERT_DOUBLE_EQUAL(l.bandwidth_GBps, 3.0, 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(l.latency_us, 5.0, 1e-12);
+    }
+    starfold_topology_destroy(t);
+    const int one_node[2] = { 0, 0 };
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_ranks(2, one_node, &shm, &net, &t), STARFOLD_OK);
+    starfold_link_t l;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_link(t, 0, &l), STARFOLD_OK);
+    CU_ASSERT(l.kind == STARFOLD_LINK_SHM && l.lanes == 1 && l.a == 0 && l.b == 1);
+    CU_ASSERT_DOUBLE_EQUAL(l.bandwidth_GBps, 30.0, 1e-12);
+    starfold_topology_destroy(t);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_ranks(1, NULL, NULL, NULL, &t), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_num_links(t), 0);
+    starfold_topology_destroy(t);
+
+    /* Bad arguments: nothing made. */
+    t = NULL;
+    const int out_of_range[2] = { 0, 2 }, negative[2] = { -1, 0 };
+    starfold_link_t bad = net;
+    CU_ASSERT_EQUAL(starfold_topology_ranks(0, NULL, NULL, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_ranks(-1, NULL, NULL, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_ranks(STARFOLD_MAX_DEVICES + 1, NULL, NULL, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_ranks(2, out_of_range, NULL, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "rank 1: node 2"));
+    CU_ASSERT_EQUAL(starfold_topology_ranks(2, negative, NULL, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    bad.bandwidth_GBps = -1;
+    CU_ASSERT_EQUAL(starfold_topology_ranks(2, NULL, NULL, &bad, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "network bandwidth"));
+    bad.bandwidth_GBps = 0;
+    CU_ASSERT_EQUAL(starfold_topology_ranks(2, NULL, &bad, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    bad = net;
+    bad.latency_us = -0.5;
+    CU_ASSERT_EQUAL(starfold_topology_ranks(2, NULL, &bad, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "shm latency"));
+    CU_ASSERT_EQUAL(starfold_topology_ranks(2, NULL, NULL, NULL, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(t);
+}
+
+/* A device's rank: CPU devices of different ranks share no memory; the DOT text keeps it. */
+static void test_device_rank(void)
+{
+    const char *dot = "graph c { a [kind=cpu, rank=0]; b [kind=cpu]; c [kind=cpu, rank=1]; a -- b [kind=host, bandwidth=20]; "
+                      "b -- c [kind=network, bandwidth=5]; }";
+    starfold_topology_t t = NULL, back = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_load_string(dot, "ranks.dot", &t), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_device_rank(t, 0), 0);
+    CU_ASSERT_EQUAL(starfold_topology_device_rank(t, 2), 1);
+    CU_ASSERT_EQUAL(starfold_topology_device_rank(t, 3), -1);
+    CU_ASSERT_EQUAL(starfold_topology_device_rank(NULL, 0), -1);
+    CU_ASSERT(starfold_topology_same_memory(t, 0, 1));
+    CU_ASSERT(!starfold_topology_same_memory(t, 1, 2));
+    char path[] = "/tmp/starfold-rank-XXXXXX";
+    const int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    CU_ASSERT_EQUAL(starfold_topology_write_dot(t, path), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_load(path, &back), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_device_rank(back, 2), 1);
+    CU_ASSERT(!starfold_topology_same_memory(back, 1, 2));
+    unlink(path);
+    starfold_topology_destroy(back);
+    starfold_topology_destroy(t);
+    CU_ASSERT_EQUAL(starfold_topology_load_string("graph c { a [rank=-1]; }", "bad.dot", &t), STARFOLD_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "rank must be"));
+}
+
 static void test_build_and_query(void)
 {
     starfold_topology_t t = NULL, keep;
@@ -1028,6 +1134,8 @@ int main(void)
         { "model", "build and query", test_build_and_query },
         { "model", "link kinds", test_link_kinds },
         { "model", "subset", test_subset },
+        { "model", "ranks: one device per rank", test_ranks },
+        { "model", "device ranks: memory, DOT", test_device_rank },
         { "model", "retain/destroy", test_refcount },
         { "bisect", "dgx1", test_bisect_dgx1 },
         { "bisect", "uniform, odd, n=1, pcie4", test_bisect_uniform_and_small },

@@ -71,6 +71,23 @@ typedef struct starfold_group_options {
      * is waiting for (Horovod's stall warning). Default 60; 0 = never.
      */
     double stall_warning_seconds;
+    /**
+     * The links between ranks that graphs across ranks are compiled on (starfold_group_rank_topology(),
+     * starfold_group_cluster_topology()): bandwidth per direction in GB/s (1e9 B/s) and latency in
+     * microseconds, between nodes (network_*) and between ranks of one node (shm_*). 0 (default):
+     * measured at creation by a short ping-pong on the group's communicator between rank 0 and one
+     * rank of another node (network) and one rank of its own node (shm), well under half a second,
+     * and broadcast from rank 0 so that every rank holds the same values; a kind no pair of ranks
+     * has keeps starfold_topology_ranks()'s default. A value given (> 0) skips its measurement; it
+     * must be in the topology's range (::STARFOLD_LINK_BANDWIDTH_MIN_GBPS ..
+     * ::STARFOLD_LINK_BANDWIDTH_MAX_GBPS, latency up to ::STARFOLD_LINK_LATENCY_MAX_US) and the same on
+     * every rank. With ranks_per_node forced on one machine the "network" is loopback shared memory,
+     * and that is what is measured.
+     */
+    double network_bandwidth_GBps;
+    double network_latency_us;    /**< see network_bandwidth_GBps; 0 = measure */
+    double shm_bandwidth_GBps;    /**< see network_bandwidth_GBps; 0 = measure */
+    double shm_latency_us;        /**< see network_bandwidth_GBps; 0 = measure */
 } starfold_group_options_t;
 
 /** @brief Fills @p options with the defaults. */
@@ -79,15 +96,17 @@ STARFOLD_API void starfold_group_options_init(starfold_group_options_t *options)
 /**
  * @brief Creates a group of every rank of @p comm, collectively: every rank of @p comm calls it.
  *
- * Learns each rank's node and device count, duplicates @p comm (twice) and starts StarPU-MPI on the
+ * Learns each rank's node and device count, measures the links between ranks unless the options
+ * give them (see starfold_group_options_t), duplicates @p comm (twice) and starts StarPU-MPI on the
  * first group of the process.
  * @param [in]  context this rank's context: its devices are the ones it brings to the group
  * @param [in]  comm an intra-communicator; MPI must be initialised with MPI_THREAD_MULTIPLE
  * @param [in]  options NULL for the defaults
  * @param [out] group the new group, owned by the caller (starfold_group_destroy())
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT on every rank for a NULL argument, MPI not initialised or
- *         below MPI_THREAD_MULTIPLE, MPI_COMM_NULL, a negative ranks_per_node, or ranks that give
- *         different options (the message names the first rank that differs);
+ *         below MPI_THREAD_MULTIPLE, MPI_COMM_NULL, a negative ranks_per_node, a link value that
+ *         is negative or out of range, or ranks that give different options (the message names the
+ *         first rank that differs);
  *         ::STARFOLD_ERR_RUNTIME when MPI or StarPU-MPI fails. Nothing is created on failure.
  */
 STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context, MPI_Comm comm,
@@ -189,6 +208,36 @@ STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t grou
  *        chosen one ("auto" included) before the first; NULL for NULL.
  */
 STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group);
+
+/**
+ * @brief The group's topology one device per rank (starfold_topology_ranks()): rank r is device r,
+ *        its socket is its node, ::STARFOLD_LINK_SHM links inside a node and ::STARFOLD_LINK_NETWORK
+ *        links between nodes with the group's measured (or given) bandwidth and latency. The same on
+ *        every rank. Not collective.
+ * @param [in]  group the group
+ * @param [out] topology a new topology, owned by the caller (starfold_topology_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL; as starfold_topology_ranks().
+ */
+STARFOLD_API starfold_status_t starfold_group_rank_topology(starfold_group_t group, starfold_topology_t *topology);
+
+/**
+ * @brief Every rank's devices in one topology, collectively (every rank of the group calls it; it
+ *        exchanges the ranks' local topologies, starfold_context_topology(), over the group's
+ *        communicator).
+ *
+ * Devices are numbered rank-major (rank 0's devices first), named "r<R>:<local name>", with the
+ * rank's node as socket and starfold_topology_device_rank() = R. Each rank's own links are kept; the
+ * first devices of every two ranks are linked, ::STARFOLD_LINK_SHM inside a node and
+ * ::STARFOLD_LINK_NETWORK between nodes, with the group's links (starfold_group_rank_topology()). The
+ * same on every rank.
+ * @param [in]  group the group
+ * @param [out] topology a new topology, owned by the caller (starfold_topology_destroy())
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL (this rank's NULL fails only this rank: pass
+ *         valid arguments on every rank), ::STARFOLD_ERR_NOT_SUPPORTED on every rank when the ranks
+ *         hold more than ::STARFOLD_MAX_DEVICES devices together, ::STARFOLD_ERR_RUNTIME when MPI
+ *         fails or the group is broken.
+ */
+STARFOLD_API starfold_status_t starfold_group_cluster_topology(starfold_group_t group, starfold_topology_t *topology);
 
 /** @brief 1 once a collective of the group timed out or failed between ranks (and for NULL), else 0. */
 STARFOLD_API int starfold_group_is_broken(starfold_group_t group);

@@ -173,7 +173,7 @@ STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topo
  * @param [in]  num_ranks 1 .. ::STARFOLD_MAX_DEVICES
  * @param [in]  node_of [num_ranks] the node of each rank (0 .. num_ranks-1), or NULL for one rank per node
  * @param [in]  shm bandwidth, latency and lanes of the links inside a node (a, b and kind are ignored),
- *                  or NULL for 10 GB/s and 1 us
+ *                  or NULL for 25 GB/s and 0.5 us (a node's shared memory beats its network)
  * @param [in]  network the same between nodes, or NULL for 12.5 GB/s (100 Gb/s) and 2 us
  * @param [out] topology the new topology, owned by the caller
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for a count, node or link value out of range.
@@ -303,12 +303,20 @@ STARFOLD_API int starfold_topology_device_line(starfold_topology_t topology, int
 
 /**
  * @brief Whether devices @p a and @p b share one memory: the same device, or two CPU devices (logical
- *        devices in host memory). A task may write any buffer of a device sharing its memory, and
+ *        devices in host memory) of the same rank (starfold_topology_device_rank()). A task may write any buffer of a device sharing its memory, and
  *        reads between such devices move nothing over a link. 0 when out of range.
  */
 STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b);
 /** @brief Device socket; -1 when unknown or out of range. */
 STARFOLD_API int starfold_topology_device_socket(starfold_topology_t topology, int device);
+/**
+ * @brief The MPI rank that holds device @p device: its rank in a cluster topology
+ *        (starfold_group_cluster_topology(), or a DOT file's "rank" node attribute), 0 in any other.
+ * @param [in] topology the topology
+ * @param [in] device the device
+ * @return the rank, -1 for NULL or a device out of range
+ */
+STARFOLD_API int starfold_topology_device_rank(starfold_topology_t topology, int device);
 /** @brief Link count; 0 for NULL. */
 STARFOLD_API int starfold_topology_num_links(starfold_topology_t topology);
 /** @brief Copies link @p index (0 .. num_links-1) into @p link. */

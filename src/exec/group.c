@@ -12,7 +12,9 @@
  *      {options, device count}: a rank whose options differ from rank 0's fails every rank, named;
  *   3. nodes: forced (rank / ranks_per_node), or the ranks sharing memory (MPI_Comm_split_type),
  *      numbered by their lowest rank: an MPI_Allgather of each rank's node leader;
- *   4. StarPU-MPI: started with the process's first group over a second duplicate (StarPU-MPI keeps
+ *   4. the links between ranks (group_links.c): a short ping-pong from rank 0, broadcast, unless the
+ *      options give them;
+ *   5. StarPU-MPI: started with the process's first group over a second duplicate (StarPU-MPI keeps
  *      the communicator it was started with for the life of the process), counted, stopped with the
  *      last group unless the application started it.
  *
@@ -91,6 +93,18 @@ static starfold_status_t check_local(const char *fn, starfold_context_t context,
     if (o->ranks_per_node < 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: ranks_per_node must be >= 0, got %d", fn,
                                o->ranks_per_node);
+    const double bw[2] = { o->network_bandwidth_GBps, o->shm_bandwidth_GBps }, lat[2] = { o->network_latency_us,
+                                                                                       o->shm_latency_us };
+    for (int k = 0; k < 2; k++) {
+        const char *which = k ? "shm" : "network";
+        if (!(bw[k] == 0 || (bw[k] >= STARFOLD_LINK_BANDWIDTH_MIN_GBPS && bw[k] <= STARFOLD_LINK_BANDWIDTH_MAX_GBPS)))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s_bandwidth_GBps must be 0 (measure) or in "
+                                   "[%g, %g], got %g", fn, which, STARFOLD_LINK_BANDWIDTH_MIN_GBPS,
+                                   STARFOLD_LINK_BANDWIDTH_MAX_GBPS, bw[k]);
+        if (!(lat[k] >= 0 && lat[k] <= STARFOLD_LINK_LATENCY_MAX_US))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s_latency_us must be 0 (measure) or in (0, %g], "
+                                   "got %g", fn, which, STARFOLD_LINK_LATENCY_MAX_US, lat[k]);
+    }
     if (!(o->timeout_seconds >= 0) || !(o->stall_warning_seconds >= 0))
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                "%s: timeout_seconds and stall_warning_seconds must be >= 0 (0 or infinity: none), got "
@@ -107,10 +121,18 @@ typedef struct hello {
     int num_devices;
 } hello_t;
 
+/* The link options, in the order the agreement compares them. */
+#define NUM_LINK_OPTIONS 4
+static const char *const link_option_names[NUM_LINK_OPTIONS] = { "network_bandwidth_GBps", "network_latency_us",
+                                                                  "shm_bandwidth_GBps", "shm_latency_us" };
+
 /* Step 2: everyone's verdict, options and device count; the first rank whose differ fails all. */
-static starfold_status_t agree(const char *fn, starfold_group_t g, const hello_t *mine, hello_t *all)
+static starfold_status_t agree(const char *fn, starfold_group_t g, const hello_t *mine, hello_t *all,
+                               const double *my_links, double *all_links)
 {
     int err = MPI_Allgather(mine, 4, MPI_INT, all, 4, MPI_INT, g->comm);
+    if (err == MPI_SUCCESS)
+        err = MPI_Allgather(my_links, NUM_LINK_OPTIONS, MPI_DOUBLE, all_links, NUM_LINK_OPTIONS, MPI_DOUBLE, g->comm);
     if (err != MPI_SUCCESS) return mpi_fail(fn, "MPI_Allgather", err);
     for (int r = 0; r < g->size; r++)
         if (all[r].status != STARFOLD_OK)
@@ -123,6 +145,13 @@ static starfold_status_t agree(const char *fn, starfold_group_t g, const hello_t
                                    "starpu_mpi_started_by_caller %d vs %d): every rank must give the same",
                                    fn, r, all[r].ranks_per_node, all[0].ranks_per_node, all[r].started_by_caller,
                                    all[0].started_by_caller);
+    for (int r = 1; r < g->size; r++)
+        for (int k = 0; k < NUM_LINK_OPTIONS; k++)
+            if (memcmp(&all_links[r * NUM_LINK_OPTIONS + k], &all_links[k], sizeof(double)) != 0)
+                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                       "%s: rank %d gives other options than rank 0 (%s %g vs %g): every rank must "
+                                       "give the same", fn, r, link_option_names[k], all_links[r * NUM_LINK_OPTIONS + k],
+                                       all_links[k]);
     for (int r = 0; r < g->size; r++) g->devices_of[r] = all[r].num_devices;
     return STARFOLD_OK;
 }
@@ -166,7 +195,7 @@ static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int rank
     return STARFOLD_OK;
 }
 
-/* Step 4: StarPU-MPI, started once per process (unless the application did). */
+/* Step 5: StarPU-MPI, started once per process (unless the application did). */
 static starfold_status_t start_starpu_mpi(const char *fn, starfold_group_t g, MPI_Comm comm, int by_caller)
 {
     if (by_caller) return STARFOLD_OK;
@@ -247,23 +276,29 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     g->node_of = calloc((size_t)g->size, sizeof *g->node_of);
     g->devices_of = calloc((size_t)g->size, sizeof *g->devices_of);
     hello_t *all = calloc((size_t)g->size, sizeof *all);
+    double *all_links = calloc((size_t)g->size * NUM_LINK_OPTIONS, sizeof *all_links);
+    const double my_links[NUM_LINK_OPTIONS] = { o.network_bandwidth_GBps, o.network_latency_us, o.shm_bandwidth_GBps,
+                                                o.shm_latency_us };
     const hello_t hello = { (int)st, o.ranks_per_node, o.starpu_mpi_started_by_caller,
                             context ? starfold_context_num_devices(context) : 0 };
-    starfold_status_t agreed = !g->node_of || !g->devices_of || !all
+    starfold_status_t agreed = !g->node_of || !g->devices_of || !all || !all_links
                                    ? starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn)
-                                   : agree(fn, g, &hello, all);
+                                   : agree(fn, g, &hello, all, my_links, all_links);
     free(all);
+    free(all_links);
     /* This rank's own refusal keeps its own words. */
     if (st != STARFOLD_OK) agreed = starfold__error(st, "%s", mine_msg);
     if (agreed == STARFOLD_OK) agreed = find_nodes(fn, g, o.ranks_per_node);
+    /* The links between ranks: starfold_topology_ranks()'s defaults, then the options' or measured
+     * values (before StarPU-MPI's thread competes for the cores). */
+    g->shm_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_SHM, 1, 25.0, 0.5 };
+    g->network_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_NETWORK, 1, 12.5, 2.0 };
+    if (agreed == STARFOLD_OK) agreed = starfold__group_links(g, &o);
     if (agreed == STARFOLD_OK) agreed = start_starpu_mpi(fn, g, comm, o.starpu_mpi_started_by_caller);
     if (agreed == STARFOLD_OK) {
         g->timeout_seconds = o.timeout_seconds;
         g->stall_warning_seconds = o.stall_warning_seconds;
         for (int r = 0; r < g->size; r++) g->total_devices += g->devices_of[r];
-        /* The links between ranks, until measured (starfold_topology_ranks()'s defaults). */
-        g->shm_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_SHM, 1, 10.0, 1.0 };
-        g->network_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_NETWORK, 1, 12.5, 2.0 };
         /* STARFOLD_MPI_LOWERING picks the lowering of a whole job (as starfold_group_set_lowering()). */
         const char *lowering = getenv("STARFOLD_MPI_LOWERING");
         if (lowering && *lowering && starfold_group_set_lowering(g, lowering) != STARFOLD_OK)

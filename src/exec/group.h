@@ -57,6 +57,10 @@ const char *starfold__lowering_name(int lowering);
 starfold_status_t starfold__group_rank_compile(starfold_group_t g, int lowering, starfold_op_t op,
                                                const size_t *totals, starfold_graph_t *graph);
 
+/* Measures the links between ranks at creation unless @o gives them (group_links.c): collective, on
+ * every rank, after the nodes are known; every rank ends with rank 0's values. */
+starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group_options_t *o);
+
 /* The group's collectives' resources: waits for the MPI tasks, releases the token and topology. */
 void starfold__group_collectives_wait(starfold_group_t g);
 void starfold__group_collectives_release(starfold_group_t g);

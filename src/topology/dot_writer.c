@@ -38,6 +38,7 @@ static Agnode_t *add_device_node(Agraph_t *g, starfold_topology_t t, int i)
     if (strcmp(want, t->devices[i].name) != 0) agsafeset(node, "label", t->devices[i].name, "");
     starfold__agset(node, "kind", "%s", starfold__device_kind_name(t->devices[i].kind));
     if (t->devices[i].socket >= 0) starfold__agset(node, "socket", "%d", t->devices[i].socket);
+    if (t->devices[i].rank > 0) starfold__agset(node, "rank", "%d", t->devices[i].rank);
     return node;
 }
 
@@ -129,16 +130,58 @@ static void place_dgx1(Agraph_t *g)
     starfold__agset(g, "fontsize", "18");
 }
 
+/*
+ * Ranks across nodes (a graph with shm or network links: starfold_topology_ranks(), a cluster
+ * topology): each node's devices in a box of their own, "node N", as their socket numbers them.
+ */
+static void box_nodes(Agraph_t *g)
+{
+    int across = 0;
+    for (Agnode_t *n = agfstnode(g); n && !across; n = agnxtnode(g, n))
+        for (Agedge_t *e = agfstout(g, n); e && !across; e = agnxtout(g, e)) {
+            const char *k = agget(e, "kind");
+            starfold_link_kind_t kind;
+            across = k && starfold_link_kind_from_string(k, &kind) == STARFOLD_OK &&
+                     (kind == STARFOLD_LINK_SHM || kind == STARFOLD_LINK_NETWORK);
+        }
+    if (!across) return;
+    for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n)) {
+        /* Every pair of ranks is linked: the legend gives the bandwidths once, the edges stay thin. */
+        for (Agedge_t *e = agfstout(g, n); e; e = agnxtout(g, e)) {
+            const char *k = agget(e, "kind");
+            starfold_link_kind_t kind;
+            if (!k || starfold_link_kind_from_string(k, &kind) != STARFOLD_OK ||
+                (kind != STARFOLD_LINK_SHM && kind != STARFOLD_LINK_NETWORK))
+                continue;
+            starfold__agset(e, "label", "%s", "");
+            starfold__agset(e, "penwidth", "%s", kind == STARFOLD_LINK_NETWORK ? "0.6" : "1.2");
+            if (kind == STARFOLD_LINK_NETWORK) starfold__agset(e, "color", "%s80", starfold__link_colour(kind));
+        }
+        const char *sock = agget(n, "socket");
+        if (!sock || !*sock) continue;
+        char name[48];
+        snprintf(name, sizeof name, "cluster_node%s", sock);
+        Agraph_t *box = agsubg(g, name, 1);
+        if (!box) continue;
+        agsubnode(box, n, 1);
+        starfold__agset(box, "label", "node %s", sock);
+        starfold__agset(box, "style", "rounded");
+        starfold__agset(box, "color", "#999999");
+    }
+}
+
 /* A picture: a title and the legend of the link kinds drawn (with their bandwidths), then Graphviz. */
 static starfold_status_t save_picture(Agraph_t *g, const char *path)
 {
-    int kinds[4] = { 0 }, nlinks = 0;
-    double lo[4] = { 0 }, hi[4] = { 0 };
+    int kinds[STARFOLD_LINK_KIND_COUNT] = { 0 }, nlinks = 0;
+    double lo[STARFOLD_LINK_KIND_COUNT] = { 0 }, hi[STARFOLD_LINK_KIND_COUNT] = { 0 };
     for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n))
         for (Agedge_t *e = agfstout(g, n); e; e = agnxtout(g, e)) {
             const char *k = agget(e, "kind"), *bw = agget(e, "bandwidth");
             starfold_link_kind_t kind;
-            if (!k || starfold_link_kind_from_string(k, &kind) != STARFOLD_OK || (int)kind < 0 || (int)kind >= 4) continue;
+            if (!k || starfold_link_kind_from_string(k, &kind) != STARFOLD_OK || (int)kind < 0 ||
+                (int)kind >= STARFOLD_LINK_KIND_COUNT)
+                continue;
             const double b = bw ? strtod(bw, NULL) : 0;
             if (!kinds[kind]++ || b < lo[kind]) lo[kind] = b;
             if (b > hi[kind]) hi[kind] = b;
@@ -153,7 +196,7 @@ static starfold_status_t save_picture(Agraph_t *g, const char *path)
     size_t len = (size_t)snprintf(html, sizeof html,
                                   "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
                                   "<tr><td colspan=\"2\"><b>links</b></td></tr>");
-    for (int k = 0; k < 4 && len < sizeof html; k++) {
+    for (int k = 0; k < STARFOLD_LINK_KIND_COUNT && len < sizeof html; k++) {
         if (!kinds[k]) continue;
         char range[64];
         if (lo[k] == hi[k]) snprintf(range, sizeof range, "%g GB/s", lo[k]);
@@ -167,6 +210,7 @@ static starfold_status_t save_picture(Agraph_t *g, const char *path)
         snprintf(html + len, sizeof html - len, "<tr><td colspan=\"2\" align=\"left\">labels: GB/s per direction</td></tr></table>");
     starfold__add_legend(g, html);
     place_dgx1(g);
+    box_nodes(g);
     return starfold__agraph_save(g, path);
 }
 

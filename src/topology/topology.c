@@ -203,8 +203,18 @@ STARFOLD_API int starfold_topology_device_line(starfold_topology_t topology, int
 STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b)
 {
     if (!topology || !valid_device(topology, a) || !valid_device(topology, b)) return 0;
-    return a == b ||
-           (topology->devices[a].kind == STARFOLD_DEVICE_CPU && topology->devices[b].kind == STARFOLD_DEVICE_CPU);
+    return a == b || (topology->devices[a].kind == STARFOLD_DEVICE_CPU && topology->devices[b].kind == STARFOLD_DEVICE_CPU &&
+                      topology->devices[a].rank == topology->devices[b].rank);
+}
+
+STARFOLD_API int starfold_topology_device_rank(starfold_topology_t topology, int device)
+{
+    return topology && valid_device(topology, device) ? topology->devices[device].rank : -1;
+}
+
+void starfold__topology_set_rank(starfold_topology_t t, int device, int rank)
+{
+    t->devices[device].rank = rank;
 }
 
 STARFOLD_API int starfold_topology_device_socket(starfold_topology_t topology, int device)
@@ -414,6 +424,7 @@ STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topo
         const starfold__device_t *d = &topology->devices[i];
         SF_CHECK_GOTO(starfold_topology_set_device(s, i, d->name, d->kind, d->socket), st, fail);
         s->devices[i].line = d->line;
+        s->devices[i].rank = d->rank;
     }
     if (topology->origin && !(s->origin = starfold__strdup(topology->origin))) {
         st = STARFOLD_ERR_OUT_OF_MEMORY;

@@ -14,6 +14,7 @@ typedef struct starfold__device {
     starfold_device_kind_t kind;
     int socket;
     int line;                 /* line of its node in the topology file, 0 when unknown */
+    int rank;                 /* the MPI rank holding it (a cluster topology), 0 otherwise */
 } starfold__device_t;
 
 struct starfold_topology {
@@ -55,6 +56,10 @@ starfold_link_t starfold__pcie_link(int a, int b, int same_switch, int same_sock
  * devices[b], 0 when none and on the diagonal. The devices must exist.
  */
 starfold_status_t starfold__topology_bandwidths(starfold_topology_t t, int n, const int *devices, double **bw);
+
+/* Sets the MPI rank holding @device (a valid device; @rank >= 0): CPU devices of different ranks
+ * share no memory. */
+void starfold__topology_set_rank(starfold_topology_t t, int device, int rank);
 
 /* The first device that links cannot reach from device 0, -1 when all can. */
 int starfold__topology_unreachable(starfold_topology_t t);

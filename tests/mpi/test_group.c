@@ -53,6 +53,123 @@ static void test_create(void)
     starfold_group_destroy(NULL);
 }
 
+/*
+ * The links between ranks: measured at creation, the same bits on every rank; given values kept
+ * without measuring; the rank topology (one device per rank) and the cluster topology (every rank's
+ * 2 devices) with their link kinds.
+ */
+static void test_links_and_topologies(void)
+{
+    starfold_group_options_t o;
+    starfold_group_options_init(&o);
+    CU_ASSERT_EQUAL(o.network_bandwidth_GBps, 0);
+    CU_ASSERT_EQUAL(o.shm_latency_us, 0);
+    o.ranks_per_node = ranks_per_node;
+    starfold_group_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g), STARFOLD_OK);
+    const int n = world_size, nodes = starfold_group_num_nodes(g);
+    starfold_topology_t rt = NULL, ct = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_group_rank_topology(g, &rt), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_num_devices(rt), n);
+    CU_ASSERT_EQUAL(starfold_topology_num_links(rt), n * (n - 1) / 2);
+    /* Every rank holds the same values: rank 0's, to the bit. */
+    double mine[4] = { 0 }, root[4] = { 0 };
+    int has_shm = 0, has_net = 0;
+    for (int k = 0; k < starfold_topology_num_links(rt); k++) {
+        starfold_link_t l;
+        CU_ASSERT_EQUAL_FATAL(starfold_topology_link(rt, k, &l), STARFOLD_OK);
+        const int same = starfold_group_node(g, l.a) == starfold_group_node(g, l.b);
+        CU_ASSERT_EQUAL(l.kind, same ? STARFOLD_LINK_SHM : STARFOLD_LINK_NETWORK);
+        CU_ASSERT(l.bandwidth_GBps >= STARFOLD_LINK_BANDWIDTH_MIN_GBPS && l.bandwidth_GBps <= STARFOLD_LINK_BANDWIDTH_MAX_GBPS);
+        CU_ASSERT(l.latency_us >= 0 && l.latency_us <= STARFOLD_LINK_LATENCY_MAX_US);
+        double *v = same ? mine : mine + 2;
+        v[0] = l.bandwidth_GBps, v[1] = l.latency_us;
+        has_shm |= same, has_net |= !same;
+    }
+    CU_ASSERT_EQUAL(has_net, nodes > 1);
+    memcpy(root, mine, sizeof root);
+    MPI_Bcast(root, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    CU_ASSERT(memcmp(root, mine, sizeof root) == 0);
+    if (world_rank == 0)
+        printf("\n    measured: shm %.3g GB/s %.3g us, network %.3g GB/s %.3g us (%s) ", mine[0], mine[1], mine[2],
+               mine[3], has_shm && has_net ? "both" : has_shm ? "shm only" : "network only");
+
+    /* The cluster topology: 2 devices a rank, rank-major, each rank's host link kept, first devices linked. */
+    CU_ASSERT_EQUAL_FATAL(starfold_group_cluster_topology(g, &ct), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_num_devices(ct), 2 * n);
+    CU_ASSERT_EQUAL(starfold_topology_num_links(ct), n + n * (n - 1) / 2);
+    for (int d = 0; d < 2 * n; d++) {
+        char want[32];
+        snprintf(want, sizeof want, "r%d:", d / 2);
+        CU_ASSERT(strncmp(starfold_topology_device_name(ct, d), want, strlen(want)) == 0);
+        CU_ASSERT_EQUAL(starfold_topology_device_rank(ct, d), d / 2);
+        CU_ASSERT_EQUAL(starfold_topology_device_socket(ct, d), starfold_group_node(g, d / 2));
+    }
+    if (n > 1) {
+        CU_ASSERT(starfold_topology_same_memory(ct, 0, 1));
+        CU_ASSERT(!starfold_topology_same_memory(ct, 0, 2));
+    }
+    for (int k = 0; k < starfold_topology_num_links(ct); k++) {
+        starfold_link_t l;
+        CU_ASSERT_EQUAL_FATAL(starfold_topology_link(ct, k, &l), STARFOLD_OK);
+        const int ra = l.a / 2, rb = l.b / 2;
+        if (ra == rb) {
+            CU_ASSERT(l.kind != STARFOLD_LINK_SHM && l.kind != STARFOLD_LINK_NETWORK);
+        } else {
+            CU_ASSERT(l.a % 2 == 0 && l.b % 2 == 0);
+            CU_ASSERT_EQUAL(l.kind, starfold_group_node(g, ra) == starfold_group_node(g, rb) ? STARFOLD_LINK_SHM
+                                                                                           : STARFOLD_LINK_NETWORK);
+        }
+    }
+    CU_ASSERT_EQUAL(starfold_topology_validate(ct), STARFOLD_OK);
+    /* The same topology on every rank: a checksum of its names, sockets and links, bit for bit. */
+    unsigned long sum[2] = { 0, 0 }, sum0[2];
+    for (int d = 0; d < starfold_topology_num_devices(ct); d++)
+        for (const char *c = starfold_topology_device_name(ct, d); *c; c++) sum[0] = sum[0] * 31 + (unsigned char)*c;
+    for (int k = 0; k < starfold_topology_num_links(ct); k++) {
+        starfold_link_t l;
+        starfold_topology_link(ct, k, &l);
+        unsigned long bits[2];
+        memcpy(bits, &l.bandwidth_GBps, sizeof bits[0]);
+        memcpy(bits + 1, &l.latency_us, sizeof bits[1]);
+        sum[1] = sum[1] * 31 + (unsigned long)(l.a * 4096 + l.b * 16 + (int)l.kind) + bits[0] * 7 + bits[1];
+    }
+    memcpy(sum0, sum, sizeof sum);
+    MPI_Bcast(sum0, 2, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD);
+    CU_ASSERT(sum0[0] == sum[0] && sum0[1] == sum[1]);
+    starfold_topology_destroy(ct);
+    starfold_topology_destroy(rt);
+    CU_ASSERT_EQUAL(starfold_group_rank_topology(NULL, &rt), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_group_cluster_topology(g, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_group_destroy(g);
+
+    /* Given values: kept as given, nothing measured for them. */
+    o.network_bandwidth_GBps = 3.5, o.network_latency_us = 7;
+    o.shm_bandwidth_GBps = 20, o.shm_latency_us = 0.5;
+    CU_ASSERT_EQUAL_FATAL(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_group_rank_topology(g, &rt), STARFOLD_OK);
+    for (int k = 0; k < starfold_topology_num_links(rt); k++) {
+        starfold_link_t l;
+        starfold_topology_link(rt, k, &l);
+        CU_ASSERT_EQUAL(l.bandwidth_GBps, l.kind == STARFOLD_LINK_SHM ? 20 : 3.5);
+        CU_ASSERT_EQUAL(l.latency_us, l.kind == STARFOLD_LINK_SHM ? 0.5 : 7);
+    }
+    starfold_topology_destroy(rt);
+    starfold_group_destroy(g);
+
+    /* A bad value on the last rank, or values differing between ranks: every rank fails alike. */
+    g = NULL;
+    o.network_bandwidth_GBps = world_rank == world_size - 1 ? -1 : 3.5;
+    CU_ASSERT_EQUAL(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(g);
+    if (world_size > 1) {
+        o.network_bandwidth_GBps = world_rank == world_size - 1 ? 4 : 3.5;
+        CU_ASSERT_EQUAL(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NULL(g);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "network_bandwidth_GBps"));
+    }
+}
+
 /* Two groups at once over different communicators (StarPU-MPI shared, stopped with the last). */
 static void test_two_groups(void)
 {
@@ -568,6 +685,7 @@ int main(int argc, char **argv)
     } else if (CU_initialize_registry() == CUE_SUCCESS) {
         CU_pSuite s = CU_add_suite("process groups (starfold/mpi.h)", NULL, NULL);
         CU_add_test(s, "create: rank, size, nodes, devices", test_create);
+        CU_add_test(s, "links measured alike on every rank; rank and cluster topologies", test_links_and_topologies);
         CU_add_test(s, "two groups, StarPU-MPI shared", test_two_groups);
         CU_add_test(s, "one rank's bad arguments fail every rank", test_collective_errors);
         CU_add_test(s, "all-reduce across ranks: every op x dtype", test_all_reduce_ops);

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * The links between a group's ranks (starfold/mpi.h): measured at creation, and the topologies that
+ * graphs across ranks are compiled on.
+ *
+ * Measuring (starfold__group_links(), collective, at the end of starfold_group_create()): rank 0
+ * ping-pongs on the group's own communicator with the lowest other rank of its node (shm) and the
+ * lowest rank of another node (network): latency = the fastest of a few 8-byte round trips / 2;
+ * bandwidth = 1 MiB / (the fastest of a few 1 MiB round trips / 2 - latency). A few milliseconds on
+ * shared memory, well under half a second on any network. Rank 0 then broadcasts the values, so
+ * every rank holds the same bits and compiles the same graphs from them.
+ *
+ *     node 0                      node 1
+ *     rank 0 <-shm-> rank 1       rank 2      rank 3        rank 0 <-network-> rank 2
+ *
+ * The cluster topology (starfold_group_cluster_topology(), collective): every rank's local topology
+ * (starfold_context_topology()) flattened into fixed-size records, all-gathered, and joined:
+ *
+ *     rank 0: r0:cpu0 -host- r0:cpu1        rank 1: r1:cpu0 -host- r1:cpu1
+ *                \________________ shm or network ____/
+ *
+ * (the first devices of every two ranks linked; each rank's own links kept, so it stays connected).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/common.h"
+#include "exec/group.h"
+#include "topology/topology.h"
+
+#define PING_TAG 0x5f1d    /* on g->comm, before any collective of the group can use it */
+#define SMALL_BYTES 8
+#define LARGE_BYTES (1 << 20)
+#define SMALL_REPS 10
+#define LARGE_REPS 3
+
+static starfold_status_t mpi_error(const char *fn, const char *what, int err)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(err, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error %d", err);
+    return starfold__error(STARFOLD_ERR_RUNTIME, "%s: %s failed: %s", fn, what, text);
+}
+
+static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/*
+ * The fastest of @reps round trips of @bytes between this rank and @peer (after one to warm up), in
+ * seconds; rank 0 (@lead) sends first. < 0 when MPI fails.
+ */
+static double round_trip(MPI_Comm comm, int peer, int lead, char *buf, int bytes, int reps)
+{
+    double best = INFINITY;
+    for (int i = 0; i <= reps; i++) {
+        const double t0 = MPI_Wtime();
+        int err;
+        if (lead) {
+            err = MPI_Send(buf, bytes, MPI_BYTE, peer, PING_TAG, comm);
+            if (err == MPI_SUCCESS) err = MPI_Recv(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, MPI_STATUS_IGNORE);
+        } else {
+            err = MPI_Recv(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, MPI_STATUS_IGNORE);
+            if (err == MPI_SUCCESS) err = MPI_Send(buf, bytes, MPI_BYTE, peer, PING_TAG, comm);
+        }
+        if (err != MPI_SUCCESS) return -1;
+        const double t = MPI_Wtime() - t0;
+        if (i > 0 && t < best) best = t;
+    }
+    return best;
+}
+
+/*
+ * Rank 0 and @peer measure: out[0] = bandwidth GB/s (when @bw), out[1] = latency us (when @lat).
+ * Returns 0, or -1 when MPI failed.
+ */
+static int measure(starfold_group_t g, int peer, int bw, int lat, char *buf, double *out)
+{
+    const int lead = g->rank == 0, other = lead ? peer : 0;
+    const double small = round_trip(g->comm, other, lead, buf, SMALL_BYTES, SMALL_REPS);
+    if (small < 0) return -1;
+    const double latency_s = small / 2;
+    if (lat) out[1] = clamp(latency_s * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
+    if (bw) {
+        const double large = round_trip(g->comm, other, lead, buf, LARGE_BYTES, LARGE_REPS);
+        if (large < 0) return -1;
+        double transfer = large / 2 - latency_s;
+        if (!(transfer > 0)) transfer = large / 2;
+        out[0] = clamp(LARGE_BYTES / transfer / 1e9, STARFOLD_LINK_BANDWIDTH_MIN_GBPS, STARFOLD_LINK_BANDWIDTH_MAX_GBPS);
+    }
+    return 0;
+}
+
+starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group_options_t *o)
+{
+    static const char fn[] = "starfold_group_create";
+    /* [0..1] shm bandwidth, latency; [2..3] network; [4] 1 when a measurement failed on rank 0 */
+    double v[5] = { g->shm_link.bandwidth_GBps, g->shm_link.latency_us, g->network_link.bandwidth_GBps,
+                    g->network_link.latency_us, 0 };
+    const double given[4] = { o->shm_bandwidth_GBps, o->shm_latency_us, o->network_bandwidth_GBps, o->network_latency_us };
+    for (int i = 0; i < 4; i++)
+        if (given[i] > 0) v[i] = given[i];
+    int shm_peer = -1, net_peer = -1;
+    for (int r = 1; r < g->size; r++) {
+        if (shm_peer < 0 && g->node_of[r] == g->node_of[0]) shm_peer = r;
+        if (net_peer < 0 && g->node_of[r] != g->node_of[0]) net_peer = r;
+    }
+    const int peers[2] = { shm_peer, net_peer };
+    int takes_part = 0;
+    for (int k = 0; k < 2; k++)
+        takes_part |= peers[k] >= 0 && (g->rank == 0 || g->rank == peers[k]) &&
+                      (!(given[2 * k] > 0) || !(given[2 * k + 1] > 0));
+    /* The buffer first, agreed on: a rank without one must not leave another waiting in a ping-pong. */
+    char *buf = takes_part ? calloc(1, LARGE_BYTES) : NULL;
+    int no_buf = takes_part && !buf, any_no_buf = 0;
+    int err = MPI_Allreduce(&no_buf, &any_no_buf, 1, MPI_INT, MPI_MAX, g->comm);
+    if (err != MPI_SUCCESS || any_no_buf) {
+        free(buf);
+        return err != MPI_SUCCESS ? mpi_error(fn, "MPI_Allreduce before measuring the links", err)
+                                  : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for the ping-pong "
+                                                    "buffer (on some rank)", fn);
+    }
+    for (int k = 0; k < 2; k++) {
+        const int peer = peers[k], bw = !(given[2 * k] > 0), lat = !(given[2 * k + 1] > 0);
+        if (peer < 0 || (!bw && !lat) || (g->rank != 0 && g->rank != peer)) continue;
+        if (measure(g, peer, bw, lat, buf, v + 2 * k) != 0) v[4] = 1;
+    }
+    free(buf);
+    if ((err = MPI_Bcast(v, 5, MPI_DOUBLE, 0, g->comm)) != MPI_SUCCESS)
+        return mpi_error(fn, "MPI_Bcast of the measured links", err);
+    if (v[4] != 0)
+        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: measuring the links between ranks 0, %d and %d failed", fn,
+                               shm_peer, net_peer);
+    g->shm_link.bandwidth_GBps = v[0];
+    g->shm_link.latency_us = v[1];
+    g->network_link.bandwidth_GBps = v[2];
+    g->network_link.latency_us = v[3];
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_group_rank_topology(starfold_group_t group, starfold_topology_t *topology)
+{
+    if (!group || !topology)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_rank_topology: NULL %s",
+                               !group ? "group" : "topology");
+    return starfold_topology_ranks(group->size, group->node_of, &group->shm_link, &group->network_link, topology);
+}
+
+/* One device of a rank's local topology, as the ranks exchange it. */
+typedef struct wire_device {
+    int kind, unused;
+    char name[56];
+} wire_device_t;
+
+/* One rank's local topology: fixed size, so that one MPI_Allgather carries them all. */
+#define WIRE_MAX_LINKS 512
+typedef struct wire_topology {
+    int status;              /* this rank's verdict (a starfold_status_t) */
+    int num_devices, num_links, unused;
+    wire_device_t devices[STARFOLD_MAX_DEVICES];
+    starfold_link_t links[WIRE_MAX_LINKS];
+} wire_topology_t;
+
+static starfold_status_t flatten(starfold_topology_t t, wire_topology_t *w)
+{
+    w->num_devices = starfold_topology_num_devices(t);
+    w->num_links = starfold_topology_num_links(t);
+    if (w->num_links > WIRE_MAX_LINKS)
+        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "starfold_group_cluster_topology: a rank's topology has %d "
+                               "links, more than %d", w->num_links, WIRE_MAX_LINKS);
+    for (int d = 0; d < w->num_devices; d++) {
+        w->devices[d].kind = (int)starfold_topology_device_kind(t, d);
+        snprintf(w->devices[d].name, sizeof w->devices[d].name, "%s", starfold_topology_device_name(t, d));
+    }
+    for (int k = 0; k < w->num_links; k++) {
+        starfold_status_t st = starfold_topology_link(t, k, &w->links[k]);
+        if (st != STARFOLD_OK) return st;
+    }
+    return STARFOLD_OK;
+}
+
+/* Joins the ranks' flattened topologies (identical input on every rank, identical result). */
+static starfold_status_t join(starfold_group_t g, const wire_topology_t *all, starfold_topology_t *out)
+{
+    static const char fn[] = "starfold_group_cluster_topology";
+    int total = 0, base[STARFOLD_MAX_DEVICES + 1];
+    for (int r = 0; r < g->size; r++) {
+        if (all[r].status != STARFOLD_OK)
+            return starfold__error((starfold_status_t)all[r].status, "%s: rank %d could not describe its devices%s", fn, r,
+                                   r == g->rank ? "" : "; see its message");
+        if (r < STARFOLD_MAX_DEVICES) base[r] = total;
+        total += all[r].num_devices;
+    }
+    if (total > STARFOLD_MAX_DEVICES || g->size > STARFOLD_MAX_DEVICES)
+        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: the %d ranks hold %d devices together; a topology has at "
+                               "most %d", fn, g->size, total, STARFOLD_MAX_DEVICES);
+    char name[96];
+    snprintf(name, sizeof name, "%d ranks on %d node%s, %d devices", g->size, g->num_nodes, g->num_nodes == 1 ? "" : "s",
+             total);
+    starfold_topology_t t = NULL;
+    starfold_status_t st;
+    SF_CHECK_GOTO(starfold_topology_create(name, total, &t), st, fail);
+    for (int r = 0; r < g->size; r++) {
+        for (int d = 0; d < all[r].num_devices; d++) {
+            char dev[80];
+            snprintf(dev, sizeof dev, "r%d:%.56s", r, all[r].devices[d].name);
+            SF_CHECK_GOTO(starfold_topology_set_device(t, base[r] + d, dev, (starfold_device_kind_t)all[r].devices[d].kind,
+                                                       g->node_of[r]), st, fail);
+            starfold__topology_set_rank(t, base[r] + d, r);
+        }
+        for (int k = 0; k < all[r].num_links; k++) {
+            const starfold_link_t *l = &all[r].links[k];
+            SF_CHECK_GOTO(starfold__topology_add(t, base[r] + l->a, base[r] + l->b, l->kind, l->lanes, l->bandwidth_GBps,
+                                                 l->latency_us), st, fail);
+        }
+    }
+    for (int a = 0; a < g->size; a++)
+        for (int b = a + 1; b < g->size; b++) {
+            const starfold_link_t *l = g->node_of[a] == g->node_of[b] ? &g->shm_link : &g->network_link;
+            SF_CHECK_GOTO(starfold__topology_add(t, base[a], base[b], l->kind, l->lanes, l->bandwidth_GBps, l->latency_us),
+                          st, fail);
+        }
+    *out = t;
+    return STARFOLD_OK;
+
+fail:
+    starfold_topology_destroy(t);
+    return st;
+}
+
+STARFOLD_API starfold_status_t starfold_group_cluster_topology(starfold_group_t group, starfold_topology_t *topology)
+{
+    static const char fn[] = "starfold_group_cluster_topology";
+    if (!group || !topology)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !group ? "group" : "topology");
+    if (group->broken) return starfold__error(STARFOLD_ERR_RUNTIME, "%s: the group is broken (a collective failed)", fn);
+    wire_topology_t *mine = calloc(1, sizeof *mine);
+    wire_topology_t *all = calloc((size_t)group->size, sizeof *all);
+    /* Agreed before the all-gather: a rank without its buffers must not leave the others waiting. */
+    int no_mem = !mine || !all, any_no_mem = 0;
+    int err = MPI_Allreduce(&no_mem, &any_no_mem, 1, MPI_INT, MPI_MAX, group->comm);
+    if (err != MPI_SUCCESS || any_no_mem) {
+        free(mine);
+        free(all);
+        return err != MPI_SUCCESS ? mpi_error(fn, "MPI_Allreduce", err)
+                                  : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory (on some rank)", fn);
+    }
+    starfold_topology_t local = NULL;
+    starfold_status_t st = starfold_context_topology(group->ctx, &local);
+    if (st == STARFOLD_OK) st = flatten(local, mine);
+    starfold_topology_destroy(local);
+    char my_msg[512];
+    snprintf(my_msg, sizeof my_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
+    mine->status = (int)st;
+    err = MPI_Allgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, group->comm);
+    if (err != MPI_SUCCESS) {
+        st = mpi_error(fn, "MPI_Allgather of the ranks' topologies", err);
+    } else if (st != STARFOLD_OK) {
+        st = starfold__error(st, "%s", my_msg); /* this rank's own failure keeps its own words */
+    } else {
+        st = join(group, all, topology);
+    }
+    free(mine);
+    free(all);
+    return st;
+}
