@@ -67,8 +67,19 @@ static const opt_def_t opt_defs[] = {
     { OPT_TRAFFIC, "traffic", NULL, 0, 0 },
     { OPT_COLLECTIVE, "collective", NULL, 0, 1 },
     { OPT_ROOT, "root", NULL, 0, 1 },
+    { OPT_MPI, "mpi", NULL, 0, 0 },
+    { OPT_RANKS, "ranks", NULL, 0, 1 },
+    { OPT_RANKS_PER_NODE, "ranks-per-node", NULL, 0, 1 },
+    { OPT_LOWERING, "lowering", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
+
+const char *cli_option_name(cli_opt_id_t id)
+{
+    for (size_t k = 0; k < NUM_OPT_DEFS; k++)
+        if (opt_defs[k].id == id) return opt_defs[k].name;
+    return "?";
+}
 
 double cli_now(void)
 {
@@ -306,6 +317,19 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
                                    STARFOLD_MAX_DEVICES - 1, v);
         o->root = (int)n;
         break;
+    case OPT_MPI: o->mpi = 1; break;
+    case OPT_RANKS:
+    case OPT_RANKS_PER_NODE:
+        if (parse_int(v, 1, STARFOLD_MAX_DEVICES, &n) != 0)
+            return cli_usage_error(cmd, "%s: expected a rank count from 1 to %d, got '%s'", shown, STARFOLD_MAX_DEVICES, v);
+        if (d->id == OPT_RANKS) o->ranks = (int)n;
+        else o->ranks_per_node = (int)n;
+        break;
+    case OPT_LOWERING:
+        if (strcmp(v, "auto") && strcmp(v, "mpi") && strcmp(v, "ring") && strcmp(v, "halving-doubling"))
+            return cli_usage_error(cmd, "%s: unknown lowering '%s' (known: auto, mpi, ring, halving-doubling)", shown, v);
+        o->lowering = v;
+        break;
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);
@@ -328,6 +352,7 @@ static void defaults(cli_opts_t *o)
     o->check = 1;
     o->baselines = 1;
     o->bucket_bytes = 25u << 20;
+    o->lowering = "auto";
 }
 
 /* A hint for options users bring from nccl-tests or elsewhere that mean something else here. */
