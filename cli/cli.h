@@ -12,6 +12,7 @@
  *                                     helpers that bench and demo share
  *     cmd_bench.c  starfold bench     sweep in the style of nccl-tests' all_reduce_perf, with baselines
  *     cmd_demo.c   starfold demo      what `./quickstart demo` runs
+ *     cmd_mpi.c    run --mpi, bench --mpi: across the ranks of mpirun (refused without MPI)
  *
  * Only the public API (<starfold.h>) is used. Exit statuses: 0 success, 1 failure (a library error,
  * wrong results), 2 bad arguments (a one-line reason on stderr).

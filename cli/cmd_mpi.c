@@ -34,6 +34,7 @@
 #include <starfold/mpi.h>
 #endif
 
+#ifdef STARFOLD_HAVE_MPI
 /* What --mpi works with; any other option given with it is refused by name. */
 static const uint64_t mpi_run_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                                         CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) |
@@ -54,6 +55,7 @@ static int under_launcher(void)
         if (getenv(vars[i]) && *getenv(vars[i])) return 1;
     return 0;
 }
+#endif
 
 int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
 {
