@@ -12,6 +12,7 @@
  *                                     helpers that bench and demo share
  *     cmd_bench.c  starfold bench     sweep in the style of nccl-tests' all_reduce_perf, with baselines
  *     cmd_demo.c   starfold demo      what `./quickstart demo` runs
+ *     cmd_mpi.c    run --mpi, bench --mpi: across the ranks of mpirun (refused without MPI)
  *
  * Only the public API (<starfold.h>) is used. Exit statuses: 0 success, 1 failure (a library error,
  * wrong results), 2 bad arguments (a one-line reason on stderr).
@@ -70,6 +71,8 @@ typedef enum cli_opt_id {
     OPT_RANKS_PER_NODE,
     OPT_NETWORK_BANDWIDTH,
     OPT_NETWORK_LATENCY,
+    OPT_MPI,
+    OPT_LOWERING,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) ((uint64_t)1 << (id))
@@ -124,10 +127,12 @@ typedef struct cli_opts {
     int model;                  /* --model (bench): the cost model's prediction beside each measured row */
     int views;                  /* --views (bench): each replica's tensors as views of one vector */
     int persistent;             /* --persistent (bench): each graph bound once, started every iteration */
-    int ranks;                  /* --ranks N (topo): the topology of N MPI ranks, one device each */
-    int ranks_per_node;         /* --ranks-per-node K (topo --ranks), default 1 */
+    int ranks;                  /* --ranks N (topo, graph): the topology of N MPI ranks, one device each */
+    int ranks_per_node;         /* --ranks-per-node K (topo/graph --ranks: default 1; run/bench --mpi: 0 = shared memory) */
     double network_GBps;        /* --network-bandwidth GBps (topo --ranks), 0 = the default */
     double network_us;          /* --network-latency us (topo --ranks), < 0 = the default */
+    int mpi;                    /* --mpi (run, bench): across the ranks of mpirun (cmd_mpi.c) */
+    const char *lowering;       /* --lowering (run/bench --mpi): auto (default), mpi, ring, halving-doubling */
 } cli_opts_t;
 
 /*
@@ -159,6 +164,9 @@ int cli_collective_setup(const cli_command_t *cmd, const cli_opts_t *o, int n, c
 const char *cli_collective_text(const cli_opts_t *o, char *buf, size_t len);
 /* nccl-tests' busbw factor: 2(n-1)/n for all-reduce, 1 for reduce and broadcast. */
 double cli_busbw_factor(const cli_opts_t *o, int n);
+
+/* The long name of option @id, without "--". */
+const char *cli_option_name(cli_opt_id_t id);
 
 /* Prints "starfold CMD: <reason>" on one line of stderr; returns CLI_USAGE. */
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -243,6 +251,7 @@ typedef struct cli_replicas {
     size_t nt;                             /* tensors per replica */
     const starfold_tensor_desc_t *tensors; /* borrowed */
     starfold_op_t op;                      /* the values suit this op (no overflow, exact results) */
+    int offset, total;                     /* across ranks: replica r is global replica offset + r of total (else 0, n) */
     starpu_data_handle_t *in, *out;        /* [n * nt], replica-major (starfold_submit's layout); NULL bucketed */
     int bucketed;                          /* the bucket layout: */
     starpu_data_handle_t *bin, *bout;      /* [n] each replica's input and output vector */
@@ -278,6 +287,27 @@ starfold_status_t cli_replicas_clear(cli_replicas_t *rep);
 /* Counts wrong elements over every output; @checked gets the number compared. */
 starfold_status_t cli_replicas_verify(cli_replicas_t *rep, uint64_t *wrong, uint64_t *checked);
 void cli_replicas_destroy(cli_replicas_t *rep);
+
+/*
+ * The same across MPI ranks: this rank's @n replicas are global replicas @offset .. @offset+n-1 of
+ * @total, filled as replicas with those ids, verified against the reduction over all @total.
+ */
+starfold_status_t cli_replicas_create_global(starfold_context_t ctx, int n, int offset, int total,
+                                             const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
+                                             cli_replicas_t *rep);
+
+/* ------------------------------------------------------------------------------------------------
+ * Across MPI ranks (cmd_mpi.c): `run --mpi` and `bench --mpi`, under mpirun. Without MPI in the
+ * build, or outside a launcher, they refuse with a reason (exit 2) before anything starts.
+ */
+
+/* Refuses what --mpi cannot do with @o (exit 2), and --ranks-per-node / --lowering without --mpi. */
+int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o);
+/* starfold run --mpi over the tensors @tensors (@spec as the user wrote it). */
+int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                const char *spec);
+/* starfold bench --mpi over the sweep @sizes (bytes per replica). */
+int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t *sizes, int nsizes);
 
 /* mkdir -p: 0, or -1 with errno set. */
 int cli_make_dirs(const char *path);

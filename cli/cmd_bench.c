@@ -1117,6 +1117,7 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
     cli_opts_t *o = &b.o;
     int r = cli_parse(cmd, argc, argv, o);
     if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
+    if ((r = cli_mpi_check(cmd, o)) != CLI_OK) return r;
 
     /* --collective and --root: a root beyond -g, or given to an all-reduce, is refused before StarPU starts. */
     {
@@ -1157,6 +1158,9 @@ static int bench_main(const cli_command_t *cmd, int argc, char **argv)
             s = next;
         }
     }
+
+    /* Across the ranks of mpirun: the group's all-reduce and MPI's own per size (cmd_mpi.c). */
+    if (o->mpi) return cli_bench_mpi(cmd, o, sizes, nsizes);
 
     /* Algorithms, ops and dtypes swept. */
     if (strcmp(o->algorithm, "all") == 0) {
@@ -1264,7 +1268,8 @@ const cli_command_t cli_cmd_bench = {
                 CLI_OPT(OPT_JSON) | CLI_OPT(OPT_CSV) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) |
                 CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) |
                 CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES) |
-                CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
+                CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT) |
+                CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING),
     .allow_all = 1,
     .usage =
         "Usage: starfold bench [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
@@ -1272,6 +1277,7 @@ const cli_command_t cli_cmd_bench = {
         "                      [--topology T] [-g|--devices N] [--num-packs K | --bytes-per-pack B]\n"
         "                      [--baselines 0|1] [--views] [--persistent] [--json | --csv] [--plot FILE.svg|.png]\n"
         "                      [--emulated] [--collective all-reduce|reduce|broadcast|all-gather [--root D]]\n"
+        "       mpirun -np N starfold bench --mpi [--ranks-per-node K] [--lowering L] [-b -e -f -i -n -w -c --json]\n"
         "\n"
         "Measures all-reduce as nccl-tests' all_reduce_perf does, and prints it in its layout (its run line,\n"
         "device list, column header, formats and footer), so that scripts reading its logs read this:\n"
@@ -1336,6 +1342,16 @@ const cli_command_t cli_cmd_bench = {
         "                          (with --json or --csv, the notes and summary go to stderr)\n"
         "  --plot FILE.svg|.png    draw busbw against size (log axes), one line per algorithm, the baselines\n"
         "                          dashed, with gnuplot if installed\n"
+        "  --mpi                   across the ranks of mpirun (a build with MPI): per size of the sweep, the\n"
+        "                          process group's all-reduce over every replica of every rank\n"
+        "                          (starfold_group_all_reduce(), row 'starfold-group', with the lowering it\n"
+        "                          used), then Open MPI's own MPI_Allreduce of the same bytes (one host buffer\n"
+        "                          per rank, MPI_IN_PLACE, the same op; mean as a sum) as the baseline row\n"
+        "                          'MPI_Allreduce'; time = the slowest rank's, busbw factor 2(n-1)/n with n =\n"
+        "                          the replicas (group) or the ranks (MPI), 'vs MPI' = group time / MPI time.\n"
+        "                          Rank 0 prints the table (--json: one object per row)\n"
+        "  --ranks-per-node K      with --mpi: ranks 0..K-1 are node 0, K..2K-1 node 1, ...\n"
+        "  --lowering L            with --mpi: auto (default), mpi, ring, halving-doubling\n"
         "  -h, --help              this text\n"
         "\n"
         "Unlike nccl-tests, -o is not the operation (it is --op); -g is the device count.\n",

@@ -66,6 +66,20 @@ static void print_summary(FILE *f, starfold_topology_t topo, const char *algorit
             cli_format_bytes(b1, sizeof b1, s->critical_path_bytes));
 }
 
+/*
+ * --ranks N [--ranks-per-node K]: the topology a process group's graphs are compiled on, one device
+ * per rank (starfold_topology_ranks()): ranks 0..K-1 on node 0, K..2K-1 on node 1, ... (shared-memory
+ * links inside a node, network links between nodes); without K, one rank per node.
+ */
+static int ranks_topology(const cli_command_t *cmd, const cli_opts_t *o, starfold_topology_t *topo)
+{
+    int node_of[STARFOLD_MAX_DEVICES];
+    for (int k = 0; k < o->ranks; k++) node_of[k] = o->ranks_per_node > 0 ? k / o->ranks_per_node : k;
+    const starfold_status_t st = starfold_topology_ranks(o->ranks, node_of, NULL, NULL, topo);
+    if (st != STARFOLD_OK) return cli_bad_value(cmd, st, "--ranks %d", o->ranks);
+    return CLI_OK;
+}
+
 static int graph_main(const cli_command_t *cmd, int argc, char **argv)
 {
     cli_opts_t o;
@@ -76,13 +90,20 @@ static int graph_main(const cli_command_t *cmd, int argc, char **argv)
     if (dot_on_stdout && o.json) return cli_usage_error(cmd, "-o - and --json both write to stdout: choose one");
     starfold_algo_options_t aopt;
     if ((r = cli_algo_options(cmd, &o, o.algorithm, &aopt)) != CLI_OK) return r;
+    if (o.ranks > 0 && (o.given & (CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_DEVICES))))
+        return cli_usage_error(cmd, "--ranks compiles on the ranks' topology: it excludes %s",
+                               (o.given & CLI_OPT(OPT_TOPOLOGY)) ? "--topology" : "-g/--devices");
+    if ((o.given & CLI_OPT(OPT_RANKS_PER_NODE)) && o.ranks == 0)
+        return cli_usage_error(cmd, "--ranks-per-node needs --ranks N");
 
     const char *spec = o.tensors ? o.tensors : "1MiB";
     starfold_tensor_desc_t *tensors = NULL;
     size_t nt = 0;
     if ((r = cli_parse_tensors(cmd, spec, o.dtype, &tensors, &nt)) != CLI_OK) return r;
     starfold_topology_t topo = NULL;
-    if ((r = cli_open_topology(cmd, &o, "dgx1-v100", &topo)) != CLI_OK) {
+    if (o.ranks > 0) r = ranks_topology(cmd, &o, &topo);
+    else r = cli_open_topology(cmd, &o, "dgx1-v100", &topo);
+    if (r != CLI_OK) {
         starfold_tools_tensors_free(tensors);
         return r;
     }
@@ -162,11 +183,12 @@ const cli_command_t cli_cmd_graph = {
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) | CLI_OPT(OPT_BYTES_PER_PACK) |
                 CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_FULL) | CLI_OPT(OPT_TRAFFIC) |
-                CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
+                CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_RANKS) | CLI_OPT(OPT_RANKS_PER_NODE),
     .usage =
         "Usage: starfold graph [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC]\n"
         "                      [--num-packs K | --bytes-per-pack B] [--chunk-bytes B] [--rings N]\n"
         "                      [-g|--devices N] [-o FILE [--full | --traffic]] [--json] [--collective C [--root D]]\n"
+        "       starfold graph --ranks N [--ranks-per-node K] [--algorithm ring|halving-doubling|...] [options above]\n"
         "\n"
         "Compiles an all-reduce of SPEC's tensors over the first N devices of a topology, runs the invariant\n"
         "checker, and prints the tasks by kind, the bytes moved per directed device pair (with the link and\n"
@@ -189,6 +211,11 @@ const cli_command_t cli_cmd_graph = {
         "                      8 MiB)\n"
         "  --rings N           ring: use N edge-disjoint rings, each both ways (1-4; default up to 2)\n"
         "  -g, --devices N     use the first N devices of the topology (default: all)\n"
+        "  --ranks N           instead of --topology: the graph across N MPI ranks, one device per rank\n"
+        "                      (starfold_topology_ranks(): shared-memory links inside a node, network links\n"
+        "                      between nodes), the one a process group's ring or halving-doubling lowering\n"
+        "                      compiles (starfold run --mpi); needs no MPI\n"
+        "  --ranks-per-node K  with --ranks: ranks 0..K-1 are node 0, K..2K-1 node 1, ... (default 1)\n"
         "  -o, --output FILE   export the graph: .dot, .svg or .png from the extension; '-' = DOT on stdout\n"
         "                      (the summary then goes to stderr). Pictures have a title and a legend.\n"
         "                      A picture of more than 400 tasks, or 48 nodes in a row, is summarised:\n"

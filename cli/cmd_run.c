@@ -342,15 +342,20 @@ static void replicas_init(cli_replicas_t *rep, starfold_context_t ctx, int n, co
     rep->gathered = collective == CLI_COLL_ALL_GATHER ? (size_t)n : 1;
     rep->ctx = ctx;
     rep->n = n;
+    rep->offset = 0;
+    rep->total = n;
     rep->nt = nt;
     rep->tensors = tensors;
     rep->op = op;
 }
 
-starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
-                                      starfold_op_t op, int collective, int root, cli_replicas_t *rep)
+static starfold_status_t replicas_create(starfold_context_t ctx, int n, int offset, int total,
+                                         const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
+                                         int collective, int root, cli_replicas_t *rep)
 {
     replicas_init(rep, ctx, n, tensors, nt, op, collective, root);
+    rep->offset = offset;
+    rep->total = total;
     rep->in = calloc((size_t)n * nt, sizeof *rep->in);
     rep->out = calloc((size_t)n * nt, sizeof *rep->out);
     void *host = host_buffer(rep);
@@ -362,7 +367,8 @@ starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starf
             const starfold_dtype_t dt = tensors[t].dtype;
             if ((st = starfold_vector_create(ctx, r, dt, count, &rep->in[k])) != STARFOLD_OK) goto fail;
             if ((st = starfold_vector_create(ctx, r, dt, out_count(rep, t), &rep->out[k])) != STARFOLD_OK) goto fail;
-            for (size_t i = 0; i < count; i++) starfold_tools_set(host, dt, i, starfold_tools_value(op, dt, r, t, i));
+            for (size_t i = 0; i < count; i++)
+                starfold_tools_set(host, dt, i, starfold_tools_value(op, dt, offset + r, t, i));
             if ((st = starfold_vector_write(rep->in[k], host, count * starfold_dtype_size(dt))) != STARFOLD_OK) goto fail;
         }
     free(host);
@@ -371,6 +377,20 @@ fail:
     free(host);
     cli_replicas_destroy(rep);
     return st;
+}
+
+starfold_status_t cli_replicas_create(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors, size_t nt,
+                                      starfold_op_t op, int collective, int root, cli_replicas_t *rep)
+{
+    return replicas_create(ctx, n, 0, n, tensors, nt, op, collective, root, rep);
+}
+
+starfold_status_t cli_replicas_create_global(starfold_context_t ctx, int n, int offset, int total,
+                                             const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
+                                             cli_replicas_t *rep)
+{
+    if (n < 1 || offset < 0 || total < offset + n) return STARFOLD_ERR_INVALID_ARGUMENT;
+    return replicas_create(ctx, n, offset, total, tensors, nt, op, CLI_COLL_ALL_REDUCE, 0, rep);
 }
 
 starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
@@ -448,7 +468,7 @@ static double expected_at(const cli_replicas_t *rep, starfold_dtype_t dt, size_t
         const size_t c = rep->tensors[t].count;
         return starfold_tools_value(rep->op, dt, (int)(i / c), t, i % c);
     }
-    return starfold_tools_reference_at(rep->op, dt, rep->n, t, i);
+    return starfold_tools_reference_at(rep->op, dt, rep->total, t, i); /* every replica of every rank */
 }
 
 /* Whether replica r's outputs hold a result (a reduce writes only the root's). */
@@ -566,6 +586,7 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     cli_opts_t o;
     int r = cli_parse(cmd, argc, argv, &o);
     if (r != CLI_OK) return r == CLI_HELP_DONE ? CLI_OK : r;
+    if ((r = cli_mpi_check(cmd, &o)) != CLI_OK) return r;
     if (!(o.given & CLI_OPT(OPT_ITERS))) o.iters = 1;
     if (!(o.given & CLI_OPT(OPT_WARMUP))) o.warmup = 1; /* first-run costs (registration, kernels) untimed */
     if ((o.given & CLI_OPT(OPT_TENSORS)) && (o.given & CLI_OPT(OPT_MINBYTES)))
@@ -592,6 +613,11 @@ static int run_main(const cli_command_t *cmd, int argc, char **argv)
     if ((o.given & CLI_OPT(OPT_DEVICES)) && o.root >= o.devices)
         return cli_usage_error(cmd, "--root %d: the collective runs on devices 0..%d", o.root, o.devices - 1);
     if ((r = cli_parse_tensors(cmd, spec_text, o.dtype, &tensors, &nt)) != CLI_OK) return r;
+    if (o.mpi) { /* across the ranks of mpirun: cmd_mpi.c */
+        r = cli_run_mpi(cmd, &o, tensors, nt, spec_text);
+        starfold_tools_tensors_free(tensors);
+        return r;
+    }
 
     cli_machine_t m;
     cli_replicas_t rep;
@@ -708,11 +734,13 @@ const cli_command_t cli_cmd_run = {
                 CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_NUM_PACKS) | CLI_OPT(OPT_CHUNK_BYTES) |
                 CLI_OPT(OPT_RINGS) |
                 CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
-                CLI_OPT(OPT_TRACE) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT),
+                CLI_OPT(OPT_TRACE) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_MPI) |
+                CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING),
     .usage =
         "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
         "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [-w|--warmup N] [--emulated]\n"
         "                    [--trace FILE.svg] [--collective all-reduce|reduce|broadcast|all-gather [--root D]]\n"
+        "       mpirun -np N starfold run --mpi [--ranks-per-node K] [--lowering L] [options above]\n"
         "\n"
         "Runs an all-reduce on StarPU's devices, checks every element of every replica against a float64\n"
         "host reference and prints the time. Exits 0 only when every element is right.\n"
@@ -744,6 +772,17 @@ const cli_command_t cli_cmd_run = {
         "  --root D          the reduce's destination or the broadcast's source (default 0)\n"
         "  --trace FILE.svg  after the timed runs, one more drawn as a timeline: a row per StarPU worker,\n"
         "                    each task a bar coloured by kind, the waits for data (transfers) before it\n"
+        "  --mpi             across the ranks of mpirun (needs a build with MPI): every rank opens its devices\n"
+        "                    as above, the ranks form a process group and all-reduce the tensors of every\n"
+        "                    replica of every rank (starfold_group_all_reduce()); replica values depend on the\n"
+        "                    global replica id (the rank's offset + its device), every rank checks its outputs\n"
+        "                    against the reduction over all replicas; rank 0 prints the result (ranks, nodes,\n"
+        "                    devices, lowering, time as the max over ranks, wrong elements over all ranks).\n"
+        "                    All-reduce only (no --algorithm, --collective, --trace, packing options)\n"
+        "  --ranks-per-node K  with --mpi: ranks 0..K-1 are node 0, K..2K-1 node 1, ... (default: the ranks\n"
+        "                    that share memory are one node)\n"
+        "  --lowering L      with --mpi: how the all-reduce crosses ranks: auto (default), mpi, ring,\n"
+        "                    halving-doubling (starfold_group_set_lowering())\n"
         "  -h, --help        this text\n",
     .main = run_main,
 };

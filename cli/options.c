@@ -71,8 +71,17 @@ static const opt_def_t opt_defs[] = {
     { OPT_RANKS_PER_NODE, "ranks-per-node", NULL, 0, 1 },
     { OPT_NETWORK_BANDWIDTH, "network-bandwidth", NULL, 0, 1 },
     { OPT_NETWORK_LATENCY, "network-latency", NULL, 0, 1 },
+    { OPT_MPI, "mpi", NULL, 0, 0 },
+    { OPT_LOWERING, "lowering", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
+
+const char *cli_option_name(cli_opt_id_t id)
+{
+    for (size_t k = 0; k < NUM_OPT_DEFS; k++)
+        if (opt_defs[k].id == id) return opt_defs[k].name;
+    return "?";
+}
 
 double cli_now(void)
 {
@@ -310,6 +319,7 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
                                    STARFOLD_MAX_DEVICES - 1, v);
         o->root = (int)n;
         break;
+    case OPT_MPI: o->mpi = 1; break;
     case OPT_RANKS:
     case OPT_RANKS_PER_NODE:
         if (parse_int(v, 1, STARFOLD_MAX_DEVICES, &n) != 0)
@@ -332,6 +342,10 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         else o->network_us = x;
         break;
     }
+    case OPT_LOWERING:
+        if (strcmp(v, "auto") && strcmp(v, "mpi") && strcmp(v, "ring") && strcmp(v, "halving-doubling"))
+            return cli_usage_error(cmd, "%s: unknown lowering '%s' (known: auto, mpi, ring, halving-doubling)", shown, v);
+        o->lowering = v;
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);
@@ -354,6 +368,7 @@ static void defaults(cli_opts_t *o)
     o->check = 1;
     o->baselines = 1;
     o->bucket_bytes = 25u << 20;
+    o->lowering = "auto";
 }
 
 /* A hint for options users bring from nccl-tests or elsewhere that mean something else here. */

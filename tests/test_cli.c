@@ -428,7 +428,7 @@ static void test_bad_arguments(void)
         { "topo", "--ranks-per-node 2", "go with --ranks" },
         { "topo", "--ranks 2 --network-bandwidth -1", "--network-bandwidth" },
         { "topo", "--ranks 2 --network-latency x", "--network-latency" },
-        { "graph", "--ranks 2", "does not apply to graph" },
+        { "graph", "--network-bandwidth 25", "does not apply to graph" },
         { "topo", "--json=1", "takes no value" },
         { "graph", "--num-packs -1", "--num-packs" },
         { "graph", "--num-packs two", "--num-packs" },
@@ -1914,6 +1914,85 @@ static void test_spec_fuzz(void)
     CU_ASSERT(valid > 100); /* the alphabet does produce valid lists */
 }
 
+/* graph --ranks: the topology of a process group (one device per rank), no MPI needed. */
+static void test_graph_ranks(void)
+{
+    cli_result_t r;
+    run(&r, "graph --ranks 4 --ranks-per-node 2 --algorithm halving-doubling --tensors 1MiB");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "over 4 devices of '4 ranks on 2 nodes'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "rank 0  rank 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "shm x1"));     /* ranks 0 and 1 share node 0 */
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "network x1")); /* and reach node 1 over the network */
+    result_free(&r);
+    const char *png = out_path("cli-graph-ranks.png");
+    remove(png);
+    run(&r, "graph --ranks 4 --ranks-per-node 2 --algorithm ring -o '%s'", png);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Written: "));
+    result_free(&r);
+    CU_ASSERT(file_starts_with(png, "\x89PNG", 4));
+    run(&r, "graph --ranks 4 --ranks-per-node 2 --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\"bytes_moved\": "));
+    result_free(&r);
+    static const struct { const char *args, *msg; } bad[] = {
+        { "graph --ranks-per-node 2", "--ranks-per-node needs --ranks N" },
+        { "graph --ranks 4 --topology pcie4", "it excludes --topology" },
+        { "graph --ranks 4 -g 2", "it excludes -g/--devices" },
+        { "graph --ranks 0", "expected a rank count" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        run(&r, "%s", bad[i].args);
+        CU_ASSERT_EQUAL(r.status, 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.err, bad[i].msg));
+        CU_ASSERT_EQUAL(count_lines(r.err), 1);
+        result_free(&r);
+    }
+}
+
+/* run --mpi and bench --mpi outside mpirun (or in a build without MPI): refused, one line, exit 2, before
+ * anything starts; --ranks-per-node and --lowering need --mpi. */
+static void test_run_mpi_refused(void)
+{
+    /* No launcher's variables (empty counts as absent), whatever the environment of make check. */
+    const char *nolauncher = "OMPI_COMM_WORLD_SIZE= PMI_SIZE= PMI_RANK= PMIX_RANK=";
+    cli_result_t r;
+#ifdef STARFOLD_HAVE_MPI
+    const char *why = "not started by an MPI launcher";
+#else
+    const char *why = "built without MPI";
+#endif
+    static const char *const cmds[] = { "run --mpi --topology host -g 2 --tensors 4K", "bench --mpi -b 4K -e 8K" };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        run_env(&r, nolauncher, "%s", cmds[i]);
+        CU_ASSERT_EQUAL(r.status, 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--mpi: "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.err, why));
+        CU_ASSERT_EQUAL(count_lines(r.err), 1);
+        CU_ASSERT_STRING_EQUAL(r.out, ""); /* nothing started */
+        result_free(&r);
+    }
+    run(&r, "run --lowering ring");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--lowering applies across MPI ranks: add --mpi"));
+    result_free(&r);
+    run(&r, "bench --ranks-per-node 2");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--ranks-per-node applies across MPI ranks"));
+    result_free(&r);
+    run(&r, "run --mpi --lowering bogus");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "unknown lowering 'bogus'"));
+    result_free(&r);
+#ifdef STARFOLD_HAVE_MPI
+    run_env(&r, nolauncher, "run --mpi --algorithm ring");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--algorithm does not apply to run --mpi"));
+    result_free(&r);
+#endif
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 
 int main(void)
@@ -1935,9 +2014,11 @@ int main(void)
         { "graph", "JSON of the DGX-1 hierarchical copy", test_graph_json_dgx1 },
         { "graph", "JSON equals the library, several cases", test_graph_json_cases },
         { "graph", "summary and exported files", test_graph_summary_and_files },
+        { "graph", "--ranks: the process group's topology", test_graph_ranks },
         { "simulate", "JSON equals the library's model; all algorithms", test_simulate },
         { "run", "CPU workers: every op and dtype verified", test_run },
         { "run", "the emulated box", test_run_emulated },
+        { "run", "--mpi refused outside mpirun, options that need it", test_run_mpi_refused },
         { "run", "reduce and broadcast in run, graph, simulate", test_collectives },
         { "demo", "writes and prints the graph files", test_demo },
         { "bench", "table rows and baselines", test_bench_table },

@@ -68,6 +68,41 @@ if [ -x "$ex" ]; then
     [ $rc -eq 0 ] || { echo "FAIL: train_multi_worker exited $rc"; status=1; }
 fi
 
+# The command across ranks: `starfold run --mpi` on 2 and 3 ranks (2 devices each), every op, a small
+# spec of three tensors; one `bench --mpi` over a tiny sweep, whose table names the MPI baseline.
+sf="$top/starfold"
+mkdir -p "$top/tests/out"
+runlog="$top/tests/out/mpi-cli.log"
+for np in 2 3; do
+    for op in sum mean min max prod; do
+        echo "== mpirun -np $np starfold run --mpi --op $op"
+        timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --bind-to none \
+            --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+            -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+            "$sf" run --mpi --topology host -g 2 --ranks-per-node 2 --tensors 2x4K,1000 --op "$op" -n 2 > "$runlog" 2>&1
+        rc=$?
+        cat "$runlog"
+        if [ $rc -ne 0 ]; then echo "FAIL: starfold run --mpi -np $np --op $op exited $rc"; status=1; continue; fi
+        grep -q "^Verified: .* right on all $((np * 2)) replicas of $np ranks" "$runlog" ||
+            { echo "FAIL: starfold run --mpi -np $np --op $op: no verdict over all replicas"; status=1; }
+        grep -q "^Lowering: " "$runlog" || { echo "FAIL: starfold run --mpi: no lowering line"; status=1; }
+    done
+done
+echo "== mpirun -np 2 starfold bench --mpi"
+timeout -k 10 "$limit" mpirun -np 2 --oversubscribe --bind-to none \
+    --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+    -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+    "$sf" bench --mpi --topology host -g 1 -b 4K -e 16K -f 4 -n 2 -w 1 > "$runlog" 2>&1
+rc=$?
+cat "$runlog"
+if [ $rc -ne 0 ]; then
+    echo "FAIL: starfold bench --mpi exited $rc"; status=1
+else
+    [ "$(grep -c '^ .* MPI_Allreduce ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi: no MPI_Allreduce baseline row per size"; status=1; }
+    [ "$(grep -c '^ .* starfold-group ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi: no starfold-group row per size"; status=1; }
+    grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi: wrong elements"; status=1; }
+fi
+
 # A rank that never joins in time: TIMEOUT on the others, the late one fails at once, nobody hangs;
 # the job ends with starfold_group_abort(), whose code mpirun returns (0 when every rank passed).
 out="$top/tests/out/mpi-timeout.log"

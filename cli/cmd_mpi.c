@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * starfold run --mpi and starfold bench --mpi: the same commands across the ranks of mpirun, over a
+ * process group (<starfold/mpi.h>).
+ *
+ *     mpirun -np N starfold run --mpi [--ranks-per-node K] [--lowering L] [run's options]
+ *     mpirun -np N starfold bench --mpi [--ranks-per-node K] [--lowering L] [-b -e -f -i -n -w -c --json]
+ *
+ * Every rank initialises MPI (MPI_THREAD_MULTIPLE, as StarPU-MPI needs), opens its devices as `run`
+ * does (cli_machine_open()), and the ranks make one group over MPI_COMM_WORLD. Replica r of rank k is
+ * global replica offset(k) + r (offset: the devices of the ranks before k); its values are those of
+ * that global replica (tools/verify.h), and every rank checks its outputs against the reduction over
+ * every replica of every rank, computed locally from the same generator.
+ *
+ * No rank gives up alone: what may fail on one rank only (opening the devices, allocating, reading
+ * back) is agreed on with an MPI_Allreduce before the next collective, so every rank stops together;
+ * the group's own calls fail on every rank alike. Rank 0 prints the results; every rank prints its
+ * own errors on stderr, prefixed with its rank.
+ *
+ * Without MPI in the build (configure found no StarPU-MPI or MPI), --mpi is refused with that reason;
+ * so it is when no MPI launcher started the process (a singleton MPI_Init would make a group of one).
+ */
+#include "config.h"
+
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef STARFOLD_HAVE_MPI
+#include <starfold/mpi.h>
+#endif
+
+#ifdef STARFOLD_HAVE_MPI
+/* What --mpi works with; any other option given with it is refused by name. */
+static const uint64_t mpi_run_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
+                                        CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) |
+                                        CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
+                                        CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING);
+static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
+                                          CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) |
+                                          CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_ITERS) |
+                                          CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_JSON) |
+                                          CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) |
+                                          CLI_OPT(OPT_LOWERING);
+
+/* Whether an MPI launcher (mpirun, mpiexec, srun) started this process. */
+static int under_launcher(void)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]) && *getenv(vars[i])) return 1;
+    return 0;
+}
+#endif
+
+int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
+{
+    if (!o->mpi) {
+        if (o->given & CLI_OPT(OPT_RANKS_PER_NODE))
+            return cli_usage_error(cmd, "--ranks-per-node applies across MPI ranks: add --mpi (under mpirun)");
+        if (o->given & CLI_OPT(OPT_LOWERING))
+            return cli_usage_error(cmd, "--lowering applies across MPI ranks: add --mpi (under mpirun)");
+        return CLI_OK;
+    }
+#ifndef STARFOLD_HAVE_MPI
+    return cli_usage_error(cmd, "--mpi: this starfold was built without MPI (configure found no StarPU-MPI or no MPI "
+                                "library; install them and configure --with-mpi)");
+#else
+    const int bench = strcmp(cmd->name, "bench") == 0;
+    const uint64_t allowed = bench ? mpi_bench_options : mpi_run_options;
+    for (int id = 0; id < OPT_COUNT; id++)
+        if ((o->given & CLI_OPT(id)) && !(allowed & CLI_OPT(id)))
+            return cli_usage_error(cmd, "--%s does not apply to %s --mpi (it all-reduces with the process group; "
+                                        "see starfold %s --help)",
+                                   cli_option_name((cli_opt_id_t)id), cmd->name, cmd->name);
+    if (o->all_ops || o->all_dtypes)
+        return cli_usage_error(cmd, "--mpi measures one op and one dtype per run (no 'all')");
+    if (!under_launcher())
+        return cli_usage_error(cmd, "--mpi: not started by an MPI launcher (no OMPI_COMM_WORLD_SIZE, PMI_SIZE or "
+                                    "PMIX_RANK in the environment): run it as 'mpirun -np N starfold %s --mpi ...'",
+                               cmd->name);
+    return CLI_OK;
+#endif
+}
+
+#ifndef STARFOLD_HAVE_MPI
+
+int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                const char *spec)
+{
+    (void)tensors, (void)nt, (void)spec;
+    return cli_mpi_check(cmd, o);
+}
+
+int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t *sizes, int nsizes)
+{
+    (void)sizes, (void)nsizes;
+    return cli_mpi_check(cmd, o);
+}
+
+#else
+
+/* One rank's part of the job. */
+typedef struct mpi_job {
+    const cli_command_t *cmd;
+    int rank, size;
+    cli_machine_t m;
+    int machine_open;
+    starfold_group_t group;
+    int nodes, offset, total, dev_min, dev_max;
+    FILE *info;     /* rank 0: stdout (stderr under --json); the others: /dev/null */
+    FILE *devnull;
+} mpi_job_t;
+
+/* The number of ranks where @failed is set (every rank calls it: an MPI_Allreduce on MPI_COMM_WORLD). */
+static int ranks_failing(int failed)
+{
+    int mine = failed ? 1 : 0, count = 0;
+    if (MPI_Allreduce(&mine, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) return 1;
+    return count;
+}
+
+static int worst(int code)
+{
+    int w = code;
+    MPI_Allreduce(&code, &w, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return w;
+}
+
+static double max_over_ranks(double v)
+{
+    double m = v;
+    MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+static uint64_t sum_over_ranks(uint64_t v)
+{
+    unsigned long long in = v, out = v;
+    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return out;
+}
+
+/* "starfold CMD: rank R: <what>: <reason>" on stderr; CLI_FAIL. */
+#define RANK_FAIL(job, st, fmt, ...) cli_fail((job)->cmd, (st), "rank %d: " fmt, (job)->rank, __VA_ARGS__)
+
+static void job_close(mpi_job_t *job)
+{
+    starfold_group_destroy(job->group);
+    job->group = NULL;
+    if (job->machine_open) cli_machine_close(&job->m);
+    job->machine_open = 0;
+    if (job->devnull) fclose(job->devnull);
+    job->devnull = NULL;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+}
+
+/* MPI, the devices, the group: CLI_OK on every rank, or the same failure code on every rank. */
+static int job_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *rank0_info, mpi_job_t *job)
+{
+    memset(job, 0, sizeof *job);
+    job->cmd = cmd;
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fflush(stdout);
+        fprintf(stderr, "starfold %s: --mpi: MPI_Init_thread failed\n", cmd->name);
+        return CLI_FAIL;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &job->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &job->size);
+    if (ranks_failing(provided < MPI_THREAD_MULTIPLE)) {
+        if (provided < MPI_THREAD_MULTIPLE)
+            cli_usage_error(cmd, "rank %d: this MPI gives no MPI_THREAD_MULTIPLE (it gives level %d), which StarPU-MPI "
+                                 "needs", job->rank, provided);
+        job_close(job);
+        return CLI_FAIL;
+    }
+    if (job->rank == 0) job->info = rank0_info;
+    else job->info = job->devnull = fopen("/dev/null", "w");
+    if (!job->info) job->info = stderr;
+
+    int r = cli_machine_open(cmd, o, job->info, &job->m);
+    job->machine_open = r == CLI_OK;
+    int failing = ranks_failing(r != CLI_OK);
+    if (failing) {
+        const int code = worst(r);
+        if (job->rank == 0)
+            cli_usage_error(cmd, "%d of %d ranks could not open their devices (their reasons above): nothing ran",
+                            failing, job->size);
+        job_close(job);
+        return code;
+    }
+    starfold_group_options_t gopt;
+    starfold_group_options_init(&gopt);
+    gopt.ranks_per_node = o->ranks_per_node;
+    starfold_status_t st = starfold_group_create(job->m.ctx, MPI_COMM_WORLD, &gopt, &job->group);
+    if (st != STARFOLD_OK) { /* collective: the same failure on every rank */
+        r = RANK_FAIL(job, st, "%s", "cannot create the process group");
+        job->group = NULL;
+        job_close(job);
+        return r;
+    }
+    st = starfold_group_set_lowering(job->group, o->lowering);
+    if (st != STARFOLD_OK) RANK_FAIL(job, st, "--lowering %s", o->lowering);
+    if (ranks_failing(st != STARFOLD_OK)) {
+        job_close(job);
+        return CLI_FAIL;
+    }
+    job->nodes = starfold_group_num_nodes(job->group);
+    job->dev_min = INT32_MAX;
+    for (int k = 0; k < job->size; k++) {
+        const int d = starfold_group_num_devices(job->group, k);
+        if (k < job->rank) job->offset += d;
+        job->total += d;
+        if (d < job->dev_min) job->dev_min = d;
+        if (d > job->dev_max) job->dev_max = d;
+    }
+    return CLI_OK;
+}
+
+/* "2 ranks on 1 node (the ranks sharing memory), 2 devices per rank: 4 replicas" */
+static void print_ranks(const mpi_job_t *job, const cli_opts_t *o, FILE *f, const char *prefix)
+{
+    char per[64];
+    if (job->dev_min == job->dev_max) snprintf(per, sizeof per, "%d device%s per rank", job->dev_min, job->dev_min == 1 ? "" : "s");
+    else snprintf(per, sizeof per, "%d to %d devices per rank", job->dev_min, job->dev_max);
+    char how[64];
+    if (o->ranks_per_node > 0) snprintf(how, sizeof how, "%d rank%s per node", o->ranks_per_node, o->ranks_per_node == 1 ? "" : "s");
+    else snprintf(how, sizeof how, "the ranks sharing memory");
+    fprintf(f, "%sRanks: %d on %d node%s (%s), %s: %d replicas\n", prefix, job->size, job->nodes, job->nodes == 1 ? "" : "s",
+            how, per, job->total);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * run --mpi
+ */
+
+int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                const char *spec)
+{
+    mpi_job_t job;
+    int r = job_open(cmd, o, stdout, &job);
+    if (r != CLI_OK) return r;
+    const int me0 = job.rank == 0;
+    if (me0) {
+        printf("Devices: %s (rank 0; each rank opens its own)\n", job.m.description);
+        print_ranks(&job, o, stdout, "");
+    }
+    const int n = job.m.num_devices;
+    cli_replicas_t rep;
+    memset(&rep, 0, sizeof rep);
+    starfold_status_t st = cli_replicas_create_global(job.m.ctx, n, job.offset, job.total, tensors, nt, o->op, &rep);
+    if (st != STARFOLD_OK) RANK_FAIL(&job, st, "%s", "cannot create the replicas");
+    if (ranks_failing(st != STARFOLD_OK)) {
+        cli_replicas_destroy(&rep);
+        job_close(&job);
+        return CLI_FAIL;
+    }
+    const uint64_t bytes = cli_tensors_bytes(tensors, nt);
+    char b1[32];
+    if (me0) {
+        printf("All-reduce (%s) of %zu %s tensor%s (%s), %s per replica, over the %d replicas of %d ranks, lowering "
+               "asked: %s\n", starfold_op_name(o->op), nt, starfold_dtype_name(o->dtype), nt == 1 ? "" : "s", spec,
+               cli_format_bytes(b1, sizeof b1, bytes), job.total, job.size, o->lowering);
+        fflush(stdout);
+    }
+    double total_time = 0.0, best = INFINITY;
+    uint64_t wrong = 0, checked = 0;
+    int failed = 0;
+    for (int it = -o->warmup; it < o->iters && !failed; it++) { /* it < 0: warm-up, verified, not timed */
+        int local_bad = 0;
+        if ((st = cli_replicas_clear(&rep)) != STARFOLD_OK) local_bad = RANK_FAIL(&job, st, "%s", "cannot clear the outputs");
+        if (ranks_failing(local_bad)) {
+            failed = 1;
+            break;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = cli_now();
+        st = starfold_group_all_reduce(job.group, o->op, nt, tensors, rep.in, rep.out);
+        const double dt = max_over_ranks(cli_now() - t0);
+        if (st != STARFOLD_OK) { /* the same status on every rank */
+            if (it < 0) RANK_FAIL(&job, st, "warm-up iteration %d failed", it + o->warmup + 1);
+            else RANK_FAIL(&job, st, "iteration %d failed", it + 1);
+            failed = 1;
+            break;
+        }
+        if (it >= 0) {
+            total_time += dt;
+            if (dt < best) best = dt;
+        }
+        uint64_t w = 0, c = 0;
+        if ((st = cli_replicas_verify(&rep, &w, &c)) != STARFOLD_OK) local_bad = RANK_FAIL(&job, st, "%s", "cannot read the outputs back");
+        if (ranks_failing(local_bad)) failed = 1;
+        wrong += w;
+        checked += c;
+    }
+    const char *lowering = starfold_group_last_lowering(job.group);
+    if (wrong) {
+        fflush(stdout);
+        fprintf(stderr, "starfold run: rank %d: %llu wrong elements on its replicas %d..%d\n", job.rank,
+                (unsigned long long)wrong, job.offset, job.offset + n - 1);
+    }
+    const uint64_t all_wrong = sum_over_ranks(wrong), all_checked = sum_over_ranks(checked);
+    if (!failed && me0) {
+        const double mean = total_time / o->iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
+        const int N = job.total;
+        const double factor = N > 1 ? 2.0 * (N - 1) / N : 0.0;
+        printf("Lowering: %s\n", lowering ? lowering : "?");
+        printf("Time: %.3f ms per all-reduce (the slowest rank; mean of %d after %d warm-up, best %.3f ms), algbw %.3f "
+               "GB/s, busbw %.3f GB/s (2(n-1)/n, n = %d replicas)%s\n", mean * 1e3, o->iters, o->warmup, best * 1e3,
+               algbw, algbw * factor, N, job.m.emulated ? " (emulated devices: CPU contention, not interconnect speed)" : "");
+        printf("Verified: %llu of %llu elements right on all %d replicas of %d ranks%s\n",
+               (unsigned long long)(all_checked - all_wrong), (unsigned long long)all_checked, N, job.size,
+               o->iters + o->warmup > 1 ? " over every iteration" : "");
+        if (all_wrong) {
+            fflush(stdout);
+            fprintf(stderr, "starfold run: %llu wrong elements over all ranks\n", (unsigned long long)all_wrong);
+        }
+    }
+    r = failed ? CLI_FAIL : all_wrong ? CLI_FAIL : CLI_OK;
+    cli_replicas_destroy(&rep);
+    job_close(&job);
+    return r;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * bench --mpi
+ */
+
+static MPI_Datatype mpi_type(starfold_dtype_t d)
+{
+    switch (d) {
+    case STARFOLD_FLOAT64: return MPI_DOUBLE;
+    case STARFOLD_INT32: return MPI_INT32_T;
+    case STARFOLD_INT64: return MPI_INT64_T;
+    case STARFOLD_FLOAT32:
+    default: return MPI_FLOAT;
+    }
+}
+
+/* MPI has no mean: the baseline sums (the same traffic and arithmetic; the division is local). */
+static starfold_op_t mpi_equivalent(starfold_op_t op)
+{
+    return op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
+}
+
+static MPI_Op mpi_op(starfold_op_t op)
+{
+    switch (op) {
+    case STARFOLD_OP_MIN: return MPI_MIN;
+    case STARFOLD_OP_MAX: return MPI_MAX;
+    case STARFOLD_OP_PROD: return MPI_PROD;
+    default: return MPI_SUM;
+    }
+}
+
+static const char *type_name(starfold_dtype_t d)
+{
+    switch (d) {
+    case STARFOLD_FLOAT32: return "float";
+    case STARFOLD_FLOAT64: return "double";
+    default: return starfold_dtype_name(d);
+    }
+}
+
+typedef struct mpi_row {
+    const char *impl, *lowering;
+    uint64_t size, count;
+    double time_s, algbw, busbw, ratio; /* ratio: starfold / MPI, 0 on the MPI row */
+    uint64_t wrong;
+    int n;                              /* what busbw's n counted */
+} mpi_row_t;
+
+static void print_row(const cli_opts_t *o, const mpi_row_t *r)
+{
+    if (o->json) {
+        printf("{\"implementation\": ");
+        cli_json_string(stdout, r->impl);
+        printf(", \"lowering\": ");
+        cli_json_string(stdout, r->lowering);
+        printf(", \"size\": %llu, \"count\": %llu, \"type\": \"%s\", \"redop\": \"%s\", \"time_us\": %.3f, "
+               "\"algbw\": %.4f, \"busbw\": %.4f, \"busbw_n\": %d, \"wrong\": %llu",
+               (unsigned long long)r->size, (unsigned long long)r->count, type_name(o->dtype),
+               o->op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(o->op), r->time_s * 1e6, r->algbw, r->busbw, r->n,
+               (unsigned long long)r->wrong);
+        if (r->ratio > 0) printf(", \"vs_mpi\": %.3f", r->ratio);
+        printf("}\n");
+        return;
+    }
+    char ratio[16] = "-";
+    if (r->ratio > 0) snprintf(ratio, sizeof ratio, "%.2fx", r->ratio);
+    printf("%12llu  %12llu  %6s  %5s  %-14s  %-16s  %10.1f  %7.2f  %7.2f  %6llu  %7s\n", (unsigned long long)r->size,
+           (unsigned long long)r->count, type_name(o->dtype), o->op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(o->op),
+           r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio);
+}
+
+/* The group's all-reduce at one size: -w warm-up, -n timed (each the slowest rank's), then checked. */
+static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *t, mpi_row_t *row)
+{
+    cli_replicas_t rep;
+    memset(&rep, 0, sizeof rep);
+    starfold_status_t st = cli_replicas_create_global(job->m.ctx, job->m.num_devices, job->offset, job->total, t, 1,
+                                                      o->op, &rep);
+    int bad = 0;
+    if (st != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot create the replicas");
+    if (!bad && o->check && (st = cli_replicas_clear(&rep)) != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot clear the outputs");
+    if (ranks_failing(bad)) {
+        cli_replicas_destroy(&rep);
+        return CLI_FAIL;
+    }
+    double total = 0.0;
+    for (int it = -o->warmup; it < o->iters; it++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = cli_now();
+        st = starfold_group_all_reduce(job->group, o->op, 1, t, rep.in, rep.out);
+        const double dt = max_over_ranks(cli_now() - t0);
+        if (st != STARFOLD_OK) { /* the same status on every rank */
+            RANK_FAIL(job, st, "all-reduce of %llu bytes failed", (unsigned long long)row->size);
+            cli_replicas_destroy(&rep);
+            return CLI_FAIL;
+        }
+        if (it >= 0) total += dt;
+    }
+    uint64_t wrong = 0, checked = 0;
+    if (o->check && (st = cli_replicas_verify(&rep, &wrong, &checked)) != STARFOLD_OK)
+        bad = RANK_FAIL(job, st, "%s", "cannot read the outputs back");
+    cli_replicas_destroy(&rep);
+    if (ranks_failing(bad)) return CLI_FAIL;
+    if (wrong)
+        fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
+                (unsigned long long)wrong, (unsigned long long)row->size);
+    row->impl = "starfold-group";
+    row->lowering = starfold_group_last_lowering(job->group);
+    if (!row->lowering) row->lowering = "?";
+    row->time_s = total / o->iters;
+    row->algbw = row->time_s > 0 ? (double)row->size / row->time_s / 1e9 : 0.0;
+    row->n = job->total;
+    row->busbw = row->algbw * (row->n > 1 ? 2.0 * (row->n - 1) / row->n : 0.0);
+    row->wrong = sum_over_ranks(wrong);
+    return CLI_OK;
+}
+
+/* Open MPI's own MPI_Allreduce on the same bytes: one host buffer per rank, in place, refilled before
+ * every iteration (untimed); the last result checked against the reduction over the ranks. */
+static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *row)
+{
+    const starfold_dtype_t dt = o->dtype;
+    const starfold_op_t op = mpi_equivalent(o->op);
+    const size_t count = (size_t)row->count, bytes = count * starfold_dtype_size(dt);
+    void *buf = starfold_tools_alloc(dt, count), *pristine = starfold_tools_alloc(dt, count);
+    if (ranks_failing(!buf || !pristine)) {
+        if (!buf || !pristine) RANK_FAIL(job, STARFOLD_ERR_OUT_OF_MEMORY, "%s", "the MPI baseline's buffer");
+        free(buf);
+        free(pristine);
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < count; i++) starfold_tools_set(pristine, dt, i, starfold_tools_value(op, dt, job->rank, 0, i));
+    double total = 0.0;
+    int rc = MPI_SUCCESS;
+    for (int it = -o->warmup; it < o->iters && rc == MPI_SUCCESS; it++) {
+        memcpy(buf, pristine, bytes);
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = cli_now();
+        rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dt), mpi_op(op), MPI_COMM_WORLD);
+        const double d = max_over_ranks(cli_now() - t0);
+        if (it >= 0) total += d;
+    }
+    uint64_t wrong = 0;
+    if (o->check && rc == MPI_SUCCESS)
+        for (size_t i = 0; i < count; i++)
+            if (!starfold_tools_close_enough(dt, starfold_tools_get(buf, dt, i),
+                                             starfold_tools_reference_at(op, dt, job->size, 0, i)))
+                wrong++;
+    free(buf);
+    free(pristine);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "starfold bench: rank %d: MPI_Allreduce failed (error %d)\n", job->rank, rc);
+        return CLI_FAIL;
+    }
+    row->impl = "MPI_Allreduce";
+    row->lowering = "-";
+    row->time_s = total / o->iters;
+    row->algbw = row->time_s > 0 ? (double)row->size / row->time_s / 1e9 : 0.0;
+    row->n = job->size;
+    row->busbw = row->algbw * (row->n > 1 ? 2.0 * (row->n - 1) / row->n : 0.0);
+    row->wrong = sum_over_ranks(wrong);
+    return CLI_OK;
+}
+
+int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t *sizes, int nsizes)
+{
+    mpi_job_t job;
+    FILE *info0 = o->json ? stderr : stdout;
+    int r = job_open(cmd, o, info0, &job);
+    if (r != CLI_OK) return r;
+    const int me0 = job.rank == 0;
+    const size_t es = starfold_dtype_size(o->dtype);
+    if (me0) {
+        fprintf(info0, "# starfold bench --mpi: devices %s (rank 0; each rank opens its own)\n", job.m.description);
+        print_ranks(&job, o, info0, "# ");
+        fprintf(info0, "# starfold-group: starfold_group_all_reduce() over every replica, lowering asked: %s (the one used "
+                       "on each row)\n", o->lowering);
+        fprintf(info0, "# MPI_Allreduce: the MPI baseline, MPI's own all-reduce of the same bytes, one host buffer per rank, "
+                       "MPI_IN_PLACE%s\n", o->op == STARFOLD_OP_MEAN ? ", MPI_SUM (MPI has no mean)" : "");
+        fprintf(info0, "# time: the slowest rank's, mean of -n %d after -w %d; busbw = algbw x 2(n-1)/n with n = %d "
+                       "replicas (starfold-group) or %d ranks (MPI_Allreduce); vs MPI = starfold time / MPI time\n",
+                o->iters, o->warmup, job.total, job.size);
+        if (!o->json) {
+            printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s\n", "size(B)", "count", "type",
+                   "redop", "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI");
+            printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s\n", "", "(elements)", "", "", "", "", "",
+                   "(GB/s)", "(GB/s)", "", "");
+        }
+        fflush(NULL);
+    }
+    uint64_t wrong_total = 0;
+    double log_ratio = 0.0;
+    int rows = 0;
+    r = CLI_OK;
+    for (int s = 0; s < nsizes && r == CLI_OK; s++) {
+        const starfold_tensor_desc_t t = { o->dtype, (size_t)(sizes[s] / es) };
+        if (t.count == 0 || t.count > INT32_MAX) {
+            if (me0) fprintf(info0, "# %llu bytes: skipped (%s)\n", (unsigned long long)sizes[s],
+                             t.count == 0 ? "no whole element" : "beyond MPI's int count");
+            continue;
+        }
+        mpi_row_t g, m;
+        memset(&g, 0, sizeof g);
+        memset(&m, 0, sizeof m);
+        g.size = m.size = t.count * es;
+        g.count = m.count = t.count;
+        if ((r = bench_group(&job, o, &t, &g)) != CLI_OK) break;
+        if ((r = bench_mpi_baseline(&job, o, &m)) != CLI_OK) break;
+        g.ratio = m.time_s > 0 ? g.time_s / m.time_s : 0.0;
+        wrong_total += g.wrong + m.wrong;
+        if (g.ratio > 0) {
+            log_ratio += log(g.ratio);
+            rows++;
+        }
+        if (me0) {
+            print_row(o, &g);
+            print_row(o, &m);
+            fflush(stdout);
+        }
+    }
+    if (me0 && r == CLI_OK) {
+        if (rows) fprintf(info0, "# starfold-group / MPI_Allreduce time: geometric mean %.2fx over %d sizes\n",
+                          exp(log_ratio / rows), rows);
+        fprintf(info0, "# Out of bounds values : %llu %s\n", (unsigned long long)wrong_total, wrong_total ? "FAILED" : "OK");
+    }
+    if (me0 && wrong_total) fprintf(stderr, "starfold bench: %llu wrong elements over all ranks\n", (unsigned long long)wrong_total);
+    if (r == CLI_OK && wrong_total) r = CLI_FAIL;
+    job_close(&job);
+    return r;
+}
+
+#endif /* STARFOLD_HAVE_MPI */
