@@ -44,7 +44,8 @@ enum { SF_LOWER_AUTO = 0, SF_LOWER_MPI, SF_LOWER_RING, SF_LOWER_HALVING_DOUBLING
  * and OUTPUT buffers of tensor t are inputs[t] and outputs[t] (distinct handles), its cross-rank
  * edges StarPU-MPI sends and receives on the data communicator with tags from @tag_base up, its
  * tasks StarPU CPU tasks (rank_graph.c). Every rank calls it with the same graph; blocks until this
- * rank's part is done.
+ * rank's part is done, or fails with STARFOLD_ERR_TIMEOUT after the group's timeout_seconds: then the
+ * handles are left partitioned and in use, and must never be unregistered (the group is broken).
  */
 starfold_status_t starfold__rank_graph_run(starfold_group_t g, starfold_graph_t graph, const starpu_data_handle_t *inputs,
                                            const starpu_data_handle_t *outputs, int64_t tag_base);

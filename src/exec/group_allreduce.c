@@ -517,7 +517,7 @@ static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, 
  * ranks: the group is broken.
  */
 static starfold_status_t cross_ranks(starfold_group_t g, starfold_graph_t across, starfold_op_t op, const leaders_t *in,
-                                     const leaders_t *out, int64_t sequence, starfold_request_t *r1)
+                                     const leaders_t *out, int64_t sequence, starfold_request_t *r1, int *abandoned)
 {
     starfold_status_t st = starfold_request_wait(*r1);
     starfold_request_destroy(*r1);
@@ -530,6 +530,7 @@ static starfold_status_t cross_ranks(starfold_group_t g, starfold_graph_t across
      * ranks are waiting for them. The values are then wrong, and the status says so. */
     const starfold_status_t run = starfold__rank_graph_run(g, across, ins, outs, (sequence & 0xffffff) << 24);
     if (run != STARFOLD_OK) g->broken = 1;
+    if (run == STARFOLD_ERR_TIMEOUT) *abandoned = 1; /* the leaders are still StarPU-MPI's: never freed */
     if (st == STARFOLD_OK) st = run;
     for (int dt = 0; st == STARFOLD_OK && op == STARFOLD_OP_MEAN && g->total_devices > 1 && dt < STARFOLD_DTYPE_COUNT;
          dt++) {
@@ -616,14 +617,17 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     free(all);
     if (st == STARFOLD_OK) group->last_lowering = lowering;
     if (st == STARFOLD_OK && !graph_lowering) st = submit_mpi_tasks(group, op, &leaders, args, &task_status);
-    if (st == STARFOLD_OK && graph_lowering) st = cross_ranks(group, across, op, &leaders, &results, sequence, &r1);
+    int abandoned = 0;
+    if (st == STARFOLD_OK && graph_lowering)
+        st = cross_ranks(group, across, op, &leaders, &results, sequence, &r1, &abandoned);
     if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, bcast, lead2, outputs, &r2);
     const starfold_status_t w1 = r1 ? starfold_request_wait(r1) : STARFOLD_OK;
     const starfold_status_t w2 = r2 ? starfold_request_wait(r2) : STARFOLD_OK;
     starfold_request_destroy(r1);
     starfold_request_destroy(r2);
-    free_leaders(group, &leaders);
-    if (graph_lowering) free_leaders(group, &results);
+    if (!abandoned) free_leaders(group, &leaders);
+    if (graph_lowering && !abandoned) free_leaders(group, &results);
+    if (abandoned) free(leaders.offset), free(results.offset);
     free(lead);
     free(lead2);
     if (st == STARFOLD_OK && w1 != STARFOLD_OK) st = w1;

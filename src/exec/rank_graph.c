@@ -38,7 +38,9 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include <starpu_mpi.h>
 
@@ -257,6 +259,48 @@ static starfold_status_t make_handles(run_t *R, const starpu_data_handle_t *inpu
     return STARFOLD_OK;
 }
 
+/*
+ * Waits until every handle this rank used is free (each piece, or the whole buffer in one piece,
+ * acquirable in STARPU_RW: its tasks, sends and receives are over), without blocking: polled, so that
+ * a rank lost after the agreement costs the group's timeout instead of a hang. Acquiring without a
+ * node moves no data. STARFOLD_ERR_TIMEOUT after timeout_seconds (0 or infinity: none).
+ */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int settled(starpu_data_handle_t h)
+{
+    if (starpu_data_acquire_on_node_try(h, STARPU_ACQUIRE_NO_NODE, STARPU_RW) != 0) return 0;
+    starpu_data_release_on_node(h, STARPU_ACQUIRE_NO_NODE);
+    return 1;
+}
+
+static starfold_status_t settle(run_t *R)
+{
+    const struct starfold_graph *G = R->graph;
+    const double t0 = now_s(), limit = R->g->timeout_seconds;
+    const struct timespec pause = { 0, 100000 }; /* 100 us */
+    for (size_t b = 0; b < G->nbufs; b++) {
+        const size_t n = R->piece[b] ? R->cuts[b].n - 1 : 1;
+        for (size_t k = 0; R->whole[b] && k < n;) {
+            if (settled(R->piece[b] ? R->piece[b][k] : R->whole[b])) {
+                k++;
+                continue;
+            }
+            if (limit > 0 && isfinite(limit) && now_s() - t0 > limit)
+                return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_group_all_reduce: rank %d's sends and receives "
+                                       "across ranks did not complete within timeout_seconds (%g s): a rank is gone; "
+                                       "the group is broken", R->g->rank, limit);
+            nanosleep(&pause, NULL);
+        }
+    }
+    return STARFOLD_OK;
+}
+
 /* The handle of the piece of @s (which is exactly one piece, the cuts made sure). */
 static starpu_data_handle_t piece_of(const run_t *R, const starfold__span_t *s)
 {
@@ -439,8 +483,16 @@ starfold_status_t starfold__rank_graph_run(starfold_group_t g, starfold_graph_t 
     for (size_t p = 0; st == STARFOLD_OK && p < R.npairs; p++) st = submit_pairing(&R, &R.pairs[p], &tag);
     if (st != STARFOLD_OK && R.flags) __atomic_store_n(&R.flags->cancelled, 1, __ATOMIC_RELEASE);
     /* Everything submitted must finish before the handles are given back, failure or not (the other
-     * ranks' messages are on their way). */
-    if (R.whole && R.piece && R.partitioned && R.temporary) release_handles(&R);
+     * ranks' messages are on their way); after a timeout they are left as they are (the group is
+     * broken, the caller must not free them: starfold__rank_graph_run() says so). */
+    const starfold_status_t waited = R.whole && R.piece ? settle(&R) : STARFOLD_OK;
+    if (waited != STARFOLD_OK) {
+        if (st == STARFOLD_OK) st = waited;
+        R.flags = NULL; /* still shared with tasks that may run */
+        for (size_t b = 0; b < nb; b++) R.piece[b] = NULL;
+    } else if (R.whole && R.piece && R.partitioned && R.temporary) {
+        release_handles(&R);
+    }
     if (st == STARFOLD_OK && R.flags && __atomic_load_n(&R.flags->status, __ATOMIC_ACQUIRE) != 0)
         st = starfold__error(STARFOLD_ERR_TASK_FAILED, "starfold_group_all_reduce: a task across ranks failed");
     free(R.flags);
