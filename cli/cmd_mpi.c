@@ -377,6 +377,18 @@ typedef struct mpi_row {
     int n;                              /* what busbw's n counted */
 } mpi_row_t;
 
+/* A timed row's figures: algbw = size / time, busbw = algbw x 2(n-1)/n (an all-reduce over n). */
+static void row_finish(mpi_row_t *row, const char *impl, const char *lowering, double time_s, int n, uint64_t wrong)
+{
+    row->impl = impl;
+    row->lowering = lowering;
+    row->time_s = time_s;
+    row->algbw = time_s > 0 ? (double)row->size / time_s / 1e9 : 0.0;
+    row->n = n;
+    row->busbw = row->algbw * (n > 1 ? 2.0 * (n - 1) / n : 0.0);
+    row->wrong = wrong;
+}
+
 static void print_row(const cli_opts_t *o, const mpi_row_t *r)
 {
     if (o->json) {
@@ -435,14 +447,8 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     if (wrong)
         fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
                 (unsigned long long)wrong, (unsigned long long)row->size);
-    row->impl = "starfold-group";
-    row->lowering = starfold_group_last_lowering(job->group);
-    if (!row->lowering) row->lowering = "?";
-    row->time_s = total / o->iters;
-    row->algbw = row->time_s > 0 ? (double)row->size / row->time_s / 1e9 : 0.0;
-    row->n = job->total;
-    row->busbw = row->algbw * (row->n > 1 ? 2.0 * (row->n - 1) / row->n : 0.0);
-    row->wrong = sum_over_ranks(wrong);
+    const char *lowering = starfold_group_last_lowering(job->group);
+    row_finish(row, "starfold-group", lowering ? lowering : "?", total / o->iters, job->total, sum_over_ranks(wrong));
     return CLI_OK;
 }
 
@@ -483,13 +489,7 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *ro
         fprintf(stderr, "starfold bench: rank %d: MPI_Allreduce failed (error %d)\n", job->rank, rc);
         return CLI_FAIL;
     }
-    row->impl = "MPI_Allreduce";
-    row->lowering = "-";
-    row->time_s = total / o->iters;
-    row->algbw = row->time_s > 0 ? (double)row->size / row->time_s / 1e9 : 0.0;
-    row->n = job->size;
-    row->busbw = row->algbw * (row->n > 1 ? 2.0 * (row->n - 1) / row->n : 0.0);
-    row->wrong = sum_over_ranks(wrong);
+    row_finish(row, "MPI_Allreduce", "-", total / o->iters, job->size, sum_over_ranks(wrong));
     return CLI_OK;
 }
 

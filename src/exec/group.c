@@ -35,6 +35,7 @@
 
 #include "base/common.h"
 #include "exec/group.h"
+#include "topology/topology.h"
 
 static pthread_mutex_t spmpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int spmpi_groups;               /* live groups that started StarPU-MPI or share it */
@@ -291,8 +292,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     if (agreed == STARFOLD_OK) agreed = find_nodes(fn, g, o.ranks_per_node);
     /* The links between ranks: starfold_topology_ranks()'s defaults, then the options' or measured
      * values (before StarPU-MPI's thread competes for the cores). */
-    g->shm_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_SHM, 1, 25.0, 0.5 };
-    g->network_link = (starfold_link_t){ 0, 0, STARFOLD_LINK_NETWORK, 1, 12.5, 2.0 };
+    starfold__ranks_default_links(&g->shm_link, &g->network_link);
     if (agreed == STARFOLD_OK) agreed = starfold__group_links(g, &o);
     if (agreed == STARFOLD_OK) agreed = start_starpu_mpi(fn, g, comm, o.starpu_mpi_started_by_caller);
     if (agreed == STARFOLD_OK) {

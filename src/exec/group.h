@@ -50,13 +50,16 @@ enum { SF_LOWER_AUTO = 0, SF_LOWER_MPI, SF_LOWER_RING, SF_LOWER_HALVING_DOUBLING
 starfold_status_t starfold__rank_graph_run(starfold_group_t g, starfold_graph_t graph, const starpu_data_handle_t *inputs,
                                            const starpu_data_handle_t *outputs, int64_t tag_base);
 
-/* group_lowering.c: the lowering an all-reduce of these per-dtype fusion sizes takes (SF_LOWER_MPI,
- * _RING or _HALVING_DOUBLING, never AUTO), its name, and the graph across ranks of a graph lowering
- * (an all-reduce with @op (MEAN: SUM, divided after) of one tensor per dtype with elements, in dtype order). */
-int starfold__group_choose_lowering(starfold_group_t g, const size_t *totals);
+/*
+ * group_lowering.c: how an all-reduce of these per-dtype fusion sizes crosses ranks. *@lowering gets
+ * SF_LOWER_MPI, _RING or _HALVING_DOUBLING (the group's choice, or the model's for auto; MPI for one
+ * rank) and, for a graph lowering, *@graph its graph across ranks (an all-reduce with @op, MEAN given
+ * as SUM and divided after, of one tensor per dtype with elements, in dtype order), owned by the
+ * caller; NULL for MPI.
+ */
+starfold_status_t starfold__group_lower(starfold_group_t g, starfold_op_t op, const size_t *totals, int *lowering,
+                                        starfold_graph_t *graph);
 const char *starfold__lowering_name(int lowering);
-starfold_status_t starfold__group_rank_compile(starfold_group_t g, int lowering, starfold_op_t op,
-                                               const size_t *totals, starfold_graph_t *graph);
 
 /* Measures the links between ranks at creation unless @o gives them (group_links.c): collective, on
  * every rank, after the nodes are known; every rank ends with rank 0's values. */

@@ -556,23 +556,31 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
 {
     if (st == STARFOLD_OK) st = check_args(fn, group, op, num_tensors, tensors, inputs, outputs);
     char mine_msg[512];
-    snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
 
-    /* How the fusion buffers cross ranks: decided alike on every rank, and agreed on below. */
+    /* How the fusion buffers cross ranks: decided alike on every rank, and agreed on below (a graph
+     * that does not compile is this rank's refusal). MEAN crosses as SUM, divided after. */
+    const starfold_op_t local_op = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
     size_t totals[STARFOLD_DTYPE_COUNT] = { 0 };
     for (size_t t = 0; st == STARFOLD_OK && t < num_tensors; t++) totals[tensors[t].dtype] += tensors[t].count;
-    const int lowering = st == STARFOLD_OK ? starfold__group_choose_lowering(group, totals) : SF_LOWER_MPI;
+    int lowering = SF_LOWER_MPI;
+    starfold_graph_t across = NULL;
+    if (st == STARFOLD_OK) st = starfold__group_lower(group, local_op, totals, &lowering, &across);
+    snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
 
     /* 1. agree */
     hello_t mine = { group->sequence, fingerprint(op, st == STARFOLD_OK ? num_tensors : 0, st == STARFOLD_OK ? tensors : NULL),
                      (int32_t)st, (int32_t)op, (int64_t)(st == STARFOLD_OK ? num_tensors : 0), lowering, 0 };
     hello_t *all = calloc((size_t)group->size, sizeof *all);
-    if (!all) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (!all) {
+        starfold_graph_destroy(across);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     starfold_status_t agreed = exchange(fn, group, 0, &mine, all);
     if (agreed == STARFOLD_OK) agreed = verdict(fn, group, all, mine_msg);
     if (agreed != STARFOLD_OK) {
         group->sequence++;
         free(all);
+        starfold_graph_destroy(across);
         return agreed;
     }
 
@@ -580,8 +588,7 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
      * again so that no rank crosses ranks alone. A graph lowering writes the results into a second
      * set of leader vectors (the graph's outputs differ from its inputs), which the broadcast reads. */
     const int graph_lowering = lowering != SF_LOWER_MPI;
-    const starfold_op_t local_op = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
-    starfold_graph_t reduce = NULL, bcast = NULL, across = NULL;
+    starfold_graph_t reduce = NULL, bcast = NULL;
     leaders_t leaders, results;
     memset(&leaders, 0, sizeof leaders);
     memset(&results, 0, sizeof results);
@@ -592,8 +599,6 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     const int64_t sequence = group->sequence;
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_REDUCE, local_op, num_tensors, tensors, &reduce);
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_BROADCAST, local_op, num_tensors, tensors, &bcast);
-    if (st == STARFOLD_OK && graph_lowering)
-        st = starfold__group_rank_compile(group, lowering, local_op, totals, &across);
     if (st == STARFOLD_OK) st = make_leaders(group, num_tensors, tensors, &leaders);
     if (st == STARFOLD_OK && graph_lowering) st = make_leaders(group, num_tensors, tensors, &results);
     if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, &leaders, &lead);

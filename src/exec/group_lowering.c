@@ -66,12 +66,9 @@ static starfold_status_t rank_topology(starfold_group_t g)
     return starfold_topology_ranks(g->size, g->node_of, &g->shm_link, &g->network_link, &g->ranks);
 }
 
-starfold_status_t starfold__group_rank_compile(starfold_group_t g, int lowering, starfold_op_t op,
-                                               const size_t *totals, starfold_graph_t *graph)
+static starfold_status_t rank_compile(starfold_group_t g, int lowering, starfold_op_t op, const size_t *totals,
+                                      starfold_graph_t *graph)
 {
-    *graph = NULL;
-    starfold_status_t st = rank_topology(g);
-    if (st != STARFOLD_OK) return st;
     starfold_tensor_desc_t fused[STARFOLD_DTYPE_COUNT];
     size_t nt = 0;
     for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++)
@@ -99,23 +96,32 @@ static double mpi_predict_us(starfold_group_t g, const size_t *totals)
     const double doubling = ceil(log2(n)) * (l->latency_us + bytes * per_byte_us);
     const double ring = 2 * (n - 1) * (l->latency_us + bytes / n * per_byte_us);
     starfold_cost_params_t p;
-    starfold_cost_params_init(&p);
+    starfold_topology_cost_params(g->ranks, &p); /* the parameters the graphs are simulated with */
     return (doubling < ring ? doubling : ring) + p.task_overhead_us;
 }
 
-int starfold__group_choose_lowering(starfold_group_t g, const size_t *totals)
+starfold_status_t starfold__group_lower(starfold_group_t g, starfold_op_t op, const size_t *totals, int *lowering,
+                                        starfold_graph_t *graph)
 {
-    if (g->size == 1) return SF_LOWER_MPI; /* nothing crosses ranks */
-    if (g->lowering != SF_LOWER_AUTO) return g->lowering;
-    int best = SF_LOWER_MPI;
+    *graph = NULL;
+    *lowering = g->size == 1 ? SF_LOWER_MPI : g->lowering; /* one rank: nothing crosses ranks */
+    if (*lowering == SF_LOWER_MPI) return STARFOLD_OK;
+    starfold_status_t st = rank_topology(g);
+    if (st != STARFOLD_OK) return st;
+    if (*lowering != SF_LOWER_AUTO) return rank_compile(g, *lowering, op, totals, graph);
+    /* auto: the graph that beats MPI's own by the model, kept to run; else MPI's. */
+    *lowering = SF_LOWER_MPI;
     double best_us = mpi_predict_us(g, totals);
     for (int k = SF_LOWER_RING; k <= SF_LOWER_HALVING_DOUBLING; k++) {
-        starfold_graph_t graph = NULL;
+        starfold_graph_t candidate = NULL;
         starfold_prediction_t pr;
-        if (starfold__group_rank_compile(g, k, STARFOLD_OP_SUM, totals, &graph) == STARFOLD_OK &&
-            starfold_graph_simulate(graph, NULL, &pr) == STARFOLD_OK && pr.time_us < best_us)
-            best = k, best_us = pr.time_us;
-        starfold_graph_destroy(graph);
+        if (rank_compile(g, k, op, totals, &candidate) == STARFOLD_OK &&
+            starfold_graph_simulate(candidate, NULL, &pr) == STARFOLD_OK && pr.time_us < best_us) {
+            starfold_graph_destroy(*graph);
+            *graph = candidate, *lowering = k, best_us = pr.time_us;
+        } else {
+            starfold_graph_destroy(candidate);
+        }
     }
-    return best;
+    return STARFOLD_OK;
 }

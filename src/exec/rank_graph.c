@@ -308,18 +308,12 @@ static starpu_data_handle_t piece_of(const run_t *R, const starfold__span_t *s)
     return R->piece[s->buf][cut_find(&R->cuts[s->buf], s->offset)];
 }
 
-/*
- * Gives every buffer back whole (waiting for its pieces' tasks and messages), frees the temporaries.
- * A caller's output in one piece is acquired once, which waits for its writers: no task of the run
- * is left running when it returns (they point at its flags).
- */
+/* Gives every buffer back whole, frees the temporaries; once settle() saw every handle free. */
 static void release_handles(run_t *R)
 {
     const struct starfold_graph *G = R->graph;
     for (size_t b = 0; b < G->nbufs; b++) {
         if (R->partitioned[b]) starpu_data_unpartition(R->whole[b], STARPU_MAIN_RAM);
-        else if (R->whole[b] && G->bufs[b].kind == SF_BUF_OUTPUT && starpu_data_acquire(R->whole[b], STARPU_R) == 0)
-            starpu_data_release(R->whole[b]);
         if (R->temporary[b]) starpu_data_unregister(R->whole[b]); /* waits for its last access */
         free(R->piece[b]);
     }

@@ -24,6 +24,12 @@
 static const starfold_link_t default_shm = { 0, 0, STARFOLD_LINK_SHM, 1, 25.0, 0.5 };
 static const starfold_link_t default_network = { 0, 0, STARFOLD_LINK_NETWORK, 1, 12.5, 2.0 };
 
+void starfold__ranks_default_links(starfold_link_t *shm, starfold_link_t *network)
+{
+    *shm = default_shm;
+    *network = default_network;
+}
+
 static starfold_status_t check_template(const starfold_link_t *l, const char *which)
 {
     if (!(l->bandwidth_GBps >= STARFOLD_LINK_BANDWIDTH_MIN_GBPS && l->bandwidth_GBps <= STARFOLD_LINK_BANDWIDTH_MAX_GBPS))

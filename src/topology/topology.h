@@ -61,6 +61,9 @@ starfold_status_t starfold__topology_bandwidths(starfold_topology_t t, int n, co
  * share no memory. */
 void starfold__topology_set_rank(starfold_topology_t t, int device, int rank);
 
+/* starfold_topology_ranks()'s links when none are given: a process group's until measured. */
+void starfold__ranks_default_links(starfold_link_t *shm, starfold_link_t *network);
+
 /* The first device that links cannot reach from device 0, -1 when all can. */
 int starfold__topology_unreachable(starfold_topology_t t);
 
