@@ -474,6 +474,47 @@ static void test_compiled_promoted_mean(void)
                     0);
 }
 
+/*
+ * The builders that follow nodes (hierarchical, leader) on devices split into sockets, run: the
+ * host and emulated topologies have one socket, so without this their rings between nodes and their
+ * leaders' exchange would run only across ranks. Sockets i % 3 (nodes of uneven sizes, members
+ * interleaved) and i / 4 (two equal nodes), N = 2..8, every op x dtype, in place and not, and an
+ * integer MEAN promoted to float64; every element of every output checked.
+ */
+static void test_compiled_by_node(void)
+{
+    static const char *const algos[] = { "hierarchical", "leader" };
+    starfold_tensor_desc_t t[NUM_SIZES];
+    const starfold_tensor_desc_t mean_t[3] = { { STARFOLD_INT32, 1001 }, { STARFOLD_FLOAT32, 13 }, { STARFOLD_INT64, 7 } };
+    for (int split = 0; split < 2; split++)
+        for (int n = 2; n <= 8; n++) {
+            starfold_topology_t topo = topo_of(n);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+            for (int d = 0; d < n; d++)
+                CU_ASSERT_EQUAL(starfold_topology_set_device(topo, d, NULL, starfold_topology_device_kind(topo, d),
+                                                             split ? d / 4 : d % 3),
+                                STARFOLD_OK);
+            for (size_t a = 0; a < 2; a++) {
+                for (int c = 0; c < num_combos; c++) {
+                    if (EMULATED && (c + n) % 4) continue; /* transfers are slow there: a quarter of them */
+                    fill_tensors(t, combos[c].dtype);
+                    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = combos[c].op,
+                                                              .num_sources = n, .sources = devices,
+                                                              .num_tensors = NUM_SIZES, .tensors = t };
+                    starfold_algo_options_t opt;
+                    starfold_algo_options_init(&opt);
+                    opt.num_packs = 1 + c % 3;
+                    CU_ASSERT_EQUAL(starfold__tu_run_collective(ctx, topo, algos[a], &desc, &opt, (c + n) % 2), 0);
+                }
+                const starfold_collective_desc_t mean = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_MEAN,
+                                                          .num_sources = n, .sources = devices, .num_tensors = 3,
+                                                          .tensors = mean_t, .promote_integer_mean = 1 };
+                CU_ASSERT_EQUAL(starfold__tu_run_collective(ctx, topo, algos[a], &mean, NULL, 0), 0);
+            }
+            starfold_topology_destroy(topo);
+        }
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Views: every replica's tensors in one vector (starfold_submit_views()).
  *
@@ -1987,6 +2028,7 @@ int main(int argc, char **argv)
         { "compiled gather and all-gather", test_compiled_gather },
         { "compiled in place", test_compiled_in_place },
         { "compiled promoted integer mean", test_compiled_promoted_mean },
+        { "hierarchical and leader across sockets", test_compiled_by_node },
         { "a variable's update after a collective, in one graph", test_update_after_collective },
         { "views of shared vectors", test_views },
         { "views refused", test_views_errors },

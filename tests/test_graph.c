@@ -652,7 +652,56 @@ static void test_registry(void)
     starfold_graph_destroy(g);
     CU_ASSERT_EQUAL(starfold_graph_compile(tp, "no-such-algorithm", &d, NULL, &g), STARFOLD_ERR_NOT_FOUND);
     CU_ASSERT_STRING_EQUAL(starfold_last_error(), "unknown algorithm 'no-such-algorithm' (known: reduce-to-one, "
-                                                  "hierarchical-copy, ring, halving-doubling, trees, one-pass, auto)");
+                                                  "hierarchical-copy, ring, halving-doubling, trees, one-pass, hierarchical, "
+                                                  "leader, auto)");
+    starfold_topology_destroy(tp);
+}
+
+/*
+ * hierarchical and leader on 6 ranks in 2 nodes of 3 (starfold_topology_ranks()), one float32
+ * tensor of S = 24,000 bytes, worked out from the patterns (hierarchical.c, leader.c):
+ *  - hierarchical: 3 shards of S/3; only shard j's owners, rank j and rank j + 3, talk across the
+ *    network, a ring of 2 moving half a shard each way twice (reduce-scatter, all-gather): S/3 =
+ *    8,000 bytes per direction, 2(N-1) x S = 48,000 across the network in all (a flat ring: 2(n-1)/n
+ *    x S per rank, 40,000 per rank); inside a node each rank reads each other's shard twice (its
+ *    reduce-scatter, then the owner's result): 16,000 per direction;
+ *  - leader (pack 0: leaders ranks 0 and 3): the leaders read each other's node sum, S each way, and
+ *    nothing else crosses the network; the critical path is 3 tasks (sum, total, copy out).
+ */
+static void test_follow_nodes(void)
+{
+    static const int node_of[6] = { 0, 0, 0, 1, 1, 1 };
+    starfold_topology_t tp = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_ranks(6, node_of, NULL, NULL, &tp), STARFOLD_OK);
+    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, 6000 };
+    const starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 6, iota, 0, NULL, 1, &t, 0 };
+    for (int a = 0; a < 2; a++) {
+        starfold_graph_t g = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, a ? "leader" : "hierarchical", &d, NULL, &g), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+        starfold_link_bytes_t *pairs = NULL;
+        size_t np = 0;
+        CU_ASSERT_EQUAL_FATAL(starfold_graph_link_bytes(g, &pairs, &np), STARFOLD_OK);
+        uint64_t network = 0;
+        for (size_t i = 0; i < np; i++) {
+            const int across = node_of[pairs[i].from] != node_of[pairs[i].to];
+            network += across ? pairs[i].bytes : 0;
+            if (!a) {
+                if (across) CU_ASSERT_EQUAL(pairs[i].to, (pairs[i].from + 3) % 6);
+                CU_ASSERT_EQUAL(pairs[i].bytes, across ? 8000u : 16000u);
+            } else if (across) {
+                CU_ASSERT((pairs[i].from == 0 && pairs[i].to == 3) || (pairs[i].from == 3 && pairs[i].to == 0));
+                CU_ASSERT_EQUAL(pairs[i].bytes, 24000u);
+            }
+        }
+        CU_ASSERT_EQUAL(np, a ? 2u + 8u : 6u + 12u); /* leader: 2 across, 2 x 2 reads of each leader's members + 2 x 2 copies */
+        CU_ASSERT_EQUAL(network, 48000u); /* 2(N-1) x S either way: the leaders move it in one hop */
+        starfold_graph_stats_t st;
+        CU_ASSERT_EQUAL(starfold_graph_stats(g, &st), STARFOLD_OK);
+        if (a) CU_ASSERT_EQUAL(st.critical_path_tasks, 3u);
+        free(pairs);
+        starfold_graph_destroy(g);
+    }
     starfold_topology_destroy(tp);
 }
 
@@ -773,6 +822,7 @@ int main(void)
     CU_add_test(s, "reduce_to_device", test_reduce_to_device);
     CU_add_test(s, "bytes_per_pack", test_bytes_per_pack);
     CU_add_test(s, "promoting integer MEAN", test_promote_integer_mean);
+    CU_add_test(s, "hierarchical and leader follow the nodes", test_follow_nodes);
     CU_add_test(s, "bad input", test_bad_input);
     CU_add_test(s, "registry: find, options", test_registry);
     CU_add_test(s, "a graph near the task limit checked in 1.5 GiB", test_check_near_task_limit);

@@ -192,7 +192,10 @@ STARFOLD_API unsigned starfold_algorithm_options(int index);
  * HierarchicalCopyAllReduce: two groups from starfold_topology_bisect(), roots rotated per pack,
  * concat-and-split packing per dtype), "ring" (chunked ring over the topology's edge-disjoint rings,
  * both directions, pipelined), "halving-doubling" (recursive halving and doubling, any replica
- * count), and "auto" (every other one compiled and replayed by the cost model, the fastest kept; its
+ * count), "trees", "one-pass", "hierarchical" (reduce-scatter inside each node - the topology's
+ * sockets, a cluster's machines -, a ring of each shard between nodes, all-gather inside), "leader"
+ * (one leader per node reduces its node, leaders exchange their sums directly, broadcast inside), and
+ * "auto" (every other one compiled and replayed by the cost model, the fastest kept; its
  * graph is named "auto:<algorithm>"). The all-reduce algorithms fall back to reduce-to-one on the first
  * destination when the destinations are not the sources, and broadcast is a copy to every destination.
  *

@@ -50,6 +50,8 @@ extern const starfold__algorithm_t starfold__algo_ring;
 extern const starfold__algorithm_t starfold__algo_halving_doubling;
 extern const starfold__algorithm_t starfold__algo_trees;
 extern const starfold__algorithm_t starfold__algo_one_pass;
+extern const starfold__algorithm_t starfold__algo_hierarchical;
+extern const starfold__algorithm_t starfold__algo_leader;
 
 /* Registry row @index (0 .. starfold_algorithm_count() - 1), NULL out of range. */
 const starfold__algorithm_t *starfold__algorithm_at(int index);
@@ -132,6 +134,42 @@ typedef struct starfold__allreduce_pattern {
 /* Builds the all-reduce of @g with @pattern; @self is handed to every reduce_pack() call. */
 starfold_status_t starfold__allreduce_packs(starfold_graph_t g, const starfold_algo_options_t *options,
                                      const starfold__allreduce_pattern_t *pattern, void *self);
+
+/*
+ * The replicas grouped by node (nodes.c): the topology's socket of each one's device, a machine on a
+ * cluster or rank topology. Node k's members are member[first[k] .. first[k + 1]), in position order;
+ * nodes are numbered by their lowest position.
+ */
+typedef struct starfold__nodes {
+    int count;
+    int first[STARFOLD_MAX_DEVICES + 1];
+    int member[STARFOLD_MAX_DEVICES];
+} starfold__nodes_t;
+
+void starfold__graph_nodes(const struct starfold_graph *g, starfold__nodes_t *nodes);
+
+/*
+ * One chunked ring all-reduce (ring.c's picture) over @n positions, for builders that run a ring over
+ * some of the replicas (ring.c over all of them, hierarchical.c over one member of each node).
+ * Position p's operand is have[p] and its result result[p]; the pass covers elements [lo, lo + count)
+ * of both (offsets relative to each span's own offset). Temporaries go on devices[p]. The total is
+ * divided by @divisor (> 1 only for MEAN) in the last reduction, or by a SCALE into a promoted result
+ * (integers in, float64 out). Every position receives the same bits.
+ */
+typedef struct starfold__ring_pass {
+    starfold_graph_t g;
+    starfold_op_t acc;              /* the op partial results are combined with (SUM for MEAN) */
+    int n;                          /* positions on the ring */
+    const int *order;               /* [n] the positions in ring order */
+    const int *devices;             /* [n] device of each position */
+    const starfold__span_t *have;   /* [n] operand of each position (the graph's pack dtype) */
+    const starfold__span_t *result; /* [n] result of each position (the output dtype) */
+    uint32_t divisor;               /* 1, or the MEAN divisor */
+    int tag;                        /* for the tasks' labels */
+    size_t *chain;                  /* [n x 2n] the previous round's hops (ring.c's wavefront), or NULL */
+} starfold__ring_pass_t;
+
+starfold_status_t starfold__ring_pass(const starfold__ring_pass_t *rp, size_t lo, size_t count);
 
 /*
  * The first element of part @k of @total elements cut into @parts near-equal parts: floor(total * k /

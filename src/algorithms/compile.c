@@ -40,6 +40,8 @@ static const starfold__algorithm_t *const registry[] = {
     &starfold__algo_halving_doubling,
     &starfold__algo_trees,
     &starfold__algo_one_pass,
+    &starfold__algo_hierarchical,
+    &starfold__algo_leader,
     &starfold__algo_auto,
 };
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))

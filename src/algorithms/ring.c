@@ -56,23 +56,32 @@ typedef struct ring_state {
  * Rounds of one logical ring form a wavefront: hop h of chunk j in round k waits for hop h of chunk j
  * in round k-1 (@chain holds, per chunk and hop, the task of the previous round, or (size_t)-1). Each
  * link then carries one round after the other, and a round's transfers overlap the previous round's
- * additions instead of all rounds sharing the links and then all adding at once.
+ * additions instead of all rounds sharing the links and then all adding at once. No chain (NULL):
+ * the data alone orders the hops.
  */
 static starfold_status_t chain_after(starfold_graph_t g, size_t *chain, size_t node)
 {
     starfold_status_t st = STARFOLD_OK;
+    if (!chain) return st;
     if (*chain != (size_t)-1) st = starfold__graph_add_dep(g, *chain, node);
     *chain = node;
     return st;
 }
 
-/* One chunked ring over elements [lo, lo + count) of the pack, ring @order, @tag for labels. */
-static starfold_status_t ring_round(starfold__allreduce_t *ar, const int *order, size_t lo, size_t count, size_t *chain)
+/* Hop @s of chunk @j in the wavefront (reduce-scatter hops 1..n-1, all-gather hops n+1..2n-1). */
+static size_t *chain_at(const starfold__ring_pass_t *rp, int j, int s)
+{
+    return rp->chain ? &rp->chain[(size_t)j * 2 * rp->n + s] : NULL;
+}
+
+/* One chunked ring over elements [lo, lo + count) of every position's operand (algorithms.h). */
+starfold_status_t starfold__ring_pass(const starfold__ring_pass_t *rp, size_t lo, size_t count)
 {
     starfold_status_t st;
-    starfold_graph_t g = ar->g;
-    const int n = ar->n, tag = ar->tag;
-    const starfold_dtype_t dt = ar->pack->dtype;
+    starfold_graph_t g = rp->g;
+    const int n = rp->n, tag = rp->tag;
+    const int *order = rp->order;
+    const starfold_dtype_t dt = g->bufs[rp->have[order[0]].buf].dtype;
     size_t node;
     for (int j = 0; j < n; j++) {
         const size_t c0 = lo + starfold__part_start(count, (size_t)j, (size_t)n),
@@ -85,39 +94,48 @@ static starfold_status_t ring_round(starfold__allreduce_t *ar, const int *order,
          * (integers in, float64 out) sums into a temporary and divides into the result.
          */
         const int owner = order[(j + n - 1) % n];
-        const starfold__span_t mine = starfold__span(ar->result[owner].buf, ar->result[owner].offset + c0, len);
+        const starfold__span_t mine = starfold__span(rp->result[owner].buf, rp->result[owner].offset + c0, len);
         const int promoted = g->bufs[mine.buf].dtype != dt;
-        starfold__span_t partial = starfold__span(ar->have[order[j]].buf, ar->have[order[j]].offset + c0, len);
+        starfold__span_t partial = starfold__span(rp->have[order[j]].buf, rp->have[order[j]].offset + c0, len);
         for (int s = 1; s < n; s++) {
             const int p = order[(j + s) % n];
             const int last = s == n - 1 && !promoted;
             starfold__span_t t = mine;
             if (!last) {
                 size_t tbuf;
-                if ((st = starfold__graph_add_temp(g, g->input_devices[p], dt, len, tag, &tbuf)) != STARFOLD_OK) return st;
+                if ((st = starfold__graph_add_temp(g, rp->devices[p], dt, len, tag, &tbuf)) != STARFOLD_OK) return st;
                 t = starfold__whole(g, tbuf);
             }
-            starfold__span_t srcs[2] = { partial, starfold__span(ar->have[p].buf, ar->have[p].offset + c0, len) };
-            const uint32_t divisor = last && g->op == STARFOLD_OP_MEAN ? (uint32_t)n : 1;
-            if ((st = starfold__graph_reduce_n(g, ar->acc, srcs, 2, &t, 1, divisor, tag, &node)) != STARFOLD_OK ||
-                (st = chain_after(g, &chain[(size_t)j * 2 * n + s], node)) != STARFOLD_OK)
+            starfold__span_t srcs[2] = { partial, starfold__span(rp->have[p].buf, rp->have[p].offset + c0, len) };
+            if ((st = starfold__graph_reduce_n(g, rp->acc, srcs, 2, &t, 1, last ? rp->divisor : 1, tag, &node)) != STARFOLD_OK ||
+                (st = chain_after(g, chain_at(rp, j, s), node)) != STARFOLD_OK)
                 return st;
             partial = t;
         }
-        if (promoted && (st = starfold__graph_scale(g, partial, mine, (uint32_t)n, tag, NULL)) != STARFOLD_OK) return st;
+        if (promoted && (st = starfold__graph_scale(g, partial, mine, rp->divisor, tag, NULL)) != STARFOLD_OK) return st;
         const int at = (j + n - 1) % n;
         /* all-gather: each next position copies from the previous one's result */
         starfold__span_t from = mine;
         for (int s = 1; s < n; s++) {
             const int p = order[(at + s) % n];
-            starfold__span_t to = starfold__span(ar->result[p].buf, ar->result[p].offset + c0, len);
+            starfold__span_t to = starfold__span(rp->result[p].buf, rp->result[p].offset + c0, len);
             if ((st = starfold__graph_copy(g, STARFOLD_TASK_COPY, &from, 1, &to, 1, tag, &node)) != STARFOLD_OK ||
-                (st = chain_after(g, &chain[(size_t)j * 2 * n + n + s], node)) != STARFOLD_OK)
+                (st = chain_after(g, chain_at(rp, j, n + s), node)) != STARFOLD_OK)
                 return st;
             from = to;
         }
     }
     return STARFOLD_OK;
+}
+
+/* One round of logical ring @order over elements [lo, lo + count) of the pack: the replicas' ring. */
+static starfold_status_t ring_round(starfold__allreduce_t *ar, const int *order, size_t lo, size_t count, size_t *chain)
+{
+    const starfold__ring_pass_t rp = { .g = ar->g, .acc = ar->acc, .n = ar->n, .order = order,
+                                       .devices = ar->g->input_devices, .have = ar->have, .result = ar->result,
+                                       .divisor = ar->g->op == STARFOLD_OP_MEAN ? (uint32_t)ar->n : 1,
+                                       .tag = ar->tag, .chain = chain };
+    return starfold__ring_pass(&rp, lo, count);
 }
 
 /* The pattern: the pack's share of each logical ring, in rounds of bounded chunks. */

@@ -70,14 +70,28 @@ static int unref_locked(starfold__pool_t *p)
     return 1;
 }
 
+/* Frees every free block, the lock held. */
+static void free_blocks_locked(starfold__pool_t *p)
+{
+    for (size_t i = 0; i < p->nfree; i++) free(p->free_blocks[i].ptr);
+    p->nfree = 0;
+    p->free_bytes = 0;
+}
+
+void starfold__pool_trim(starfold__pool_t *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->lock);
+    free_blocks_locked(p);
+    pthread_mutex_unlock(&p->lock);
+}
+
 void starfold__pool_close(starfold__pool_t *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->lock);
     p->closed = 1;
-    for (size_t i = 0; i < p->nfree; i++) free(p->free_blocks[i].ptr);
-    p->nfree = 0;
-    p->free_bytes = 0;
+    free_blocks_locked(p);
     if (!unref_locked(p)) pthread_mutex_unlock(&p->lock);
 }
 
