@@ -1351,7 +1351,8 @@ const cli_command_t cli_cmd_bench = {
         "                          the replicas (group) or the ranks (MPI), 'vs MPI' = group time / MPI time.\n"
         "                          Rank 0 prints the table (--json: one object per row)\n"
         "  --ranks-per-node K      with --mpi: ranks 0..K-1 are node 0, K..2K-1 node 1, ...\n"
-        "  --lowering L            with --mpi: auto (default), mpi, ring, halving-doubling\n"
+        "  --lowering L            with --mpi: auto (default), mpi, ring, halving-doubling, hierarchical,\n"
+        "                          leader\n"
         "  -h, --help              this text\n"
         "\n"
         "Unlike nccl-tests, -o is not the operation (it is --op); -g is the device count.\n",

@@ -782,7 +782,7 @@ const cli_command_t cli_cmd_run = {
         "  --ranks-per-node K  with --mpi: ranks 0..K-1 are node 0, K..2K-1 node 1, ... (default: the ranks\n"
         "                    that share memory are one node)\n"
         "  --lowering L      with --mpi: how the all-reduce crosses ranks: auto (default), mpi, ring,\n"
-        "                    halving-doubling (starfold_group_set_lowering())\n"
+        "                    halving-doubling, hierarchical, leader (starfold_group_set_lowering())\n"
         "  -h, --help        this text\n",
     .main = run_main,
 };

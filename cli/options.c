@@ -343,8 +343,10 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         break;
     }
     case OPT_LOWERING:
-        if (strcmp(v, "auto") && strcmp(v, "mpi") && strcmp(v, "ring") && strcmp(v, "halving-doubling"))
-            return cli_usage_error(cmd, "%s: unknown lowering '%s' (known: auto, mpi, ring, halving-doubling)", shown, v);
+        if (strcmp(v, "auto") && strcmp(v, "mpi") && strcmp(v, "ring") && strcmp(v, "halving-doubling") &&
+            strcmp(v, "hierarchical") && strcmp(v, "leader"))
+            return cli_usage_error(cmd, "%s: unknown lowering '%s' (known: auto, mpi, ring, halving-doubling, "
+                                   "hierarchical, leader)", shown, v);
         o->lowering = v;
     case OPT_COUNT: break;
     }

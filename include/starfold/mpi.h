@@ -192,9 +192,12 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t 
  * @brief Chooses how the group's all-reduces cross ranks (the step between the local reduce to each
  *        rank's leader vectors and the local broadcast, see starfold_group_all_reduce()):
  *        - "mpi": one StarPU task per dtype calls MPI's own all-reduce on the fusion buffer;
- *        - "ring", "halving-doubling": a graph compiled on the group's rank topology
- *          (starfold_group_rank_topology()) with that algorithm, its cross-rank edges lowered to
- *          StarPU-MPI sends and receives, its reductions to StarPU tasks;
+ *        - "ring", "halving-doubling", "hierarchical", "leader": a graph compiled on the group's
+ *          rank topology (starfold_group_rank_topology()) with that algorithm, its cross-rank edges
+ *          lowered to StarPU-MPI sends and receives, its reductions to StarPU tasks. "hierarchical"
+ *          (for several ranks per node, large messages): reduce-scatter among a node's ranks, a ring
+ *          of each shard between nodes, all-gather inside the node; "leader" (small messages): each
+ *          node reduces onto one rank, the leaders exchange their sums directly, and broadcast;
  *        - "auto" (the default): the cost model's choice among them for each call's bytes.
  *        Every rank must choose the same (the agreement compares it).
  * @param [in] group the group
@@ -204,7 +207,7 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t 
 STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t group, const char *lowering);
 
 /**
- * @brief The lowering the group's last all-reduce used ("mpi", "ring", "halving-doubling"), or the
+ * @brief The lowering the group's last all-reduce used ("mpi" or a graph lowering's name), or the
  *        chosen one ("auto" included) before the first; NULL for NULL.
  */
 STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group);

@@ -37,7 +37,10 @@ struct starfold_group {
 };
 
 /* How an all-reduce crosses ranks (starfold_group_set_lowering()). */
-enum { SF_LOWER_AUTO = 0, SF_LOWER_MPI, SF_LOWER_RING, SF_LOWER_HALVING_DOUBLING, SF_LOWER_COUNT };
+/* The names of the SF_LOWER_* in order, for messages. */
+#define STARFOLD__LOWERING_NAMES "auto, mpi, ring, halving-doubling, hierarchical, leader"
+enum { SF_LOWER_AUTO = 0, SF_LOWER_MPI, SF_LOWER_RING, SF_LOWER_HALVING_DOUBLING, SF_LOWER_HIERARCHICAL,
+       SF_LOWER_LEADER, SF_LOWER_COUNT };
 
 /*
  * Runs @graph, compiled on the group's rank topology (device r = rank r), on this rank: its INPUT
@@ -52,7 +55,7 @@ starfold_status_t starfold__rank_graph_run(starfold_group_t g, starfold_graph_t 
 
 /*
  * group_lowering.c: how an all-reduce of these per-dtype fusion sizes crosses ranks. *@lowering gets
- * SF_LOWER_MPI, _RING or _HALVING_DOUBLING (the group's choice, or the model's for auto; MPI for one
+ * SF_LOWER_MPI or a graph lowering (the group's choice, or the model's for auto; MPI for one
  * rank) and, for a graph lowering, *@graph its graph across ranks (an all-reduce with @op, MEAN given
  * as SUM and divided after, of one tensor per dtype with elements, in dtype order), owned by the
  * caller; NULL for MPI.

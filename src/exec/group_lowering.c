@@ -5,11 +5,14 @@
  * into one fusion buffer per dtype (its leader vectors):
  *
  *   "mpi"               one StarPU task per dtype calls MPI's own all-reduce (group_allreduce.c)
- *   "ring"              a graph of the registry's algorithm, compiled on the group's rank topology
- *   "halving-doubling"  (starfold_topology_ranks(): one device per rank, shm links inside a node,
- *                       network links between nodes), run by rank_graph.c with StarPU-MPI sends and
- *                       receives on its cross-rank edges and StarPU tasks for its reductions
- *   "auto"              the cheapest of the three for the call's bytes, by the cost model
+ *   "ring"              a graph of the registry's algorithm of that name, compiled on the group's
+ *   "halving-doubling"  rank topology (starfold_topology_ranks(): one device per rank, shm links
+ *   "hierarchical"      inside a node, network links between nodes), run by rank_graph.c with
+ *   "leader"            StarPU-MPI sends and receives on its cross-rank edges and StarPU tasks for
+ *                       its reductions. hierarchical and leader group the ranks by node (the rank
+ *                       topology's sockets): reduce-scatter inside the node, a ring per shard between
+ *                       nodes, all-gather inside; or one leader per node, direct exchange, broadcast
+ *   "auto"              the cheapest of them all for the call's bytes, by the cost model
  *
  * The graphs reduce with SUM for MEAN; MEAN's division by every replica of every rank comes after,
  * on the output leaders, as the MPI task does it (floats divide, integers truncate).
@@ -33,6 +36,8 @@ static const char *const lowering_names[SF_LOWER_COUNT] = {
     [SF_LOWER_MPI] = "mpi",
     [SF_LOWER_RING] = "ring",
     [SF_LOWER_HALVING_DOUBLING] = "halving-doubling",
+    [SF_LOWER_HIERARCHICAL] = "hierarchical",
+    [SF_LOWER_LEADER] = "leader",
 };
 
 const char *starfold__lowering_name(int lowering)
@@ -51,7 +56,7 @@ STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t grou
             return STARFOLD_OK;
         }
     return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_set_lowering: unknown lowering '%s' (known: "
-                           "auto, mpi, ring, halving-doubling)", lowering);
+                           "%s)", lowering, STARFOLD__LOWERING_NAMES);
 }
 
 STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group)
@@ -112,7 +117,7 @@ starfold_status_t starfold__group_lower(starfold_group_t g, starfold_op_t op, co
     /* auto: the graph that beats MPI's own by the model, kept to run; else MPI's. */
     *lowering = SF_LOWER_MPI;
     double best_us = mpi_predict_us(g, totals);
-    for (int k = SF_LOWER_RING; k <= SF_LOWER_HALVING_DOUBLING; k++) {
+    for (int k = SF_LOWER_RING; k < SF_LOWER_COUNT; k++) {
         starfold_graph_t candidate = NULL;
         starfold_prediction_t pr;
         if (rank_compile(g, k, op, totals, &candidate) == STARFOLD_OK &&

@@ -26,15 +26,16 @@ mkdir -p "$STARPU_HOME"
 status=0
 # Each configuration runs the whole program under one lowering (STARFOLD_MPI_LOWERING: MPI's
 # all-reduce in a task, or a graph across ranks of StarPU-MPI sends and receives), so that 2 and 3
-# ranks meet all three; test_group's lowering test also runs each by name in every one. 4 ranks on
+# ranks meet all five (hierarchical on 3 ranks as nodes {0,1} {2}: argument 2 is the ranks per
+# node); test_group's lowering test also runs each by name in every one. 4 ranks on
 # this 2-core machine run MPI's lowering only: there StarPU-MPI 1.3's progress thread (which never
 # sleeps while requests are pending) starves the ranks' StarPU workers of its lock, and a
 # halving-doubling all-reduce of a few KiB takes 2-26 s instead of 0.2 (BENCHMARKS.md, known limits).
-lowerings="mpi ring halving-doubling"
+lowerings="mpi ring halving-doubling hierarchical leader"
 for np in 2 3 4; do
     for k in 0 1 2; do
-        i=$(( (np + k) % 3 + 1 ))
-        STARFOLD_MPI_LOWERING=$(echo $lowerings | cut -d' ' -f$i)
+        case $np in 2) whole="mpi ring halving-doubling" ;; *) whole="leader mpi hierarchical" ;; esac
+        STARFOLD_MPI_LOWERING=$(echo $whole | cut -d' ' -f$((k + 1)))
         SF_TEST_LOWERINGS="$lowerings"
         if [ "$np" -eq 4 ] && [ "$(nproc)" -lt 4 ]; then
             STARFOLD_MPI_LOWERING=mpi SF_TEST_LOWERINGS=mpi

@@ -385,12 +385,12 @@ static void test_all_reduce_steps(void)
  */
 static void test_all_reduce_lowerings(void)
 {
-    static const char *const all[] = { "mpi", "ring", "halving-doubling" };
+    static const char *const all[] = { "mpi", "ring", "halving-doubling", "hierarchical", "leader" };
     /* SF_TEST_LOWERINGS=mpi: the runner's 4 ranks on 2 cores (see run-mpi.sh) */
     const char *only = getenv("SF_TEST_LOWERINGS");
-    const char *names[3];
+    const char *names[5];
     size_t nnames = 0;
-    for (size_t l = 0; l < 3; l++)
+    for (size_t l = 0; l < 5; l++)
         if (!only || strstr(only, all[l])) names[nnames++] = all[l];
     static const starfold_dtype_t dts[] = { STARFOLD_FLOAT32, STARFOLD_INT64 };
     starfold_group_t g = make_group(60);
@@ -429,12 +429,14 @@ static void test_all_reduce_lowerings(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "crosses ranks with"));
         CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, 1, -77), 0);
     }
-    /* "auto": the model's choice, one of the three. */
+    /* "auto": the model's choice, one of the five. */
     CU_ASSERT_EQUAL(starfold_group_set_lowering(g, only ? names[0] : "auto"), STARFOLD_OK);
     CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, NT, r.tensors, r.in, r.out), STARFOLD_OK);
     CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, 0, 0, 0), 0);
     const char *ran = starfold_group_last_lowering(g);
-    CU_ASSERT(!strcmp(ran, "mpi") || !strcmp(ran, "ring") || !strcmp(ran, "halving-doubling"));
+    int known = 0;
+    for (size_t l = 0; l < 5; l++) known |= !strcmp(ran, all[l]);
+    CU_ASSERT(known);
     replicas_free(&r);
     starfold_group_destroy(g);
 }
