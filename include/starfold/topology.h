@@ -84,7 +84,7 @@ STARFOLD_API starfold_status_t starfold_topology_create(const char *name, int nu
                                                         starfold_topology_t *topology);
 
 /** @brief Largest device count a topology may have. */
-#define STARFOLD_MAX_DEVICES 64
+#define STARFOLD_MAX_DEVICES 256
 
 /**
  * @brief Names a device and places it.

@@ -159,10 +159,10 @@ static starfold_status_t make_pairings(run_t *R)
         starfold_status_t st = STARFOLD_OK;
         if (n->kind == STARFOLD_TASK_REDUCE || n->kind == STARFOLD_TASK_SCALE) {
             const size_t ns = n->nsrc / n->nseg, nd = n->ndst / n->nseg;
-            starfold__span_t seg[64];
+            starfold__span_t seg[STARFOLD_MAX_DEVICES + 1]; /* every rank's operand and one result */
             if (ns + nd > sizeof seg / sizeof seg[0])
                 return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "starfold_group_all_reduce: node %zu reduces %zu spans "
-                                       "at once across ranks (at most 64)", i, ns + nd);
+                                       "at once across ranks (at most %d)", i, ns + nd, STARFOLD_MAX_DEVICES + 1);
             for (size_t q = 0; q < n->nseg && st == STARFOLD_OK; q++) {
                 for (size_t k = 0; k < ns; k++) seg[k] = n->src[q * ns + k];
                 for (size_t k = 0; k < nd; k++) seg[ns + k] = n->dst[q * nd + k];

@@ -453,7 +453,7 @@ fail:
 
 int starfold__topology_unreachable(starfold_topology_t t)
 {
-    /* Flood fill from device 0: repeat until no link adds a device (n <= 64, links few). */
+    /* Flood fill from device 0: repeat until no link adds a device (n <= STARFOLD_MAX_DEVICES, links few). */
     char reached[STARFOLD_MAX_DEVICES] = { 1 };
     for (int grew = 1; grew;) {
         grew = 0;
