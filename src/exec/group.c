@@ -295,6 +295,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     starfold__ranks_default_links(&g->shm_link, &g->network_link);
     if (agreed == STARFOLD_OK) agreed = starfold__group_links(g, &o);
     if (agreed == STARFOLD_OK) agreed = start_starpu_mpi(fn, g, comm, o.starpu_mpi_started_by_caller);
+    if (agreed == STARFOLD_OK && (agreed = starfold__group_hops(g, &o)) != STARFOLD_OK) stop_starpu_mpi(g);
     if (agreed == STARFOLD_OK) {
         g->timeout_seconds = o.timeout_seconds;
         g->stall_warning_seconds = o.stall_warning_seconds;

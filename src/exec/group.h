@@ -21,6 +21,9 @@ struct starfold_group {
     /* The links between ranks (starfold_topology_ranks()): inside a node (kind SHM) and between nodes
      * (kind NETWORK). Defaults until measured at creation or given in the options. */
     starfold_link_t shm_link, network_link;
+    /* One message through StarPU-MPI inside a node [0] and between nodes [1], one way, in us, measured
+     * at creation (0: not measured, or the latency was given): what a graph lowering's edge costs. */
+    double hop_us[2];
     int started_spmpi;      /* this group counted in the process's StarPU-MPI users */
     double timeout_seconds;       /* agreement: 0 or infinity = wait forever */
     double stall_warning_seconds; /* agreement: warn once after this long (0 = never) */
@@ -67,6 +70,9 @@ const char *starfold__lowering_name(int lowering);
 /* Measures the links between ranks at creation unless @o gives them (group_links.c): collective, on
  * every rank, after the nodes are known; every rank ends with rank 0's values. */
 starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group_options_t *o);
+/* group_links.c: times a StarPU-MPI message between the same ranks (g->hop_us); collective, after
+ * StarPU-MPI is started. */
+starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_options_t *o);
 
 /* The group's collectives' resources: waits for the MPI tasks, releases the token and topology. */
 void starfold__group_collectives_wait(starfold_group_t g);

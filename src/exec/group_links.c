@@ -11,6 +11,13 @@
  * shared memory, well under half a second on any network. Rank 0 then broadcasts the values, so
  * every rank holds the same bits and compiles the same graphs from them.
  *
+ * Hops (starfold__group_hops(), collective, once StarPU-MPI runs): the same two pairs time a round
+ * trip of 8 bytes through StarPU-MPI itself (a registered variable, starpu_mpi_send / _recv on the
+ * data communicator), which is what each cross-rank edge of a graph lowering pays: the request goes
+ * through StarPU-MPI's progress thread on both sides, on top of MPI's latency. Measured here (2 cores,
+ * 3 ranks): MPI 1-5 us, StarPU-MPI several hundred. The cost model prices the graph lowerings with
+ * it (group_lowering.c) and MPI's own all-reduce with MPI's latency, so auto weighs what each pays.
+ *
  *     node 0                      node 1
  *     rank 0 <-shm-> rank 1       rank 2      rank 3        rank 0 <-network-> rank 2
  *
@@ -29,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <starpu_mpi.h>
+
 #include "base/common.h"
 #include "exec/group.h"
 #include "topology/topology.h"
@@ -38,6 +47,8 @@
 #define LARGE_BYTES (1 << 20)
 #define SMALL_REPS 10
 #define LARGE_REPS 3
+#define HOP_TAG 0x5f1e     /* on g->data_comm, before any collective of the group can use it */
+#define HOP_REPS 8
 
 static starfold_status_t mpi_error(const char *fn, const char *what, int err)
 {
@@ -94,6 +105,17 @@ static int measure(starfold_group_t g, int peer, int bw, int lat, char *buf, dou
     return 0;
 }
 
+/* Rank 0's partners: peers[0] the lowest other rank of its node, peers[1] the lowest rank of another
+ * node; -1 where there is none. */
+static void measured_peers(starfold_group_t g, int *peers)
+{
+    peers[0] = peers[1] = -1;
+    for (int r = 1; r < g->size; r++) {
+        if (peers[0] < 0 && g->node_of[r] == g->node_of[0]) peers[0] = r;
+        if (peers[1] < 0 && g->node_of[r] != g->node_of[0]) peers[1] = r;
+    }
+}
+
 starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group_options_t *o)
 {
     static const char fn[] = "starfold_group_create";
@@ -103,12 +125,9 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
     const double given[4] = { o->shm_bandwidth_GBps, o->shm_latency_us, o->network_bandwidth_GBps, o->network_latency_us };
     for (int i = 0; i < 4; i++)
         if (given[i] > 0) v[i] = given[i];
-    int shm_peer = -1, net_peer = -1;
-    for (int r = 1; r < g->size; r++) {
-        if (shm_peer < 0 && g->node_of[r] == g->node_of[0]) shm_peer = r;
-        if (net_peer < 0 && g->node_of[r] != g->node_of[0]) net_peer = r;
-    }
-    const int peers[2] = { shm_peer, net_peer };
+    int peers[2];
+    measured_peers(g, peers);
+    const int shm_peer = peers[0], net_peer = peers[1];
     int takes_part = 0;
     for (int k = 0; k < 2; k++)
         takes_part |= peers[k] >= 0 && (g->rank == 0 || g->rank == peers[k]) &&
@@ -138,6 +157,57 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
     g->shm_link.latency_us = v[1];
     g->network_link.bandwidth_GBps = v[2];
     g->network_link.latency_us = v[3];
+    return STARFOLD_OK;
+}
+
+/* The fastest of HOP_REPS StarPU-MPI round trips of @h with @peer (after one to warm up), in seconds;
+ * rank 0 (@lead) sends first. < 0 when StarPU-MPI fails. */
+static double hop_round_trip(starfold_group_t g, starpu_data_handle_t h, int peer, int lead)
+{
+    double best = INFINITY;
+    for (int i = 0; i <= HOP_REPS; i++) {
+        MPI_Status status;
+        const double t0 = MPI_Wtime();
+        int err;
+        if (lead) {
+            err = starpu_mpi_send(h, peer, HOP_TAG, g->data_comm);
+            if (!err) err = starpu_mpi_recv(h, peer, HOP_TAG, g->data_comm, &status);
+        } else {
+            err = starpu_mpi_recv(h, peer, HOP_TAG, g->data_comm, &status);
+            if (!err) err = starpu_mpi_send(h, peer, HOP_TAG, g->data_comm);
+        }
+        if (err) return -1;
+        const double t = MPI_Wtime() - t0;
+        if (i > 0 && t < best) best = t;
+    }
+    return best;
+}
+
+starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_options_t *o)
+{
+    static const char fn[] = "starfold_group_create";
+    int peers[2];
+    measured_peers(g, peers);
+    const double given[2] = { o->shm_latency_us, o->network_latency_us };
+    /* [0..1] the one-way hop in us inside a node and between nodes (0: not measured); [2] failed */
+    double v[3] = { 0, 0, 0 };
+    uint64_t word = 0;
+    starpu_data_handle_t h = NULL;
+    for (int k = 0; k < 2; k++) {
+        if (peers[k] < 0 || given[k] > 0 || (g->rank != 0 && g->rank != peers[k])) continue;
+        if (!h) starpu_variable_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)&word, sizeof word);
+        const double rt = hop_round_trip(g, h, g->rank == 0 ? peers[k] : 0, g->rank == 0);
+        if (rt < 0) v[2] = 1;
+        else v[k] = clamp(rt / 2 * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
+    }
+    if (h) starpu_data_unregister(h);
+    const int err = MPI_Bcast(v, 3, MPI_DOUBLE, 0, g->comm);
+    if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Bcast of the measured hops", err);
+    if (v[2] != 0)
+        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: timing StarPU-MPI between ranks 0, %d and %d failed", fn,
+                               peers[0], peers[1]);
+    g->hop_us[0] = v[0];
+    g->hop_us[1] = v[1];
     return STARFOLD_OK;
 }
 

@@ -64,11 +64,18 @@ STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group)
     return group ? lowering_names[group->last_lowering] : NULL;
 }
 
-/* The group's rank topology, made once. */
+/*
+ * The rank topology the graphs are compiled and priced on, made once: the group's links, each with
+ * the latency of a message through StarPU-MPI where that was measured (group_links.c), since every
+ * cross-rank edge of a graph lowering is one; MPI's own all-reduce is priced with MPI's latency.
+ */
 static starfold_status_t rank_topology(starfold_group_t g)
 {
     if (g->ranks) return STARFOLD_OK;
-    return starfold_topology_ranks(g->size, g->node_of, &g->shm_link, &g->network_link, &g->ranks);
+    starfold_link_t shm = g->shm_link, net = g->network_link;
+    if (g->hop_us[0] > shm.latency_us) shm.latency_us = g->hop_us[0];
+    if (g->hop_us[1] > net.latency_us) net.latency_us = g->hop_us[1];
+    return starfold_topology_ranks(g->size, g->node_of, &shm, &net, &g->ranks);
 }
 
 static starfold_status_t rank_compile(starfold_group_t g, int lowering, starfold_op_t op, const size_t *totals,
