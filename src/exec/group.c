@@ -237,7 +237,10 @@ static void group_free(starfold_group_t g)
     if (!g) return;
     starfold__group_collectives_release(g);
     if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
-    if (g->data_comm != MPI_COMM_NULL) MPI_Comm_free(&g->data_comm);
+    /* A broken group may have abandoned requests on its data communicator (an MPI_Iallreduce, or
+     * StarPU-MPI receives its progress thread posts later): freeing it under them crashes that
+     * thread (seen: MPI_Irecv on the freed communicator), so it is left to MPI_Finalize or the abort. */
+    if (g->data_comm != MPI_COMM_NULL && !g->broken) MPI_Comm_free(&g->data_comm);
     free(g->node_of);
     free(g->devices_of);
     free(g);

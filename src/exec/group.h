@@ -70,6 +70,13 @@ const char *starfold__lowering_name(int lowering);
 /* Measures the links between ranks at creation unless @o gives them (group_links.c): collective, on
  * every rank, after the nodes are known; every rank ends with rank 0's values. */
 starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group_options_t *o);
+/*
+ * rank_graph.c: polls until no task, send or receive holds any of the @n handles @h (NULLs skipped),
+ * without blocking the caller in StarPU: 0, or -1 once @limit seconds have passed since @t0 (0 or
+ * infinity: no limit). starfold__now_s() is the clock (monotonic seconds).
+ */
+double starfold__now_s(void);
+int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit);
 /* group_links.c: times a StarPU-MPI message between the same ranks (g->hop_us); collective, after
  * StarPU-MPI is started. */
 starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_options_t *o);

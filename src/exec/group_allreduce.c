@@ -510,18 +510,17 @@ static starfold_status_t submit_mpi_tasks(starfold_group_t g, starfold_op_t op, 
 }
 
 /*
- * Step 3 as a graph across ranks: waits for the local reduce (*@r1, then destroyed: the leaders are
- * partitioned into the graph's pieces, which StarPU allows only on a handle no task holds), runs the
- * graph from the leaders into the results, then MEAN's division there. Every rank runs the same graph,
- * its tags numbered from the collective's sequence number. A failure here cannot be undone across
- * ranks: the group is broken.
+ * Step 3 as a graph across ranks: runs the graph from the leaders into the results, then MEAN's
+ * division there. It does not wait for the local reduce: the graph partitions the leaders with
+ * submitted partitions, which StarPU orders after the reduce's tasks, so a rank whose own tasks hang
+ * still reaches the graph's polled wait and times out like the others. Every rank runs the same
+ * graph, its tags numbered from the collective's sequence number. A failure here cannot be undone
+ * across ranks: the group is broken.
  */
 static starfold_status_t cross_ranks(starfold_group_t g, starfold_graph_t across, starfold_op_t op, const leaders_t *in,
-                                     const leaders_t *out, int64_t sequence, starfold_request_t *r1, int *abandoned)
+                                     const leaders_t *out, int64_t sequence, int *abandoned)
 {
-    starfold_status_t st = starfold_request_wait(*r1);
-    starfold_request_destroy(*r1);
-    *r1 = NULL;
+    starfold_status_t st = STARFOLD_OK;
     starpu_data_handle_t ins[STARFOLD_DTYPE_COUNT], outs[STARFOLD_DTYPE_COUNT];
     size_t nt = 0;
     for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++)
@@ -543,6 +542,45 @@ static starfold_status_t cross_ranks(starfold_group_t g, starfold_graph_t across
         starpu_data_release_on_node(out->vec[dt], STARPU_MAIN_RAM);
     }
     return st;
+}
+
+/*
+ * Step 3 with the MPI lowering, finished: the MPI tasks are waited for (their leaders polled, within
+ * timeout_seconds) before the local broadcast is submitted, so that a rank whose MPI_Allreduce
+ * failed or timed out leaves every output as it was, as a graph lowering does.
+ */
+static starfold_status_t mpi_tasks_done(const char *fn, starfold_group_t g, const leaders_t *l, const int *status,
+                                        int *abandoned)
+{
+    if (starfold__handles_free_by(l->vec, STARFOLD_DTYPE_COUNT, starfold__now_s(), g->timeout_seconds) != 0) {
+        g->broken = 1;
+        *abandoned = 1;
+        return starfold__error(STARFOLD_ERR_TIMEOUT, "%s: rank %d's MPI_Allreduce did not complete within "
+                               "timeout_seconds (%g s); the group is broken", fn, g->rank, g->timeout_seconds);
+    }
+    const int failed = __atomic_load_n(status, __ATOMIC_ACQUIRE);
+    if (failed == STARFOLD_OK) return STARFOLD_OK;
+    g->broken = 1;
+    return starfold__error((starfold_status_t)failed, "%s: MPI_Allreduce %s on this rank; the group is broken", fn,
+                           failed == STARFOLD_ERR_TIMEOUT ? "did not complete within timeout_seconds" : "failed");
+}
+
+/*
+ * Waits for one of the collective's requests within the group's timeout_seconds (0 or infinity: for
+ * ever): a task of this rank that hangs (a kernel, or the MPI task behind it) must not hold the
+ * caller past the limit the other ranks keep. On STARFOLD_ERR_TIMEOUT the group is broken and
+ * *@abandoned set: the request and the leaders stay StarPU's, never freed.
+ */
+static starfold_status_t wait_within(starfold_group_t g, starfold_request_t r, int *abandoned)
+{
+    const double limit = g->timeout_seconds;
+    if (!(limit > 0) || !isfinite(limit)) return starfold_request_wait(r);
+    const starfold_status_t st = starfold_request_wait_timeout(r, limit);
+    if (st != STARFOLD_ERR_TIMEOUT) return st;
+    g->broken = 1;
+    *abandoned = 1;
+    return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_group_all_reduce: rank %d's tasks did not complete within "
+                           "timeout_seconds (%g s); the group is broken", g->rank, limit);
 }
 
 /*
@@ -593,8 +631,13 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     memset(&leaders, 0, sizeof leaders);
     memset(&results, 0, sizeof results);
     starfold_view_t *lead = NULL, *lead2 = NULL;
-    mpi_task_arg_t args[STARFOLD_DTYPE_COUNT];
-    int task_status = STARFOLD_OK;
+    /* The MPI tasks' arguments and shared status, on the heap: after a timeout the tasks may still
+     * run when this call has returned (the block is then never freed, like the leaders). */
+    struct mpi_tasks {
+        mpi_task_arg_t args[STARFOLD_DTYPE_COUNT];
+        int status;
+    } *mt = calloc(1, sizeof *mt);
+    if (!mt && st == STARFOLD_OK) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     starfold_request_t r1 = NULL, r2 = NULL;
     const int64_t sequence = group->sequence;
     if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_REDUCE, local_op, num_tensors, tensors, &reduce);
@@ -621,15 +664,18 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     group->sequence++;
     free(all);
     if (st == STARFOLD_OK) group->last_lowering = lowering;
-    if (st == STARFOLD_OK && !graph_lowering) st = submit_mpi_tasks(group, op, &leaders, args, &task_status);
     int abandoned = 0;
+    if (st == STARFOLD_OK && !graph_lowering) st = submit_mpi_tasks(group, op, &leaders, mt->args, &mt->status);
+    if (st == STARFOLD_OK && !graph_lowering) st = mpi_tasks_done(fn, group, &leaders, &mt->status, &abandoned);
     if (st == STARFOLD_OK && graph_lowering)
-        st = cross_ranks(group, across, op, &leaders, &results, sequence, &r1, &abandoned);
+        st = cross_ranks(group, across, op, &leaders, &results, sequence, &abandoned);
     if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, bcast, lead2, outputs, &r2);
-    const starfold_status_t w1 = r1 ? starfold_request_wait(r1) : STARFOLD_OK;
-    const starfold_status_t w2 = r2 ? starfold_request_wait(r2) : STARFOLD_OK;
-    starfold_request_destroy(r1);
-    starfold_request_destroy(r2);
+    /* Abandoned (a timeout across ranks): the local reduce may be what hangs; it is left to StarPU,
+     * its request never waited for nor freed, like the leaders it writes. */
+    const starfold_status_t w1 = r1 && !abandoned ? wait_within(group, r1, &abandoned) : STARFOLD_OK;
+    const starfold_status_t w2 = r2 && !abandoned ? wait_within(group, r2, &abandoned) : STARFOLD_OK;
+    if (!abandoned) starfold_request_destroy(r1);
+    if (!abandoned) starfold_request_destroy(r2);
     if (!abandoned) free_leaders(group, &leaders);
     if (graph_lowering && !abandoned) free_leaders(group, &results);
     if (abandoned) free(leaders.offset), free(results.offset);
@@ -637,12 +683,7 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     free(lead2);
     if (st == STARFOLD_OK && w1 != STARFOLD_OK) st = w1;
     if (st == STARFOLD_OK && w2 != STARFOLD_OK) st = w2;
-    const int failed_task = __atomic_load_n(&task_status, __ATOMIC_ACQUIRE);
-    if (st == STARFOLD_OK && failed_task != STARFOLD_OK) {
-        group->broken = 1;
-        st = starfold__error((starfold_status_t)failed_task, "%s: MPI_Allreduce %s on this rank; the group is broken", fn,
-                             failed_task == STARFOLD_ERR_TIMEOUT ? "did not complete within timeout_seconds" : "failed");
-    }
+    if (!abandoned) free(mt);
     starfold_graph_destroy(reduce);
     starfold_graph_destroy(bcast);
     starfold_graph_destroy(across);

@@ -27,8 +27,10 @@
  * Ordering is StarPU's sequential consistency on the pieces: the nodes are in a valid submission
  * order (graph.h), StarPU-MPI's detached requests take part in the implicit dependencies like tasks,
  * so a piece is sent after its last writer and overwritten after its sends. The run ends when every
- * partitioned handle is gathered again (starpu_data_unpartition() waits for its pieces) and every
- * temporary unregistered.
+ * piece is free again (polled, settle()), every partitioned handle gathered (unpartition submitted) and every
+ * temporary unregistered. Partitions are submitted (starpu_data_partition_plan/_submit), never
+ * waited for on the calling thread, so a rank whose own earlier tasks hang still reaches its polled
+ * wait and its timeout.
  *
  * Ownership: the caller's input and output handles are partitioned for the run and given back whole;
  * the graph's temporaries and the receive temporaries are StarPU's (registered with no home, so
@@ -251,9 +253,12 @@ static starfold_status_t make_handles(run_t *R, const starpu_data_handle_t *inpu
         struct starpu_data_filter f = { .filter_func = starpu_vector_filter_list_long,
                                         .nchildren = (unsigned)(c->n - 1),
                                         .filter_arg_ptr = lengths };
-        starpu_data_partition(R->whole[b], &f);
+        /* Asynchronous: the caller's leader vectors may still be written by tasks that are late (a
+         * hung kernel), and a synchronous starpu_data_partition() would wait for them here, past
+         * any timeout; submitted, the partition waits in StarPU's queue like a task. */
+        starpu_data_partition_plan(R->whole[b], &f, R->piece[b]);
         free(lengths);
-        for (size_t k = 0; k + 1 < c->n; k++) R->piece[b][k] = starpu_data_get_sub_data(R->whole[b], 1, (unsigned)k);
+        starpu_data_partition_submit(R->whole[b], (unsigned)(c->n - 1), R->piece[b]);
         R->partitioned[b] = 1;
     }
     return STARFOLD_OK;
@@ -265,7 +270,7 @@ static starfold_status_t make_handles(run_t *R, const starpu_data_handle_t *inpu
  * a rank lost after the agreement costs the group's timeout instead of a hang. Acquiring without a
  * node moves no data. STARFOLD_ERR_TIMEOUT after timeout_seconds (0 or infinity: none).
  */
-static double now_s(void)
+double starfold__now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -279,24 +284,30 @@ static int settled(starpu_data_handle_t h)
     return 1;
 }
 
+int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit)
+{
+    const struct timespec pause = { 0, 100000 }; /* 100 us */
+    for (size_t k = 0; k < n;) {
+        if (!h[k] || settled(h[k])) {
+            k++;
+            continue;
+        }
+        if (limit > 0 && isfinite(limit) && starfold__now_s() - t0 > limit) return -1;
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
 static starfold_status_t settle(run_t *R)
 {
     const struct starfold_graph *G = R->graph;
-    const double t0 = now_s(), limit = R->g->timeout_seconds;
-    const struct timespec pause = { 0, 100000 }; /* 100 us */
+    const double t0 = starfold__now_s(), limit = R->g->timeout_seconds;
     for (size_t b = 0; b < G->nbufs; b++) {
         const size_t n = R->piece[b] ? R->cuts[b].n - 1 : 1;
-        for (size_t k = 0; R->whole[b] && k < n;) {
-            if (settled(R->piece[b] ? R->piece[b][k] : R->whole[b])) {
-                k++;
-                continue;
-            }
-            if (limit > 0 && isfinite(limit) && now_s() - t0 > limit)
-                return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_group_all_reduce: rank %d's sends and receives "
-                                       "across ranks did not complete within timeout_seconds (%g s): a rank is gone; "
-                                       "the group is broken", R->g->rank, limit);
-            nanosleep(&pause, NULL);
-        }
+        if (R->whole[b] && starfold__handles_free_by(R->piece[b] ? R->piece[b] : &R->whole[b], n, t0, limit) != 0)
+            return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_group_all_reduce: rank %d's sends and receives "
+                                   "across ranks did not complete within timeout_seconds (%g s): a rank is gone; "
+                                   "the group is broken", R->g->rank, limit);
     }
     return STARFOLD_OK;
 }
@@ -313,7 +324,11 @@ static void release_handles(run_t *R)
 {
     const struct starfold_graph *G = R->graph;
     for (size_t b = 0; b < G->nbufs; b++) {
-        if (R->partitioned[b]) starpu_data_unpartition(R->whole[b], STARPU_MAIN_RAM);
+        if (R->partitioned[b]) {
+            const unsigned n = (unsigned)(R->cuts[b].n - 1);
+            starpu_data_unpartition_submit(R->whole[b], n, R->piece[b], -1); /* gathered where it is valid: a temporary has no home */
+            starpu_data_partition_clean(R->whole[b], n, R->piece[b]);
+        }
         if (R->temporary[b]) starpu_data_unregister(R->whole[b]); /* waits for its last access */
         free(R->piece[b]);
     }

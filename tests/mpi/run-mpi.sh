@@ -123,4 +123,23 @@ for np in 2 3; do
         *) echo "FAIL: the timeout case exited $rc"; status=1 ;;
     esac
 done
+# A rank lost after the agreement (its workers hung), under each lowering: every rank
+# gets TIMEOUT from its own wait on the graph after timeout_seconds, the group is broken, nobody hangs.
+out="$top/tests/out/mpi-lost.log"
+for np_lowering in "2 1 ring" "2 1 mpi" "3 2 hierarchical" "3 1 leader"; do
+    set -- $np_lowering
+    echo "== mpirun -np $1 test_group $2 lost $3"
+    timeout -k 10 "$limit" mpirun -np "$1" --oversubscribe --bind-to none \
+        --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+        -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+        "$prog" "$2" lost "$3" > "$out" 2>&1
+    rc=$?
+    cat "$out"
+    grep -q "lost case: 0 failures over all ranks" "$out" || rc=1
+    case $rc in
+        0) ;;
+        124|137) echo "FAIL: the lost case ($3) did not finish in $limit s"; status=1 ;;
+        *) echo "FAIL: the lost case ($3) exited $rc"; status=1 ;;
+    esac
+done
 exit $status

@@ -600,8 +600,32 @@ static void test_mwms(void)
  * waiting; destroying the broken groups does not block. A broken group cannot be finalised (MPI
  * would wait for the missing rank), so the job ends as the documentation says: rank 0 aborts it, with
  * the failure count as the exit code (mpirun returns it).
+ *
+ * `test_group K lost LOWERING`: the last rank is lost in the middle of a graph lowering: it joins the
+ * agreement, then its StarPU workers hang (a task sleeping on each, as a hung kernel would), so its
+ * part of the graph never runs and its sends never leave. Every rank, the hung one included, gets
+ * STARFOLD_ERR_TIMEOUT from its own wait on the graph's handles after timeout_seconds, instead of
+ * waiting forever; the group is broken everywhere, nothing was written, and the job ends the same way.
  */
-static int run_timeout_case(void)
+static void hang(void *buffers[], void *arg)
+{
+    (void)buffers;
+    (void)arg;
+    const struct timespec t = { 8, 0 };
+    nanosleep(&t, NULL);
+}
+
+static struct starpu_codelet hang_cl = { .cpu_funcs = { hang }, .nbuffers = 0, .name = "hung_kernel" };
+
+/* Occupies every CPU worker of this rank with a hung task. */
+static void hang_workers(void)
+{
+    int ids[STARPU_NMAXWORKERS];
+    const int n = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
+    for (int w = 0; w < n; w++) starpu_task_insert(&hang_cl, STARPU_EXECUTE_ON_WORKER, ids[w], 0);
+}
+
+static int run_fault_case(const char *lowering)
 {
     int failed = 0;
 #define EXPECT(cond)                                                                                   \
@@ -620,6 +644,7 @@ static int run_timeout_case(void)
     starfold_group_t g = NULL;
     EXPECT(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g) == STARFOLD_OK);
     if (!g) return 1;
+    if (lowering) EXPECT(starfold_group_set_lowering(g, lowering) == STARFOLD_OK);
     const float x = 1.0f;
     starpu_data_handle_t in[NDEV], out[NDEV];
     for (int d = 0; d < NDEV; d++) {
@@ -631,7 +656,15 @@ static int run_timeout_case(void)
     }
     const starfold_tensor_desc_t t = { STARFOLD_FLOAT32, 1 };
     const int late = world_rank == world_size - 1;
-    if (late) {
+    if (lowering) {
+        if (late) hang_workers();
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_TIMEOUT);
+        EXPECT(strstr(starfold_last_error(), "did not complete within timeout_seconds") != NULL);
+        EXPECT(!strcmp(starfold_group_last_lowering(g), lowering));
+        EXPECT(starfold_group_is_broken(g) == 1);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_RUNTIME);
+        EXPECT(strstr(starfold_last_error(), "the group is broken") != NULL);
+    } else if (late) {
         const struct timespec wait = { 4, 0 };
         nanosleep(&wait, NULL);
         EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_RUNTIME);
@@ -653,8 +686,8 @@ static int run_timeout_case(void)
     int total = 0;
     MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (world_rank == 0) {
-        printf("test_group: %d ranks, timeout case: %d failures over all ranks; ending the job with "
-               "starfold_group_abort()\n", world_size, total);
+        printf("test_group: %d ranks, %s case: %d failures over all ranks; ending the job with "
+               "starfold_group_abort()\n", world_size, lowering ? "lost" : "timeout", total);
         fflush(stdout);
         starfold_group_abort(NULL, total ? 1 : 0);
     }
@@ -683,7 +716,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_group: rank %d: cannot create the context: %s\n", world_rank, starfold_last_error());
         failed = 1;
     } else if (argc > 2 && !strcmp(argv[2], "timeout")) {
-        return run_timeout_case();
+        return run_fault_case(NULL);
+    } else if (argc > 3 && !strcmp(argv[2], "lost")) {
+        return run_fault_case(argv[3]);
     } else if (CU_initialize_registry() == CUE_SUCCESS) {
         CU_pSuite s = CU_add_suite("process groups (starfold/mpi.h)", NULL, NULL);
         CU_add_test(s, "create: rank, size, nodes, devices", test_create);
