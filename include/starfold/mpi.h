@@ -265,9 +265,13 @@ STARFOLD_API void starfold_group_abort(starfold_group_t group, int code);
  * results as one process holding every replica. Each value holds one component per device of this
  * process. Every process must make the same reductions in the same order; the group agrees on each
  * before it runs, and a mismatch or a missing process fails every process alike (see
- * starfold_group_all_reduce() for timeouts and what to do after one). CommunicationOptions:
- * timeout_seconds of the group applies to agreement; bytes_per_pack and implementation are accepted
- * (the cross-process step is one MPI all-reduce per tensor for now, named in the trace as "mpi").
+ * starfold_group_all_reduce() for timeouts and what to do after one). CommunicationOptions (the
+ * strategy's, merged with a call's): bytes_per_pack cuts a batch, in order, into packs of whole
+ * tensors closed once they hold more than that many bytes (TensorFlow's group_by_size), one group
+ * all-reduce per pack (0: the batch in one, a fusion buffer per dtype); timeout_seconds bounds each
+ * of them, agreement included (0: the group's); implementation picks the lowering across processes:
+ * RING "ring", NCCL "mpi" (the communication library's own tuned all-reduce, as NCCL is), AUTO the
+ * group's (starfold_group_set_lowering()). Every process must use the same options.
  * @param [in]  group the process group (it must outlive the strategy)
  * @param [in]  options NULL for the defaults
  * @param [out] strategy the new strategy (starfold_strategy_destroy())

@@ -15,6 +15,15 @@
  * the destinations). Every process must make the same reductions in the same order; the group agrees
  * on each before it runs and fails every process alike otherwise (starfold/mpi.h).
  *
+ * CommunicationOptions, per call (the strategy's merged with the call's):
+ *   bytes_per_pack   TensorFlow's group_by_size: the batch cut, in order, into packs of whole tensors
+ *                    (a pack closed once it holds more than bytes_per_pack bytes), one group
+ *                    all-reduce per pack; 0: the whole batch in one (each dtype one fusion buffer)
+ *   timeout_seconds  bounds each of those all-reduces, agreement included (0: the group's)
+ *   implementation   the lowering across processes: RING the ring of StarPU-MPI sends, NCCL the
+ *                    communication library's own tuned all-reduce (MPI's, as NCCL is NVIDIA's), AUTO
+ *                    the group's choice (starfold_group_set_lowering(), by default the cost model's)
+ *
  * Built with MPI only (the distribute layer's MPI part, compiled without StarPU's flags).
  */
 #include "config.h"
@@ -25,6 +34,7 @@
 
 #include "base/common.h"
 #include "distribute/distribute.h"
+#include "exec/group_call.h"
 #include <starfold/mpi.h>
 
 /* The component of @v on context device @d; -1 when it has none. */
@@ -33,6 +43,50 @@ static int component_on(starfold_value_t v, int d)
     for (int c = 0; c < v->n; c++)
         if (v->devices[c] == d) return c;
     return -1;
+}
+
+/* The lowering CommunicationOptions.implementation names (see above); NULL: the group's own. */
+static const char *lowering_of(starfold_communication_implementation_t implementation)
+{
+    switch (implementation) {
+    case STARFOLD_COMMUNICATION_RING: return "ring";
+    case STARFOLD_COMMUNICATION_NCCL: return "mpi";
+    default: return NULL;
+    }
+}
+
+/* The end of the pack that starts at tensor @from: group_by_size with @bytes_per_pack (0: all). */
+static size_t pack_end(const starfold_tensor_desc_t *t, size_t n, size_t from, int64_t bytes_per_pack)
+{
+    if (bytes_per_pack <= 0) return n;
+    size_t bytes = 0, i = from;
+    for (; i < n && bytes <= (size_t)bytes_per_pack; i++) bytes += t[i].count * starfold_dtype_size(t[i].dtype);
+    return i;
+}
+
+/* The group all-reduces of the batch, pack by pack (@in and @out: [device x tensor], @n tensors). */
+static starfold_status_t all_reduce_packs(starfold_group_t g, starfold_op_t op, int nd, size_t n,
+                                          const starfold_tensor_desc_t *tensors, const starfold_view_t *in,
+                                          const starfold_view_t *out, const starfold_communication_options_t *o,
+                                          const char *fn)
+{
+    starfold_view_t *pin = calloc((size_t)nd * (n ? n : 1), sizeof *pin);
+    starfold_view_t *pout = calloc((size_t)nd * (n ? n : 1), sizeof *pout);
+    starfold_status_t st = pin && pout ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (size_t a = 0, b; a < n && st == STARFOLD_OK; a = b) {
+        b = pack_end(tensors, n, a, o->bytes_per_pack);
+        const size_t np = b - a;
+        for (int d = 0; d < nd; d++)
+            for (size_t k = 0; k < np; k++) {
+                pin[(size_t)d * np + k] = in[(size_t)d * n + a + k];
+                pout[(size_t)d * np + k] = out[(size_t)d * n + a + k];
+            }
+        st = starfold__group_all_reduce_views_with(g, op, np, tensors + a, pin, pout, o->timeout_seconds,
+                                                   lowering_of(o->implementation));
+    }
+    free(pin);
+    free(pout);
+    return st;
 }
 
 static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_t op, size_t n,
@@ -102,7 +156,7 @@ static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_
         (void)starfold_group_all_reduce_views(g, (starfold_op_t)-1, 0, NULL, NULL, NULL);
         st = starfold__error(st, "%s", why);
     } else {
-        st = starfold_group_all_reduce_views(g, op, n, tensors, in, out);
+        st = all_reduce_packs(g, op, nd, n, tensors, in, out, o, fn);
         if (st != STARFOLD_OK) {
             char why[512];
             snprintf(why, sizeof why, "%s", starfold_last_error());

@@ -45,6 +45,7 @@
 
 #include "base/common.h"
 #include "exec/group.h"
+#include "exec/group_call.h"
 
 /* ------------------------------------------------------------------------------------------------
  * 1. Agreement
@@ -726,6 +727,25 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t 
     const starfold_status_t st = usable(fn, group);
     if (st != STARFOLD_OK) return st;
     return group_all_reduce(fn, group, op, num_tensors, tensors, inputs, outputs, STARFOLD_OK);
+}
+
+starfold_status_t starfold__group_all_reduce_views_with(starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                                        const starfold_tensor_desc_t *tensors,
+                                                        const starfold_view_t *inputs, const starfold_view_t *outputs,
+                                                        double timeout_seconds, const char *lowering)
+{
+    static const char fn[] = "starfold_group_all_reduce_views";
+    starfold_status_t st = usable(fn, group);
+    if (st != STARFOLD_OK) return st;
+    const double timeout = group->timeout_seconds;
+    const int chosen = group->lowering;
+    if (timeout_seconds > 0) group->timeout_seconds = timeout_seconds;
+    /* An unknown name is this rank's refusal, shared with the others by the agreement. */
+    if (lowering) st = starfold_group_set_lowering(group, lowering);
+    st = group_all_reduce(fn, group, op, num_tensors, tensors, inputs, outputs, st);
+    group->timeout_seconds = timeout;
+    group->lowering = chosen;
+    return st;
 }
 
 void starfold__group_collectives_wait(starfold_group_t g)

@@ -594,6 +594,83 @@ static void test_mwms(void)
 }
 
 /*
+ * MultiWorkerMirroredStrategy honours CommunicationOptions: a batch of five tensors of four dtypes
+ * cut by bytes_per_pack = 4,000 into packs ({4,000 B float32, 296 B int64}, {4 B, 4,000 B float64},
+ * {12 B int32}), each its own group all-reduce, all right; implementation RING crosses processes with
+ * the "ring" lowering and NCCL with "mpi"; processes whose bytes_per_pack differ cut the batch
+ * differently, so the first pack differs and every process gets INVALID_ARGUMENT (no result, the
+ * group still usable), which only separate per-pack collectives can produce.
+ */
+static void test_mwms_options(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const int T = NDEV * world_size, devs[NDEV] = { 0, 1 };
+    static const starfold_tensor_desc_t t[5] = { { STARFOLD_FLOAT32, 1000 }, { STARFOLD_INT64, 37 }, { STARFOLD_FLOAT32, 1 },
+                                                 { STARFOLD_FLOAT64, 500 }, { STARFOLD_INT32, 3 } };
+    double init[1000]; /* room for any of them: element i is i % 7 + k, in the tensor's dtype */
+    starfold_value_t v[5] = { NULL };
+    starfold_value_destination_pair_t pairs[5];
+    for (int k = 0; k < 5; k++) {
+        for (size_t i = 0; i < t[k].count; i++) {
+            const long x = (long)(i % 7) + k;
+            switch (t[k].dtype) {
+            case STARFOLD_FLOAT32: ((float *)init)[i] = (float)x; break;
+            case STARFOLD_FLOAT64: init[i] = (double)x; break;
+            case STARFOLD_INT32: ((int32_t *)init)[i] = (int32_t)x; break;
+            default: ((int64_t *)init)[i] = x; break;
+            }
+        }
+        CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, t[k].dtype, t[k].count, init,
+                                                    &v[k]),
+                              STARFOLD_OK);
+        pairs[k] = (starfold_value_destination_pair_t){ v[k], starfold_destination_value(v[k]) };
+    }
+    static const starfold_communication_implementation_t impl[2] = { STARFOLD_COMMUNICATION_RING,
+                                                                     STARFOLD_COMMUNICATION_NCCL };
+    static const char *const lowering[2] = { "ring", "mpi" };
+    for (int m = 0; m < 2; m++) {
+        starfold_communication_options_t so, call;
+        starfold_communication_options_init(&so);
+        so.implementation = impl[m];
+        starfold_communication_options_init(&call);
+        call.bytes_per_pack = 4000;
+        call.timeout_seconds = 30;
+        starfold_strategy_t s = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, &so, &s), STARFOLD_OK);
+        starfold_value_t res[5] = { NULL };
+        CU_ASSERT_EQUAL_FATAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 5, pairs, &call, res), STARFOLD_OK);
+        CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), world_size > 1 ? lowering[m] : "mpi");
+        long bad = 0;
+        for (int k = 0; k < 5; k++) {
+            for (int c = 0; c < NDEV; c++) {
+                double got[1000];
+                CU_ASSERT_EQUAL(starfold_value_read(res[k], c, got, t[k].count * starfold_dtype_size(t[k].dtype)), STARFOLD_OK);
+                for (size_t i = 0; i < t[k].count; i++) {
+                    const double want = (double)((long)(i % 7) + k) * T;
+                    const double x = t[k].dtype == STARFOLD_FLOAT32 ? ((float *)got)[i]
+                                     : t[k].dtype == STARFOLD_FLOAT64 ? got[i]
+                                     : t[k].dtype == STARFOLD_INT32 ? ((int32_t *)got)[i] : (double)((int64_t *)got)[i];
+                    bad += x != want;
+                }
+            }
+            starfold_value_destroy(res[k]);
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        /* Different packing on one process: the packs differ, every process refuses alike. */
+        if (world_size > 1) {
+            call.bytes_per_pack = world_rank == 0 ? 0 : 4000;
+            CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 5, pairs, &call, res),
+                            STARFOLD_ERR_INVALID_ARGUMENT);
+            CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+        }
+        starfold_strategy_destroy(s);
+    }
+    for (int k = 0; k < 5; k++) starfold_value_destroy(v[k]);
+    starfold_group_destroy(g);
+}
+
+/*
  * `test_group K timeout`: the last rank never joins collective #0 in time. Every other rank gets
  * STARFOLD_ERR_TIMEOUT naming it, after the stall warning; the group is broken there (later calls
  * fail at once); the late rank, arriving after, fails at once on the others' notice instead of
@@ -731,6 +808,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
         CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
         CU_add_test(s, "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms);
+        CU_add_test(s, "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options);
         CU_basic_set_mode(world_rank == 0 ? CU_BRM_VERBOSE : CU_BRM_SILENT);
         CU_basic_run_tests();
         failed = (int)CU_get_number_of_failures();
