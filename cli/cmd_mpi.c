@@ -45,7 +45,7 @@ static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP
                                           CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_ITERS) |
                                           CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_JSON) |
                                           CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) |
-                                          CLI_OPT(OPT_LOWERING);
+                                          CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT);
 
 /* Whether an MPI launcher (mpirun, mpiexec, srun) started this process. */
 static int under_launcher(void)
@@ -412,8 +412,10 @@ static void print_row(const cli_opts_t *o, const mpi_row_t *r)
            r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio);
 }
 
-/* The group's all-reduce at one size: -w warm-up, -n timed (each the slowest rank's), then checked. */
-static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *t, mpi_row_t *row)
+/* The group's all-reduce at one size: -w warm-up, -n timed (each the slowest rank's), then checked;
+ * @persistent: bound once (starfold_group_all_reduce_init(), untimed) and started every iteration. */
+static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *t, int persistent,
+                       mpi_row_t *row)
 {
     cli_replicas_t rep;
     memset(&rep, 0, sizeof rep);
@@ -422,6 +424,9 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     int bad = 0;
     if (st != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot create the replicas");
     if (!bad && o->check && (st = cli_replicas_clear(&rep)) != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot clear the outputs");
+    starfold_group_persistent_t p = NULL;
+    if (!bad && persistent && (st = starfold_group_all_reduce_init(job->group, o->op, 1, t, rep.in, rep.out, &p)) != STARFOLD_OK)
+        bad = RANK_FAIL(job, st, "%s", "cannot bind the persistent all-reduce"); /* the same status on every rank */
     if (ranks_failing(bad)) {
         cli_replicas_destroy(&rep);
         return CLI_FAIL;
@@ -430,15 +435,17 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     for (int it = -o->warmup; it < o->iters; it++) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = cli_now();
-        st = starfold_group_all_reduce(job->group, o->op, 1, t, rep.in, rep.out);
+        st = p ? starfold_group_persistent_start(p) : starfold_group_all_reduce(job->group, o->op, 1, t, rep.in, rep.out);
         const double dt = max_over_ranks(cli_now() - t0);
         if (st != STARFOLD_OK) { /* the same status on every rank */
             RANK_FAIL(job, st, "all-reduce of %llu bytes failed", (unsigned long long)row->size);
+            starfold_group_persistent_destroy(p);
             cli_replicas_destroy(&rep);
             return CLI_FAIL;
         }
         if (it >= 0) total += dt;
     }
+    starfold_group_persistent_destroy(p);
     uint64_t wrong = 0, checked = 0;
     if (o->check && (st = cli_replicas_verify(&rep, &wrong, &checked)) != STARFOLD_OK)
         bad = RANK_FAIL(job, st, "%s", "cannot read the outputs back");
@@ -448,7 +455,8 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
         fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
                 (unsigned long long)wrong, (unsigned long long)row->size);
     const char *lowering = starfold_group_last_lowering(job->group);
-    row_finish(row, "starfold-group", lowering ? lowering : "?", total / o->iters, job->total, sum_over_ranks(wrong));
+    row_finish(row, persistent ? "group-persist" : "starfold-group", lowering ? lowering : "?", total / o->iters, job->total,
+               sum_over_ranks(wrong));
     return CLI_OK;
 }
 
@@ -506,6 +514,9 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
         print_ranks(&job, o, info0, "# ");
         fprintf(info0, "# starfold-group: starfold_group_all_reduce() over every replica, lowering asked: %s (the one used "
                        "on each row)\n", o->lowering);
+        if (o->persistent)
+            fprintf(info0, "# group-persist: the same, bound once with starfold_group_all_reduce_init() (untimed), "
+                           "started every iteration (starfold_group_persistent_start())\n");
         fprintf(info0, "# MPI_Allreduce: the MPI baseline, MPI's own all-reduce of the same bytes, one host buffer per rank, "
                        "MPI_IN_PLACE%s\n", o->op == STARFOLD_OP_MEAN ? ", MPI_SUM (MPI has no mean)" : "");
         fprintf(info0, "# time: the slowest rank's, mean of -n %d after -w %d; busbw = algbw x 2(n-1)/n with n = %d "
@@ -530,21 +541,25 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
                              t.count == 0 ? "no whole element" : "beyond MPI's int count");
             continue;
         }
-        mpi_row_t g, m;
+        mpi_row_t g, gp, m;
         memset(&g, 0, sizeof g);
+        memset(&gp, 0, sizeof gp);
         memset(&m, 0, sizeof m);
-        g.size = m.size = t.count * es;
-        g.count = m.count = t.count;
-        if ((r = bench_group(&job, o, &t, &g)) != CLI_OK) break;
+        g.size = gp.size = m.size = t.count * es;
+        g.count = gp.count = m.count = t.count;
+        if ((r = bench_group(&job, o, &t, 0, &g)) != CLI_OK) break;
+        if (o->persistent && (r = bench_group(&job, o, &t, 1, &gp)) != CLI_OK) break;
         if ((r = bench_mpi_baseline(&job, o, &m)) != CLI_OK) break;
         g.ratio = m.time_s > 0 ? g.time_s / m.time_s : 0.0;
-        wrong_total += g.wrong + m.wrong;
+        gp.ratio = m.time_s > 0 ? gp.time_s / m.time_s : 0.0;
+        wrong_total += g.wrong + gp.wrong + m.wrong;
         if (g.ratio > 0) {
             log_ratio += log(g.ratio);
             rows++;
         }
         if (me0) {
             print_row(o, &g);
+            if (o->persistent) print_row(o, &gp);
             print_row(o, &m);
             fflush(stdout);
         }

@@ -188,6 +188,41 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t 
                                                                const starfold_view_t *inputs,
                                                                const starfold_view_t *outputs);
 
+/** @brief A persistent all-reduce of a process group (starfold_group_all_reduce_init()). */
+typedef struct starfold_group_persistent *starfold_group_persistent_t;
+
+/**
+ * @brief MPI-4's `MPI_Allreduce_init`: binds an all-reduce of these handles once, so that every step
+ *        of a training loop only starts it (starfold_group_persistent_start()).
+ *
+ * Collective, like starfold_group_all_reduce(): every rank calls it with the same op and tensors, and
+ * the ranks agree on it here (a refusal or a difference fails every rank alike, nothing is kept). What
+ * a call would prepare each time is made once: the lowering (the cost model's choice for these bytes,
+ * or the group's), its graph across ranks, the local reduce and broadcast graphs, and the leader
+ * vectors (allocated once, so later steps touch warm memory).
+ * @param [in]  group, op, num_tensors, tensors, inputs, outputs as for starfold_group_all_reduce();
+ *              the handles must stay registered until starfold_group_persistent_destroy()
+ * @param [out] persistent the new persistent all-reduce
+ * @return as starfold_group_all_reduce(); ::STARFOLD_ERR_INVALID_ARGUMENT for a NULL @p persistent.
+ */
+STARFOLD_API starfold_status_t starfold_group_all_reduce_init(starfold_group_t group, starfold_op_t op,
+                                                              size_t num_tensors, const starfold_tensor_desc_t *tensors,
+                                                              const starpu_data_handle_t *inputs,
+                                                              const starpu_data_handle_t *outputs,
+                                                              starfold_group_persistent_t *persistent);
+
+/**
+ * @brief MPI's `MPI_Start` + `MPI_Wait`: runs the bound all-reduce on the handles' current contents
+ *        and returns when this rank's outputs hold the result. Collective: every rank starts its
+ *        persistent all-reduces in the same order, interleaved with the group's other collectives
+ *        alike; each start is agreed on (sequence number, fingerprint) and time-limited as a call is.
+ * @return as starfold_group_all_reduce().
+ */
+STARFOLD_API starfold_status_t starfold_group_persistent_start(starfold_group_persistent_t persistent);
+
+/** @brief Frees a persistent all-reduce (local; NULL is ignored). Before its group is destroyed. */
+STARFOLD_API void starfold_group_persistent_destroy(starfold_group_persistent_t persistent);
+
 /**
  * @brief Chooses how the group's all-reduces cross ranks (the step between the local reduce to each
  *        rank's leader vectors and the local broadcast, see starfold_group_all_reduce()):

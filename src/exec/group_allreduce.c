@@ -585,75 +585,117 @@ static starfold_status_t wait_within(starfold_group_t g, starfold_request_t r, i
 }
 
 /*
- * The collective over views (inputs and outputs num_devices x num_tensors, slot-major). @st is this
- * rank's verdict on its arguments so far: a refusal still takes part in the agreement, so that every
- * rank fails together.
+ * One all-reduce made ready to run (a plan): what a call prepares before the agreement and frees after
+ * it, or what a persistent all-reduce (starfold_group_all_reduce_init()) keeps across its starts: the
+ * lowering and its graph across ranks, the local reduce and broadcast graphs, the leader vectors (and
+ * the results' for a graph lowering) and their views. The tensors and views are borrowed.
  */
-static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group, starfold_op_t op, size_t num_tensors,
-                                          const starfold_tensor_desc_t *tensors, const starfold_view_t *inputs,
-                                          const starfold_view_t *outputs, starfold_status_t st)
-{
-    if (st == STARFOLD_OK) st = check_args(fn, group, op, num_tensors, tensors, inputs, outputs);
-    char mine_msg[512];
+typedef struct plan {
+    starfold_op_t op;
+    size_t nt;
+    const starfold_tensor_desc_t *tensors;
+    const starfold_view_t *inputs, *outputs;   /* num_devices x nt, slot-major */
+    int lowering;
+    starfold_graph_t across, reduce, bcast;
+    leaders_t leaders, results;
+    starfold_view_t *lead, *lead2;
+    int abandoned;    /* a timeout left the leaders to StarPU: never freed */
+} plan_t;
 
-    /* How the fusion buffers cross ranks: decided alike on every rank, and agreed on below (a graph
-     * that does not compile is this rank's refusal). MEAN crosses as SUM, divided after. */
+/*
+ * Everything this rank prepares alone, before the agreement. @st: the caller's verdict so far; the
+ * result is this rank's verdict, which the agreement shares (a graph that does not compile, leaders
+ * that cannot be allocated: every rank fails together). MEAN crosses ranks as SUM, divided after.
+ */
+static starfold_status_t plan_make(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
+                                   const starfold_tensor_desc_t *tensors, const starfold_view_t *inputs,
+                                   const starfold_view_t *outputs, starfold_status_t st, plan_t *p)
+{
+    memset(p, 0, sizeof *p);
+    *p = (plan_t){ .op = op, .nt = nt, .tensors = tensors, .inputs = inputs, .outputs = outputs, .lowering = SF_LOWER_MPI };
+    if (st == STARFOLD_OK) st = check_args(fn, g, op, nt, tensors, inputs, outputs);
     const starfold_op_t local_op = op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
     size_t totals[STARFOLD_DTYPE_COUNT] = { 0 };
-    for (size_t t = 0; st == STARFOLD_OK && t < num_tensors; t++) totals[tensors[t].dtype] += tensors[t].count;
-    int lowering = SF_LOWER_MPI;
-    starfold_graph_t across = NULL;
-    if (st == STARFOLD_OK) st = starfold__group_lower(group, local_op, totals, &lowering, &across);
-    snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
+    for (size_t t = 0; st == STARFOLD_OK && t < nt; t++) totals[tensors[t].dtype] += tensors[t].count;
+    if (st == STARFOLD_OK) st = starfold__group_lower(g, local_op, totals, &p->lowering, &p->across);
+    const int graph_lowering = p->lowering != SF_LOWER_MPI;
+    if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_REDUCE, local_op, nt, tensors, &p->reduce);
+    if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_BROADCAST, local_op, nt, tensors, &p->bcast);
+    if (st == STARFOLD_OK) st = make_leaders(g, nt, tensors, &p->leaders);
+    if (st == STARFOLD_OK && graph_lowering) st = make_leaders(g, nt, tensors, &p->results);
+    if (st == STARFOLD_OK) st = make_leader_views(nt, tensors, &p->leaders, &p->lead);
+    if (st == STARFOLD_OK) st = make_leader_views(nt, tensors, graph_lowering ? &p->results : &p->leaders, &p->lead2);
+    return st;
+}
 
-    /* 1. agree */
-    hello_t mine = { group->sequence, fingerprint(op, st == STARFOLD_OK ? num_tensors : 0, st == STARFOLD_OK ? tensors : NULL),
-                     (int32_t)st, (int32_t)op, (int64_t)(st == STARFOLD_OK ? num_tensors : 0), lowering, 0 };
-    hello_t *all = calloc((size_t)group->size, sizeof *all);
-    if (!all) {
-        starfold_graph_destroy(across);
-        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+static void plan_free(starfold_group_t g, plan_t *p)
+{
+    if (!p->abandoned) {
+        free_leaders(g, &p->leaders);
+        free_leaders(g, &p->results);
+    } else {
+        free(p->leaders.offset);
+        free(p->results.offset);
     }
-    starfold_status_t agreed = exchange(fn, group, 0, &mine, all);
-    if (agreed == STARFOLD_OK) agreed = verdict(fn, group, all, mine_msg);
+    free(p->lead);
+    free(p->lead2);
+    starfold_graph_destroy(p->reduce);
+    starfold_graph_destroy(p->bcast);
+    starfold_graph_destroy(p->across);
+    memset(p, 0, sizeof *p);
+}
+
+/*
+ * Step 1: every rank tells every other one its verdict @st, the sequence number, a fingerprint of
+ * (op, tensors) and its lowering (exchange(), time-limited); any difference or refusal fails every
+ * rank alike. The sequence number is consumed when this fails. @all: [size], filled.
+ */
+static starfold_status_t plan_agree(const char *fn, starfold_group_t g, const plan_t *p, starfold_status_t st, hello_t *all)
+{
+    char mine_msg[512];
+    snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
+    const int ok = st == STARFOLD_OK;
+    const hello_t mine = { g->sequence, fingerprint(p->op, ok ? p->nt : 0, ok ? p->tensors : NULL), (int32_t)st,
+                           (int32_t)p->op, (int64_t)(ok ? p->nt : 0), p->lowering, 0 };
+    starfold_status_t agreed = exchange(fn, g, 0, &mine, all);
+    if (agreed == STARFOLD_OK) agreed = verdict(fn, g, all, mine_msg);
+    if (agreed != STARFOLD_OK) g->sequence++;
+    return agreed;
+}
+
+/*
+ * Steps 1-4 of one run of @p: agree, local reduce, across ranks, local broadcast; a failure before
+ * step 3 is agreed on again so that no rank crosses ranks alone. A graph lowering writes the results
+ * into a second set of leader vectors (the graph's outputs differ from its inputs), which the
+ * broadcast reads. @st: this rank's verdict (plan_make()'s).
+ */
+static starfold_status_t plan_run(const char *fn, starfold_group_t group, plan_t *p, starfold_status_t st)
+{
+    hello_t *all = calloc((size_t)group->size, sizeof *all);
+    if (!all) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    const starfold_status_t agreed = plan_agree(fn, group, p, st, all);
     if (agreed != STARFOLD_OK) {
-        group->sequence++;
         free(all);
-        starfold_graph_destroy(across);
         return agreed;
     }
-
-    /* 2-4: local reduce, the step across ranks, local broadcast; a failure before step 3 is agreed on
-     * again so that no rank crosses ranks alone. A graph lowering writes the results into a second
-     * set of leader vectors (the graph's outputs differ from its inputs), which the broadcast reads. */
-    const int graph_lowering = lowering != SF_LOWER_MPI;
-    starfold_graph_t reduce = NULL, bcast = NULL;
-    leaders_t leaders, results;
-    memset(&leaders, 0, sizeof leaders);
-    memset(&results, 0, sizeof results);
-    starfold_view_t *lead = NULL, *lead2 = NULL;
+    const int graph_lowering = p->lowering != SF_LOWER_MPI;
+    char mine_msg[512];
     /* The MPI tasks' arguments and shared status, on the heap: after a timeout the tasks may still
      * run when this call has returned (the block is then never freed, like the leaders). */
     struct mpi_tasks {
         mpi_task_arg_t args[STARFOLD_DTYPE_COUNT];
         int status;
     } *mt = calloc(1, sizeof *mt);
-    if (!mt && st == STARFOLD_OK) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (!mt) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     starfold_request_t r1 = NULL, r2 = NULL;
     const int64_t sequence = group->sequence;
-    if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_REDUCE, local_op, num_tensors, tensors, &reduce);
-    if (st == STARFOLD_OK) st = compile_local(group, STARFOLD_COLL_BROADCAST, local_op, num_tensors, tensors, &bcast);
-    if (st == STARFOLD_OK) st = make_leaders(group, num_tensors, tensors, &leaders);
-    if (st == STARFOLD_OK && graph_lowering) st = make_leaders(group, num_tensors, tensors, &results);
-    if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, &leaders, &lead);
-    if (st == STARFOLD_OK) st = make_leader_views(num_tensors, tensors, graph_lowering ? &results : &leaders, &lead2);
-    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, reduce, inputs, lead, &r1);
+    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, p->reduce, p->inputs, p->lead, &r1);
     {
         /* Everyone's local part was accepted, or nobody crosses ranks: a second round of the same
          * time-limited exchange (a rank that gave up in the first never answers this one). */
         snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
-        const hello_t go = { group->sequence, 0, (int32_t)st, 0, 0, lowering, 0 };
-        starfold_status_t both = all ? exchange(fn, group, 1, &go, all) : STARFOLD_ERR_OUT_OF_MEMORY;
+        const hello_t go = { group->sequence, 0, (int32_t)st, 0, 0, p->lowering, 0 };
+        starfold_status_t both = exchange(fn, group, 1, &go, all);
         for (int r = 0; both == STARFOLD_OK && r < group->size; r++)
             if (all[r].status != STARFOLD_OK && r != group->rank)
                 both = starfold__error(STARFOLD_ERR_RUNTIME, "%s: rank %d could not submit its local part (%s); nothing "
@@ -664,30 +706,39 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     }
     group->sequence++;
     free(all);
-    if (st == STARFOLD_OK) group->last_lowering = lowering;
+    if (st == STARFOLD_OK) group->last_lowering = p->lowering;
     int abandoned = 0;
-    if (st == STARFOLD_OK && !graph_lowering) st = submit_mpi_tasks(group, op, &leaders, mt->args, &mt->status);
-    if (st == STARFOLD_OK && !graph_lowering) st = mpi_tasks_done(fn, group, &leaders, &mt->status, &abandoned);
+    if (st == STARFOLD_OK && !graph_lowering) st = submit_mpi_tasks(group, p->op, &p->leaders, mt->args, &mt->status);
+    if (st == STARFOLD_OK && !graph_lowering) st = mpi_tasks_done(fn, group, &p->leaders, &mt->status, &abandoned);
     if (st == STARFOLD_OK && graph_lowering)
-        st = cross_ranks(group, across, op, &leaders, &results, sequence, &abandoned);
-    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, bcast, lead2, outputs, &r2);
+        st = cross_ranks(group, p->across, p->op, &p->leaders, &p->results, sequence, &abandoned);
+    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, p->bcast, p->lead2, p->outputs, &r2);
     /* Abandoned (a timeout across ranks): the local reduce may be what hangs; it is left to StarPU,
      * its request never waited for nor freed, like the leaders it writes. */
     const starfold_status_t w1 = r1 && !abandoned ? wait_within(group, r1, &abandoned) : STARFOLD_OK;
     const starfold_status_t w2 = r2 && !abandoned ? wait_within(group, r2, &abandoned) : STARFOLD_OK;
     if (!abandoned) starfold_request_destroy(r1);
     if (!abandoned) starfold_request_destroy(r2);
-    if (!abandoned) free_leaders(group, &leaders);
-    if (graph_lowering && !abandoned) free_leaders(group, &results);
-    if (abandoned) free(leaders.offset), free(results.offset);
-    free(lead);
-    free(lead2);
+    if (!abandoned) free(mt);
+    if (abandoned) p->abandoned = 1;
     if (st == STARFOLD_OK && w1 != STARFOLD_OK) st = w1;
     if (st == STARFOLD_OK && w2 != STARFOLD_OK) st = w2;
-    if (!abandoned) free(mt);
-    starfold_graph_destroy(reduce);
-    starfold_graph_destroy(bcast);
-    starfold_graph_destroy(across);
+    return st;
+}
+
+/*
+ * The collective over views (inputs and outputs num_devices x num_tensors, slot-major). @st is this
+ * rank's verdict on its arguments so far: a refusal still takes part in the agreement, so that every
+ * rank fails together.
+ */
+static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                          const starfold_tensor_desc_t *tensors, const starfold_view_t *inputs,
+                                          const starfold_view_t *outputs, starfold_status_t st)
+{
+    plan_t p;
+    st = plan_make(fn, group, op, num_tensors, tensors, inputs, outputs, st, &p);
+    st = plan_run(fn, group, &p, st);
+    plan_free(group, &p);
     return st;
 }
 
@@ -727,6 +778,76 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t 
     const starfold_status_t st = usable(fn, group);
     if (st != STARFOLD_OK) return st;
     return group_all_reduce(fn, group, op, num_tensors, tensors, inputs, outputs, STARFOLD_OK);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Persistent all-reduces (MPI-4's MPI_Allreduce_init / MPI_Start): the plan made and agreed on once.
+ */
+
+struct starfold_group_persistent {
+    starfold_group_t group;
+    starfold_tensor_desc_t *tensors;       /* copies: the plan borrows them */
+    starfold_view_t *inputs, *outputs;
+    plan_t plan;
+};
+
+STARFOLD_API starfold_status_t starfold_group_all_reduce_init(starfold_group_t group, starfold_op_t op,
+                                                              size_t num_tensors, const starfold_tensor_desc_t *tensors,
+                                                              const starpu_data_handle_t *inputs,
+                                                              const starpu_data_handle_t *outputs,
+                                                              starfold_group_persistent_t *persistent)
+{
+    static const char fn[] = "starfold_group_all_reduce_init";
+    starfold_status_t st = usable(fn, group);
+    if (st != STARFOLD_OK) return st;
+    if (persistent) *persistent = NULL;
+    const size_t n = (size_t)starfold_context_num_devices(group->ctx) * num_tensors;
+    struct starfold_group_persistent *P = calloc(1, sizeof *P);
+    if (P) {
+        P->group = group;
+        P->tensors = tensors && num_tensors ? malloc(num_tensors * sizeof *tensors) : NULL;
+        if (P->tensors) memcpy(P->tensors, tensors, num_tensors * sizeof *tensors);
+        P->inputs = inputs ? whole_views(n, inputs) : NULL;
+        P->outputs = outputs ? whole_views(n, outputs) : NULL;
+    }
+    if (!persistent) st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL persistent", fn);
+    else if (!P || (tensors && num_tensors && !P->tensors) || (inputs && !P->inputs) || (outputs && !P->outputs))
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    plan_t scratch;
+    plan_t *plan = P ? &P->plan : &scratch;
+    st = plan_make(fn, group, op, num_tensors, P ? P->tensors : NULL, P ? P->inputs : NULL, P ? P->outputs : NULL, st, plan);
+    /* Agreed on once, like a call's first round: a refusal or a difference fails every rank here. */
+    hello_t *all = calloc((size_t)group->size, sizeof *all);
+    st = all ? plan_agree(fn, group, plan, st, all) : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (st == STARFOLD_OK) group->sequence++;
+    free(all);
+    if (st != STARFOLD_OK || !P) {
+        plan_free(group, plan);
+        if (P) free(P->tensors), free(P->inputs), free(P->outputs);
+        free(P);
+        return st;
+    }
+    *persistent = P;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_group_persistent_start(starfold_group_persistent_t persistent)
+{
+    static const char fn[] = "starfold_group_persistent_start";
+    if (!persistent) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL persistent", fn);
+    const starfold_status_t st = usable(fn, persistent->group);
+    if (st != STARFOLD_OK) return st;
+    return plan_run(fn, persistent->group, &persistent->plan, STARFOLD_OK);
+}
+
+STARFOLD_API void starfold_group_persistent_destroy(starfold_group_persistent_t persistent)
+{
+    if (!persistent) return;
+    plan_free(persistent->group, &persistent->plan);
+    free(persistent->tensors);
+    free(persistent->inputs);
+    free(persistent->outputs);
+    free(persistent);
 }
 
 starfold_status_t starfold__group_all_reduce_views_with(starfold_group_t group, starfold_op_t op, size_t num_tensors,

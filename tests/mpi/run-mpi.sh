@@ -89,11 +89,11 @@ for np in 2 3; do
         grep -q "^Lowering: " "$runlog" || { echo "FAIL: starfold run --mpi: no lowering line"; status=1; }
     done
 done
-echo "== mpirun -np 2 starfold bench --mpi"
+echo "== mpirun -np 2 starfold bench --mpi --persistent"
 timeout -k 10 "$limit" mpirun -np 2 --oversubscribe --bind-to none \
     --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
     -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
-    "$sf" bench --mpi --topology host -g 1 -b 4K -e 16K -f 4 -n 2 -w 1 > "$runlog" 2>&1
+    "$sf" bench --mpi --persistent --topology host -g 1 -b 4K -e 16K -f 4 -n 2 -w 1 > "$runlog" 2>&1
 rc=$?
 cat "$runlog"
 if [ $rc -ne 0 ]; then
@@ -101,6 +101,7 @@ if [ $rc -ne 0 ]; then
 else
     [ "$(grep -c '^ .* MPI_Allreduce ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi: no MPI_Allreduce baseline row per size"; status=1; }
     [ "$(grep -c '^ .* starfold-group ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi: no starfold-group row per size"; status=1; }
+    [ "$(grep -c '^ .* group-persist ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi --persistent: no group-persist row per size"; status=1; }
     grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi: wrong elements"; status=1; }
 fi
 

@@ -379,6 +379,59 @@ static void test_all_reduce_steps(void)
 }
 
 /*
+ * Persistent all-reduces (MPI-4's MPI_Allreduce_init / MPI_Start): bound once, started 20 times with
+ * the inputs changed in between (every element right each time), a plain all-reduce interleaved, MEAN
+ * on int64 too; ranks that bind different ops are refused alike at init (nothing made); NULLs refused.
+ */
+static void test_persistent(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    replicas_t r;
+    replicas_make(&r, STARFOLD_FLOAT32);
+    starfold_group_persistent_t p = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_group_all_reduce_init(g, STARFOLD_OP_SUM, NT, r.tensors, r.in, r.out, &p), STARFOLD_OK);
+    long bad = 0;
+    for (int s = 0; s < 20; s++) {
+        fill(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, s, -77);
+        CU_ASSERT_EQUAL(starfold_group_persistent_start(p), STARFOLD_OK);
+        bad += wrong(&r, STARFOLD_OP_SUM, STARFOLD_FLOAT32, s, 0, 0);
+        if (s == 10) { /* another collective of the group in between, on the same handles */
+            fill(&r, STARFOLD_OP_MAX, STARFOLD_FLOAT32, 3, -77);
+            CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_MAX, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+            bad += wrong(&r, STARFOLD_OP_MAX, STARFOLD_FLOAT32, 3, 0, 0);
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    starfold_group_persistent_destroy(p);
+    replicas_free(&r);
+    replicas_make(&r, STARFOLD_INT64);
+    CU_ASSERT_EQUAL_FATAL(starfold_group_all_reduce_init(g, STARFOLD_OP_MEAN, NT, r.tensors, r.in, r.out, &p), STARFOLD_OK);
+    for (int s = 0; s < 3; s++) {
+        fill(&r, STARFOLD_OP_MEAN, STARFOLD_INT64, s, -77);
+        CU_ASSERT_EQUAL(starfold_group_persistent_start(p), STARFOLD_OK);
+        CU_ASSERT_EQUAL(wrong(&r, STARFOLD_OP_MEAN, STARFOLD_INT64, s, 0, 0), 0);
+    }
+    starfold_group_persistent_destroy(p);
+    /* Ranks binding different ops: refused on every rank at init. */
+    p = (starfold_group_persistent_t)&r;
+    const starfold_op_t op = world_rank == world_size - 1 && world_size > 1 ? STARFOLD_OP_MAX : STARFOLD_OP_SUM;
+    const starfold_status_t st = starfold_group_all_reduce_init(g, op, NT, r.tensors, r.in, r.out, &p);
+    if (world_size > 1) {
+        CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NULL(p);
+    } else {
+        CU_ASSERT_EQUAL(st, STARFOLD_OK);
+        starfold_group_persistent_destroy(p);
+    }
+    CU_ASSERT_EQUAL(starfold_group_persistent_start(NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_group_persistent_destroy(NULL);
+    CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+    replicas_free(&r);
+    starfold_group_destroy(g);
+}
+
+/*
  * Every lowering by name (MPI's all-reduce in a task, and the graphs across ranks whose edges are
  * StarPU-MPI sends and receives): each op on two dtypes, the lowering that ran reported; ranks that
  * choose different lowerings fail alike before anything runs; an unknown name changes nothing.
@@ -805,6 +858,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "all-reduce across ranks: every op x dtype", test_all_reduce_ops);
         CU_add_test(s, "all-reduce across ranks: 20 steps, inputs changed; in place", test_all_reduce_steps);
         CU_add_test(s, "all-reduce across ranks: every lowering, and ranks that disagree", test_all_reduce_lowerings);
+        CU_add_test(s, "persistent all-reduce: init once, start every step", test_persistent);
         CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
         CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
         CU_add_test(s, "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms);
