@@ -45,6 +45,9 @@
 #define SF_BUCKET_MAX_GROWTH_BYTES ((size_t)64 << 20)
 #define SF_PERSIST_MAX 32
 
+/* Tickets of bindings, process-wide so that a ticket kept past its context never names another's. */
+static unsigned long long starfold__arena_tickets;
+
 typedef struct persist_entry {
     unsigned long long graph_key;
     size_t nin, nout;
@@ -52,6 +55,7 @@ typedef struct persist_entry {
     uint64_t hash;
     starfold_persistent_t persistent;
     unsigned long long used;         /* last start, for LRU eviction */
+    unsigned long long ticket;       /* names this binding for starfold__arena_restart(), never reused */
 } persist_entry_t;
 
 typedef struct arena {
@@ -129,6 +133,11 @@ void starfold__range_retain(starfold__range_t *r)
     __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
+void starfold__range_retain_n(starfold__range_t *r, int k)
+{
+    __atomic_add_fetch(&r->refs, k, __ATOMIC_RELAXED);
+}
+
 /* Index in @b's live list of the first range at or after element @offset. Lock held. */
 static size_t live_lower_bound(const starfold__bucket_t *b, size_t offset)
 {
@@ -151,6 +160,7 @@ void starfold__range_release(starfold__range_t *r)
     if (k < b->nlive && b->live[k] == r) {
         memmove(&b->live[k], &b->live[k + 1], sizeof *b->live * (b->nlive - k - 1));
         b->nlive--;
+        b->used -= r->count;
     }
     pthread_mutex_unlock(&a->lock);
     free(r);
@@ -225,6 +235,7 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
     size_t at = 0, pos = 0;
     for (starfold__bucket_t *b = a->buckets; b; b = b->next) {
         if (b->device != device || b->dtype != dtype) continue;
+        if (b->capacity - b->used < count) continue; /* no gap can fit: skip its live list */
         size_t p;
         const size_t o = first_gap(b, count, &p);
         if (o != (size_t)-1) {
@@ -241,6 +252,7 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
         memmove(&fit->live[pos + 1], &fit->live[pos], sizeof *fit->live * (fit->nlive - pos));
         fit->live[pos] = r;
         fit->nlive++;
+        fit->used += count;
         *r = (starfold__range_t){ .refs = 1, .bucket = fit, .offset = at, .count = count };
         *range = r;
         *offset = at;
@@ -287,7 +299,8 @@ static persist_entry_t *persist_slot(arena_t *a)
 
 starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t graph, unsigned long long graph_key,
                                         size_t num_inputs, const starfold_view_t *inputs, size_t num_outputs,
-                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused)
+                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused,
+                                        unsigned long long *ticket)
 {
     arena_t *a = arena_of(ctx);
     if (!a) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating the context's arena");
@@ -322,14 +335,37 @@ starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t
         if (st == STARFOLD_OK) {
             e = persist_slot(a);
             *e = (persist_entry_t){ .graph_key = graph_key, .nin = num_inputs, .nout = num_outputs, .views = views,
-                                    .hash = hash, .persistent = p };
+                                    .hash = hash, .persistent = p, .ticket = __atomic_add_fetch(&starfold__arena_tickets, 1, __ATOMIC_RELAXED) };
         } else {
             free(views);
         }
     }
     if (e) {
         e->used = ++a->clock;
+        *ticket = e->ticket;
         st = starfold_persistent_start(e->persistent, request);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+starfold_status_t starfold__arena_restart(starfold_context_t ctx, unsigned long long ticket, starfold_request_t *request,
+                                          int *found)
+{
+    arena_t *a = starfold__context_ext(ctx);
+    *found = 0;
+    if (!a || !ticket) return STARFOLD_OK;
+    starfold_status_t st = STARFOLD_OK;
+    pthread_mutex_lock(&a->lock); /* as in starfold__arena_start: no eviction while a start is inside an entry */
+    for (int k = 0; k < SF_PERSIST_MAX; k++) {
+        persist_entry_t *e = &a->persist[k];
+        if (!e->persistent || e->ticket != ticket) continue;
+        *found = 1;
+        a->starts++;
+        a->reuses++;
+        e->used = ++a->clock;
+        st = starfold_persistent_start(e->persistent, request);
+        break;
     }
     pthread_mutex_unlock(&a->lock);
     return st;

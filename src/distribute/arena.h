@@ -34,6 +34,7 @@ struct starfold__bucket {
     size_t capacity;                 /* elements */
     starfold__range_t **live;        /* ranges handed out, by offset; under the arena's lock */
     size_t nlive, caplive;
+    size_t used;                     /* elements in live ranges; under the arena's lock */
     struct starfold__bucket *next;
 };
 
@@ -44,6 +45,8 @@ struct starfold__bucket {
 starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
                                         starfold__range_t **range, size_t *offset);
 void starfold__range_retain(starfold__range_t *r);
+/* @k references at once (a block of @k values in one range). */
+void starfold__range_retain_n(starfold__range_t *r, int k);
 /* Drops a reference; the last one gives the range back to its bucket. NULL is ignored. */
 void starfold__range_release(starfold__range_t *r);
 
@@ -51,11 +54,20 @@ void starfold__range_release(starfold__range_t *r);
  * Starts @graph over views that all lie in @ctx's buckets, through a persistent submission kept in
  * the arena and keyed by (@graph_key, every view): the first call with a key binds it
  * (starfold_persistent_create_views()), the next ones only start it. @graph_key names the compiled
- * graph for as long as the caller keeps it (a serial number, never reused). *@reused says which.
+ * graph for as long as the caller keeps it (a serial number, never reused). *@reused says which;
+ * *@ticket names the binding started (never reused by another), for starfold__arena_restart().
  */
 starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t graph, unsigned long long graph_key,
                                         size_t num_inputs, const starfold_view_t *inputs, size_t num_outputs,
-                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused);
+                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused,
+                                        unsigned long long *ticket);
+/*
+ * Starts the binding named @ticket again, without looking at its views: for a caller that knows the
+ * views are the same as when the ticket was given (batch_plan.c). *@found = 0, with nothing done and
+ * no error, when the binding was evicted since (the caller then goes through starfold__arena_start()).
+ */
+starfold_status_t starfold__arena_restart(starfold_context_t ctx, unsigned long long ticket, starfold_request_t *request,
+                                          int *found);
 
 /* For tests: buckets and bytes of @ctx's arena, persistent submissions kept, and how many starts reused one. */
 typedef struct starfold__arena_stats {

@@ -80,6 +80,14 @@ typedef struct starfold__variable {
 
 struct starfold_value {
     int refs;                     /* atomic */
+    /*
+     * atomic: names this value's storage as it is now, never the same for two values or two layouts:
+     * given at creation and again whenever a component's handle or offset changes (a move out of the
+     * arena, a component taken away). A cached batch plan (batch_plan.c) that saw a stamp may trust
+     * the value's devices and views without looking at them. Regrouped values (origin) do not
+     * follow their parts' moves: plans are never made over them.
+     */
+    unsigned long long stamp;
     starfold__variable_t *var;    /* NULL: not a variable; owned */
     starfold_context_t ctx;
     starfold_value_kind_t kind;
@@ -110,6 +118,8 @@ struct starfold_value {
     pthread_mutex_t lock;         /* guards the records below */
     starfold__dist_req_t **writers;      /* submissions writing this value, one reference each */
     size_t nwriters, capwriters;
+    starfold__dist_req_t *writer0;       /* writers' first storage (a result has one): writers == &writer0
+                                            until a second record, then a malloc'ed array */
 };
 
 /* A value of @n components in the context's arena (views of its buckets), content undefined. */
@@ -119,12 +129,14 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
  * @num_values values of @n components, value i of counts[i] elements, one after another in one
  * arena block per device of @devices (values of no element get handles of their own). Value i's
  * components are on value_devices[i] (the same devices in another order) when @value_devices and it
- * are not NULL, else on @devices. Content undefined; on failure nothing is left allocated.
+ * are not NULL, else on @devices. Content undefined; on failure nothing is left allocated. When
+ * @blocks is not NULL, blocks[c] is where the block on devices[c] starts ({NULL, 0} for none), which
+ * with @counts says where every value lies.
  */
 starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
                                                const int *devices, starfold_dtype_t dtype, size_t num_values,
                                                const size_t *counts, const int *const *value_devices,
-                                               starfold_value_t *values);
+                                               starfold_value_t *values, starfold_view_t *blocks);
 /* A value of @n components over fresh handles of their own (SF_OWN_DEVICE / SF_OWN_HOST), content undefined. */
 starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                  starfold_dtype_t dtype, size_t count, starfold_value_t *value);
@@ -159,6 +171,11 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
 /* Records that @r writes @v (adds a reference to @r). Drops records of submissions already finished well. */
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r);
 /*
+ * The first record of a value nobody else sees yet (a result being made: no writer, no other
+ * thread): @r recorded without lock or allocation (adds a reference to @r).
+ */
+void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r);
+/*
  * A one-component value holding component @c of @v: the handle's ownership moves to it (when @v owned
  * it) and @v's writer records are shared. Used to hand each replica its part of an all-reduce result.
  */
@@ -190,6 +207,7 @@ int starfold__devices_match(int na, const int *a, int nb, const int *b);
  * topology, algorithm, op, devices, tensors, options. A graph in use by a submission is never evicted.
  */
 #define SF_OPS_CACHE 16
+#define SF_PLAN_CACHE 4    /* batch plans kept (batch_plan.h) */
 typedef struct starfold__graph_cache_entry {
     unsigned char *key;
     size_t keylen;
@@ -209,6 +227,7 @@ struct starfold_cross_device_ops {
     starfold__graph_cache_entry_t cache[SF_OPS_CACHE];
     unsigned long long clock;
     unsigned long long cache_hits;     /* graphs reused instead of compiled (for tests and curious callers) */
+    struct starfold__batch_plan *plans[SF_PLAN_CACHE]; /* batch_plan.c; under cache_lock */
 };
 
 /* One (value, resolved destination) pair. */

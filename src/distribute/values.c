@@ -113,6 +113,13 @@ static starfold_status_t add_writer_locked(starfold_value_t v, starfold__dist_re
     v->nwriters = k;
     for (size_t i = 0; i < v->nwriters; i++)
         if (v->writers[i] == r) return STARFOLD_OK;
+    if (v->writers == &v->writer0 && v->nwriters == v->capwriters) { /* out of the inline slot */
+        starfold__dist_req_t **w = malloc(sizeof *w * 8);
+        if (!w) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory recording a submission");
+        memcpy(w, v->writers, sizeof *w * v->nwriters);
+        v->writers = w;
+        v->capwriters = 8;
+    }
     if (SF_GROW(v->writers, v->nwriters, v->capwriters) != 0)
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory recording a submission");
     req_retain(r);
@@ -160,6 +167,14 @@ STARFOLD_API const char *starfold_value_kind_name(starfold_value_kind_t kind)
     return "unknown";
 }
 
+/* Stamps of values' storage (see struct starfold_value), process-wide. */
+static unsigned long long stamps;
+
+static unsigned long long new_stamp(void)
+{
+    return __atomic_add_fetch(&stamps, 1, __ATOMIC_RELAXED);
+}
+
 /*
  * An empty shell of @n components (handles NULL, nothing owned). One allocation holds the struct and
  * its rows: a training step makes and frees a result per gradient, so this is on the fast path.
@@ -190,6 +205,9 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
     p += un * sizeof *v->devices;
     v->own = p;
     memcpy(v->devices, devices, sizeof *v->devices * un);
+    v->writers = &v->writer0;
+    v->capwriters = 1;
+    v->stamp = new_stamp();
     v->refs = 1;
     v->ctx = ctx;
     v->kind = kind;
@@ -219,7 +237,7 @@ static void value_free(starfold_value_t v)
     }
     for (int p = 0; p < v->nparts; p++) starfold_value_destroy(v->parts[p]);
     free(v->parts);
-    free(v->writers);
+    if (v->writers != &v->writer0) free(v->writers);
     free(v->origin);
     free(v->origin_comp);
     pthread_mutex_destroy(&v->lock);
@@ -249,7 +267,7 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
 starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
                                                const int *devices, starfold_dtype_t dtype, size_t num_values,
                                                const size_t *counts, const int *const *value_devices,
-                                               starfold_value_t *values)
+                                               starfold_value_t *values, starfold_view_t *blocks)
 {
     starfold_status_t st = STARFOLD_OK;
     size_t total = 0;
@@ -258,7 +276,17 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
     size_t base[STARFOLD_MAX_DEVICES] = { 0 };
     for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
         st = starfold__arena_alloc(ctx, devices[c], dtype, total, &block[c], &base[c]);
+    if (blocks)
+        for (int c = 0; c < n; c++)
+            blocks[c] = (starfold_view_t){ block[c] ? block[c]->bucket->handle : NULL, block[c] ? base[c] : 0 };
     memset(values, 0, sizeof *values * num_values);
+    /* Each value of elements holds one reference on every block: taken at once, and the ones of the
+     * values not made given back on failure. */
+    int nonempty = 0;
+    for (size_t i = 0; i < num_values; i++) nonempty += counts[i] > 0;
+    const int retained = st == STARFOLD_OK && total > 0;
+    for (int c = 0; retained && c < n; c++) starfold__range_retain_n(block[c], nonempty);
+    int holders = 0;
     size_t made = 0;
     for (size_t at = 0; st == STARFOLD_OK && made < num_values; made++) {
         const int *vdev = value_devices && value_devices[made] ? value_devices[made] : devices;
@@ -271,10 +299,14 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
             st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
             break;
         }
+        holders++;
+        const int same_order = vdev == devices || !memcmp(vdev, devices, sizeof *vdev * (size_t)n);
         for (int c = 0; c < n; c++) {
-            int b = 0;
-            while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
-            starfold__range_retain(block[b]);
+            int b = c;
+            if (!same_order) {
+                b = 0;
+                while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
+            }
             v->range[c] = block[b];
             v->handles[c] = block[b]->bucket->handle;
             v->offset[c] = base[b] + at;
@@ -282,8 +314,9 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
         at += counts[made];
         values[made] = v;
     }
-    /* The block's own references go: the values hold theirs. */
-    for (int c = 0; c < n; c++) starfold__range_release(block[c]);
+    /* The block's own references go, and those of values not made: the values hold theirs. */
+    for (int c = 0; c < n; c++)
+        for (int k = retained && st != STARFOLD_OK ? nonempty - holders : 0; k >= 0; k--) starfold__range_release(block[c]);
     if (st != STARFOLD_OK) {
         for (size_t i = 0; i < num_values; i++)
             if (values[i]) value_free(values[i]);
@@ -397,6 +430,7 @@ static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
     v->handles[c] = h;
     v->own[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
     v->host_mem[c] = host_mem;
+    __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
     return STARFOLD_OK;
 }
 
@@ -633,6 +667,14 @@ starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_
     return st;
 }
 
+void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r)
+{
+    req_retain(r);
+    v->writer0 = r;
+    v->writers = &v->writer0;
+    v->nwriters = 1;
+}
+
 starfold_status_t starfold__value_take_component(starfold_value_t v, int c, starfold_value_t *out)
 {
     starfold_value_t o = value_shell(v->ctx, v->kind, 1, &v->devices[c], v->dtype, v->count);
@@ -662,6 +704,7 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
     v->own[c] = SF_OWN_NONE;
     v->host_mem[c] = NULL;
     v->range[c] = NULL;
+    __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&v->lock);
     *out = o;
     return STARFOLD_OK;
@@ -752,9 +795,10 @@ STARFOLD_API starfold_status_t starfold_value_read(starfold_value_t value, int c
 static starfold_status_t value_wait(starfold_value_t v, double seconds)
 {
     /* Snapshot under the lock (records may be added meanwhile); wait without holding it. */
+    starfold__dist_req_t *few[4];
     pthread_mutex_lock(&v->lock);
     const size_t n = v->nwriters;
-    starfold__dist_req_t **w = n ? malloc(sizeof *w * n) : NULL;
+    starfold__dist_req_t **w = n > 4 ? malloc(sizeof *w * n) : few;
     if (n && !w) {
         pthread_mutex_unlock(&v->lock);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_value_wait: out of memory");
@@ -784,7 +828,7 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
         if (st != STARFOLD_OK && first == STARFOLD_OK) first = st;
     }
     for (size_t i = 0; i < n; i++) starfold__dist_req_release(w[i]);
-    free(w);
+    if (w != few) free(w);
     if (first != STARFOLD_OK && first != STARFOLD_ERR_TIMEOUT)
         starfold__error(first, "a reduction writing this value failed: %s", starfold_status_string(first));
     return first;
