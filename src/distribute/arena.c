@@ -133,11 +133,6 @@ void starfold__range_retain(starfold__range_t *r)
     __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
-void starfold__range_retain_n(starfold__range_t *r, int k)
-{
-    __atomic_add_fetch(&r->refs, k, __ATOMIC_RELAXED);
-}
-
 /* Index in @b's live list of the first range at or after element @offset. Lock held. */
 static size_t live_lower_bound(const starfold__bucket_t *b, size_t offset)
 {

@@ -45,8 +45,6 @@ struct starfold__bucket {
 starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
                                         starfold__range_t **range, size_t *offset);
 void starfold__range_retain(starfold__range_t *r);
-/* @k references at once (a block of @k values in one range). */
-void starfold__range_retain_n(starfold__range_t *r, int k);
 /* Drops a reference; the last one gives the range back to its bucket. NULL is ignored. */
 void starfold__range_release(starfold__range_t *r);
 

@@ -41,6 +41,7 @@ typedef struct starfold__dist_req {
     starfold_request_t req;   /* destroyed with the last reference */
     int finished;             /* under lock: waited, status final */
     starfold_status_t status; /* under lock */
+    int done_ok;              /* atomic: finished with STARFOLD_OK (set once, after finished and status) */
 } starfold__dist_req_t;
 
 /* A record over @req with @refs references (the executor request is owned from now on); NULL when out of memory. */
@@ -106,6 +107,12 @@ struct starfold_value {
      */
     starfold__range_t **range;
     size_t *offset;
+    /*
+     * A value made in a block (starfold__values_alloc_block()) lives in its block's slab, which holds
+     * the references on the ranges of its components (range[c] then holds none) and is freed with
+     * its last value. NULL for other values.
+     */
+    struct starfold__value_slab *slab;
     /*
      * A regrouped value (starfold_value_regroup()) is its parts' storage: component c is component
      * origin_comp[c] of origin[c] (one of the parts, which hold the references), looked up at every

@@ -81,6 +81,7 @@ starfold_status_t starfold__dist_req_wait(starfold__dist_req_t *r, double second
         }
         r->finished = 1;
         r->status = st;
+        if (st == STARFOLD_OK) __atomic_store_n(&r->done_ok, 1, __ATOMIC_RELEASE);
     }
     const starfold_status_t st = r->status;
     pthread_mutex_unlock(&r->lock);
@@ -95,6 +96,7 @@ static int req_finished_ok(starfold__dist_req_t *r)
     if (!r->finished && starfold_request_test(r->req) != STARFOLD_ERR_IN_PROGRESS) {
         r->status = starfold_request_wait(r->req); /* done: returns at once, releases temporaries */
         r->finished = 1;
+        if (r->status == STARFOLD_OK) __atomic_store_n(&r->done_ok, 1, __ATOMIC_RELEASE);
     }
     const int ok = r->finished && r->status == STARFOLD_OK;
     pthread_mutex_unlock(&r->lock);
@@ -176,22 +178,40 @@ static unsigned long long new_stamp(void)
 }
 
 /*
- * An empty shell of @n components (handles NULL, nothing owned). One allocation holds the struct and
- * its rows: a training step makes and frees a result per gradient, so this is on the fast path.
+ * A slab: the memory of a block's values (starfold__values_alloc_block()), one allocation for all of
+ * them, and the block's ranges, one reference each held for all of them. The values are freed one by
+ * one as usual; the last one frees the slab and releases the ranges. A training step makes and frees
+ * a result per gradient, so this replaces a malloc, a free and n range references per result.
  */
-static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
-                                    starfold_dtype_t dtype, size_t count)
+typedef struct starfold__value_slab {
+    int refs;                                    /* atomic: values of the slab not freed */
+    int n;
+    starfold__range_t *ranges[STARFOLD_MAX_DEVICES]; /* one reference each */
+} value_slab_t;
+
+static void slab_release(value_slab_t *s)
+{
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (int c = 0; c < s->n; c++) starfold__range_release(s->ranges[c]);
+    free(s);
+}
+
+/* Bytes of a shell of @n components: the struct, then its rows by decreasing alignment. */
+static size_t shell_size(int n)
 {
     const size_t un = (size_t)n;
-    /* Rows by decreasing alignment after the struct: pointers and sizes, then ints, then bytes. */
     const size_t size = sizeof(struct starfold_value) + un * (sizeof(starpu_data_handle_t) + sizeof(void *) +
                                                               sizeof(starfold__range_t *) + sizeof(size_t) + sizeof(int) + 1);
-    struct starfold_value *v = calloc(1, size);
-    if (!v) return NULL;
-    if (pthread_mutex_init(&v->lock, NULL) != 0) {
-        free(v);
-        return NULL;
-    }
+    return (size + 15) & ~(size_t)15;
+}
+
+/* Lays an empty shell (handles NULL, nothing owned) out in @mem, shell_size(@n) zeroed bytes. */
+static starfold_value_t shell_init(void *mem, unsigned long long stamp, starfold_context_t ctx, starfold_value_kind_t kind,
+                                   int n, const int *devices, starfold_dtype_t dtype, size_t count)
+{
+    const size_t un = (size_t)n;
+    struct starfold_value *v = mem;
+    if (pthread_mutex_init(&v->lock, NULL) != 0) return NULL;
     unsigned char *p = (unsigned char *)(v + 1);
     v->handles = (starpu_data_handle_t *)p;
     p += un * sizeof *v->handles;
@@ -207,7 +227,7 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
     memcpy(v->devices, devices, sizeof *v->devices * un);
     v->writers = &v->writer0;
     v->capwriters = 1;
-    v->stamp = new_stamp();
+    v->stamp = stamp;
     v->refs = 1;
     v->ctx = ctx;
     v->kind = kind;
@@ -215,6 +235,24 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
     v->count = count;
     v->n = n;
     return v;
+}
+
+/* An empty shell of @n components of its own allocation. */
+static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                    starfold_dtype_t dtype, size_t count)
+{
+    void *mem = calloc(1, shell_size(n));
+    if (!mem) return NULL;
+    starfold_value_t v = shell_init(mem, new_stamp(), ctx, kind, n, devices, dtype, count);
+    if (!v) free(mem);
+    return v;
+}
+
+/* Gives up the range of component @c: its own reference, or (a slab's value) the slab's. Lock held or no sharing. */
+static void drop_range(starfold_value_t v, int c)
+{
+    if (!v->slab) starfold__range_release(v->range[c]);
+    v->range[c] = NULL;
 }
 
 /*
@@ -233,7 +271,7 @@ static void value_free(starfold_value_t v)
     for (int c = 0; c < v->n; c++) {
         if (v->own[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, v->handles[c]);
         else if (v->own[c] == SF_OWN_HOST) host_vector_destroy(v->handles[c], v->host_mem[c]);
-        starfold__range_release(v->range[c]);
+        if (v->range[c]) drop_range(v, c);
     }
     for (int p = 0; p < v->nparts; p++) starfold_value_destroy(v->parts[p]);
     free(v->parts);
@@ -241,7 +279,8 @@ static void value_free(starfold_value_t v)
     free(v->origin);
     free(v->origin_comp);
     pthread_mutex_destroy(&v->lock);
-    free(v);
+    if (v->slab) slab_release(v->slab);
+    else free(v);
 }
 
 starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
@@ -270,36 +309,49 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
                                                starfold_value_t *values, starfold_view_t *blocks)
 {
     starfold_status_t st = STARFOLD_OK;
-    size_t total = 0;
-    for (size_t i = 0; i < num_values; i++) total += counts[i];
-    starfold__range_t *block[STARFOLD_MAX_DEVICES] = { NULL };
+    size_t total = 0, nonempty = 0;
+    for (size_t i = 0; i < num_values; i++) {
+        total += counts[i];
+        nonempty += counts[i] > 0;
+    }
+    memset(values, 0, sizeof *values * num_values);
+    if (blocks) memset(blocks, 0, sizeof *blocks * (size_t)n);
+    /* The values of elements in one slab, which takes the blocks' references (values of none: apart). */
+    const size_t each = shell_size(n);
+    value_slab_t *slab = NULL;
+    unsigned char *mem = NULL;
+    if (nonempty > 0) {
+        const size_t head = (sizeof *slab + 15) & ~(size_t)15;
+        if (!(slab = calloc(1, head + each * nonempty)))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nonempty);
+        slab->n = n;
+        mem = (unsigned char *)slab + head;
+    }
     size_t base[STARFOLD_MAX_DEVICES] = { 0 };
     for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
-        st = starfold__arena_alloc(ctx, devices[c], dtype, total, &block[c], &base[c]);
-    if (blocks)
-        for (int c = 0; c < n; c++)
-            blocks[c] = (starfold_view_t){ block[c] ? block[c]->bucket->handle : NULL, block[c] ? base[c] : 0 };
-    memset(values, 0, sizeof *values * num_values);
-    /* Each value of elements holds one reference on every block: taken at once, and the ones of the
-     * values not made given back on failure. */
-    int nonempty = 0;
-    for (size_t i = 0; i < num_values; i++) nonempty += counts[i] > 0;
-    const int retained = st == STARFOLD_OK && total > 0;
-    for (int c = 0; retained && c < n; c++) starfold__range_retain_n(block[c], nonempty);
-    int holders = 0;
-    size_t made = 0;
-    for (size_t at = 0; st == STARFOLD_OK && made < num_values; made++) {
-        const int *vdev = value_devices && value_devices[made] ? value_devices[made] : devices;
-        if (counts[made] == 0) {
-            st = starfold__value_alloc_own(ctx, kind, n, vdev, dtype, 0, &values[made]);
+        st = starfold__arena_alloc(ctx, devices[c], dtype, total, &slab->ranges[c], &base[c]);
+    if (st != STARFOLD_OK) {
+        for (int c = 0; c < n; c++) starfold__range_release(slab->ranges[c]);
+        free(slab);
+        return st;
+    }
+    if (blocks && slab)
+        for (int c = 0; c < n; c++) blocks[c] = (starfold_view_t){ slab->ranges[c]->bucket->handle, base[c] };
+    unsigned long long stamp = nonempty ? __atomic_add_fetch(&stamps, nonempty, __ATOMIC_RELAXED) - nonempty : 0;
+    size_t made = 0, at = 0;
+    for (size_t i = 0; i < num_values && st == STARFOLD_OK; i++) {
+        const int *vdev = value_devices && value_devices[i] ? value_devices[i] : devices;
+        if (counts[i] == 0) {
+            st = starfold__value_alloc_own(ctx, kind, n, vdev, dtype, 0, &values[i]);
             continue;
         }
-        starfold_value_t v = value_shell(ctx, kind, n, vdev, dtype, counts[made]);
+        starfold_value_t v = shell_init(mem + each * made, ++stamp, ctx, kind, n, vdev, dtype, counts[i]);
         if (!v) {
-            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
+            st = starfold__error(STARFOLD_ERR_RUNTIME, "cannot create a mutex");
             break;
         }
-        holders++;
+        made++;
+        v->slab = slab;
         const int same_order = vdev == devices || !memcmp(vdev, devices, sizeof *vdev * (size_t)n);
         for (int c = 0; c < n; c++) {
             int b = c;
@@ -307,19 +359,25 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
                 b = 0;
                 while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
             }
-            v->range[c] = block[b];
-            v->handles[c] = block[b]->bucket->handle;
+            v->range[c] = slab->ranges[b];
+            v->handles[c] = slab->ranges[b]->bucket->handle;
             v->offset[c] = base[b] + at;
         }
-        at += counts[made];
-        values[made] = v;
+        at += counts[i];
+        values[i] = v;
     }
-    /* The block's own references go, and those of values not made: the values hold theirs. */
-    for (int c = 0; c < n; c++)
-        for (int k = retained && st != STARFOLD_OK ? nonempty - holders : 0; k >= 0; k--) starfold__range_release(block[c]);
-    if (st != STARFOLD_OK) {
+    if (slab) {
+        /* One reference per value made, plus one for the values not made, given back now. */
+        slab->refs = (int)made + 1;
+        if (st != STARFOLD_OK)
+            for (size_t i = 0; i < num_values; i++)
+                if (values[i]) value_free(values[i]);
+        slab_release(slab);
+    } else if (st != STARFOLD_OK) {
         for (size_t i = 0; i < num_values; i++)
             if (values[i]) value_free(values[i]);
+    }
+    if (st != STARFOLD_OK) {
         memset(values, 0, sizeof *values * num_values);
         return st;
     }
@@ -424,8 +482,7 @@ static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
         else starfold_vector_destroy(v->ctx, h);
         return st;
     }
-    starfold__range_release(v->range[c]);
-    v->range[c] = NULL;
+    drop_range(v, c);
     v->offset[c] = 0;
     v->handles[c] = h;
     v->own[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
@@ -700,6 +757,7 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
     o->own[0] = v->own[c];
     o->host_mem[0] = v->host_mem[c];
     o->range[0] = v->range[c];
+    if (v->slab && o->range[0]) starfold__range_retain(o->range[0]); /* o's own: the slab keeps v's */
     o->offset[0] = v->offset[c];
     v->own[c] = SF_OWN_NONE;
     v->host_mem[c] = NULL;
@@ -797,6 +855,13 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
     /* Snapshot under the lock (records may be added meanwhile); wait without holding it. */
     starfold__dist_req_t *few[4];
     pthread_mutex_lock(&v->lock);
+    /* Every writer already waited for with success (the results of one submission after the first): done. */
+    size_t ok = 0;
+    while (ok < v->nwriters && __atomic_load_n(&v->writers[ok]->done_ok, __ATOMIC_ACQUIRE)) ok++;
+    if (ok == v->nwriters) {
+        pthread_mutex_unlock(&v->lock);
+        return STARFOLD_OK;
+    }
     const size_t n = v->nwriters;
     starfold__dist_req_t **w = n > 4 ? malloc(sizeof *w * n) : few;
     if (n && !w) {
@@ -810,8 +875,8 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
     pthread_mutex_unlock(&v->lock);
 
     starfold_status_t first = STARFOLD_OK;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct timespec t0 = { 0, 0 };
+    if (seconds >= 0) clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t i = 0; i < n; i++) {
         double left = -1.0;
         if (seconds >= 0) {
