@@ -6,7 +6,8 @@
  *   bucket (device 3, float32)   [ v0 | v1 | v2 | ... | v999 | results of step k |   free   ]
  *                                  ranges, by offset; a new one takes the first gap that fits
  *   bucket (device 3, float32)   [ ...                                          ]
- *   ...                          one list per context, any device and dtype
+ *   ...                          one list per context, any device, dtype and lane
+ *                                (values of several components apart from one-component ones)
  *
  *   persistent submissions       key = (graph serial, every input view, every output view)
  *                                -> starfold_persistent_t bound to those views, started every step
@@ -177,13 +178,13 @@ static size_t first_gap(const starfold__bucket_t *b, size_t count, size_t *pos)
 }
 
 /* A new bucket for @count elements: at least 256 KiB, twice the largest of its kind up to 64 MiB. */
-static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dtype, size_t count,
+static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dtype, int lane, size_t count,
                                     starfold__bucket_t **out)
 {
     const size_t elem = starfold_dtype_size(dtype);
     size_t cap_bytes = SF_BUCKET_MIN_BYTES;
     for (starfold__bucket_t *b = a->buckets; b; b = b->next)
-        if (b->device == device && b->dtype == dtype && b->capacity * elem * 2 > cap_bytes)
+        if (b->device == device && b->dtype == dtype && b->lane == lane && b->capacity * elem * 2 > cap_bytes)
             cap_bytes = b->capacity * elem * 2 < SF_BUCKET_MAX_GROWTH_BYTES ? b->capacity * elem * 2
                                                                              : SF_BUCKET_MAX_GROWTH_BYTES;
     size_t capacity = cap_bytes / elem;
@@ -208,6 +209,7 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
     b->arena = a;
     b->device = device;
     b->dtype = dtype;
+    b->lane = lane;
     b->capacity = capacity;
     b->next = a->buckets;
     a->buckets = b;
@@ -217,7 +219,7 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
     return STARFOLD_OK;
 }
 
-starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
+starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, int lane, size_t count,
                                         starfold__range_t **range, size_t *offset)
 {
     arena_t *a = arena_of(ctx);
@@ -229,7 +231,7 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
     starfold__bucket_t *fit = NULL;
     size_t at = 0, pos = 0;
     for (starfold__bucket_t *b = a->buckets; b; b = b->next) {
-        if (b->device != device || b->dtype != dtype) continue;
+        if (b->device != device || b->dtype != dtype || b->lane != lane) continue;
         if (b->capacity - b->used < count) continue; /* no gap can fit: skip its live list */
         size_t p;
         const size_t o = first_gap(b, count, &p);
@@ -240,7 +242,7 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
         }
     }
     starfold_status_t st = STARFOLD_OK;
-    if (!fit && (st = bucket_new(a, device, dtype, count, &fit)) == STARFOLD_OK) at = pos = 0;
+    if (!fit && (st = bucket_new(a, device, dtype, lane, count, &fit)) == STARFOLD_OK) at = pos = 0;
     if (st == STARFOLD_OK && SF_GROW(fit->live, fit->nlive, fit->caplive) != 0)
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory allocating a value");
     if (st == STARFOLD_OK) {

@@ -292,7 +292,8 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
     starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int c = 0; c < n && st == STARFOLD_OK; c++) {
-        st = starfold__arena_alloc(ctx, devices[c], dtype, count, &v->range[c], &v->offset[c]);
+        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, count, &v->range[c],
+                                   &v->offset[c]);
         if (st == STARFOLD_OK) v->handles[c] = v->range[c]->bucket->handle;
     }
     if (st != STARFOLD_OK) {
@@ -329,7 +330,8 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
     }
     size_t base[STARFOLD_MAX_DEVICES] = { 0 };
     for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
-        st = starfold__arena_alloc(ctx, devices[c], dtype, total, &slab->ranges[c], &base[c]);
+        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, total, &slab->ranges[c],
+                                   &base[c]);
     if (st != STARFOLD_OK) {
         for (int c = 0; c < n; c++) starfold__range_release(slab->ranges[c]);
         free(slab);
