@@ -82,11 +82,13 @@ typedef struct starfold__variable {
 struct starfold_value {
     int refs;                     /* atomic */
     /*
-     * atomic: names this value's storage as it is now, never the same for two values or two layouts:
-     * given at creation and again whenever a component's handle or offset changes (a move out of the
-     * arena, a component taken away). A cached batch plan (batch_plan.c) that saw a stamp may trust
-     * the value's devices and views without looking at them. Regrouped values (origin) do not
-     * follow their parts' moves: plans are never made over them.
+     * atomic: names this value's storage as it is now: given at creation and again whenever a
+     * component's handle or offset changes (a move out of the arena, a component taken away). Two
+     * values with one stamp have the same devices, dtype, count and views (a new stamp for every
+     * value, except one made over exactly what an earlier one was: starfold__value_set_stamp()). A
+     * cached batch plan (batch_plan.c) that saw a stamp may trust the value's devices and views
+     * without looking at them. Regrouped values (origin) do not follow their parts' moves: plans are
+     * never made over them.
      */
     unsigned long long stamp;
     starfold__variable_t *var;    /* NULL: not a variable; owned */
@@ -154,6 +156,12 @@ starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_val
 starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, starfold_value_kind_t kind, int n,
                                                     const int *devices, const starfold_value_t *srcs, const int *comps,
                                                     starfold_value_t *value);
+/*
+ * Gives @v, a value just made and seen by nobody else, the stamp of an earlier value with the same
+ * devices, dtype, count and views (see struct starfold_value): the all_reduce leader's values over
+ * the same replicas' values every step (replica.c).
+ */
+void starfold__value_set_stamp(starfold_value_t v, unsigned long long stamp);
 /* Component @c as a view: its own handle at offset 0, or its range of its bucket. */
 starfold_view_t starfold__value_view(starfold_value_t v, int c);
 /* Every component's view into views[0 .. n-1] (one lock); whether all of them live in the arena. */

@@ -423,6 +423,77 @@ out:
     return STARFOLD_OK;
 }
 
+/*
+ * The stamps the leader gave the PerReplica values of its last all_reduce, and what they were made
+ * of: every replica's value (its stamp) and component. A value borrowing exactly the same components
+ * of values with the same stamps has the same devices and views (the strategy's devices, the
+ * sources' views), so it may carry the same stamp, and the batch plan of the last step is found
+ * again (batch_plan.c). Kept in the strategy's pool, used by the leader alone (one run at a time,
+ * one collective at a time); holds no reference on anything.
+ */
+typedef struct ar_stamps {
+    size_t nv;
+    int n;
+    unsigned long long *src;     /* [r * nv + i] stamp of replica r's value i */
+    int *comps;                  /* [r * nv + i] its component */
+    unsigned long long *made;    /* [nv] the stamps of the values made over them */
+} ar_stamps_t;
+
+static ar_stamps_t *pool_ar_stamps(starfold_strategy_t s);
+
+static void ar_stamps_clear(ar_stamps_t *a)
+{
+    free(a->src);
+    free(a->comps);
+    free(a->made);
+    memset(a, 0, sizeof *a);
+}
+
+/* Whether the replicas passed the values and components of the last all_reduce (none regrouped). */
+static int ar_stamps_match(const ar_stamps_t *a, const slot_t *sl, int n, size_t nv)
+{
+    if (!a->made || a->nv != nv || a->n != n) return 0;
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++) {
+            const starfold_value_t v = sl[r].values[i];
+            if (v->origin || __atomic_load_n(&v->stamp, __ATOMIC_RELAXED) != a->src[(size_t)r * nv + i] ||
+                sl[r].comps[i] != a->comps[(size_t)r * nv + i])
+                return 0;
+        }
+    return 1;
+}
+
+/* The same values as the last all_reduce: the values made now take the stamps made then; else remembered. */
+static void ar_stamps_apply(starfold_strategy_t s, const slot_t *sl, int n, size_t nv, starfold__pair_t *pairs)
+{
+    ar_stamps_t *a = pool_ar_stamps(s);
+    if (!a) return;
+    if (ar_stamps_match(a, sl, n, nv)) {
+        for (size_t i = 0; i < nv; i++) starfold__value_set_stamp(pairs[i].value, a->made[i]);
+        return;
+    }
+    ar_stamps_clear(a);
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++)
+            if (sl[r].values[i]->origin) return; /* a regrouped value follows its parts: not kept */
+    const size_t m = nv * (size_t)n;
+    a->src = malloc(sizeof *a->src * m);
+    a->comps = malloc(sizeof *a->comps * m);
+    a->made = malloc(sizeof *a->made * nv);
+    if (!a->src || !a->comps || !a->made) {
+        ar_stamps_clear(a);
+        return;
+    }
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++) {
+            a->src[(size_t)r * nv + i] = __atomic_load_n(&sl[r].values[i]->stamp, __ATOMIC_RELAXED);
+            a->comps[(size_t)r * nv + i] = sl[r].comps[i];
+        }
+    for (size_t i = 0; i < nv; i++) a->made[i] = __atomic_load_n(&pairs[i].value->stamp, __ATOMIC_RELAXED);
+    a->nv = nv;
+    a->n = n;
+}
+
 /* The leader's all_reduce: one batch_reduce_to of PerReplica values over every replica's handles. */
 static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *msg)
 {
@@ -477,6 +548,7 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
         memcpy(pairs[i].dest.devices, s->devices, sizeof(int) * (size_t)n);
         pairs[i].dest.ctx = v0->ctx;
     }
+    ar_stamps_apply(s, sl, n, nv, pairs);
     /* Straight into one-component results, replica r's at mine[r * nv + i] (destinations in replica order). */
     st = starfold__strategy_all_reduce_split(s, sl[0].op, nv, pairs, &sl[0].options, "all_reduce", mine);
     if (st == STARFOLD_ERR_NOT_SUPPORTED) { /* across processes: mirrored results, then each replica's component */
@@ -919,7 +991,13 @@ struct starfold__replica_pool {
     starfold__run_t *run;          /* the run of generation gen */
     int busy;                      /* threads still in it */
     int quit;
+    ar_stamps_t ar;                /* the leaders' last all_reduce (execute_all_reduce()) */
 };
+
+static ar_stamps_t *pool_ar_stamps(starfold_strategy_t s)
+{
+    return s->pool ? &s->pool->ar : NULL;
+}
 
 static void *pool_main(void *p)
 {
@@ -952,6 +1030,7 @@ void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
     pthread_cond_destroy(&pool->wake);
     pthread_cond_destroy(&pool->idle);
     pthread_mutex_destroy(&pool->lock);
+    ar_stamps_clear(&pool->ar);
     free(pool->threads);
     free(pool->args);
     free(pool);

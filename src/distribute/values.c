@@ -726,6 +726,11 @@ starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_
     return st;
 }
 
+void starfold__value_set_stamp(starfold_value_t v, unsigned long long stamp)
+{
+    __atomic_store_n(&v->stamp, stamp, __ATOMIC_RELAXED);
+}
+
 void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r)
 {
     req_retain(r);
