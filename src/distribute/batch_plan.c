@@ -80,6 +80,7 @@ starfold__batch_plan_t *starfold__plan_find(starfold_cross_device_ops_t ops, sta
         if (p && !p->borrowed && head_matches(p, ctx, topo, op, split, options, n) && pairs_match(p, pairs)) found = p;
     }
     if (found) {
+        ops->plan_hits++;
         found->borrowed = 1;
         found->used = ++ops->clock;
     }

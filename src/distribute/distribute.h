@@ -243,6 +243,7 @@ struct starfold_cross_device_ops {
     unsigned long long clock;
     unsigned long long cache_hits;     /* graphs reused instead of compiled (for tests and curious callers) */
     struct starfold__batch_plan *plans[SF_PLAN_CACHE]; /* batch_plan.c; under cache_lock */
+    unsigned long long plan_hits;      /* batch calls that found their plan (for tests); under cache_lock */
 };
 
 /* One (value, resolved destination) pair. */
