@@ -162,6 +162,14 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
  * the same replicas' values every step (replica.c).
  */
 void starfold__value_set_stamp(starfold_value_t v, unsigned long long stamp);
+/*
+ * @nv values of @n components on @devices, value k's component i borrowing component
+ * comps[i * nv + k] of srcs[i * nv + k] (context, dtype and count those of srcs[k]), in one slab taking no
+ * reference on the sources' ranges: the sources must outlive the values (the all_reduce leader's
+ * values over the replicas' own, for the time of the collective). On failure nothing is left.
+ */
+starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int n, const int *devices, size_t nv,
+                                                const starfold_value_t *srcs, const int *comps, starfold_value_t *values);
 /* Component @c as a view: its own handle at offset 0, or its range of its bucket. */
 starfold_view_t starfold__value_view(starfold_value_t v, int c);
 /* Every component's view into views[0 .. n-1] (one lock); whether all of them live in the arena. */

@@ -528,25 +528,27 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
     starfold__pair_t *pairs = calloc(nv, sizeof *pairs);
     starfold_value_t *res = calloc(nv, sizeof *res);
     starfold_value_t *mine = calloc(nv * (size_t)n, sizeof *mine); /* [r * nv + i] */
-    starfold_value_t *src = malloc(sizeof *src * (size_t)n);
-    int *comps = malloc(sizeof *comps * (size_t)n);
-    if (!pairs || !res || !mine || !src || !comps) {
+    starfold_value_t *src = malloc(sizeof *src * nv * (size_t)n);   /* [r * nv + i] */
+    int *comps = malloc(sizeof *comps * nv * (size_t)n);
+    starfold_value_t *per_replica = calloc(nv, sizeof *per_replica);
+    if (!pairs || !res || !mine || !src || !comps || !per_replica) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < nv; i++) {
-        for (int r = 0; r < n; r++) {
-            src[r] = sl[r].values[i];
-            comps[r] = sl[r].comps[i];
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++) {
+            src[(size_t)r * nv + i] = sl[r].values[i];
+            comps[(size_t)r * nv + i] = sl[r].comps[i];
         }
-        const starfold_value_t v0 = sl[0].values[i];
-        SF_CHECK_GOTO(starfold__value_borrow_components(v0->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, src, comps,
-                                                        &pairs[i].value),
-                      st, out);
+    /* The replicas hold their values until the collective is over: the values over them take no reference. */
+    SF_CHECK_GOTO(starfold__values_borrow_block(STARFOLD_VALUE_PER_REPLICA, n, s->devices, nv, src, comps, per_replica),
+                  st, out);
+    for (size_t i = 0; i < nv; i++) {
+        pairs[i].value = per_replica[i];
         /* TensorFlow's batch_all_reduce: each value is its own destination. */
         pairs[i].dest.n = n;
         memcpy(pairs[i].dest.devices, s->devices, sizeof(int) * (size_t)n);
-        pairs[i].dest.ctx = v0->ctx;
+        pairs[i].dest.ctx = sl[0].values[i]->ctx;
     }
     ar_stamps_apply(s, sl, n, nv, pairs);
     /* Straight into one-component results, replica r's at mine[r * nv + i] (destinations in replica order). */
@@ -571,6 +573,7 @@ out:
     free(mine);
     free(src);
     free(comps);
+    free(per_replica);
     return st;
 }
 

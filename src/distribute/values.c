@@ -450,6 +450,41 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
     return STARFOLD_OK;
 }
 
+starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int n, const int *devices, size_t nv,
+                                                const starfold_value_t *srcs, const int *comps, starfold_value_t *values)
+{
+    const size_t each = shell_size(n), head = (sizeof(value_slab_t) + 15) & ~(size_t)15;
+    value_slab_t *slab = calloc(1, head + each * nv);
+    if (!slab) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nv);
+    slab->n = 0; /* no reference on the sources' ranges: they outlive the values */
+    unsigned char *mem = (unsigned char *)slab + head;
+    unsigned long long stamp = __atomic_add_fetch(&stamps, nv, __ATOMIC_RELAXED) - nv;
+    size_t made = 0;
+    for (; made < nv; made++) {
+        const starfold_value_t s0 = srcs[made];
+        starfold_value_t v = shell_init(mem + each * made, ++stamp, s0->ctx, kind, n, devices, s0->dtype, s0->count);
+        if (!v) break;
+        v->slab = slab;
+        for (int i = 0; i < n; i++) {
+            int c = comps[(size_t)i * nv + made];
+            const starfold_value_t s = root_of(srcs[(size_t)i * nv + made], &c);
+            pthread_mutex_lock(&s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
+            v->handles[i] = s->handles[c];
+            v->offset[i] = s->offset[c];
+            v->range[i] = s->range[c];
+            pthread_mutex_unlock(&s->lock);
+        }
+        values[made] = v;
+    }
+    slab->refs = (int)made + 1;
+    if (made < nv) {
+        for (size_t k = 0; k < made; k++) value_free(values[k]);
+        memset(values, 0, sizeof *values * nv);
+    }
+    slab_release(slab);
+    return made < nv ? starfold__error(STARFOLD_ERR_RUNTIME, "cannot create a mutex") : STARFOLD_OK;
+}
+
 starfold_view_t starfold__value_view(starfold_value_t v, int c)
 {
     v = root_of(v, &c);
