@@ -45,6 +45,8 @@
 #define SF_BUCKET_MIN_BYTES ((size_t)4 << 20)
 #define SF_BUCKET_MAX_GROWTH_BYTES ((size_t)64 << 20)
 #define SF_PERSIST_MAX 32
+#define SF_MEM_KEPT 16                          /* slab memories kept for the next step */
+#define SF_MEM_KEPT_BYTES ((size_t)64 << 20)    /* ... and at most this much of it */
 
 /* Tickets of bindings, process-wide so that a ticket kept past its context never names another's. */
 static unsigned long long starfold__arena_tickets;
@@ -66,6 +68,9 @@ typedef struct arena {
     size_t nbuckets, bytes;
     persist_entry_t persist[SF_PERSIST_MAX];
     unsigned long long clock, starts, reuses;
+    struct { void *mem; size_t bytes; } kept[SF_MEM_KEPT]; /* slab memory given back; under lock */
+    int nkept;
+    size_t kept_bytes;
 } arena_t;
 
 /* ------------------------------------------------------------------------------------------------
@@ -102,6 +107,7 @@ static void arena_fini(void *p)
         next = b->next;
         bucket_destroy(a->ctx, b);
     }
+    for (int k = 0; k < a->nkept; k++) free(a->kept[k].mem);
     pthread_mutex_destroy(&a->lock);
     free(a);
 }
@@ -258,6 +264,51 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
     pthread_mutex_unlock(&a->lock);
     free(r);
     return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Slab memory
+ */
+
+void *starfold__arena_mem_take(starfold_context_t ctx, size_t bytes, size_t *got)
+{
+    arena_t *a = arena_of(ctx);
+    void *mem = NULL;
+    if (a) {
+        /* The smallest kept that fits, if it is not more than twice too big. */
+        pthread_mutex_lock(&a->lock);
+        int best = -1;
+        for (int k = 0; k < a->nkept; k++)
+            if (a->kept[k].bytes >= bytes && a->kept[k].bytes / 2 <= bytes &&
+                (best < 0 || a->kept[k].bytes < a->kept[best].bytes))
+                best = k;
+        if (best >= 0) {
+            mem = a->kept[best].mem;
+            *got = a->kept[best].bytes;
+            a->kept_bytes -= *got;
+            a->kept[best] = a->kept[--a->nkept];
+        }
+        pthread_mutex_unlock(&a->lock);
+    }
+    if (!mem && (mem = malloc(bytes))) *got = bytes;
+    return mem;
+}
+
+void starfold__arena_mem_give(starfold_context_t ctx, void *mem, size_t bytes)
+{
+    arena_t *a = starfold__context_ext(ctx);
+    if (a) {
+        pthread_mutex_lock(&a->lock);
+        const int keep = a->nkept < SF_MEM_KEPT && a->kept_bytes + bytes <= SF_MEM_KEPT_BYTES;
+        if (keep) {
+            a->kept[a->nkept].mem = mem;
+            a->kept[a->nkept++].bytes = bytes;
+            a->kept_bytes += bytes;
+            mem = NULL;
+        }
+        pthread_mutex_unlock(&a->lock);
+    }
+    free(mem);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -75,6 +75,15 @@ starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t
 starfold_status_t starfold__arena_restart(starfold_context_t ctx, unsigned long long ticket, starfold_request_t *request,
                                           int *found);
 
+/*
+ * Memory for a slab of values (values.c), at least @bytes, not zeroed; *@got = its size. A slab's
+ * memory goes back with starfold__arena_mem_give() and is handed out again by the next take that
+ * it fits (a step's values are freed before the next step's are made), so a training step finds it
+ * mapped and in cache. NULL when out of memory.
+ */
+void *starfold__arena_mem_take(starfold_context_t ctx, size_t bytes, size_t *got);
+void starfold__arena_mem_give(starfold_context_t ctx, void *mem, size_t bytes);
+
 /* For tests: buckets and bytes of @ctx's arena, persistent submissions kept, and how many starts reused one. */
 typedef struct starfold__arena_stats {
     size_t buckets, bytes, persistents;

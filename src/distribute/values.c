@@ -187,13 +187,30 @@ typedef struct starfold__value_slab {
     int refs;                                    /* atomic: values of the slab not freed */
     int n;
     starfold__range_t *ranges[STARFOLD_MAX_DEVICES]; /* one reference each */
+    starfold_context_t ctx;                      /* whose arena the memory goes back to */
+    size_t bytes;                                /* the memory's size, this header included */
 } value_slab_t;
+
+#define SLAB_HEAD ((sizeof(value_slab_t) + 15) & ~(size_t)15)
+
+/* A zeroed slab for @nvalues values of shell_size() @each, from the arena's memory kept for slabs. */
+static value_slab_t *slab_new(starfold_context_t ctx, size_t nvalues, size_t each)
+{
+    size_t got = 0;
+    const size_t bytes = SLAB_HEAD + each * nvalues;
+    value_slab_t *s = starfold__arena_mem_take(ctx, bytes, &got);
+    if (!s) return NULL;
+    memset(s, 0, bytes);
+    s->ctx = ctx;
+    s->bytes = got;
+    return s;
+}
 
 static void slab_release(value_slab_t *s)
 {
     if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     for (int c = 0; c < s->n; c++) starfold__range_release(s->ranges[c]);
-    free(s);
+    starfold__arena_mem_give(s->ctx, s, s->bytes);
 }
 
 /* Bytes of a shell of @n components: the struct, then its rows by decreasing alignment. */
@@ -322,11 +339,10 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
     value_slab_t *slab = NULL;
     unsigned char *mem = NULL;
     if (nonempty > 0) {
-        const size_t head = (sizeof *slab + 15) & ~(size_t)15;
-        if (!(slab = calloc(1, head + each * nonempty)))
+        if (!(slab = slab_new(ctx, nonempty, each)))
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nonempty);
         slab->n = n;
-        mem = (unsigned char *)slab + head;
+        mem = (unsigned char *)slab + SLAB_HEAD;
     }
     size_t base[STARFOLD_MAX_DEVICES] = { 0 };
     for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
@@ -334,7 +350,7 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
                                    &base[c]);
     if (st != STARFOLD_OK) {
         for (int c = 0; c < n; c++) starfold__range_release(slab->ranges[c]);
-        free(slab);
+        starfold__arena_mem_give(ctx, slab, slab->bytes);
         return st;
     }
     if (blocks && slab)
@@ -453,11 +469,11 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
 starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int n, const int *devices, size_t nv,
                                                 const starfold_value_t *srcs, const int *comps, starfold_value_t *values)
 {
-    const size_t each = shell_size(n), head = (sizeof(value_slab_t) + 15) & ~(size_t)15;
-    value_slab_t *slab = calloc(1, head + each * nv);
+    const size_t each = shell_size(n);
+    value_slab_t *slab = slab_new(srcs[0]->ctx, nv, each);
     if (!slab) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nv);
     slab->n = 0; /* no reference on the sources' ranges: they outlive the values */
-    unsigned char *mem = (unsigned char *)slab + head;
+    unsigned char *mem = (unsigned char *)slab + SLAB_HEAD;
     unsigned long long stamp = __atomic_add_fetch(&stamps, nv, __ATOMIC_RELAXED) - nv;
     size_t made = 0;
     for (; made < nv; made++) {
