@@ -82,13 +82,11 @@ typedef struct starfold__variable {
 struct starfold_value {
     int refs;                     /* atomic */
     /*
-     * atomic: names this value's storage as it is now: given at creation and again whenever a
-     * component's handle or offset changes (a move out of the arena, a component taken away). Two
-     * values with one stamp have the same devices, dtype, count and views (a new stamp for every
-     * value, except one made over exactly what an earlier one was: starfold__value_set_stamp()). A
-     * cached batch plan (batch_plan.c) that saw a stamp may trust the value's devices and views
-     * without looking at them. Regrouped values (origin) do not follow their parts' moves: plans are
-     * never made over them.
+     * atomic: names this value's storage as it is now, never the same for two values or two layouts:
+     * given at creation and again whenever a component's handle or offset changes (a move out of the
+     * arena, a component taken away). A cached batch plan (batch_plan.c) that saw a stamp may trust
+     * the value's devices and views without looking at them. Regrouped values (origin) do not
+     * follow their parts' moves: plans are never made over them.
      */
     unsigned long long stamp;
     starfold__variable_t *var;    /* NULL: not a variable; owned */
@@ -157,16 +155,11 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
                                                     const int *devices, const starfold_value_t *srcs, const int *comps,
                                                     starfold_value_t *value);
 /*
- * Gives @v, a value just made and seen by nobody else, the stamp of an earlier value with the same
- * devices, dtype, count and views (see struct starfold_value): the all_reduce leader's values over
- * the same replicas' values every step (replica.c).
- */
-void starfold__value_set_stamp(starfold_value_t v, unsigned long long stamp);
-/*
  * @nv values of @n components on @devices, value k's component i borrowing component
  * comps[i * nv + k] of srcs[i * nv + k] (context, dtype and count those of srcs[k]), in one slab taking no
- * reference on the sources' ranges: the sources must outlive the values (the all_reduce leader's
- * values over the replicas' own, for the time of the collective). On failure nothing is left.
+ * reference on the sources' ranges: the sources must outlive every use of the values (the
+ * all_reduce leader's values over the replicas' own, used while the replicas hold them), and memory
+ * of its own, so the values may be destroyed after their context. On failure nothing is left.
  */
 starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int n, const int *devices, size_t nv,
                                                 const starfold_value_t *srcs, const int *comps, starfold_value_t *values);

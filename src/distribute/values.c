@@ -193,12 +193,15 @@ typedef struct starfold__value_slab {
 
 #define SLAB_HEAD ((sizeof(value_slab_t) + 15) & ~(size_t)15)
 
-/* A zeroed slab for @nvalues values of shell_size() @each, from the arena's memory kept for slabs. */
+/*
+ * A zeroed slab for @nvalues values of shell_size() @each, from @ctx's arena's memory kept for
+ * slabs; @ctx NULL: memory of its own (values that may outlive their context).
+ */
 static value_slab_t *slab_new(starfold_context_t ctx, size_t nvalues, size_t each)
 {
     size_t got = 0;
     const size_t bytes = SLAB_HEAD + each * nvalues;
-    value_slab_t *s = starfold__arena_mem_take(ctx, bytes, &got);
+    value_slab_t *s = ctx ? starfold__arena_mem_take(ctx, bytes, &got) : malloc(got = bytes);
     if (!s) return NULL;
     memset(s, 0, bytes);
     s->ctx = ctx;
@@ -210,7 +213,8 @@ static void slab_release(value_slab_t *s)
 {
     if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     for (int c = 0; c < s->n; c++) starfold__range_release(s->ranges[c]);
-    starfold__arena_mem_give(s->ctx, s, s->bytes);
+    if (s->ctx) starfold__arena_mem_give(s->ctx, s, s->bytes);
+    else free(s);
 }
 
 /* Bytes of a shell of @n components: the struct, then its rows by decreasing alignment. */
@@ -470,7 +474,7 @@ starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int 
                                                 const starfold_value_t *srcs, const int *comps, starfold_value_t *values)
 {
     const size_t each = shell_size(n);
-    value_slab_t *slab = slab_new(srcs[0]->ctx, nv, each);
+    value_slab_t *slab = slab_new(NULL, nv, each);
     if (!slab) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nv);
     slab->n = 0; /* no reference on the sources' ranges: they outlive the values */
     unsigned char *mem = (unsigned char *)slab + SLAB_HEAD;
@@ -775,11 +779,6 @@ starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_
     const starfold_status_t st = add_writer_locked(v, r);
     pthread_mutex_unlock(&v->lock);
     return st;
-}
-
-void starfold__value_set_stamp(starfold_value_t v, unsigned long long stamp)
-{
-    __atomic_store_n(&v->stamp, stamp, __ATOMIC_RELAXED);
 }
 
 void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r)
