@@ -47,6 +47,8 @@ typedef struct starfold__dist_req {
 /* A record over @req with @refs references (the executor request is owned from now on); NULL when out of memory. */
 starfold__dist_req_t *starfold__dist_req_new(starfold_request_t req, int refs);
 void starfold__dist_req_release(starfold__dist_req_t *r);
+/* @k more references at once. */
+void starfold__dist_req_retain_n(starfold__dist_req_t *r, size_t k);
 /* Waits (seconds < 0: without limit); the submission's outcome, or STARFOLD_ERR_TIMEOUT. */
 starfold_status_t starfold__dist_req_wait(starfold__dist_req_t *r, double seconds);
 
@@ -188,7 +190,8 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r);
 /*
  * The first record of a value nobody else sees yet (a result being made: no writer, no other
- * thread): @r recorded without lock or allocation (adds a reference to @r).
+ * thread): @r recorded without lock or allocation. The value's reference to @r is the caller's,
+ * taken before (starfold__dist_req_retain_n() once for a whole batch of results).
  */
 void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r);
 /*

@@ -781,9 +781,13 @@ starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_
     return st;
 }
 
+void starfold__dist_req_retain_n(starfold__dist_req_t *r, size_t k)
+{
+    __atomic_add_fetch(&r->refs, (int)k, __ATOMIC_RELAXED);
+}
+
 void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r)
 {
-    req_retain(r);
     v->writer0 = r;
     v->writers = &v->writer0;
     v->nwriters = 1;
