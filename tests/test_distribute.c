@@ -1027,6 +1027,81 @@ static void test_arena_steps(void)
     for (size_t i = 0; i < nv; i++) starfold_value_destroy(in[i]);
 }
 
+/* The ops' batch plans found so far. */
+static unsigned long long plan_hits(starfold_cross_device_ops_t ops)
+{
+    pthread_mutex_lock(&ops->cache_lock);
+    const unsigned long long n = ops->plan_hits;
+    pthread_mutex_unlock(&ops->cache_lock);
+    return n;
+}
+
+/*
+ * A batch's plan (batch_plan.c): the first call keeps it, the next ones over the same values find it
+ * (and restart the arena's binding); a value destroyed and made again, or moved out of the arena,
+ * is never taken for the one the plan saw: those steps plan again and are right every time.
+ */
+static void test_batch_plan(void)
+{
+    const size_t nv = 30;
+    size_t counts[30];
+    starfold_value_t in[30], res[30];
+    for (size_t i = 0; i < nv; i++) {
+        counts[i] = 1 + (i * 53) % 2000;
+        CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 4, dev0123, STARFOLD_FLOAT32, counts[i],
+                                                    NULL, &in[i]), STARFOLD_OK);
+    }
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, host4, &ops), STARFOLD_OK);
+    /* Kept by step 0, found by every step after. */
+    for (int k = 0; k < 5; k++) {
+        const unsigned long long h = plan_hits(ops);
+        starfold__trace_reset();
+        CU_ASSERT_EQUAL(arena_step(ops, k, nv, in, counts, res), 0);
+        CU_ASSERT_EQUAL(plan_hits(ops) - h, k == 0 ? 0u : 1u);
+        if (k > 0) CU_ASSERT_TRUE(last_trace().persistent && last_trace().reused);
+        for (size_t i = 0; i < nv; i++) starfold_value_destroy(res[i]);
+    }
+    /* A value destroyed and another made in its place (maybe at its address, in its range): a new plan. */
+    starfold_value_destroy(in[3]);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 4, dev0123, STARFOLD_FLOAT32, counts[3],
+                                                NULL, &in[3]), STARFOLD_OK);
+    for (int k = 5; k < 7; k++) {
+        const unsigned long long h = plan_hits(ops);
+        CU_ASSERT_EQUAL(arena_step(ops, k, nv, in, counts, res), 0);
+        CU_ASSERT_EQUAL(plan_hits(ops) - h, k == 5 ? 0u : 1u);
+        for (size_t i = 0; i < nv; i++) starfold_value_destroy(res[i]);
+    }
+    /* A component moved out of the arena: the value's views changed, no plan is found (nor kept: not all in the arena). */
+    CU_ASSERT_PTR_NOT_NULL(starfold_value_handle(in[7], 2));
+    for (int k = 7; k < 9; k++) {
+        const unsigned long long h = plan_hits(ops);
+        starfold__trace_reset();
+        CU_ASSERT_EQUAL(arena_step(ops, k, nv, in, counts, res), 0);
+        CU_ASSERT_EQUAL(plan_hits(ops), h);
+        CU_ASSERT_FALSE(last_trace().persistent);
+        for (size_t i = 0; i < nv; i++) starfold_value_destroy(res[i]);
+    }
+    /* Another op is another plan; the first one is still there. */
+    starfold_value_destination_pair_t pairs[2] = { { in[0], starfold_destination_value(in[0]) },
+                                                   { in[1], starfold_destination_value(in[1]) } };
+    for (int k = 0; k < 2; k++) {
+        const unsigned long long h = plan_hits(ops);
+        CU_ASSERT_EQUAL(starfold_cross_device_ops_batch_reduce(ops, STARFOLD_OP_MAX, 2, pairs, NULL, res), STARFOLD_OK);
+        CU_ASSERT_EQUAL(plan_hits(ops) - h, k == 0 ? 0u : 1u);
+        for (int i = 0; i < 2; i++) {
+            float x = -1;
+            CU_ASSERT_EQUAL(starfold_value_read(res[i], 1, &x, sizeof x), STARFOLD_OK);
+            float want = step_input(8, (size_t)i, 0, 0);
+            for (int r = 1; r < 4; r++) want = step_input(8, (size_t)i, r, 0) > want ? step_input(8, (size_t)i, r, 0) : want;
+            CU_ASSERT_EQUAL(x, want);
+            starfold_value_destroy(res[i]);
+        }
+    }
+    starfold_cross_device_ops_destroy(ops);
+    for (size_t i = 0; i < nv; i++) starfold_value_destroy(in[i]);
+}
+
 /*
  * Asking for a component's handle moves it out of the arena (a copy, ordered after the reduction
  * writing it): the handle then holds the value, later reductions read it from there, and a regrouped
@@ -1094,6 +1169,7 @@ int main(int argc, char **argv)
         { "broadcast", test_broadcast },
         { "chained reductions", test_chained },
         { "arena: twenty steps, persistent reused, double buffering", test_arena_steps },
+        { "batch plans: found again, never over a remade or moved value", test_batch_plan },
         { "arena: handles move components out", test_arena_move_out },
     };
     if (suite_init() != 0) {

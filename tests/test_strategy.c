@@ -204,6 +204,61 @@ static void test_seed_all_reduce_list(void)
     starfold_cross_device_ops_destroy(hc);
 }
 
+/*
+ * A training loop's all_reduce: each replica's own three values, made once, written and all-reduced
+ * every step. From the second step on the leader finds the batch plan of the step before (its values
+ * over the replicas' carry the same stamps); once a replica's value moved out of the arena, it plans
+ * every step (a plan is only kept over views of the arena). Every step's sums are checked.
+ */
+typedef struct loop_arg {
+    starfold_value_t mine[2][3];
+    int step;
+    float got[2][3];
+} loop_arg_t;
+
+static starfold_status_t step_all_reduce_loop(starfold_replica_context_t rc, void *arg)
+{
+    loop_arg_t *a = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    starfold_status_t st = STARFOLD_OK;
+    for (int i = 0; i < 3 && st == STARFOLD_OK; i++) {
+        const float x[4] = { (float)(a->step * 10 + r * 3 + i), 1, 2, 3 };
+        st = starfold_value_write(a->mine[r][i], 0, x, sizeof x);
+    }
+    starfold_value_t res[3] = { NULL, NULL, NULL };
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 3, a->mine[r], NULL, res);
+    for (int i = 0; i < 3 && st == STARFOLD_OK; i++) st = starfold_value_read(res[i], 0, &a->got[r][i], sizeof(float));
+    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+    return st;
+}
+
+static void test_all_reduce_loop_plans(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    loop_arg_t a;
+    memset(&a, 0, sizeof a);
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++)
+            CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[r], STARFOLD_FLOAT32, 4,
+                                                        NULL, &a.mine[r][i]), STARFOLD_OK);
+    for (a.step = 0; a.step < 6; a.step++) {
+        if (a.step == 4) CU_ASSERT_PTR_NOT_NULL(starfold_value_handle(a.mine[1][1], 0)); /* moved out: new views */
+        pthread_mutex_lock(&s->ops->cache_lock);
+        const unsigned long long h = s->ops->plan_hits;
+        pthread_mutex_unlock(&s->ops->cache_lock);
+        CU_ASSERT_EQUAL(starfold_strategy_run(s, step_all_reduce_loop, &a), STARFOLD_OK);
+        pthread_mutex_lock(&s->ops->cache_lock);
+        const unsigned long long found = s->ops->plan_hits - h;
+        pthread_mutex_unlock(&s->ops->cache_lock);
+        CU_ASSERT_EQUAL(found, a.step == 0 || a.step >= 4 ? 0u : 1u); /* no plan over a value out of the arena */
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(a.got[r][i], (float)(2 * (a.step * 10 + i) + 3));
+    }
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++) starfold_value_destroy(a.mine[r][i]);
+    starfold_strategy_destroy(s);
+}
+
 /* Replicas run concurrently: each waits (bounded) until every replica has started. */
 static pthread_mutex_t conc_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conc_cond = PTHREAD_COND_INITIALIZER;
@@ -2487,6 +2542,7 @@ int main(int argc, char **argv)
     static const named_test_t tests[] = {
         { "seed: all_reduce of 1.0 over 2 replicas", test_seed_all_reduce },
         { "seed: all_reduce of [1, 2] in one collective", test_seed_all_reduce_list },
+        { "all_reduce in a loop: the step's plan found again", test_all_reduce_loop_plans },
         { "seed: replica_id_in_sync_group, concurrent replicas", test_seed_replica_ids },
         { "seed: batch_reduce_to + merge_call + update, 3 strategies", test_seed_batch_reduce_to },
         { "construction and default ops by topology", test_construction },

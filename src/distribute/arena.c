@@ -6,7 +6,8 @@
  *   bucket (device 3, float32)   [ v0 | v1 | v2 | ... | v999 | results of step k |   free   ]
  *                                  ranges, by offset; a new one takes the first gap that fits
  *   bucket (device 3, float32)   [ ...                                          ]
- *   ...                          one list per context, any device and dtype
+ *   ...                          one list per context, any device, dtype and lane
+ *                                (values of several components apart from one-component ones)
  *
  *   persistent submissions       key = (graph serial, every input view, every output view)
  *                                -> starfold_persistent_t bound to those views, started every step
@@ -44,6 +45,11 @@
 #define SF_BUCKET_MIN_BYTES ((size_t)4 << 20)
 #define SF_BUCKET_MAX_GROWTH_BYTES ((size_t)64 << 20)
 #define SF_PERSIST_MAX 32
+#define SF_MEM_KEPT 16                          /* slab memories kept for the next step */
+#define SF_MEM_KEPT_BYTES ((size_t)64 << 20)    /* ... and at most this much of it */
+
+/* Tickets of bindings, process-wide so that a ticket kept past its context never names another's. */
+static unsigned long long starfold__arena_tickets;
 
 typedef struct persist_entry {
     unsigned long long graph_key;
@@ -52,6 +58,7 @@ typedef struct persist_entry {
     uint64_t hash;
     starfold_persistent_t persistent;
     unsigned long long used;         /* last start, for LRU eviction */
+    unsigned long long ticket;       /* names this binding for starfold__arena_restart(), never reused */
 } persist_entry_t;
 
 typedef struct arena {
@@ -61,6 +68,9 @@ typedef struct arena {
     size_t nbuckets, bytes;
     persist_entry_t persist[SF_PERSIST_MAX];
     unsigned long long clock, starts, reuses;
+    struct { void *mem; size_t bytes; } kept[SF_MEM_KEPT]; /* slab memory given back; under lock */
+    int nkept;
+    size_t kept_bytes;
 } arena_t;
 
 /* ------------------------------------------------------------------------------------------------
@@ -97,6 +107,7 @@ static void arena_fini(void *p)
         next = b->next;
         bucket_destroy(a->ctx, b);
     }
+    for (int k = 0; k < a->nkept; k++) free(a->kept[k].mem);
     pthread_mutex_destroy(&a->lock);
     free(a);
 }
@@ -151,6 +162,7 @@ void starfold__range_release(starfold__range_t *r)
     if (k < b->nlive && b->live[k] == r) {
         memmove(&b->live[k], &b->live[k + 1], sizeof *b->live * (b->nlive - k - 1));
         b->nlive--;
+        b->used -= r->count;
     }
     pthread_mutex_unlock(&a->lock);
     free(r);
@@ -172,13 +184,13 @@ static size_t first_gap(const starfold__bucket_t *b, size_t count, size_t *pos)
 }
 
 /* A new bucket for @count elements: at least 256 KiB, twice the largest of its kind up to 64 MiB. */
-static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dtype, size_t count,
+static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dtype, int lane, size_t count,
                                     starfold__bucket_t **out)
 {
     const size_t elem = starfold_dtype_size(dtype);
     size_t cap_bytes = SF_BUCKET_MIN_BYTES;
     for (starfold__bucket_t *b = a->buckets; b; b = b->next)
-        if (b->device == device && b->dtype == dtype && b->capacity * elem * 2 > cap_bytes)
+        if (b->device == device && b->dtype == dtype && b->lane == lane && b->capacity * elem * 2 > cap_bytes)
             cap_bytes = b->capacity * elem * 2 < SF_BUCKET_MAX_GROWTH_BYTES ? b->capacity * elem * 2
                                                                              : SF_BUCKET_MAX_GROWTH_BYTES;
     size_t capacity = cap_bytes / elem;
@@ -203,6 +215,7 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
     b->arena = a;
     b->device = device;
     b->dtype = dtype;
+    b->lane = lane;
     b->capacity = capacity;
     b->next = a->buckets;
     a->buckets = b;
@@ -212,7 +225,7 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
     return STARFOLD_OK;
 }
 
-starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, size_t count,
+starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, int lane, size_t count,
                                         starfold__range_t **range, size_t *offset)
 {
     arena_t *a = arena_of(ctx);
@@ -224,7 +237,8 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
     starfold__bucket_t *fit = NULL;
     size_t at = 0, pos = 0;
     for (starfold__bucket_t *b = a->buckets; b; b = b->next) {
-        if (b->device != device || b->dtype != dtype) continue;
+        if (b->device != device || b->dtype != dtype || b->lane != lane) continue;
+        if (b->capacity - b->used < count) continue; /* no gap can fit: skip its live list */
         size_t p;
         const size_t o = first_gap(b, count, &p);
         if (o != (size_t)-1) {
@@ -234,13 +248,14 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
         }
     }
     starfold_status_t st = STARFOLD_OK;
-    if (!fit && (st = bucket_new(a, device, dtype, count, &fit)) == STARFOLD_OK) at = pos = 0;
+    if (!fit && (st = bucket_new(a, device, dtype, lane, count, &fit)) == STARFOLD_OK) at = pos = 0;
     if (st == STARFOLD_OK && SF_GROW(fit->live, fit->nlive, fit->caplive) != 0)
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory allocating a value");
     if (st == STARFOLD_OK) {
         memmove(&fit->live[pos + 1], &fit->live[pos], sizeof *fit->live * (fit->nlive - pos));
         fit->live[pos] = r;
         fit->nlive++;
+        fit->used += count;
         *r = (starfold__range_t){ .refs = 1, .bucket = fit, .offset = at, .count = count };
         *range = r;
         *offset = at;
@@ -249,6 +264,51 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
     pthread_mutex_unlock(&a->lock);
     free(r);
     return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Slab memory
+ */
+
+void *starfold__arena_mem_take(starfold_context_t ctx, size_t bytes, size_t *got)
+{
+    arena_t *a = arena_of(ctx);
+    void *mem = NULL;
+    if (a) {
+        /* The smallest kept that fits, if it is not more than twice too big. */
+        pthread_mutex_lock(&a->lock);
+        int best = -1;
+        for (int k = 0; k < a->nkept; k++)
+            if (a->kept[k].bytes >= bytes && a->kept[k].bytes / 2 <= bytes &&
+                (best < 0 || a->kept[k].bytes < a->kept[best].bytes))
+                best = k;
+        if (best >= 0) {
+            mem = a->kept[best].mem;
+            *got = a->kept[best].bytes;
+            a->kept_bytes -= *got;
+            a->kept[best] = a->kept[--a->nkept];
+        }
+        pthread_mutex_unlock(&a->lock);
+    }
+    if (!mem && (mem = malloc(bytes))) *got = bytes;
+    return mem;
+}
+
+void starfold__arena_mem_give(starfold_context_t ctx, void *mem, size_t bytes)
+{
+    arena_t *a = starfold__context_ext(ctx);
+    if (a) {
+        pthread_mutex_lock(&a->lock);
+        const int keep = a->nkept < SF_MEM_KEPT && a->kept_bytes + bytes <= SF_MEM_KEPT_BYTES;
+        if (keep) {
+            a->kept[a->nkept].mem = mem;
+            a->kept[a->nkept++].bytes = bytes;
+            a->kept_bytes += bytes;
+            mem = NULL;
+        }
+        pthread_mutex_unlock(&a->lock);
+    }
+    free(mem);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -287,7 +347,8 @@ static persist_entry_t *persist_slot(arena_t *a)
 
 starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t graph, unsigned long long graph_key,
                                         size_t num_inputs, const starfold_view_t *inputs, size_t num_outputs,
-                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused)
+                                        const starfold_view_t *outputs, starfold_request_t *request, int *reused,
+                                        unsigned long long *ticket)
 {
     arena_t *a = arena_of(ctx);
     if (!a) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating the context's arena");
@@ -322,14 +383,37 @@ starfold_status_t starfold__arena_start(starfold_context_t ctx, starfold_graph_t
         if (st == STARFOLD_OK) {
             e = persist_slot(a);
             *e = (persist_entry_t){ .graph_key = graph_key, .nin = num_inputs, .nout = num_outputs, .views = views,
-                                    .hash = hash, .persistent = p };
+                                    .hash = hash, .persistent = p, .ticket = __atomic_add_fetch(&starfold__arena_tickets, 1, __ATOMIC_RELAXED) };
         } else {
             free(views);
         }
     }
     if (e) {
         e->used = ++a->clock;
+        *ticket = e->ticket;
         st = starfold_persistent_start(e->persistent, request);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+starfold_status_t starfold__arena_restart(starfold_context_t ctx, unsigned long long ticket, starfold_request_t *request,
+                                          int *found)
+{
+    arena_t *a = starfold__context_ext(ctx);
+    *found = 0;
+    if (!a || !ticket) return STARFOLD_OK;
+    starfold_status_t st = STARFOLD_OK;
+    pthread_mutex_lock(&a->lock); /* as in starfold__arena_start: no eviction while a start is inside an entry */
+    for (int k = 0; k < SF_PERSIST_MAX; k++) {
+        persist_entry_t *e = &a->persist[k];
+        if (!e->persistent || e->ticket != ticket) continue;
+        *found = 1;
+        a->starts++;
+        a->reuses++;
+        e->used = ++a->clock;
+        st = starfold_persistent_start(e->persistent, request);
+        break;
     }
     pthread_mutex_unlock(&a->lock);
     return st;

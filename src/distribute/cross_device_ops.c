@@ -38,6 +38,7 @@
 
 #include "algorithms/algorithms.h"
 #include "base/common.h"
+#include "distribute/batch_plan.h"
 #include "distribute/distribute.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -208,6 +209,7 @@ STARFOLD_API starfold_cross_device_ops_t starfold_cross_device_ops_retain(starfo
 STARFOLD_API void starfold_cross_device_ops_destroy(starfold_cross_device_ops_t ops)
 {
     if (!ops || __atomic_sub_fetch(&ops->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    starfold__plans_destroy(ops); /* their graphs go back to the cache first */
     for (int k = 0; k < SF_OPS_CACHE; k++) {
         starfold_graph_destroy(ops->cache[k].graph);
         free(ops->cache[k].key);
@@ -236,26 +238,8 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_options(starfold_cross_
  * Planning
  */
 
-/* One pair's graph: sources and destinations as graph devices (the host mapped to a device). */
-typedef struct item {
-    starfold__path_t path;
-    int nsrc, src[STARFOLD_MAX_DEVICES];
-    int ndst, dst[STARFOLD_MAX_DEVICES];
-    int reduce_device;   /* reduce-to-one graphs: R; -1 for the all-reduce */
-    int host_as;         /* the device standing for the host in this pair, -1 when no host is involved */
-    int group;
-} item_t;
-
-/* A group of items compiled into one graph. */
-typedef struct group {
-    size_t first;        /* first item: its sources and destinations are the graph's */
-    size_t *members;     /* item indices, in input order */
-    size_t nmembers;
-    starfold_graph_t graph;
-    int cached;          /* graph borrowed from the ops' cache (released, not destroyed) */
-    unsigned long long serial; /* the cache entry's serial number (names the graph), 0 when not cached */
-    starfold__dist_req_t *req;
-} group_t;
+typedef starfold__item_t item_t;
+typedef starfold__group_t group_t;
 
 /* Serial numbers of cached graphs, process-wide so that no two graphs ever share one. */
 static unsigned long long starfold__graph_serial;
@@ -499,11 +483,35 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
     return STARFOLD_OK;
 }
 
+/* Records group @g's submission @req on its results (fresh values: their first writer) and in the trace. */
+static starfold_status_t record_group(const item_t *items, group_t *g, starfold_request_t req, starfold_value_t *results,
+                                      size_t npairs, int split_n, int persistent, int reused, const char *fn)
+{
+    const item_t *it = &items[g->first];
+    if (!(g->req = starfold__dist_req_new(req, 1))) {
+        starfold_request_destroy(req);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    /* One reference per result, taken at once. */
+    starfold__dist_req_retain_n(g->req, g->nmembers * (size_t)(split_n ? split_n : 1));
+    for (size_t t = 0; t < g->nmembers; t++) {
+        const size_t i = g->members[t];
+        if (!split_n) starfold__value_set_first_writer(results[i], g->req);
+        for (int c = 0; c < split_n; c++) starfold__value_set_first_writer(results[(size_t)c * npairs + i], g->req);
+    }
+    starfold__trace_entry_t e = { .path = it->path, .num_tensors = g->nmembers, .num_sources = it->nsrc,
+                                  .num_destinations = it->ndst, .reduce_device = it->reduce_device,
+                                  .persistent = persistent, .reused = reused };
+    snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g->graph));
+    starfold__trace_add(&e);
+    return STARFOLD_OK;
+}
+
 /*
  * Submits group @g: inputs and outputs mapped by device, as views (a component in the arena is its
  * range of a bucket, a wrapped handle is itself whole). When every view lies in the arena and the
  * graph is a cached one, the submission is the arena's persistent one for exactly these views, made
- * the first time and started every step after. Records the submission on the results.
+ * the first time and started every step after (g->ticket names it). Records the submission on the results.
  */
 static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items, group_t *g,
                                       starfold_value_t *results, size_t npairs, int split_n, const char *fn)
@@ -514,6 +522,7 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
     starfold_view_t *in = malloc(sizeof *in * nt * (size_t)it->nsrc);
     starfold_view_t *out = malloc(sizeof *out * nt * (size_t)it->ndst);
     int in_arena = g->serial != 0;
+    g->ticket = 0;
     if (!in || !out) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto out;
@@ -550,7 +559,7 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
     starfold_request_t req;
     int reused = 0;
     st = in_arena ? starfold__arena_start(ctx, g->graph, g->serial, nt * (size_t)it->nsrc, in, nt * (size_t)it->ndst, out,
-                                          &req, &reused)
+                                          &req, &reused, &g->ticket)
                   : starfold_submit_views(ctx, g->graph, in, out, &req);
     if (st != STARFOLD_OK) {
         char why[512];
@@ -558,23 +567,7 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
         st = starfold__error(st, "%s: %s", fn, why);
         goto out;
     }
-    if (!(g->req = starfold__dist_req_new(req, 1))) {
-        starfold_request_destroy(req);
-        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-        goto out;
-    }
-    for (size_t t = 0; t < nt && st == STARFOLD_OK; t++) {
-        const size_t i = g->members[t];
-        if (!split_n) st = starfold__value_add_writer(results[i], g->req);
-        for (int c = 0; c < split_n && st == STARFOLD_OK; c++)
-            st = starfold__value_add_writer(results[(size_t)c * npairs + i], g->req);
-    }
-
-    starfold__trace_entry_t e = { .path = it->path, .num_tensors = nt, .num_sources = it->nsrc,
-                           .num_destinations = it->ndst, .reduce_device = it->reduce_device,
-                           .persistent = in_arena, .reused = reused };
-    snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g->graph));
-    starfold__trace_add(&e);
+    st = record_group(items, g, req, results, npairs, split_n, in_arena, reused, fn);
 out:
     free(in);
     free(out);
@@ -582,64 +575,164 @@ out:
 }
 
 /*
- * The results of group @g in the arena: one block per destination device and output dtype, the
- * results one after another in it, so the group's outputs are views of as few vectors as possible
- * (and the same ones every step of a loop that frees its results before the next). Every pair of a
- * group has the same destination devices (maybe in another order).
- *   split_n == 0: res[i] = pair i's result, mirrored over its destination's devices;
- *   split_n  > 0: res[c * npairs + i] = a one-component result on pair i's destination device c.
+ * Submits group @g of a plan: when this call's result blocks are those of a binding an earlier call
+ * started, and the arena still has it, that binding is started again (the inputs are the same views:
+ * the plan's key says so); otherwise as submit_group(), and the new binding is remembered.
  */
-static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__pair_t *pairs, const group_t *g,
-                                       starfold_value_t *res, size_t npairs, int split_n)
+static starfold_status_t submit_planned_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items,
+                                              group_t *g, starfold_value_t *results, size_t npairs, int split_n,
+                                              const char *fn)
 {
-    const starfold__dest_t *d = &pairs[g->members[0]].dest;
-    size_t counts[STARFOLD_DTYPE_COUNT] = { 0 };
-    starfold_dtype_t *dt = malloc(sizeof *dt * g->nmembers);
-    if (!dt) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
-    for (size_t t = 0; t < g->nmembers; t++) {
-        dt[t] = starfold_graph_output_dtype(g->graph, t);
-        counts[dt[t]] += pairs[g->members[t]].value->count;
-    }
-    starfold_status_t st = STARFOLD_OK;
-    for (int k = 0; k < STARFOLD_DTYPE_COUNT && st == STARFOLD_OK; k++) {
-        if (!counts[k]) continue;
-        size_t nk = 0;
-        for (size_t t = 0; t < g->nmembers; t++) nk += dt[t] == (starfold_dtype_t)k;
-        size_t *idx = malloc(sizeof *idx * nk), *cnt = malloc(sizeof *cnt * nk);
-        const int **devs = malloc(sizeof *devs * nk);
-        starfold_value_t *out = calloc(nk, sizeof *out);
-        if (!idx || !cnt || !devs || !out) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
-        for (size_t t = 0, j = 0; st == STARFOLD_OK && t < g->nmembers; t++)
-            if (dt[t] == (starfold_dtype_t)k) {
-                idx[j] = g->members[t];
-                devs[j] = pairs[g->members[t]].dest.devices; /* the same set, in the pair's order */
-                cnt[j++] = pairs[g->members[t]].value->count;
-            }
-        if (st == STARFOLD_OK && !split_n) {
-            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, (starfold_dtype_t)k, nk,
-                                              cnt, devs, out);
-            for (size_t j = 0; st == STARFOLD_OK && j < nk; j++) res[idx[j]] = out[j];
+    for (int b = 0; b < SF_PLAN_BINDINGS; b++) {
+        const starfold__binding_t *bd = &g->where->bind[b];
+        if (!bd->ticket || memcmp(bd->blocks, g->where->blocks, sizeof bd->blocks) != 0) continue;
+        starfold_request_t req;
+        int found = 0;
+        starfold_status_t st = starfold__arena_restart(ctx, bd->ticket, &req, &found);
+        if (st != STARFOLD_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", starfold_last_error());
+            return starfold__error(st, "%s: %s", fn, why);
         }
-        /* Split: a block per device; pair i's result on device D goes where D is in its destination. */
-        for (int b = 0; st == STARFOLD_OK && split_n && b < d->n; b++) {
-            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, 1, &d->devices[b], (starfold_dtype_t)k, nk,
-                                              cnt, NULL, out);
-            for (size_t j = 0; st == STARFOLD_OK && j < nk; j++) {
-                int c = 0;
-                while (c < split_n - 1 && devs[j][c] != d->devices[b]) c++;
-                res[(size_t)c * npairs + idx[j]] = out[j];
-            }
+        if (found) {
+            g->ticket = bd->ticket;
+            return record_group(items, g, req, results, npairs, split_n, 1, 1, fn);
         }
-        free(idx);
-        free(cnt);
-        free(devs);
-        free(out);
     }
-    free(dt);
+    starfold_status_t st = submit_group(ctx, pairs, items, g, results, npairs, split_n, fn);
+    if (st == STARFOLD_OK && g->ticket) {
+        starfold__group_blocks_t *w = g->where;
+        starfold__binding_t *bd = &w->bind[w->next_bind];
+        w->next_bind = (w->next_bind + 1) % SF_PLAN_BINDINGS;
+        bd->ticket = g->ticket;
+        memcpy(bd->blocks, w->blocks, sizeof bd->blocks);
+    }
     return st;
 }
 
-/* The batch reduce: results mirrored (@split 0), or split per destination device (see alloc_results()). */
+/*
+ * The layout of group @g's results (see alloc_results()): for each output dtype of its graph, the
+ * members of that dtype, their counts and their destinations' device orders.
+ */
+static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *g)
+{
+    size_t counts[STARFOLD_DTYPE_COUNT] = { 0 };
+    for (size_t t = 0; t < g->nmembers; t++) counts[starfold_graph_output_dtype(g->graph, t)]++;
+    g->nlayouts = 0;
+    if (!(g->where = calloc(1, sizeof *g->where))) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < STARFOLD_DTYPE_COUNT; k++) {
+        if (!counts[k]) continue;
+        starfold__result_layout_t *l = &g->layouts[g->nlayouts++];
+        l->dtype = (starfold_dtype_t)k;
+        l->idx = malloc(sizeof *l->idx * counts[k]);
+        l->cnt = malloc(sizeof *l->cnt * counts[k]);
+        l->devs = malloc(sizeof *l->devs * counts[k]);
+        if (!l->idx || !l->cnt || !l->devs) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+        for (size_t t = 0; t < g->nmembers; t++)
+            if (starfold_graph_output_dtype(g->graph, t) == l->dtype) {
+                const size_t i = g->members[t];
+                l->idx[l->nk] = i;
+                l->devs[l->nk] = pairs[i].dest.devices; /* the same set, in the pair's order */
+                l->cnt[l->nk++] = pairs[i].value->count;
+            }
+    }
+    return STARFOLD_OK;
+}
+
+void starfold__group_fini(starfold_cross_device_ops_t ops, starfold__group_t *g)
+{
+    for (int k = 0; k < g->nlayouts; k++) {
+        free(g->layouts[k].idx);
+        free(g->layouts[k].cnt);
+        free(g->layouts[k].devs);
+    }
+    g->nlayouts = 0;
+    free(g->where);
+    g->where = NULL;
+    if (g->cached) cache_release(ops, g->graph);
+    else starfold_graph_destroy(g->graph);
+    g->graph = NULL;
+}
+
+/*
+ * The results of group @g in the arena, as its layouts say: one block per destination device and
+ * output dtype, the results one after another in it, so the group's outputs are views of as few
+ * vectors as possible (and the same ones every step of a loop that frees its results before the
+ * next). Every pair of a group has the same destination devices (maybe in another order). Where the
+ * blocks are goes to g->where->blocks.
+ *   split_n == 0: res[i] = pair i's result, mirrored over its destination's devices;
+ *   split_n  > 0: res[c * npairs + i] = a one-component result on pair i's destination device c.
+ */
+static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__pair_t *pairs, group_t *g,
+                                       starfold_value_t *res, size_t npairs, int split_n)
+{
+    const starfold__dest_t *d = &pairs[g->members[0]].dest;
+    memset(g->where->blocks, 0, sizeof g->where->blocks);
+    starfold_value_t few[64], *out = few;
+    size_t maxk = 0;
+    for (int k = 0; k < g->nlayouts; k++) maxk = g->layouts[k].nk > maxk ? g->layouts[k].nk : maxk;
+    if (maxk > 64 && !(out = malloc(sizeof *out * maxk))) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+    starfold_status_t st = STARFOLD_OK;
+    for (int k = 0; k < g->nlayouts && st == STARFOLD_OK; k++) {
+        const starfold__result_layout_t *l = &g->layouts[k];
+        if (!split_n) {
+            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, l->dtype, l->nk, l->cnt,
+                                              l->devs, out, g->where->blocks[k]);
+            for (size_t j = 0; st == STARFOLD_OK && j < l->nk; j++) res[l->idx[j]] = out[j];
+        }
+        /* Split: a block per device; pair i's result on device D goes where D is in its destination. */
+        for (int b = 0; st == STARFOLD_OK && split_n && b < d->n; b++) {
+            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, 1, &d->devices[b], l->dtype, l->nk, l->cnt,
+                                              NULL, out, &g->where->blocks[k][b]);
+            for (size_t j = 0; st == STARFOLD_OK && j < l->nk; j++) {
+                int c = 0;
+                while (c < split_n - 1 && l->devs[j][c] != d->devices[b]) c++;
+                res[(size_t)c * npairs + l->idx[j]] = out[j];
+            }
+        }
+    }
+    if (out != few) free(out);
+    return st;
+}
+
+/* Classifies, checks and groups the pairs (first appearance order), and compiles each group's graph. */
+static starfold_status_t plan_groups(starfold_cross_device_ops_t ops, starfold_topology_t topo, starfold_op_t op, size_t n,
+                                     const starfold__pair_t *pairs, const starfold_communication_options_t *options,
+                                     const char *fn, item_t *items, group_t *groups, size_t *member_store,
+                                     size_t *ngroups)
+{
+    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(pairs[0].value->ctx);
+    starfold_status_t st;
+    for (size_t i = 0; i < n; i++) {
+        classify(ops, &pairs[i], &items[i]);
+        if ((st = check_item_devices(fn, &items[i], ntopo, nctx, i)) != STARFOLD_OK) return st;
+        size_t gi = 0;
+        while (gi < *ngroups && !same_graph(&items[groups[gi].first], &items[i])) gi++;
+        if (gi == *ngroups) groups[(*ngroups)++].first = i;
+        items[i].group = (int)gi;
+    }
+    /* Members of each group, in input order, in one shared array. */
+    for (size_t gi = 0, pos = 0; gi < *ngroups; gi++) {
+        groups[gi].members = &member_store[pos];
+        for (size_t i = 0; i < n; i++)
+            if (items[i].group == (int)gi) groups[gi].members[groups[gi].nmembers++] = i;
+        pos += groups[gi].nmembers;
+    }
+    for (size_t gi = 0; gi < *ngroups; gi++) {
+        if ((st = compile_group(ops, topo, op, pairs, items, &groups[gi], options, fn)) != STARFOLD_OK) return st;
+        if ((st = layout_results(pairs, &groups[gi])) != STARFOLD_OK) return st;
+    }
+    return STARFOLD_OK;
+}
+
+/*
+ * The batch reduce: results mirrored (@split 0), or split per destination device (see alloc_results()).
+ *
+ *   plan kept for exactly this call? --yes--> its groups, graphs and layouts
+ *                                    --no---> classify, group, compile, lay out (plan_groups())
+ *   allocate every result, then submit every group (a plan's: restart its binding when the results
+ *   landed where an earlier call's did); a new plan is kept when every group went through the arena.
+ */
 static starfold_status_t batch_reduce(starfold_cross_device_ops_t ops, starfold_topology_t topology, starfold_op_t op,
                                       size_t n, const starfold__pair_t *pairs,
                                       const starfold_communication_options_t *options, const char *fn,
@@ -668,41 +761,38 @@ static starfold_status_t batch_reduce(starfold_cross_device_ops_t ops, starfold_
     starfold_status_t st = STARFOLD_OK;
     starfold_topology_t topo = NULL;
     int made_topo = 0;
-    item_t *items = calloc(n, sizeof *items);
-    group_t *groups = calloc(n, sizeof *groups);
-    size_t *member_store = calloc(n, sizeof *member_store);
+    item_t *items = NULL;
+    group_t *groups = NULL;
+    size_t *member_store = NULL, ngroups = 0;
     const size_t nres = split ? n * (size_t)split_n : n;
     starfold_value_t *res = calloc(nres, sizeof *res);
-    size_t ngroups = 0;
-    if (!items || !groups || !member_store || !res) {
+    starfold__batch_plan_t *plan = NULL;
+    const int keyable = starfold__plan_keyable(n, pairs);
+    if (!res) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto out;
     }
     SF_CHECK_GOTO(starfold__pick_topology(ops, topology, ctx, &topo, &made_topo), st, out);
-    const int ntopo = starfold_topology_num_devices(topo), nctx = starfold_context_num_devices(ctx);
-
-    /* Classify, check devices, group (first appearance order). */
-    for (size_t i = 0; i < n; i++) {
-        classify(ops, &pairs[i], &items[i]);
-        SF_CHECK_GOTO(check_item_devices(fn, &items[i], ntopo, nctx, i), st, out);
-        size_t gi = 0;
-        while (gi < ngroups && !same_graph(&items[groups[gi].first], &items[i])) gi++;
-        if (gi == ngroups) groups[ngroups++].first = i;
-        items[i].group = (int)gi;
+    if (keyable && (plan = starfold__plan_find(ops, ctx, topo, op, split, options, n, pairs))) {
+        items = plan->items;
+        groups = plan->groups;
+        ngroups = plan->ngroups;
+    } else {
+        items = calloc(n, sizeof *items);
+        groups = calloc(n, sizeof *groups);
+        member_store = calloc(n, sizeof *member_store);
+        if (!items || !groups || !member_store) {
+            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+            goto out;
+        }
+        SF_CHECK_GOTO(plan_groups(ops, topo, op, n, pairs, options, fn, items, groups, member_store, &ngroups), st, out);
     }
-    /* Members of each group, in input order, in one shared array. */
-    for (size_t gi = 0, pos = 0; gi < ngroups; gi++) {
-        groups[gi].members = &member_store[pos];
-        for (size_t i = 0; i < n; i++)
-            if (items[i].group == (int)gi) groups[gi].members[groups[gi].nmembers++] = i;
-        pos += groups[gi].nmembers;
-    }
-    /* Compile everything, then allocate every result: a failure here has submitted nothing. */
-    for (size_t gi = 0; gi < ngroups; gi++)
-        SF_CHECK_GOTO(compile_group(ops, topo, op, pairs, items, &groups[gi], options, fn), st, out);
+    /* Every result allocated before the first submission: a failure here has submitted nothing. */
     for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(alloc_results(ctx, pairs, &groups[gi], res, n, split_n), st, out);
     for (size_t gi = 0; gi < ngroups; gi++)
-        SF_CHECK_GOTO(submit_group(ctx, pairs, items, &groups[gi], res, n, split_n, fn), st, out);
+        SF_CHECK_GOTO(plan ? submit_planned_group(ctx, pairs, items, &groups[gi], res, n, split_n, fn)
+                           : submit_group(ctx, pairs, items, &groups[gi], res, n, split_n, fn),
+                      st, out);
 
     memcpy(results, res, sizeof *res * nres);
     memset(res, 0, sizeof *res * nres); /* ownership moved to the caller */
@@ -710,14 +800,30 @@ out:
     /* On failure the results already submitted are destroyed: their records wait for the graphs. */
     for (size_t i = 0; res && i < nres; i++) starfold_value_destroy(res[i]);
     for (size_t gi = 0; groups && gi < ngroups; gi++) {
-        if (groups[gi].cached) cache_release(ops, groups[gi].graph);
-        else starfold_graph_destroy(groups[gi].graph);
         starfold__dist_req_release(groups[gi].req);
+        groups[gi].req = NULL;
+    }
+    if (plan) {
+        starfold__plan_return(ops, plan);
+    } else if (st == STARFOLD_OK && keyable) {
+        /* Kept when every group is a cached graph started through the arena: the next call restarts it. */
+        int all_bound = 1;
+        for (size_t gi = 0; gi < ngroups; gi++) {
+            group_t *g = &groups[gi];
+            all_bound &= g->cached && g->ticket != 0;
+            g->where->bind[0].ticket = g->ticket;
+            memcpy(g->where->bind[0].blocks, g->where->blocks, sizeof g->where->blocks);
+            g->where->next_bind = 1 % SF_PLAN_BINDINGS;
+        }
+        if (all_bound) starfold__plan_keep(ops, ctx, topo, op, split, options, n, pairs, &items, &groups, ngroups, &member_store);
+    }
+    if (!plan) {
+        for (size_t gi = 0; groups && gi < ngroups; gi++) starfold__group_fini(ops, &groups[gi]);
+        free(items);
+        free(groups);
+        free(member_store);
     }
     if (made_topo) starfold_topology_destroy(topo);
-    free(items);
-    free(groups);
-    free(member_store);
     free(res);
     return st;
 }

@@ -41,11 +41,14 @@ typedef struct starfold__dist_req {
     starfold_request_t req;   /* destroyed with the last reference */
     int finished;             /* under lock: waited, status final */
     starfold_status_t status; /* under lock */
+    int done_ok;              /* atomic: finished with STARFOLD_OK (set once, after finished and status) */
 } starfold__dist_req_t;
 
 /* A record over @req with @refs references (the executor request is owned from now on); NULL when out of memory. */
 starfold__dist_req_t *starfold__dist_req_new(starfold_request_t req, int refs);
 void starfold__dist_req_release(starfold__dist_req_t *r);
+/* @k more references at once. */
+void starfold__dist_req_retain_n(starfold__dist_req_t *r, size_t k);
 /* Waits (seconds < 0: without limit); the submission's outcome, or STARFOLD_ERR_TIMEOUT. */
 starfold_status_t starfold__dist_req_wait(starfold__dist_req_t *r, double seconds);
 
@@ -80,6 +83,14 @@ typedef struct starfold__variable {
 
 struct starfold_value {
     int refs;                     /* atomic */
+    /*
+     * atomic: names this value's storage as it is now, never the same for two values or two layouts:
+     * given at creation and again whenever a component's handle or offset changes (a move out of the
+     * arena, a component taken away). A cached batch plan (batch_plan.c) that saw a stamp may trust
+     * the value's devices and views without looking at them. Regrouped values (origin) do not
+     * follow their parts' moves: plans are never made over them.
+     */
+    unsigned long long stamp;
     starfold__variable_t *var;    /* NULL: not a variable; owned */
     starfold_context_t ctx;
     starfold_value_kind_t kind;
@@ -99,6 +110,12 @@ struct starfold_value {
     starfold__range_t **range;
     size_t *offset;
     /*
+     * A value made in a block (starfold__values_alloc_block()) lives in its block's slab, which holds
+     * the references on the ranges of its components (range[c] then holds none) and is freed with
+     * its last value. NULL for other values.
+     */
+    struct starfold__value_slab *slab;
+    /*
      * A regrouped value (starfold_value_regroup()) is its parts' storage: component c is component
      * origin_comp[c] of origin[c] (one of the parts, which hold the references), looked up at every
      * use, so that a part moving out of the arena moves for the group too. NULL for other values.
@@ -110,6 +127,8 @@ struct starfold_value {
     pthread_mutex_t lock;         /* guards the records below */
     starfold__dist_req_t **writers;      /* submissions writing this value, one reference each */
     size_t nwriters, capwriters;
+    starfold__dist_req_t *writer0;       /* writers' first storage (a result has one): writers == &writer0
+                                            until a second record, then a malloc'ed array */
 };
 
 /* A value of @n components in the context's arena (views of its buckets), content undefined. */
@@ -119,12 +138,14 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
  * @num_values values of @n components, value i of counts[i] elements, one after another in one
  * arena block per device of @devices (values of no element get handles of their own). Value i's
  * components are on value_devices[i] (the same devices in another order) when @value_devices and it
- * are not NULL, else on @devices. Content undefined; on failure nothing is left allocated.
+ * are not NULL, else on @devices. Content undefined; on failure nothing is left allocated. When
+ * @blocks is not NULL, blocks[c] is where the block on devices[c] starts ({NULL, 0} for none), which
+ * with @counts says where every value lies.
  */
 starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
                                                const int *devices, starfold_dtype_t dtype, size_t num_values,
                                                const size_t *counts, const int *const *value_devices,
-                                               starfold_value_t *values);
+                                               starfold_value_t *values, starfold_view_t *blocks);
 /* A value of @n components over fresh handles of their own (SF_OWN_DEVICE / SF_OWN_HOST), content undefined. */
 starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                  starfold_dtype_t dtype, size_t count, starfold_value_t *value);
@@ -135,6 +156,15 @@ starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_val
 starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, starfold_value_kind_t kind, int n,
                                                     const int *devices, const starfold_value_t *srcs, const int *comps,
                                                     starfold_value_t *value);
+/*
+ * @nv values of @n components on @devices, value k's component i borrowing component
+ * comps[i * nv + k] of srcs[i * nv + k] (context, dtype and count those of srcs[k]), in one slab taking no
+ * reference on the sources' ranges: the sources must outlive every use of the values (the
+ * all_reduce leader's values over the replicas' own, used while the replicas hold them), and memory
+ * of its own, so the values may be destroyed after their context. On failure nothing is left.
+ */
+starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int n, const int *devices, size_t nv,
+                                                const starfold_value_t *srcs, const int *comps, starfold_value_t *values);
 /* Component @c as a view: its own handle at offset 0, or its range of its bucket. */
 starfold_view_t starfold__value_view(starfold_value_t v, int c);
 /* Every component's view into views[0 .. n-1] (one lock); whether all of them live in the arena. */
@@ -158,6 +188,12 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
                                   starfold_value_t *value);
 /* Records that @r writes @v (adds a reference to @r). Drops records of submissions already finished well. */
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r);
+/*
+ * The first record of a value nobody else sees yet (a result being made: no writer, no other
+ * thread): @r recorded without lock or allocation. The value's reference to @r is the caller's,
+ * taken before (starfold__dist_req_retain_n() once for a whole batch of results).
+ */
+void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r);
 /*
  * A one-component value holding component @c of @v: the handle's ownership moves to it (when @v owned
  * it) and @v's writer records are shared. Used to hand each replica its part of an all-reduce result.
@@ -190,6 +226,7 @@ int starfold__devices_match(int na, const int *a, int nb, const int *b);
  * topology, algorithm, op, devices, tensors, options. A graph in use by a submission is never evicted.
  */
 #define SF_OPS_CACHE 16
+#define SF_PLAN_CACHE 4    /* batch plans kept (batch_plan.h) */
 typedef struct starfold__graph_cache_entry {
     unsigned char *key;
     size_t keylen;
@@ -209,6 +246,8 @@ struct starfold_cross_device_ops {
     starfold__graph_cache_entry_t cache[SF_OPS_CACHE];
     unsigned long long clock;
     unsigned long long cache_hits;     /* graphs reused instead of compiled (for tests and curious callers) */
+    struct starfold__batch_plan *plans[SF_PLAN_CACHE]; /* batch_plan.c; under cache_lock */
+    unsigned long long plan_hits;      /* batch calls that found their plan (for tests); under cache_lock */
 };
 
 /* One (value, resolved destination) pair. */

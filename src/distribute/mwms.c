@@ -138,7 +138,7 @@ static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_
         starfold_value_t *block = calloc(nk, sizeof *block);
         if (!block) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         else st = starfold__values_alloc_block(s->ctx, STARFOLD_VALUE_MIRRORED, nd, s->devices, (starfold_dtype_t)dt, nk,
-                                               counts, NULL, block);
+                                               counts, NULL, block, NULL);
         for (size_t i = 0, j = 0; st == STARFOLD_OK && i < n; i++)
             if (tensors[i].dtype == (starfold_dtype_t)dt) all[i] = block[j++];
         free(block);

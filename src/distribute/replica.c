@@ -423,6 +423,88 @@ out:
     return STARFOLD_OK;
 }
 
+/*
+ * The PerReplica values the leader made over the replicas' own for its last all_reduce, and what
+ * they were made of: every replica's value (its stamp) and component. The same values and
+ * components next time have the same devices and views (stamps say so), so the values are used
+ * again, with their stamps, and the batch plan of the last step is found again (batch_plan.c).
+ * Kept in the strategy's pool, used by the leader alone (one run at a time, one collective at a
+ * time). The values hold no reference on what they borrow and are only used while the stamps match
+ * (the sources alive and unmoved); their memory is their own (not the arena's), so they may be
+ * destroyed after their context.
+ */
+typedef struct ar_inputs {
+    size_t nv;
+    int n;
+    unsigned long long *src;     /* [r * nv + i] stamp of replica r's value i */
+    int *comps;                  /* [r * nv + i] its component */
+    starfold_value_t *made;      /* [nv] the values made over them, one reference each */
+} ar_inputs_t;
+
+static ar_inputs_t *pool_ar_inputs(starfold_strategy_t s);
+
+static void ar_inputs_clear(ar_inputs_t *a)
+{
+    for (size_t i = 0; a->made && i < a->nv; i++) starfold_value_destroy(a->made[i]);
+    free(a->src);
+    free(a->comps);
+    free(a->made);
+    memset(a, 0, sizeof *a);
+}
+
+/* Whether the replicas passed the values and components of the last all_reduce (none regrouped). */
+static int ar_inputs_match(const ar_inputs_t *a, const slot_t *sl, int n, size_t nv)
+{
+    if (!a->made || a->nv != nv || a->n != n) return 0;
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++) {
+            const starfold_value_t v = sl[r].values[i];
+            if (v->origin || __atomic_load_n(&v->stamp, __ATOMIC_RELAXED) != a->src[(size_t)r * nv + i] ||
+                sl[r].comps[i] != a->comps[(size_t)r * nv + i])
+                return 0;
+        }
+    return 1;
+}
+
+/*
+ * The PerReplica values over what the replicas passed (@src, @comps: [r * nv + i]) into @out: last
+ * all_reduce's when they are the same (*@kept = 1: not the caller's), else new ones, remembered for
+ * next time unless a regrouped value is among the sources (then *@kept = 0: the caller's).
+ */
+static starfold_status_t ar_inputs_get(starfold_strategy_t s, const slot_t *sl, int n, size_t nv,
+                                       const starfold_value_t *src, const int *comps, starfold_value_t *out, int *kept)
+{
+    ar_inputs_t *a = pool_ar_inputs(s);
+    *kept = 0;
+    if (a && ar_inputs_match(a, sl, n, nv)) {
+        memcpy(out, a->made, sizeof *out * nv);
+        *kept = 1;
+        return STARFOLD_OK;
+    }
+    const starfold_status_t st = starfold__values_borrow_block(STARFOLD_VALUE_PER_REPLICA, n, s->devices, nv, src, comps, out);
+    if (st != STARFOLD_OK || !a) return st;
+    ar_inputs_clear(a);
+    for (size_t k = 0; k < nv * (size_t)n; k++)
+        if (src[k]->origin) return STARFOLD_OK; /* a regrouped value follows its parts: not kept */
+    const size_t m = nv * (size_t)n;
+    a->src = malloc(sizeof *a->src * m);
+    a->comps = malloc(sizeof *a->comps * m);
+    a->made = malloc(sizeof *a->made * nv);
+    if (!a->src || !a->comps || !a->made) {
+        ar_inputs_clear(a);
+        return STARFOLD_OK;
+    }
+    for (size_t k = 0; k < m; k++) {
+        a->src[k] = __atomic_load_n(&src[k]->stamp, __ATOMIC_RELAXED);
+        a->comps[k] = comps[k];
+    }
+    memcpy(a->made, out, sizeof *out * nv);
+    a->nv = nv;
+    a->n = n;
+    *kept = 1;
+    return STARFOLD_OK;
+}
+
 /* The leader's all_reduce: one batch_reduce_to of PerReplica values over every replica's handles. */
 static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *msg)
 {
@@ -457,25 +539,27 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
     starfold__pair_t *pairs = calloc(nv, sizeof *pairs);
     starfold_value_t *res = calloc(nv, sizeof *res);
     starfold_value_t *mine = calloc(nv * (size_t)n, sizeof *mine); /* [r * nv + i] */
-    starfold_value_t *src = malloc(sizeof *src * (size_t)n);
-    int *comps = malloc(sizeof *comps * (size_t)n);
-    if (!pairs || !res || !mine || !src || !comps) {
+    starfold_value_t *src = malloc(sizeof *src * nv * (size_t)n);   /* [r * nv + i] */
+    int *comps = malloc(sizeof *comps * nv * (size_t)n);
+    starfold_value_t *per_replica = calloc(nv, sizeof *per_replica);
+    int kept = 0; /* per_replica kept by the pool (not destroyed here) */
+    if (!pairs || !res || !mine || !src || !comps || !per_replica) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < nv; i++) {
-        for (int r = 0; r < n; r++) {
-            src[r] = sl[r].values[i];
-            comps[r] = sl[r].comps[i];
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++) {
+            src[(size_t)r * nv + i] = sl[r].values[i];
+            comps[(size_t)r * nv + i] = sl[r].comps[i];
         }
-        const starfold_value_t v0 = sl[0].values[i];
-        SF_CHECK_GOTO(starfold__value_borrow_components(v0->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, src, comps,
-                                                        &pairs[i].value),
-                      st, out);
+    /* The replicas hold their values until the collective is over: the values over them take no reference. */
+    SF_CHECK_GOTO(ar_inputs_get(s, sl, n, nv, src, comps, per_replica, &kept), st, out);
+    for (size_t i = 0; i < nv; i++) {
+        pairs[i].value = per_replica[i];
         /* TensorFlow's batch_all_reduce: each value is its own destination. */
         pairs[i].dest.n = n;
         memcpy(pairs[i].dest.devices, s->devices, sizeof(int) * (size_t)n);
-        pairs[i].dest.ctx = v0->ctx;
+        pairs[i].dest.ctx = sl[0].values[i]->ctx;
     }
     /* Straight into one-component results, replica r's at mine[r * nv + i] (destinations in replica order). */
     st = starfold__strategy_all_reduce_split(s, sl[0].op, nv, pairs, &sl[0].options, "all_reduce", mine);
@@ -493,12 +577,13 @@ out:
     if (st != STARFOLD_OK) snprintf(msg, MSG_LEN, "%s", starfold_last_error());
     for (size_t i = 0; mine && i < nv * (size_t)n; i++) starfold_value_destroy(mine[i]);
     for (size_t i = 0; res && i < nv; i++) starfold_value_destroy(res[i]);
-    for (size_t i = 0; pairs && i < nv; i++) starfold_value_destroy(pairs[i].value);
+    for (size_t i = 0; pairs && !kept && i < nv; i++) starfold_value_destroy(pairs[i].value);
     free(pairs);
     free(res);
     free(mine);
     free(src);
     free(comps);
+    free(per_replica);
     return st;
 }
 
@@ -919,7 +1004,13 @@ struct starfold__replica_pool {
     starfold__run_t *run;          /* the run of generation gen */
     int busy;                      /* threads still in it */
     int quit;
+    ar_inputs_t ar;                /* the leaders' last all_reduce (execute_all_reduce()) */
 };
+
+static ar_inputs_t *pool_ar_inputs(starfold_strategy_t s)
+{
+    return s->pool ? &s->pool->ar : NULL;
+}
 
 static void *pool_main(void *p)
 {
@@ -952,6 +1043,7 @@ void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
     pthread_cond_destroy(&pool->wake);
     pthread_cond_destroy(&pool->idle);
     pthread_mutex_destroy(&pool->lock);
+    ar_inputs_clear(&pool->ar);
     free(pool->threads);
     free(pool->args);
     free(pool);

@@ -81,6 +81,7 @@ starfold_status_t starfold__dist_req_wait(starfold__dist_req_t *r, double second
         }
         r->finished = 1;
         r->status = st;
+        if (st == STARFOLD_OK) __atomic_store_n(&r->done_ok, 1, __ATOMIC_RELEASE);
     }
     const starfold_status_t st = r->status;
     pthread_mutex_unlock(&r->lock);
@@ -95,6 +96,7 @@ static int req_finished_ok(starfold__dist_req_t *r)
     if (!r->finished && starfold_request_test(r->req) != STARFOLD_ERR_IN_PROGRESS) {
         r->status = starfold_request_wait(r->req); /* done: returns at once, releases temporaries */
         r->finished = 1;
+        if (r->status == STARFOLD_OK) __atomic_store_n(&r->done_ok, 1, __ATOMIC_RELEASE);
     }
     const int ok = r->finished && r->status == STARFOLD_OK;
     pthread_mutex_unlock(&r->lock);
@@ -113,6 +115,13 @@ static starfold_status_t add_writer_locked(starfold_value_t v, starfold__dist_re
     v->nwriters = k;
     for (size_t i = 0; i < v->nwriters; i++)
         if (v->writers[i] == r) return STARFOLD_OK;
+    if (v->writers == &v->writer0 && v->nwriters == v->capwriters) { /* out of the inline slot */
+        starfold__dist_req_t **w = malloc(sizeof *w * 8);
+        if (!w) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory recording a submission");
+        memcpy(w, v->writers, sizeof *w * v->nwriters);
+        v->writers = w;
+        v->capwriters = 8;
+    }
     if (SF_GROW(v->writers, v->nwriters, v->capwriters) != 0)
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory recording a submission");
     req_retain(r);
@@ -160,23 +169,70 @@ STARFOLD_API const char *starfold_value_kind_name(starfold_value_kind_t kind)
     return "unknown";
 }
 
+/* Stamps of values' storage (see struct starfold_value), process-wide. */
+static unsigned long long stamps;
+
+static unsigned long long new_stamp(void)
+{
+    return __atomic_add_fetch(&stamps, 1, __ATOMIC_RELAXED);
+}
+
 /*
- * An empty shell of @n components (handles NULL, nothing owned). One allocation holds the struct and
- * its rows: a training step makes and frees a result per gradient, so this is on the fast path.
+ * A slab: the memory of a block's values (starfold__values_alloc_block()), one allocation for all of
+ * them, and the block's ranges, one reference each held for all of them. The values are freed one by
+ * one as usual; the last one frees the slab and releases the ranges. A training step makes and frees
+ * a result per gradient, so this replaces a malloc, a free and n range references per result.
  */
-static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
-                                    starfold_dtype_t dtype, size_t count)
+typedef struct starfold__value_slab {
+    int refs;                                    /* atomic: values of the slab not freed */
+    int n;
+    starfold__range_t *ranges[STARFOLD_MAX_DEVICES]; /* one reference each */
+    starfold_context_t ctx;                      /* whose arena the memory goes back to */
+    size_t bytes;                                /* the memory's size, this header included */
+} value_slab_t;
+
+#define SLAB_HEAD ((sizeof(value_slab_t) + 15) & ~(size_t)15)
+
+/*
+ * A zeroed slab for @nvalues values of shell_size() @each, from @ctx's arena's memory kept for
+ * slabs; @ctx NULL: memory of its own (values that may outlive their context).
+ */
+static value_slab_t *slab_new(starfold_context_t ctx, size_t nvalues, size_t each)
+{
+    size_t got = 0;
+    const size_t bytes = SLAB_HEAD + each * nvalues;
+    value_slab_t *s = ctx ? starfold__arena_mem_take(ctx, bytes, &got) : malloc(got = bytes);
+    if (!s) return NULL;
+    memset(s, 0, bytes);
+    s->ctx = ctx;
+    s->bytes = got;
+    return s;
+}
+
+static void slab_release(value_slab_t *s)
+{
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (int c = 0; c < s->n; c++) starfold__range_release(s->ranges[c]);
+    if (s->ctx) starfold__arena_mem_give(s->ctx, s, s->bytes);
+    else free(s);
+}
+
+/* Bytes of a shell of @n components: the struct, then its rows by decreasing alignment. */
+static size_t shell_size(int n)
 {
     const size_t un = (size_t)n;
-    /* Rows by decreasing alignment after the struct: pointers and sizes, then ints, then bytes. */
     const size_t size = sizeof(struct starfold_value) + un * (sizeof(starpu_data_handle_t) + sizeof(void *) +
                                                               sizeof(starfold__range_t *) + sizeof(size_t) + sizeof(int) + 1);
-    struct starfold_value *v = calloc(1, size);
-    if (!v) return NULL;
-    if (pthread_mutex_init(&v->lock, NULL) != 0) {
-        free(v);
-        return NULL;
-    }
+    return (size + 15) & ~(size_t)15;
+}
+
+/* Lays an empty shell (handles NULL, nothing owned) out in @mem, shell_size(@n) zeroed bytes. */
+static starfold_value_t shell_init(void *mem, unsigned long long stamp, starfold_context_t ctx, starfold_value_kind_t kind,
+                                   int n, const int *devices, starfold_dtype_t dtype, size_t count)
+{
+    const size_t un = (size_t)n;
+    struct starfold_value *v = mem;
+    if (pthread_mutex_init(&v->lock, NULL) != 0) return NULL;
     unsigned char *p = (unsigned char *)(v + 1);
     v->handles = (starpu_data_handle_t *)p;
     p += un * sizeof *v->handles;
@@ -190,6 +246,9 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
     p += un * sizeof *v->devices;
     v->own = p;
     memcpy(v->devices, devices, sizeof *v->devices * un);
+    v->writers = &v->writer0;
+    v->capwriters = 1;
+    v->stamp = stamp;
     v->refs = 1;
     v->ctx = ctx;
     v->kind = kind;
@@ -197,6 +256,24 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
     v->count = count;
     v->n = n;
     return v;
+}
+
+/* An empty shell of @n components of its own allocation. */
+static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                    starfold_dtype_t dtype, size_t count)
+{
+    void *mem = calloc(1, shell_size(n));
+    if (!mem) return NULL;
+    starfold_value_t v = shell_init(mem, new_stamp(), ctx, kind, n, devices, dtype, count);
+    if (!v) free(mem);
+    return v;
+}
+
+/* Gives up the range of component @c: its own reference, or (a slab's value) the slab's. Lock held or no sharing. */
+static void drop_range(starfold_value_t v, int c)
+{
+    if (!v->slab) starfold__range_release(v->range[c]);
+    v->range[c] = NULL;
 }
 
 /*
@@ -215,15 +292,16 @@ static void value_free(starfold_value_t v)
     for (int c = 0; c < v->n; c++) {
         if (v->own[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, v->handles[c]);
         else if (v->own[c] == SF_OWN_HOST) host_vector_destroy(v->handles[c], v->host_mem[c]);
-        starfold__range_release(v->range[c]);
+        if (v->range[c]) drop_range(v, c);
     }
     for (int p = 0; p < v->nparts; p++) starfold_value_destroy(v->parts[p]);
     free(v->parts);
-    free(v->writers);
+    if (v->writers != &v->writer0) free(v->writers);
     free(v->origin);
     free(v->origin_comp);
     pthread_mutex_destroy(&v->lock);
-    free(v);
+    if (v->slab) slab_release(v->slab);
+    else free(v);
 }
 
 starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
@@ -235,7 +313,8 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
     starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int c = 0; c < n && st == STARFOLD_OK; c++) {
-        st = starfold__arena_alloc(ctx, devices[c], dtype, count, &v->range[c], &v->offset[c]);
+        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, count, &v->range[c],
+                                   &v->offset[c]);
         if (st == STARFOLD_OK) v->handles[c] = v->range[c]->bucket->handle;
     }
     if (st != STARFOLD_OK) {
@@ -249,44 +328,78 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
 starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
                                                const int *devices, starfold_dtype_t dtype, size_t num_values,
                                                const size_t *counts, const int *const *value_devices,
-                                               starfold_value_t *values)
+                                               starfold_value_t *values, starfold_view_t *blocks)
 {
     starfold_status_t st = STARFOLD_OK;
-    size_t total = 0;
-    for (size_t i = 0; i < num_values; i++) total += counts[i];
-    starfold__range_t *block[STARFOLD_MAX_DEVICES] = { NULL };
+    size_t total = 0, nonempty = 0;
+    for (size_t i = 0; i < num_values; i++) {
+        total += counts[i];
+        nonempty += counts[i] > 0;
+    }
+    memset(values, 0, sizeof *values * num_values);
+    if (blocks) memset(blocks, 0, sizeof *blocks * (size_t)n);
+    /* The values of elements in one slab, which takes the blocks' references (values of none: apart). */
+    const size_t each = shell_size(n);
+    value_slab_t *slab = NULL;
+    unsigned char *mem = NULL;
+    if (nonempty > 0) {
+        if (!(slab = slab_new(ctx, nonempty, each)))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nonempty);
+        slab->n = n;
+        mem = (unsigned char *)slab + SLAB_HEAD;
+    }
     size_t base[STARFOLD_MAX_DEVICES] = { 0 };
     for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
-        st = starfold__arena_alloc(ctx, devices[c], dtype, total, &block[c], &base[c]);
-    memset(values, 0, sizeof *values * num_values);
-    size_t made = 0;
-    for (size_t at = 0; st == STARFOLD_OK && made < num_values; made++) {
-        const int *vdev = value_devices && value_devices[made] ? value_devices[made] : devices;
-        if (counts[made] == 0) {
-            st = starfold__value_alloc_own(ctx, kind, n, vdev, dtype, 0, &values[made]);
+        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, total, &slab->ranges[c],
+                                   &base[c]);
+    if (st != STARFOLD_OK) {
+        for (int c = 0; c < n; c++) starfold__range_release(slab->ranges[c]);
+        starfold__arena_mem_give(ctx, slab, slab->bytes);
+        return st;
+    }
+    if (blocks && slab)
+        for (int c = 0; c < n; c++) blocks[c] = (starfold_view_t){ slab->ranges[c]->bucket->handle, base[c] };
+    unsigned long long stamp = nonempty ? __atomic_add_fetch(&stamps, nonempty, __ATOMIC_RELAXED) - nonempty : 0;
+    size_t made = 0, at = 0;
+    for (size_t i = 0; i < num_values && st == STARFOLD_OK; i++) {
+        const int *vdev = value_devices && value_devices[i] ? value_devices[i] : devices;
+        if (counts[i] == 0) {
+            st = starfold__value_alloc_own(ctx, kind, n, vdev, dtype, 0, &values[i]);
             continue;
         }
-        starfold_value_t v = value_shell(ctx, kind, n, vdev, dtype, counts[made]);
+        starfold_value_t v = shell_init(mem + each * made, ++stamp, ctx, kind, n, vdev, dtype, counts[i]);
         if (!v) {
-            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
+            st = starfold__error(STARFOLD_ERR_RUNTIME, "cannot create a mutex");
             break;
         }
+        made++;
+        v->slab = slab;
+        const int same_order = vdev == devices || !memcmp(vdev, devices, sizeof *vdev * (size_t)n);
         for (int c = 0; c < n; c++) {
-            int b = 0;
-            while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
-            starfold__range_retain(block[b]);
-            v->range[c] = block[b];
-            v->handles[c] = block[b]->bucket->handle;
+            int b = c;
+            if (!same_order) {
+                b = 0;
+                while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
+            }
+            v->range[c] = slab->ranges[b];
+            v->handles[c] = slab->ranges[b]->bucket->handle;
             v->offset[c] = base[b] + at;
         }
-        at += counts[made];
-        values[made] = v;
+        at += counts[i];
+        values[i] = v;
     }
-    /* The block's own references go: the values hold theirs. */
-    for (int c = 0; c < n; c++) starfold__range_release(block[c]);
-    if (st != STARFOLD_OK) {
+    if (slab) {
+        /* One reference per value made, plus one for the values not made, given back now. */
+        slab->refs = (int)made + 1;
+        if (st != STARFOLD_OK)
+            for (size_t i = 0; i < num_values; i++)
+                if (values[i]) value_free(values[i]);
+        slab_release(slab);
+    } else if (st != STARFOLD_OK) {
         for (size_t i = 0; i < num_values; i++)
             if (values[i]) value_free(values[i]);
+    }
+    if (st != STARFOLD_OK) {
         memset(values, 0, sizeof *values * num_values);
         return st;
     }
@@ -357,6 +470,41 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
     return STARFOLD_OK;
 }
 
+starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int n, const int *devices, size_t nv,
+                                                const starfold_value_t *srcs, const int *comps, starfold_value_t *values)
+{
+    const size_t each = shell_size(n);
+    value_slab_t *slab = slab_new(NULL, nv, each);
+    if (!slab) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nv);
+    slab->n = 0; /* no reference on the sources' ranges: they outlive the values */
+    unsigned char *mem = (unsigned char *)slab + SLAB_HEAD;
+    unsigned long long stamp = __atomic_add_fetch(&stamps, nv, __ATOMIC_RELAXED) - nv;
+    size_t made = 0;
+    for (; made < nv; made++) {
+        const starfold_value_t s0 = srcs[made];
+        starfold_value_t v = shell_init(mem + each * made, ++stamp, s0->ctx, kind, n, devices, s0->dtype, s0->count);
+        if (!v) break;
+        v->slab = slab;
+        for (int i = 0; i < n; i++) {
+            int c = comps[(size_t)i * nv + made];
+            const starfold_value_t s = root_of(srcs[(size_t)i * nv + made], &c);
+            pthread_mutex_lock(&s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
+            v->handles[i] = s->handles[c];
+            v->offset[i] = s->offset[c];
+            v->range[i] = s->range[c];
+            pthread_mutex_unlock(&s->lock);
+        }
+        values[made] = v;
+    }
+    slab->refs = (int)made + 1;
+    if (made < nv) {
+        for (size_t k = 0; k < made; k++) value_free(values[k]);
+        memset(values, 0, sizeof *values * nv);
+    }
+    slab_release(slab);
+    return made < nv ? starfold__error(STARFOLD_ERR_RUNTIME, "cannot create a mutex") : STARFOLD_OK;
+}
+
 starfold_view_t starfold__value_view(starfold_value_t v, int c)
 {
     v = root_of(v, &c);
@@ -391,12 +539,12 @@ static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
         else starfold_vector_destroy(v->ctx, h);
         return st;
     }
-    starfold__range_release(v->range[c]);
-    v->range[c] = NULL;
+    drop_range(v, c);
     v->offset[c] = 0;
     v->handles[c] = h;
     v->own[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
     v->host_mem[c] = host_mem;
+    __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
     return STARFOLD_OK;
 }
 
@@ -633,6 +781,18 @@ starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_
     return st;
 }
 
+void starfold__dist_req_retain_n(starfold__dist_req_t *r, size_t k)
+{
+    __atomic_add_fetch(&r->refs, (int)k, __ATOMIC_RELAXED);
+}
+
+void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r)
+{
+    v->writer0 = r;
+    v->writers = &v->writer0;
+    v->nwriters = 1;
+}
+
 starfold_status_t starfold__value_take_component(starfold_value_t v, int c, starfold_value_t *out)
 {
     starfold_value_t o = value_shell(v->ctx, v->kind, 1, &v->devices[c], v->dtype, v->count);
@@ -658,10 +818,12 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
     o->own[0] = v->own[c];
     o->host_mem[0] = v->host_mem[c];
     o->range[0] = v->range[c];
+    if (v->slab && o->range[0]) starfold__range_retain(o->range[0]); /* o's own: the slab keeps v's */
     o->offset[0] = v->offset[c];
     v->own[c] = SF_OWN_NONE;
     v->host_mem[c] = NULL;
     v->range[c] = NULL;
+    __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&v->lock);
     *out = o;
     return STARFOLD_OK;
@@ -752,9 +914,17 @@ STARFOLD_API starfold_status_t starfold_value_read(starfold_value_t value, int c
 static starfold_status_t value_wait(starfold_value_t v, double seconds)
 {
     /* Snapshot under the lock (records may be added meanwhile); wait without holding it. */
+    starfold__dist_req_t *few[4];
     pthread_mutex_lock(&v->lock);
+    /* Every writer already waited for with success (the results of one submission after the first): done. */
+    size_t ok = 0;
+    while (ok < v->nwriters && __atomic_load_n(&v->writers[ok]->done_ok, __ATOMIC_ACQUIRE)) ok++;
+    if (ok == v->nwriters) {
+        pthread_mutex_unlock(&v->lock);
+        return STARFOLD_OK;
+    }
     const size_t n = v->nwriters;
-    starfold__dist_req_t **w = n ? malloc(sizeof *w * n) : NULL;
+    starfold__dist_req_t **w = n > 4 ? malloc(sizeof *w * n) : few;
     if (n && !w) {
         pthread_mutex_unlock(&v->lock);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_value_wait: out of memory");
@@ -766,8 +936,8 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
     pthread_mutex_unlock(&v->lock);
 
     starfold_status_t first = STARFOLD_OK;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct timespec t0 = { 0, 0 };
+    if (seconds >= 0) clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t i = 0; i < n; i++) {
         double left = -1.0;
         if (seconds >= 0) {
@@ -784,7 +954,7 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
         if (st != STARFOLD_OK && first == STARFOLD_OK) first = st;
     }
     for (size_t i = 0; i < n; i++) starfold__dist_req_release(w[i]);
-    free(w);
+    if (w != few) free(w);
     if (first != STARFOLD_OK && first != STARFOLD_ERR_TIMEOUT)
         starfold__error(first, "a reduction writing this value failed: %s", starfold_status_string(first));
     return first;

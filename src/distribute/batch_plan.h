@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * What a batch reduce works out before it submits (cross_device_ops.c): each pair's classification,
+ * the groups and their graphs, where each group's results go, and the arena's persistent bindings
+ * it started; and the cache of these plans that lets a training loop's next call over the same
+ * list skip all of it (batch_plan.c). Private to the distribute layer.
+ */
+#ifndef STARFOLD_SRC_DISTRIBUTE_BATCH_PLAN_H
+#define STARFOLD_SRC_DISTRIBUTE_BATCH_PLAN_H
+
+#include "distribute/distribute.h"
+
+/* One pair's graph: sources and destinations as graph devices (the host mapped to a device). */
+typedef struct starfold__item {
+    starfold__path_t path;
+    int nsrc, src[STARFOLD_MAX_DEVICES];
+    int ndst, dst[STARFOLD_MAX_DEVICES];
+    int reduce_device;   /* reduce-to-one graphs: R; -1 for the all-reduce */
+    int host_as;         /* the device standing for the host in this pair, -1 when no host is involved */
+    int group;
+} starfold__item_t;
+
+/*
+ * A group's results of one output dtype: one block per destination device, the results one after
+ * another in it (alloc_results() in cross_device_ops.c). Arrays owned by the group.
+ */
+typedef struct starfold__result_layout {
+    starfold_dtype_t dtype;
+    size_t nk;
+    size_t *idx;         /* [nk] pair index of each result */
+    size_t *cnt;         /* [nk] its elements */
+    const int **devs;    /* [nk] its destination devices in the pair's order (the pairs', or the plan's copy) */
+} starfold__result_layout_t;
+
+/* Where a call's result blocks were: [layout][device] = the block's bucket vector and first element. */
+typedef starfold_view_t starfold__blocks_t[STARFOLD_DTYPE_COUNT][STARFOLD_MAX_DEVICES];
+
+/* An arena binding started for a group, and the result blocks it was bound with (its output views). */
+#define SF_PLAN_BINDINGS 2   /* results freed before the next step use one, kept one step longer two */
+typedef struct starfold__binding {
+    unsigned long long ticket;  /* 0: none */
+    starfold__blocks_t blocks;
+} starfold__binding_t;
+
+/* A group of items compiled into one graph. */
+typedef struct starfold__group {
+    size_t first;        /* first item: its sources and destinations are the graph's */
+    size_t *members;     /* item indices, in input order */
+    size_t nmembers;
+    starfold_graph_t graph;
+    int cached;          /* graph borrowed from the ops' cache (released, not destroyed) */
+    unsigned long long serial; /* the cache entry's serial number (names the graph), 0 when not cached */
+    unsigned long long ticket; /* this call's arena binding, 0 when not submitted through the arena */
+    starfold__dist_req_t *req; /* this call's submission */
+    int nlayouts;
+    starfold__result_layout_t layouts[STARFOLD_DTYPE_COUNT];
+    struct starfold__group_blocks *where; /* owned, made with the layouts */
+} starfold__group_t;
+
+/* Where a group's results go: this call's blocks, and (kept by a plan) the bindings of earlier calls. */
+typedef struct starfold__group_blocks {
+    starfold__blocks_t blocks;
+    starfold__binding_t bind[SF_PLAN_BINDINGS];
+    int next_bind;
+} starfold__group_blocks_t;
+
+/*
+ * A batch reduce's plan, kept in its cross-device ops and found again by a call with the same key:
+ * the context, topology, op, split, the options a compile reads, and for every pair its value's
+ * stamp (which names the value's devices and storage) and its resolved destination. Owns its items,
+ * groups (their layouts, and one borrow of each group's graph from the ops' cache) and key arrays.
+ * Used by one call at a time (borrowed).
+ */
+typedef struct starfold__batch_plan {
+    starfold_context_t ctx;
+    starfold_topology_t topo;
+    starfold_op_t op;
+    int split;
+    int promote_integer_mean;
+    int64_t bytes_per_pack;
+    size_t n;
+    unsigned long long *stamps;  /* [n] */
+    starfold__dest_t *dests;     /* [n] */
+    starfold__item_t *items;     /* [n] */
+    starfold__group_t *groups;   /* [ngroups] */
+    size_t ngroups;
+    size_t *member_store;        /* [n] the groups' members */
+    unsigned long long used;     /* last use, for LRU eviction */
+    int borrowed;                /* a call is using it */
+} starfold__batch_plan_t;
+
+/*
+ * The plan in @ops for exactly this call, borrowed (NULL: none, or in use by another call). O(n)
+ * comparisons, no allocation. Given back with starfold__plan_return().
+ */
+starfold__batch_plan_t *starfold__plan_find(starfold_cross_device_ops_t ops, starfold_context_t ctx,
+                                            starfold_topology_t topo, starfold_op_t op, int split,
+                                            const starfold_communication_options_t *options, size_t n,
+                                            const starfold__pair_t *pairs);
+void starfold__plan_return(starfold_cross_device_ops_t ops, starfold__batch_plan_t *plan);
+/* Whether a call over @pairs can be kept as a plan: no input is a regrouped value. */
+int starfold__plan_keyable(size_t n, const starfold__pair_t *pairs);
+/*
+ * Keeps what a call worked out as a plan of @ops: takes *@items, *@groups (their layouts and graph
+ * borrows) and *@member_store (set to NULL) when it returns 1; on 0 (out of memory) they stay the
+ * caller's. Evicts the least recently used plan not in use when the cache is full.
+ */
+int starfold__plan_keep(starfold_cross_device_ops_t ops, starfold_context_t ctx, starfold_topology_t topo,
+                        starfold_op_t op, int split, const starfold_communication_options_t *options, size_t n,
+                        const starfold__pair_t *pairs, starfold__item_t **items, starfold__group_t **groups,
+                        size_t ngroups, size_t **member_store);
+/* Frees every plan of @ops (its destruction). */
+void starfold__plans_destroy(starfold_cross_device_ops_t ops);
+
+/* Frees a group's layouts, and gives its graph back (to the ops' cache, or destroys it). */
+void starfold__group_fini(starfold_cross_device_ops_t ops, starfold__group_t *g);
+
+#endif /* STARFOLD_SRC_DISTRIBUTE_BATCH_PLAN_H */
