@@ -147,6 +147,9 @@ typedef struct starfold__nodes {
 } starfold__nodes_t;
 
 void starfold__graph_nodes(const struct starfold_graph *g, starfold__nodes_t *nodes);
+/* The all-reduce driver with @pattern, its reduce_pack() handed the graph's nodes as self. */
+starfold_status_t starfold__allreduce_by_nodes(starfold_graph_t g, const starfold_algo_options_t *options,
+                                               const starfold__allreduce_pattern_t *pattern);
 
 /*
  * One chunked ring all-reduce (ring.c's picture) over @n positions, for builders that run a ring over

@@ -133,9 +133,7 @@ static starfold_status_t reduce_pack(starfold__allreduce_t *ar, void *self)
 static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t *options)
 {
     static const starfold__allreduce_pattern_t pattern = { .reduce_pack = reduce_pack };
-    starfold__nodes_t nodes;
-    starfold__graph_nodes(g, &nodes);
-    return starfold__allreduce_packs(g, options, &pattern, &nodes);
+    return starfold__allreduce_by_nodes(g, options, &pattern);
 }
 
 const starfold__algorithm_t starfold__algo_hierarchical = {

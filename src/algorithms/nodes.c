@@ -34,3 +34,11 @@ void starfold__graph_nodes(const struct starfold_graph *g, starfold__nodes_t *no
     }
     nodes->first[nodes->count] = m;
 }
+
+starfold_status_t starfold__allreduce_by_nodes(starfold_graph_t g, const starfold_algo_options_t *options,
+                                               const starfold__allreduce_pattern_t *pattern)
+{
+    starfold__nodes_t nodes;
+    starfold__graph_nodes(g, &nodes);
+    return starfold__allreduce_packs(g, options, pattern, &nodes);
+}

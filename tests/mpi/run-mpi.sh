@@ -105,42 +105,34 @@ else
     grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi: wrong elements"; status=1; }
 fi
 
-# A rank that never joins in time: TIMEOUT on the others, the late one fails at once, nobody hangs;
-# the job ends with starfold_group_abort(), whose code mpirun returns (0 when every rank passed).
-out="$top/tests/out/mpi-timeout.log"
+# The fault cases end with starfold_group_abort(), whose code mpirun returns (0 when every rank
+# passed): fault_case NP CASE ARGS... runs `test_group ARGS` and wants "CASE case: 0 failures".
 mkdir -p "$top/tests/out"
-for np in 2 3; do
-    echo "== mpirun -np $np test_group 1 timeout"
+fault_case() {
+    np=$1 case=$2
+    shift 2
+    out="$top/tests/out/mpi-$case.log"
+    echo "== mpirun -np $np test_group $*"
     timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --bind-to none \
         --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
         -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
-        "$prog" 1 timeout > "$out" 2>&1
+        "$prog" "$@" > "$out" 2>&1
     rc=$?
     cat "$out"
-    grep -q "timeout case: 0 failures over all ranks" "$out" || rc=1
+    grep -q "$case case: 0 failures over all ranks" "$out" || rc=1
     case $rc in
         0) ;;
-        124|137) echo "FAIL: the timeout case did not finish in $limit s"; status=1 ;;
-        *) echo "FAIL: the timeout case exited $rc"; status=1 ;;
+        124|137) echo "FAIL: the $case case ($*) did not finish in $limit s"; status=1 ;;
+        *) echo "FAIL: the $case case ($*) exited $rc"; status=1 ;;
     esac
-done
-# A rank lost after the agreement (its workers hung), under each lowering: every rank
-# gets TIMEOUT from its own wait on the graph after timeout_seconds, the group is broken, nobody hangs.
-out="$top/tests/out/mpi-lost.log"
-for np_lowering in "2 1 ring" "2 1 mpi" "3 2 hierarchical" "3 1 leader"; do
-    set -- $np_lowering
-    echo "== mpirun -np $1 test_group $2 lost $3"
-    timeout -k 10 "$limit" mpirun -np "$1" --oversubscribe --bind-to none \
-        --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
-        -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
-        "$prog" "$2" lost "$3" > "$out" 2>&1
-    rc=$?
-    cat "$out"
-    grep -q "lost case: 0 failures over all ranks" "$out" || rc=1
-    case $rc in
-        0) ;;
-        124|137) echo "FAIL: the lost case ($3) did not finish in $limit s"; status=1 ;;
-        *) echo "FAIL: the lost case ($3) exited $rc"; status=1 ;;
-    esac
-done
+}
+# A rank that never joins in time: TIMEOUT on the others, the late one fails at once, nobody hangs.
+fault_case 2 timeout 1 timeout
+fault_case 3 timeout 1 timeout
+# A rank lost after the agreement (its workers hung), under each lowering: every rank, the hung one
+# included, gets TIMEOUT within timeout_seconds, the group is broken, no output changed, nobody hangs.
+fault_case 2 lost 1 lost ring
+fault_case 2 lost 1 lost mpi
+fault_case 3 lost 2 lost hierarchical
+fault_case 3 lost 1 lost leader
 exit $status
