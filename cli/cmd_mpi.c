@@ -373,6 +373,7 @@ typedef struct mpi_row {
     const char *impl, *lowering;
     uint64_t size, count;
     double time_s, algbw, busbw, ratio; /* ratio: starfold / MPI, 0 on the MPI row */
+    double model_us;                    /* the cost model's price of the lowering that ran; 0: none */
     uint64_t wrong;
     int n;                              /* what busbw's n counted */
 } mpi_row_t;
@@ -402,14 +403,16 @@ static void print_row(const cli_opts_t *o, const mpi_row_t *r)
                o->op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(o->op), r->time_s * 1e6, r->algbw, r->busbw, r->n,
                (unsigned long long)r->wrong);
         if (r->ratio > 0) printf(", \"vs_mpi\": %.3f", r->ratio);
+        if (r->model_us > 0) printf(", \"model_us\": %.3f", r->model_us);
         printf("}\n");
         return;
     }
-    char ratio[16] = "-";
+    char ratio[16] = "-", model[24] = "-";
     if (r->ratio > 0) snprintf(ratio, sizeof ratio, "%.2fx", r->ratio);
-    printf("%12llu  %12llu  %6s  %5s  %-14s  %-16s  %10.1f  %7.2f  %7.2f  %6llu  %7s\n", (unsigned long long)r->size,
+    if (r->model_us > 0) snprintf(model, sizeof model, "%.1f", r->model_us);
+    printf("%12llu  %12llu  %6s  %5s  %-14s  %-16s  %10.1f  %7.2f  %7.2f  %6llu  %7s  %10s\n", (unsigned long long)r->size,
            (unsigned long long)r->count, type_name(o->dtype), o->op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(o->op),
-           r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio);
+           r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio, model);
 }
 
 /* The group's all-reduce at one size: -w warm-up, -n timed (each the slowest rank's), then checked;
@@ -455,6 +458,8 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
         fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
                 (unsigned long long)wrong, (unsigned long long)row->size);
     const char *lowering = starfold_group_last_lowering(job->group);
+    /* The model's price of what ran (local: the same on every rank); none when it cannot say. */
+    if (starfold_group_predict(job->group, o->op, 1, t, lowering, NULL, &row->model_us) != STARFOLD_OK) row->model_us = 0;
     row_finish(row, persistent ? "group-persist" : "starfold-group", lowering ? lowering : "?", total / o->iters, job->total,
                sum_over_ranks(wrong));
     return CLI_OK;
@@ -519,14 +524,16 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
                            "started every iteration (starfold_group_persistent_start())\n");
         fprintf(info0, "# MPI_Allreduce: the MPI baseline, MPI's own all-reduce of the same bytes, one host buffer per rank, "
                        "MPI_IN_PLACE%s\n", o->op == STARFOLD_OP_MEAN ? ", MPI_SUM (MPI has no mean)" : "");
+        fprintf(info0, "# model(us): the cost model's price of the lowering that ran across ranks "
+                       "(starfold_group_predict(); the local reduce and broadcast left out)\n");
         fprintf(info0, "# time: the slowest rank's, mean of -n %d after -w %d; busbw = algbw x 2(n-1)/n with n = %d "
                        "replicas (starfold-group) or %d ranks (MPI_Allreduce); vs MPI = starfold time / MPI time\n",
                 o->iters, o->warmup, job.total, job.size);
         if (!o->json) {
-            printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s\n", "size(B)", "count", "type",
-                   "redop", "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI");
-            printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s\n", "", "(elements)", "", "", "", "", "",
-                   "(GB/s)", "(GB/s)", "", "");
+            printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "size(B)", "count", "type",
+                   "redop", "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI", "model(us)");
+            printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "", "(elements)", "", "", "", "",
+                   "", "(GB/s)", "(GB/s)", "", "", "");
         }
         fflush(NULL);
     }

@@ -242,6 +242,23 @@ STARFOLD_API void starfold_group_persistent_destroy(starfold_group_persistent_t 
 STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t group, const char *lowering);
 
 /**
+ * @brief The cost model's price of one all-reduce of these tensors across the group's ranks, as the
+ *        lowering's choice sees it: MPI's own all-reduce as recursive doubling or a ring over the
+ *        slowest link between ranks plus one task, a graph lowering by simulating its graph on the
+ *        rank topology (links and StarPU-MPI's latency measured at creation). The local reduce and
+ *        broadcast on each rank's devices are not included. Local: no communication.
+ * @param [in]  group, op, num_tensors, tensors as for starfold_group_all_reduce()
+ * @param [in]  lowering a lowering's name, or NULL for the group's (starfold_group_set_lowering());
+ *              "auto" prices them all and keeps the cheapest, as a call does
+ * @param [out] chosen NULL, or the lowering priced (auto's choice)
+ * @param [out] time_us the prediction in microseconds
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULLs, no tensors, an unknown op, dtype or name.
+ */
+STARFOLD_API starfold_status_t starfold_group_predict(starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                                      const starfold_tensor_desc_t *tensors, const char *lowering,
+                                                      const char **chosen, double *time_us);
+
+/**
  * @brief The lowering the group's last all-reduce used ("mpi" or a graph lowering's name), or the
  *        chosen one ("auto" included) before the first; NULL for NULL.
  */

@@ -112,28 +112,95 @@ static double mpi_predict_us(starfold_group_t g, const size_t *totals)
     return (doubling < ring ? doubling : ring) + p.task_overhead_us;
 }
 
-starfold_status_t starfold__group_lower(starfold_group_t g, starfold_op_t op, const size_t *totals, int *lowering,
-                                        starfold_graph_t *graph)
+/* The prediction of graph lowering @k for these sizes: compiled and simulated; the graph kept in *@graph. */
+static starfold_status_t graph_predict(starfold_group_t g, int k, starfold_op_t op, const size_t *totals,
+                                       starfold_graph_t *graph, double *us)
+{
+    starfold_prediction_t pr;
+    starfold_status_t st = rank_compile(g, k, op, totals, graph);
+    if (st == STARFOLD_OK) st = starfold_graph_simulate(*graph, NULL, &pr);
+    if (st != STARFOLD_OK) {
+        starfold_graph_destroy(*graph);
+        *graph = NULL;
+        return st;
+    }
+    *us = pr.time_us;
+    return STARFOLD_OK;
+}
+
+/*
+ * @want (SF_LOWER_*): a lowering by name, priced; or auto, the cheapest of MPI's own and every graph
+ * lowering for these sizes. *@graph the chosen graph lowering's graph (NULL for MPI), *@us its price.
+ */
+static starfold_status_t lower_priced(starfold_group_t g, int want, starfold_op_t op, const size_t *totals, int *lowering,
+                                      starfold_graph_t *graph, double *us)
 {
     *graph = NULL;
-    *lowering = g->size == 1 ? SF_LOWER_MPI : g->lowering; /* one rank: nothing crosses ranks */
-    if (*lowering == SF_LOWER_MPI) return STARFOLD_OK;
+    *lowering = g->size == 1 ? SF_LOWER_MPI : want; /* one rank: nothing crosses ranks */
     starfold_status_t st = rank_topology(g);
     if (st != STARFOLD_OK) return st;
-    if (*lowering != SF_LOWER_AUTO) return rank_compile(g, *lowering, op, totals, graph);
+    *us = mpi_predict_us(g, totals);
+    if (*lowering == SF_LOWER_MPI) return STARFOLD_OK;
+    if (*lowering != SF_LOWER_AUTO) return graph_predict(g, *lowering, op, totals, graph, us);
     /* auto: the graph that beats MPI's own by the model, kept to run; else MPI's. */
     *lowering = SF_LOWER_MPI;
-    double best_us = mpi_predict_us(g, totals);
     for (int k = SF_LOWER_RING; k < SF_LOWER_COUNT; k++) {
         starfold_graph_t candidate = NULL;
-        starfold_prediction_t pr;
-        if (rank_compile(g, k, op, totals, &candidate) == STARFOLD_OK &&
-            starfold_graph_simulate(candidate, NULL, &pr) == STARFOLD_OK && pr.time_us < best_us) {
+        double t;
+        if (graph_predict(g, k, op, totals, &candidate, &t) == STARFOLD_OK && t < *us) {
             starfold_graph_destroy(*graph);
-            *graph = candidate, *lowering = k, best_us = pr.time_us;
+            *graph = candidate, *lowering = k, *us = t;
         } else {
             starfold_graph_destroy(candidate);
         }
     }
+    return STARFOLD_OK;
+}
+
+starfold_status_t starfold__group_lower(starfold_group_t g, starfold_op_t op, const size_t *totals, int *lowering,
+                                        starfold_graph_t *graph)
+{
+    double us;
+    if (g->size == 1 || g->lowering == SF_LOWER_MPI) { /* nothing to price */
+        *graph = NULL;
+        *lowering = SF_LOWER_MPI;
+        return STARFOLD_OK;
+    }
+    return lower_priced(g, g->lowering, op, totals, lowering, graph, &us);
+}
+
+STARFOLD_API starfold_status_t starfold_group_predict(starfold_group_t group, starfold_op_t op, size_t num_tensors,
+                                                      const starfold_tensor_desc_t *tensors, const char *lowering,
+                                                      const char **chosen, double *time_us)
+{
+    static const char fn[] = "starfold_group_predict";
+    if (!group || !tensors || !num_tensors || !time_us)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL group, tensors or time_us, or no tensors", fn);
+    if ((int)op < 0 || (int)op >= STARFOLD_OP_COUNT)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op);
+    int want = group->lowering;
+    if (lowering) {
+        want = -1;
+        for (int k = 0; k < SF_LOWER_COUNT; k++)
+            if (!strcmp(lowering, lowering_names[k])) want = k;
+        if (want < 0)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown lowering '%s' (known: %s)", fn, lowering,
+                                   STARFOLD__LOWERING_NAMES);
+    }
+    size_t totals[STARFOLD_DTYPE_COUNT] = { 0 };
+    for (size_t t = 0; t < num_tensors; t++) {
+        if ((int)tensors[t].dtype < 0 || (int)tensors[t].dtype >= STARFOLD_DTYPE_COUNT)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: tensor %zu: unknown dtype", fn, t);
+        totals[tensors[t].dtype] += tensors[t].count;
+    }
+    int took;
+    starfold_graph_t graph = NULL;
+    double us = 0;
+    const starfold_status_t st =
+        lower_priced(group, want, op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op, totals, &took, &graph, &us);
+    starfold_graph_destroy(graph);
+    if (st != STARFOLD_OK) return st;
+    *time_us = us;
+    if (chosen) *chosen = lowering_names[took];
     return STARFOLD_OK;
 }

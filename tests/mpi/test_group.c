@@ -490,6 +490,25 @@ static void test_all_reduce_lowerings(void)
     int known = 0;
     for (size_t l = 0; l < 5; l++) known |= !strcmp(ran, all[l]);
     CU_ASSERT(known);
+    /* The model's price: auto names what the call took; every lowering has a positive price. */
+    const char *chosen = NULL;
+    double us = 0;
+    if (!only) {
+        CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, NT, r.tensors, "auto", &chosen, &us), STARFOLD_OK);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(chosen);
+        CU_ASSERT_STRING_EQUAL(chosen, ran);
+        CU_ASSERT(us > 0);
+    }
+    for (size_t l = 0; l < nnames; l++) {
+        us = 0;
+        CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_MEAN, NT, r.tensors, names[l], &chosen, &us), STARFOLD_OK);
+        CU_ASSERT_STRING_EQUAL(chosen, world_size > 1 ? names[l] : "mpi");
+        CU_ASSERT(us > 0);
+    }
+    CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, NT, r.tensors, "butterfly", NULL, &us),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, NT, r.tensors, NULL, NULL, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, 0, r.tensors, NULL, NULL, &us), STARFOLD_ERR_INVALID_ARGUMENT);
     replicas_free(&r);
     starfold_group_destroy(g);
 }
