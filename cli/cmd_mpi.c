@@ -45,7 +45,7 @@ static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP
                                           CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_ITERS) |
                                           CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_JSON) |
                                           CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) |
-                                          CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT);
+                                          CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_TENSORS);
 
 /* Whether an MPI launcher (mpirun, mpiexec, srun) started this process. */
 static int under_launcher(void)
@@ -417,18 +417,18 @@ static void print_row(const cli_opts_t *o, const mpi_row_t *r)
 
 /* The group's all-reduce at one size: -w warm-up, -n timed (each the slowest rank's), then checked;
  * @persistent: bound once (starfold_group_all_reduce_init(), untimed) and started every iteration. */
-static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *t, int persistent,
+static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *t, size_t nt, int persistent,
                        mpi_row_t *row)
 {
     cli_replicas_t rep;
     memset(&rep, 0, sizeof rep);
-    starfold_status_t st = cli_replicas_create_global(job->m.ctx, job->m.num_devices, job->offset, job->total, t, 1,
+    starfold_status_t st = cli_replicas_create_global(job->m.ctx, job->m.num_devices, job->offset, job->total, t, nt,
                                                       o->op, &rep);
     int bad = 0;
     if (st != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot create the replicas");
     if (!bad && o->check && (st = cli_replicas_clear(&rep)) != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot clear the outputs");
     starfold_group_persistent_t p = NULL;
-    if (!bad && persistent && (st = starfold_group_all_reduce_init(job->group, o->op, 1, t, rep.in, rep.out, &p)) != STARFOLD_OK)
+    if (!bad && persistent && (st = starfold_group_all_reduce_init(job->group, o->op, nt, t, rep.in, rep.out, &p)) != STARFOLD_OK)
         bad = RANK_FAIL(job, st, "%s", "cannot bind the persistent all-reduce"); /* the same status on every rank */
     if (ranks_failing(bad)) {
         cli_replicas_destroy(&rep);
@@ -438,7 +438,7 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     for (int it = -o->warmup; it < o->iters; it++) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = cli_now();
-        st = p ? starfold_group_persistent_start(p) : starfold_group_all_reduce(job->group, o->op, 1, t, rep.in, rep.out);
+        st = p ? starfold_group_persistent_start(p) : starfold_group_all_reduce(job->group, o->op, nt, t, rep.in, rep.out);
         const double dt = max_over_ranks(cli_now() - t0);
         if (st != STARFOLD_OK) { /* the same status on every rank */
             RANK_FAIL(job, st, "all-reduce of %llu bytes failed", (unsigned long long)row->size);
@@ -459,7 +459,7 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
                 (unsigned long long)wrong, (unsigned long long)row->size);
     const char *lowering = starfold_group_last_lowering(job->group);
     /* The model's price of what ran (local: the same on every rank); none when it cannot say. */
-    if (starfold_group_predict(job->group, o->op, 1, t, lowering, NULL, &row->model_us) != STARFOLD_OK) row->model_us = 0;
+    if (starfold_group_predict(job->group, o->op, nt, t, lowering, NULL, &row->model_us) != STARFOLD_OK) row->model_us = 0;
     row_finish(row, persistent ? "group-persist" : "starfold-group", lowering ? lowering : "?", total / o->iters, job->total,
                sum_over_ranks(wrong));
     return CLI_OK;
@@ -541,8 +541,26 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
     double log_ratio = 0.0;
     int rows = 0;
     r = CLI_OK;
+    /* --tensors: one batch (every rank's replicas hold the list) against one MPI_Allreduce of its bytes. */
+    starfold_tensor_desc_t *list = NULL;
+    size_t nlist = 0;
+    uint64_t list_bytes_holder = 0;
+    if (o->tensors && (r = cli_parse_tensors(cmd, o->tensors, o->dtype, &list, &nlist)) != CLI_OK) {
+        job_close(&job);
+        return r;
+    }
+    if (list) {
+        list_bytes_holder = cli_tensors_bytes(list, nlist);
+        sizes = &list_bytes_holder;
+        nsizes = 1;
+        if (me0)
+            fprintf(info0, "# --tensors %s: %zu tensors per replica in each starfold row; MPI_Allreduce: one call on "
+                           "their bytes (one fused buffer)\n", o->tensors, nlist);
+    }
     for (int s = 0; s < nsizes && r == CLI_OK; s++) {
         const starfold_tensor_desc_t t = { o->dtype, (size_t)(sizes[s] / es) };
+        const starfold_tensor_desc_t *batch = list ? list : &t;
+        const size_t nbatch = list ? nlist : 1;
         if (t.count == 0 || t.count > INT32_MAX) {
             if (me0) fprintf(info0, "# %llu bytes: skipped (%s)\n", (unsigned long long)sizes[s],
                              t.count == 0 ? "no whole element" : "beyond MPI's int count");
@@ -554,8 +572,8 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
         memset(&m, 0, sizeof m);
         g.size = gp.size = m.size = t.count * es;
         g.count = gp.count = m.count = t.count;
-        if ((r = bench_group(&job, o, &t, 0, &g)) != CLI_OK) break;
-        if (o->persistent && (r = bench_group(&job, o, &t, 1, &gp)) != CLI_OK) break;
+        if ((r = bench_group(&job, o, batch, nbatch, 0, &g)) != CLI_OK) break;
+        if (o->persistent && (r = bench_group(&job, o, batch, nbatch, 1, &gp)) != CLI_OK) break;
         if ((r = bench_mpi_baseline(&job, o, &m)) != CLI_OK) break;
         g.ratio = m.time_s > 0 ? g.time_s / m.time_s : 0.0;
         gp.ratio = m.time_s > 0 ? gp.time_s / m.time_s : 0.0;
@@ -578,6 +596,7 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
     }
     if (me0 && wrong_total) fprintf(stderr, "starfold bench: %llu wrong elements over all ranks\n", (unsigned long long)wrong_total);
     if (r == CLI_OK && wrong_total) r = CLI_FAIL;
+    free(list);
     job_close(&job);
     return r;
 }

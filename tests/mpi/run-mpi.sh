@@ -104,6 +104,19 @@ else
     [ "$(grep -c '^ .* group-persist ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi --persistent: no group-persist row per size"; status=1; }
     grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi: wrong elements"; status=1; }
 fi
+echo "== mpirun -np 2 starfold bench --mpi --tensors 20x4K"
+timeout -k 10 "$limit" mpirun -np 2 --oversubscribe --bind-to none \
+    --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+    -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+    "$sf" bench --mpi --tensors 20x4K --topology host -g 2 -n 2 -w 1 > "$runlog" 2>&1
+rc=$?
+cat "$runlog"
+if [ $rc -ne 0 ]; then
+    echo "FAIL: starfold bench --mpi --tensors exited $rc"; status=1
+else
+    grep -q '^ *81920 .* starfold-group ' "$runlog" || { echo "FAIL: bench --mpi --tensors: no row of the list's 81920 bytes"; status=1; }
+    grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi --tensors: wrong elements"; status=1; }
+fi
 
 # The fault cases end with starfold_group_abort(), whose code mpirun returns (0 when every rank
 # passed): fault_case NP CASE ARGS... runs `test_group ARGS` and wants "CASE case: 0 failures".
