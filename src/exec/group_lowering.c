@@ -112,7 +112,42 @@ static double mpi_predict_us(starfold_group_t g, const size_t *totals)
     return (doubling < ring ? doubling : ring) + p.task_overhead_us;
 }
 
-/* The prediction of graph lowering @k for these sizes: compiled and simulated; the graph kept in *@graph. */
+/*
+ * The least time the busiest rank needs to push its bytes out: a rank has one port per kind of link,
+ * its shared memory and its network interface, while the rank topology gives every pair of ranks a
+ * link of its own and the model shares bandwidth per link. A graph that drives several of a rank's
+ * links at once (the ring both ways round, a leader reading every node) is priced as if each had the
+ * port to itself; this bound takes that back (tools/model_cluster makes the same correction). 0 when
+ * the traffic cannot be counted.
+ */
+static double port_bound_us(starfold_group_t g, starfold_graph_t graph)
+{
+    starfold_link_bytes_t *pairs = NULL;
+    size_t n = 0;
+    double *out = calloc(2 * (size_t)g->size, sizeof *out); /* [rank][0 shm, 1 network] bytes */
+    if (!out || starfold_graph_link_bytes(graph, &pairs, &n) != STARFOLD_OK) {
+        free(out);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const int from = pairs[i].from, to = pairs[i].to;
+        if (from >= 0 && from < g->size && to >= 0 && to < g->size)
+            out[2 * from + (g->node_of[from] != g->node_of[to])] += (double)pairs[i].bytes;
+    }
+    free(pairs);
+    double worst = 0;
+    for (int r = 0; r < g->size; r++) {
+        const double shm = out[2 * r] / (g->shm_link.bandwidth_GBps * 1e3); /* GB/s = 1e3 bytes per us */
+        const double net = out[2 * r + 1] / (g->network_link.bandwidth_GBps * 1e3);
+        if (shm > worst) worst = shm;
+        if (net > worst) worst = net;
+    }
+    free(out);
+    return worst;
+}
+
+/* The prediction of graph lowering @k for these sizes: compiled and simulated, no less than its ports
+ * allow (port_bound_us()); the graph kept in *@graph. */
 static starfold_status_t graph_predict(starfold_group_t g, int k, starfold_op_t op, const size_t *totals,
                                        starfold_graph_t *graph, double *us)
 {
@@ -124,7 +159,8 @@ static starfold_status_t graph_predict(starfold_group_t g, int k, starfold_op_t 
         *graph = NULL;
         return st;
     }
-    *us = pr.time_us;
+    const double ports = port_bound_us(g, *graph);
+    *us = pr.time_us > ports ? pr.time_us : ports;
     return STARFOLD_OK;
 }
 
