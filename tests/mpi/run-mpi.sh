@@ -19,6 +19,22 @@ fi
 export STARPU_NCPU=1 STARPU_NOPENCL=0 STARPU_NCUDA=0 STARPU_SILENT=1 STARPU_SCHED="${STARPU_SCHED:-eager}"
 export STARPU_HOME="$top/tests/.starpu-mpi"
 mkdir -p "$STARPU_HOME"
+# SF_MPI_VALGRIND=COMMAND (make check-valgrind): test_group alone, each rank under COMMAND, on 2 ranks
+# as 2 nodes and 3 ranks as nodes {0,1} {2}, every lowering by name; nothing else.
+if [ -n "$SF_MPI_VALGRIND" ]; then
+    export STARPU_HOME="$top/tests/.starpu-mpi"
+    mkdir -p "$STARPU_HOME"
+    status=0
+    for np_k in "2 1" "3 2"; do
+        set -- $np_k
+        echo "== mpirun -np $1 $SF_MPI_VALGRIND test_group $2"
+        timeout -k 10 "${SF_MPI_VALGRIND_TIMEOUT:-900}" mpirun -np "$1" --oversubscribe --bind-to none \
+            --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+            -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+            $SF_MPI_VALGRIND "$prog" "$2" || { echo "FAIL: test_group on $1 ranks under $SF_MPI_VALGRIND"; status=1; }
+    done
+    exit $status
+fi
 # Calibrate the bus once, in one process, before ranks share the home: two ranks calibrating a fresh
 # home together race on its files (StarPU 1.3 asserts reading a half-written vm.affinity; seen in
 # make distcheck, whose build tree starts empty).
