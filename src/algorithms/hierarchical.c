@@ -34,20 +34,6 @@ static starfold__span_t sub(starfold__span_t s, size_t off, size_t len)
     return starfold__span(s.buf, s.offset + off, len);
 }
 
-/* @dst = the reduction of @src (divided by @divisor), through a temporary and a SCALE when @dst is
- * of a promoted type (integer MEAN into float64). */
-static starfold_status_t reduce_final(starfold_graph_t g, starfold_op_t acc, int device, const starfold__span_t *src,
-                                      size_t nsrc, starfold__span_t dst, uint32_t divisor, int tag)
-{
-    const starfold_dtype_t dt = g->bufs[src[0].buf].dtype;
-    if (g->bufs[dst.buf].dtype == dt) return starfold__graph_reduce_n(g, acc, src, nsrc, &dst, 1, divisor, tag, NULL);
-    size_t t;
-    starfold_status_t st = starfold__graph_add_temp(g, device, dt, dst.count, tag, &t);
-    if (st == STARFOLD_OK) st = starfold__graph_reduce(g, acc, src, nsrc, starfold__whole(g, t), tag, NULL);
-    if (st == STARFOLD_OK) st = starfold__graph_scale(g, starfold__whole(g, t), dst, divisor, tag, NULL);
-    return st;
-}
-
 /* Step 1 for shard [s0, s0 + len) of node @k: its members' parts reduced on @owner, into a temporary
  * (several members) or read in place (one). */
 static starfold_status_t node_reduce(starfold__allreduce_t *ar, const starfold__nodes_t *nd, int k, int owner,
@@ -75,8 +61,8 @@ static starfold_status_t node_reduce_final(starfold__allreduce_t *ar, const star
     starfold__span_t src[STARFOLD_MAX_DEVICES];
     const int m = nd->first[1];
     for (int i = 0; i < m; i++) src[i] = sub(ar->have[nd->member[i]], s0, len);
-    return reduce_final(ar->g, ar->acc, ar->g->input_devices[owner], src, (size_t)m, sub(ar->result[owner], s0, len),
-                        divisor, ar->tag);
+    return starfold__graph_reduce_final(ar->g, ar->acc, ar->g->input_devices[owner], src, (size_t)m,
+                                        sub(ar->result[owner], s0, len), divisor, ar->tag, NULL);
 }
 
 /* Step 3 for node @k: the owner's result of the shard copied to every other member. */

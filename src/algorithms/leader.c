@@ -44,20 +44,14 @@ static starfold_status_t node_sum(starfold__allreduce_t *ar, const starfold__nod
     return starfold__graph_reduce(g, ar->acc, src, (size_t)m, *sum, ar->tag, NULL);
 }
 
-/* Step 2 on @leader: every node sum reduced into @dst (divided for MEAN; a promoted result through a
- * temporary and a SCALE). *node = the REDUCE, the task that reads the other nodes' sums. */
+/* Step 2 on @leader: every node sum reduced into @dst (divided for MEAN). *node = the REDUCE, the task
+ * that reads the other nodes' sums. */
 static starfold_status_t leader_total(starfold__allreduce_t *ar, const starfold__span_t *sums, int nn, int leader,
                                       starfold__span_t dst, size_t *node)
 {
     starfold_graph_t g = ar->g;
     const uint32_t divisor = g->op == STARFOLD_OP_MEAN ? (uint32_t)ar->n : 1;
-    if (g->bufs[dst.buf].dtype == ar->pack->dtype)
-        return starfold__graph_reduce_n(g, ar->acc, sums, (size_t)nn, &dst, 1, divisor, ar->tag, node);
-    size_t t;
-    starfold_status_t st = starfold__graph_add_temp(g, g->input_devices[leader], ar->pack->dtype, ar->pack->count, ar->tag, &t);
-    if (st == STARFOLD_OK) st = starfold__graph_reduce(g, ar->acc, sums, (size_t)nn, starfold__whole(g, t), ar->tag, node);
-    if (st == STARFOLD_OK) st = starfold__graph_scale(g, starfold__whole(g, t), dst, divisor, ar->tag, NULL);
-    return st;
+    return starfold__graph_reduce_final(g, ar->acc, g->input_devices[leader], sums, (size_t)nn, dst, divisor, ar->tag, node);
 }
 
 /*

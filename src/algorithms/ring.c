@@ -90,29 +90,25 @@ starfold_status_t starfold__ring_pass(const starfold__ring_pass_t *rp, size_t lo
         const size_t len = c1 - c0;
         /*
          * reduce-scatter: hop s lands on ring position j+s; the last hop reduces straight into the
-         * owner's result (MEAN divided in the same task), so no copy follows it. A promoted MEAN
-         * (integers in, float64 out) sums into a temporary and divides into the result.
+         * owner's result (MEAN divided in the same task, or through a SCALE for a promoted MEAN), so
+         * no copy follows it.
          */
         const int owner = order[(j + n - 1) % n];
         const starfold__span_t mine = starfold__span(rp->result[owner].buf, rp->result[owner].offset + c0, len);
-        const int promoted = g->bufs[mine.buf].dtype != dt;
         starfold__span_t partial = starfold__span(rp->have[order[j]].buf, rp->have[order[j]].offset + c0, len);
         for (int s = 1; s < n; s++) {
             const int p = order[(j + s) % n];
-            const int last = s == n - 1 && !promoted;
-            starfold__span_t t = mine;
-            if (!last) {
+            starfold__span_t srcs[2] = { partial, starfold__span(rp->have[p].buf, rp->have[p].offset + c0, len) };
+            if (s == n - 1) {
+                st = starfold__graph_reduce_final(g, rp->acc, rp->devices[p], srcs, 2, mine, rp->divisor, tag, &node);
+            } else {
                 size_t tbuf;
                 if ((st = starfold__graph_add_temp(g, rp->devices[p], dt, len, tag, &tbuf)) != STARFOLD_OK) return st;
-                t = starfold__whole(g, tbuf);
+                partial = starfold__whole(g, tbuf);
+                st = starfold__graph_reduce_n(g, rp->acc, srcs, 2, &partial, 1, 1, tag, &node);
             }
-            starfold__span_t srcs[2] = { partial, starfold__span(rp->have[p].buf, rp->have[p].offset + c0, len) };
-            if ((st = starfold__graph_reduce_n(g, rp->acc, srcs, 2, &t, 1, last ? rp->divisor : 1, tag, &node)) != STARFOLD_OK ||
-                (st = chain_after(g, chain_at(rp, j, s), node)) != STARFOLD_OK)
-                return st;
-            partial = t;
+            if (st != STARFOLD_OK || (st = chain_after(g, chain_at(rp, j, s), node)) != STARFOLD_OK) return st;
         }
-        if (promoted && (st = starfold__graph_scale(g, partial, mine, rp->divisor, tag, NULL)) != STARFOLD_OK) return st;
         const int at = (j + n - 1) % n;
         /* all-gather: each next position copies from the previous one's result */
         starfold__span_t from = mine;

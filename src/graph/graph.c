@@ -501,6 +501,18 @@ starfold_status_t starfold__graph_scale(starfold_graph_t g, starfold__span_t src
     return add_node(g, -1, STARFOLD_TASK_SCALE, STARFOLD_OP_MEAN, divisor, &src, 1, &dst, 1, tag, node);
 }
 
+starfold_status_t starfold__graph_reduce_final(starfold_graph_t g, starfold_op_t op, int device, const starfold__span_t *src,
+                                        size_t nsrc, starfold__span_t dst, uint32_t divisor, int tag, size_t *node)
+{
+    const starfold_dtype_t dt = g->bufs[src[0].buf].dtype;
+    if (g->bufs[dst.buf].dtype == dt) return starfold__graph_reduce_n(g, op, src, nsrc, &dst, 1, divisor, tag, node);
+    size_t t;
+    starfold_status_t st = starfold__graph_add_temp(g, device, dt, dst.count, tag, &t);
+    if (st == STARFOLD_OK) st = starfold__graph_reduce(g, op, src, nsrc, starfold__whole(g, t), tag, node);
+    if (st == STARFOLD_OK) st = starfold__graph_scale(g, starfold__whole(g, t), dst, divisor, tag, NULL);
+    return st;
+}
+
 starfold_status_t starfold__graph_add_dep(starfold_graph_t g, size_t before, size_t after)
 {
     if (before >= after || after >= g->nnodes)

@@ -203,6 +203,15 @@ starfold_status_t starfold__graph_reduce_segments(starfold_graph_t g, int device
                                            size_t nsrc, const starfold__span_t *dst, size_t ndst, size_t nseg,
                                            uint32_t divisor, int tag, size_t *node);
 
+/*
+ * The last step of a reduction: dst = op(src[0..nsrc)) / @divisor, run on @device (dst's). When dst is a
+ * promoted integer MEAN (float64 out of integers in), the sum goes to a temporary of the sources' dtype
+ * on @device and a SCALE divides it into dst; otherwise one REDUCE does both. *node (may be NULL) = the
+ * REDUCE, the node that reads every source.
+ */
+starfold_status_t starfold__graph_reduce_final(starfold_graph_t g, starfold_op_t op, int device, const starfold__span_t *src,
+                                        size_t nsrc, starfold__span_t dst, uint32_t divisor, int tag, size_t *node);
+
 /* Appends a SCALE node: dst = src / divisor; runs on dst's device. */
 starfold_status_t starfold__graph_scale(starfold_graph_t g, starfold__span_t src, starfold__span_t dst, uint32_t divisor, int tag,
                                  size_t *node);
