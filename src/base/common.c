@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 static _Thread_local char starfold__last_error[512];
 
@@ -55,4 +56,11 @@ int starfold__streq_nocase(const char *a, const char *b)
     for (; *a && *b; a++, b++)
         if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
     return *a == *b;
+}
+
+double starfold__now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

@@ -43,6 +43,9 @@ int starfold__grow(void **items, size_t *cap, size_t n, size_t elem_size);
 /* strdup that reports failure through starfold__error; NULL in gives NULL out without error. */
 char *starfold__strdup(const char *s);
 
+/* The library's one clock: monotonic seconds (CLOCK_MONOTONIC), for time limits and timings. */
+double starfold__now_s(void);
+
 /* Case-insensitive ASCII string equality. */
 int starfold__streq_nocase(const char *a, const char *b);
 

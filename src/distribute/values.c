@@ -936,14 +936,11 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
     pthread_mutex_unlock(&v->lock);
 
     starfold_status_t first = STARFOLD_OK;
-    struct timespec t0 = { 0, 0 };
-    if (seconds >= 0) clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = seconds >= 0 ? starfold__now_s() : 0.0;
     for (size_t i = 0; i < n; i++) {
         double left = -1.0;
         if (seconds >= 0) {
-            struct timespec t;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            left = seconds - ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec));
+            left = seconds - (starfold__now_s() - t0);
             if (left < 0) left = 0;
         }
         starfold_status_t st = starfold__dist_req_wait(w[i], left);

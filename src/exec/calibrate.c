@@ -73,13 +73,6 @@
 #define MEASURE_STEP 2
 #define MEASURE_BUDGET_S 6.0
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *pa, const void *pb)
 {
     const double a = *(const double *)pa, b = *(const double *)pb;
@@ -165,10 +158,10 @@ static double case_time(starfold_context_t ctx, const cal_case_t *c, int warmup,
     for (int i = 0; i < warmup + reps; i++) {
         if (i == 1 && t[0] > 0.02 && warmup + reps > 4) warmup = 1, reps = 3;
         starfold_request_t req = NULL;
-        const double t0 = now_s();
+        const double t0 = starfold__now_s();
         starfold_status_t st = starfold_submit(ctx, c->graph, c->in, c->out, &req);
         if (st == STARFOLD_OK) st = starfold_request_wait(req);
-        t[i] = now_s() - t0;
+        t[i] = starfold__now_s() - t0;
         starfold_request_destroy(req);
         if (st != STARFOLD_OK) return -1;
     }
@@ -267,14 +260,14 @@ static starfold_status_t fit_memory(starfold_context_t ctx, starfold_topology_t 
 static starfold_status_t measure_algorithms(starfold_context_t ctx, starfold_topology_t topo,
                                             const starfold_cost_params_t *p, starfold_calibration_t *out)
 {
-    const double start = now_s();
+    const double start = starfold__now_s();
     double last_size_s = 0;
     size_t bytes = MEASURE_FIRST_BYTES;
     out->num_measurements = 0;
     for (int k = 0; k < MEASURE_SIZES; k++, bytes *= MEASURE_STEP) {
-        const double spent = now_s() - start;
+        const double spent = starfold__now_s() - start;
         if (k > 0 && spent + last_size_s * MEASURE_STEP > MEASURE_BUDGET_S) break;
-        const double size_start = now_s();
+        const double size_start = starfold__now_s();
         /* One set of vectors per size; each algorithm's graph runs on it in turn. */
         cal_case_t c;
         starfold_status_t st = case_make(ctx, topo, "reduce-to-one", 1, bytes / sizeof(float), &c);
@@ -305,7 +298,7 @@ static starfold_status_t measure_algorithms(starfold_context_t ctx, starfold_top
         }
         case_free(ctx, &c);
         if (st != STARFOLD_OK && st != STARFOLD_ERR_NOT_SUPPORTED) return st;
-        last_size_s = now_s() - size_start;
+        last_size_s = starfold__now_s() - size_start;
     }
     return STARFOLD_OK;
 }

@@ -73,9 +73,8 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
 /*
  * rank_graph.c: polls until no task, send or receive holds any of the @n handles @h (NULLs skipped),
  * without blocking the caller in StarPU: 0, or -1 once @limit seconds have passed since @t0 (0 or
- * infinity: no limit). starfold__now_s() is the clock (monotonic seconds).
+ * infinity: no limit), @t0 read from starfold__now_s().
  */
-double starfold__now_s(void);
 int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit);
 /* group_links.c: times a StarPU-MPI message between the same ranks (g->hop_us); collective, after
  * StarPU-MPI is started. */

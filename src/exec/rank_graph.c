@@ -270,13 +270,6 @@ static starfold_status_t make_handles(run_t *R, const starpu_data_handle_t *inpu
  * a rank lost after the agreement costs the group's timeout instead of a hang. Acquiring without a
  * node moves no data. STARFOLD_ERR_TIMEOUT after timeout_seconds (0 or infinity: none).
  */
-double starfold__now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int settled(starpu_data_handle_t h)
 {
     if (starpu_data_acquire_on_node_try(h, STARPU_ACQUIRE_NO_NODE, STARPU_RW) != 0) return 0;

@@ -58,9 +58,7 @@ struct starfold_request *starfold__request_new(void)
         free(r);
         return NULL;
     }
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    r->submitted = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    r->submitted = starfold__now_s();
     return r;
 }
 

@@ -211,9 +211,7 @@ void starfold__kernel_time(starfold__kernel_args_t *a, int end)
     /* Only in a StarPU worker running a request's task: a kernel called by hand (the kernel tests)
      * has no task, and StarPU's thread-local lookups are not valid outside its threads. */
     if (!a->timed) return;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    const double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    const double now = starfold__now_s();
     starfold__kernel_timing_t *tm = &a->timing;
     if (end) {
         tm->end = now;

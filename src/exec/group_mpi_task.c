@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * Step 3 of the "mpi" lowering: one StarPU task per dtype on a CPU worker calls MPI's own all-reduce
+ * on the leader vector of that dtype (every tensor of the dtype one after another: a fusion buffer),
+ * in place, on the group's data communicator; MEAN divides by every replica of every rank there.
+ *
+ *   leader f32 --[task: MPI_Iallreduce, polled]--> leader f32     (token in STARPU_RW)
+ *   leader i64 --[task: MPI_Iallreduce, polled]--> leader i64     (token in STARPU_RW)
+ *
+ * The group's token handle in STARPU_RW orders these tasks as they were submitted, so every rank
+ * calls its MPI collectives in the same order whatever StarPU's scheduler does (two all-reduces
+ * reordered on one rank and not on another would deadlock). The tasks poll their request against
+ * timeout_seconds, so a rank gone missing mid-collective costs a timeout, not a worker forever.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/common.h"
+#include "exec/group.h"
+#include "exec/group_plan.h"
+
+static MPI_Datatype mpi_type(starfold_dtype_t t)
+{
+    switch (t) {
+    case STARFOLD_FLOAT32: return MPI_FLOAT;
+    case STARFOLD_FLOAT64: return MPI_DOUBLE;
+    case STARFOLD_INT32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+    }
+}
+
+static MPI_Op mpi_op(starfold_op_t op)
+{
+    switch (op) {
+    case STARFOLD_OP_MIN: return MPI_MIN;
+    case STARFOLD_OP_MAX: return MPI_MAX;
+    case STARFOLD_OP_PROD: return MPI_PROD;
+    default: return MPI_SUM; /* SUM, and MEAN before its division */
+    }
+}
+
+/* MEAN's division, as the kernels do it: floats divide, integers truncate toward zero. */
+void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divisor)
+{
+    switch (t) {
+    case STARFOLD_FLOAT32:
+        for (size_t i = 0; i < count; i++) ((float *)p)[i] /= (float)divisor;
+        break;
+    case STARFOLD_FLOAT64:
+        for (size_t i = 0; i < count; i++) ((double *)p)[i] /= (double)divisor;
+        break;
+    case STARFOLD_INT32:
+        for (size_t i = 0; i < count; i++) ((int32_t *)p)[i] /= divisor;
+        break;
+    default:
+        for (size_t i = 0; i < count; i++) ((int64_t *)p)[i] /= divisor;
+        break;
+    }
+}
+
+static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
+{
+    const starfold__mpi_task_arg_t *a = cl_arg;
+    char *p = (char *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    const size_t es = starfold_dtype_size(a->dtype);
+    /* MPI counts are ints: in slices of at most 2^30 elements. */
+    for (size_t done = 0; done < a->count;) {
+        const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
+        /* Non-blocking and polled, so that a rank gone missing mid-collective costs a timeout, not
+         * a worker forever. */
+        MPI_Request rq;
+        int err = MPI_Iallreduce(MPI_IN_PLACE, p + done * es, (int)n, mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
+        const double t0 = starfold__now_s();
+        int fin = 0, failure = STARFOLD_OK;
+        while (err == MPI_SUCCESS && !fin) {
+            err = MPI_Test(&rq, &fin, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS || fin) break;
+            if (a->timeout_seconds > 0 && isfinite(a->timeout_seconds) && starfold__now_s() - t0 > a->timeout_seconds) {
+                failure = STARFOLD_ERR_TIMEOUT;
+                break;
+            }
+            sched_yield(); /* non-blocking collectives progress only when tested: test again soon */
+        }
+        if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
+        if (failure != STARFOLD_OK) {
+            int expected = STARFOLD_OK;
+            __atomic_compare_exchange_n(a->status, &expected, failure, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+            return;
+        }
+        done += n;
+    }
+    if (a->divisor > 1) starfold__group_divide(p, a->dtype, a->count, a->divisor);
+}
+
+static struct starpu_codelet mpi_allreduce_cl = {
+    .where = STARPU_CPU,
+    .cpu_funcs = { mpi_allreduce_cpu },
+    .cpu_funcs_name = { "starfold_mpi_allreduce_cpu" },
+    .nbuffers = 2,
+    .modes = { STARPU_RW, STARPU_RW }, /* the leader vector, the group's token */
+    .name = "starfold_mpi_allreduce",
+};
+
+starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__leaders_t *l,
+                                             starfold__mpi_task_arg_t *args, int *status)
+{
+    if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+        args[dt] = (starfold__mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, op, l->total[dt],
+                                     op == STARFOLD_OP_MEAN ? g->total_devices : 1, status };
+        if (!l->total[dt]) continue;
+        struct starpu_task *task = starpu_task_create();
+        task->cl = &mpi_allreduce_cl;
+        task->handles[0] = l->vec[dt];
+        task->handles[1] = g->token;
+        task->cl_arg = &args[dt];
+        task->cl_arg_size = sizeof args[dt];
+        const int err = starpu_task_submit(task);
+        if (err != 0) {
+            task->destroy = 0;
+            starpu_task_destroy(task);
+            /* Earlier dtypes' tasks are already queued: this rank's later collectives would pair with
+             * them on the other ranks. The group cannot go on. */
+            g->broken = 1;
+            return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of "
+                                   "the %s tensors (%d); the group is broken", starfold_dtype_name((starfold_dtype_t)dt), err);
+        }
+    }
+    return STARFOLD_OK;
+}
+
+/*
+ * Step 3 with the MPI lowering, finished: the MPI tasks are waited for (their leaders polled, within
+ * timeout_seconds) before the local broadcast is submitted, so that a rank whose MPI_Allreduce
+ * failed or timed out leaves every output as it was, as a graph lowering does.
+ */
+starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starfold__leaders_t *l, const int *status,
+                                           int *abandoned)
+{
+    if (starfold__handles_free_by(l->vec, STARFOLD_DTYPE_COUNT, starfold__now_s(), g->timeout_seconds) != 0) {
+        g->broken = 1;
+        *abandoned = 1;
+        return starfold__error(STARFOLD_ERR_TIMEOUT, "%s: rank %d's MPI_Allreduce did not complete within "
+                               "timeout_seconds (%g s); the group is broken", fn, g->rank, g->timeout_seconds);
+    }
+    const int failed = __atomic_load_n(status, __ATOMIC_ACQUIRE);
+    if (failed == STARFOLD_OK) return STARFOLD_OK;
+    g->broken = 1;
+    return starfold__error((starfold_status_t)failed, "%s: MPI_Allreduce %s on this rank; the group is broken", fn,
+                           failed == STARFOLD_ERR_TIMEOUT ? "did not complete within timeout_seconds" : "failed");
+}

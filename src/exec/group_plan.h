@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * One all-reduce across ranks, made ready to run (a plan), and its steps (group_allreduce.c,
+ * group_agree.c, group_mpi_task.c), shared with the persistent all-reduces (group_persistent.c).
+ * Private.
+ */
+#ifndef STARFOLD_SRC_EXEC_GROUP_PLAN_H
+#define STARFOLD_SRC_EXEC_GROUP_PLAN_H
+
+#include <starpu.h>
+#include <starfold/mpi.h>
+
+/*
+ * The leader buffers: one vector per dtype on device 0, the tensors of that dtype one after another
+ * (a fusion buffer), so the MPI step is one collective per dtype however many tensors there are.
+ *
+ *     tensors   a(f32, 3)  b(i32, 2)  c(f32, 4)
+ *     leaders   f32: [a a a c c c c]   i32: [b b]        offset of c = 3
+ */
+typedef struct leaders {
+    starpu_data_handle_t vec[STARFOLD_DTYPE_COUNT];
+    size_t total[STARFOLD_DTYPE_COUNT];
+    size_t *offset;   /* [tensor] its first element in its dtype's vector */
+} starfold__leaders_t;
+
+/* The argument of one MPI task (group_mpi_task.c). */
+typedef struct mpi_task_arg {
+    MPI_Comm comm;
+    double timeout_seconds; /* 0 or infinity: none */
+    starfold_dtype_t dtype;
+    starfold_op_t op;
+    size_t count;
+    int divisor;        /* MEAN: every replica of every rank; else 1 */
+    int *status;        /* shared by the collective's tasks: first failure (atomic) */
+} starfold__mpi_task_arg_t;
+
+/*
+ * One all-reduce made ready to run (a plan): what a call prepares before the agreement and frees after
+ * it, or what a persistent all-reduce (starfold_group_all_reduce_init()) keeps across its starts: the
+ * lowering and its graph across ranks, the local reduce and broadcast graphs, the leader vectors (and
+ * the results' for a graph lowering) and their views. The tensors and views are borrowed.
+ */
+typedef struct plan {
+    starfold_op_t op;
+    size_t nt;
+    const starfold_tensor_desc_t *tensors;
+    const starfold_view_t *inputs, *outputs;   /* num_devices x nt, slot-major */
+    int lowering;
+    starfold_graph_t across, reduce, bcast;
+    starfold__leaders_t leaders, results;
+    starfold_view_t *lead, *lead2;
+    int abandoned;    /* a timeout left the leaders to StarPU: never freed */
+} starfold__plan_t;
+
+/* group_agree.c: round 1 of the agreement (this rank's verdict @st against every other's). */
+starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
+                                        const starfold_tensor_desc_t *tensors, int lowering, starfold_status_t st);
+/* group_agree.c: round 2, after the local submission @st: every rank submitted, or every rank fails. */
+starfold_status_t starfold__group_agree_submitted(const char *fn, starfold_group_t g, int lowering, starfold_status_t st);
+
+/* group_mpi_task.c: submits one MPI task per dtype of @l (@args[STARFOLD_DTYPE_COUNT] and @status
+ * outlive the tasks); a refused submission breaks the group. */
+starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__leaders_t *l,
+                                             starfold__mpi_task_arg_t *args, int *status);
+/* group_mpi_task.c: waits for those tasks within timeout_seconds (*@abandoned on a timeout); their
+ * first failure, the group broken. */
+starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starfold__leaders_t *l,
+                                           const int *status, int *abandoned);
+/* MEAN's division, as the kernels do it: floats divide, integers truncate toward zero. */
+void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divisor);
+
+/* group_allreduce.c: a group that can take part (not NULL, not broken). */
+starfold_status_t starfold__group_usable(const char *fn, starfold_group_t group);
+/* group_allreduce.c: handles as whole views (NULL for NULL handles); NULL when out of memory. */
+starfold_view_t *starfold__group_whole_views(size_t n, const starpu_data_handle_t *handles);
+/* group_allreduce.c: what this rank prepares alone; the result is its verdict (@st: so far). */
+starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
+                                            const starfold_tensor_desc_t *tensors, const starfold_view_t *inputs,
+                                            const starfold_view_t *outputs, starfold_status_t st, starfold__plan_t *p);
+/* group_allreduce.c: one run of @p (both rounds of the agreement, then steps 2-4); @st: this rank's
+ * verdict (plan_make()'s). */
+starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t group, starfold__plan_t *p, starfold_status_t st);
+/* group_allreduce.c: frees what plan_make made (not what a timeout left to StarPU). */
+void starfold__group_plan_free(starfold_group_t g, starfold__plan_t *p);
+
+#endif /* STARFOLD_SRC_EXEC_GROUP_PLAN_H */
