@@ -79,6 +79,13 @@ int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
                                    cli_option_name((cli_opt_id_t)id), cmd->name, cmd->name);
     if (o->all_ops || o->all_dtypes)
         return cli_usage_error(cmd, "--mpi measures one op and one dtype per run (no 'all')");
+    if (o->lowering && starfold_group_lowering_find(o->lowering) < 0) {
+        char known[256] = "";
+        for (int k = 0; starfold_group_lowering_name(k); k++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "",
+                     starfold_group_lowering_name(k));
+        return cli_usage_error(cmd, "--lowering: unknown lowering '%s' (known: %s)", o->lowering, known);
+    }
     if (!under_launcher())
         return cli_usage_error(cmd, "--mpi: not started by an MPI launcher (no OMPI_COMM_WORLD_SIZE, PMI_SIZE or "
                                     "PMIX_RANK in the environment): run it as 'mpirun -np N starfold %s --mpi ...'",

@@ -343,11 +343,7 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         break;
     }
     case OPT_LOWERING:
-        if (strcmp(v, "auto") && strcmp(v, "mpi") && strcmp(v, "ring") && strcmp(v, "halving-doubling") &&
-            strcmp(v, "hierarchical") && strcmp(v, "leader"))
-            return cli_usage_error(cmd, "%s: unknown lowering '%s' (known: auto, mpi, ring, halving-doubling, "
-                                   "hierarchical, leader)", shown, v);
-        o->lowering = v;
+        o->lowering = v; /* checked with --mpi (cli_mpi_check()), against the library's lowerings */
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);

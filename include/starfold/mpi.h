@@ -242,6 +242,19 @@ STARFOLD_API void starfold_group_persistent_destroy(starfold_group_persistent_t 
 STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t group, const char *lowering);
 
 /**
+ * @brief The lowerings starfold_group_set_lowering() takes, by index: 0 is "auto", then "mpi" and
+ *        the graph lowerings; NULL for an index out of range. Count them with
+ *        starfold_group_lowering_find() failing, or loop until NULL.
+ */
+STARFOLD_API const char *starfold_group_lowering_name(int index);
+
+/**
+ * @brief The index of lowering @p name (case-sensitive), or -1 for NULL or an unknown name. Local:
+ *        no group needed, so a program can check a name before creating one.
+ */
+STARFOLD_API int starfold_group_lowering_find(const char *name);
+
+/**
  * @brief The cost model's price of one all-reduce of these tensors across the group's ranks, as the
  *        lowering's choice sees it: MPI's own all-reduce as recursive doubling or a ring over the
  *        slowest link between ranks plus one task, a graph lowering by simulating its graph on the

@@ -45,16 +45,28 @@ const char *starfold__lowering_name(int lowering)
     return lowering >= 0 && lowering < SF_LOWER_COUNT ? lowering_names[lowering] : "unknown";
 }
 
+STARFOLD_API const char *starfold_group_lowering_name(int index)
+{
+    return index >= 0 && index < SF_LOWER_COUNT ? lowering_names[index] : NULL;
+}
+
+STARFOLD_API int starfold_group_lowering_find(const char *name)
+{
+    for (int k = 0; name && k < SF_LOWER_COUNT; k++)
+        if (!strcmp(name, lowering_names[k])) return k;
+    return -1;
+}
+
 STARFOLD_API starfold_status_t starfold_group_set_lowering(starfold_group_t group, const char *lowering)
 {
     if (!group || !lowering)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_set_lowering: NULL %s",
                                !group ? "group" : "lowering");
-    for (int k = 0; k < SF_LOWER_COUNT; k++)
-        if (!strcmp(lowering, lowering_names[k])) {
-            group->lowering = k;
-            return STARFOLD_OK;
-        }
+    const int k = starfold_group_lowering_find(lowering);
+    if (k >= 0) {
+        group->lowering = k;
+        return STARFOLD_OK;
+    }
     return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_group_set_lowering: unknown lowering '%s' (known: "
                            "%s)", lowering, STARFOLD__LOWERING_NAMES);
 }
@@ -216,9 +228,7 @@ STARFOLD_API starfold_status_t starfold_group_predict(starfold_group_t group, st
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op);
     int want = group->lowering;
     if (lowering) {
-        want = -1;
-        for (int k = 0; k < SF_LOWER_COUNT; k++)
-            if (!strcmp(lowering, lowering_names[k])) want = k;
+        want = starfold_group_lowering_find(lowering);
         if (want < 0)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown lowering '%s' (known: %s)", fn, lowering,
                                    STARFOLD__LOWERING_NAMES);
