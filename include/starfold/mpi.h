@@ -178,6 +178,31 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce(starfold_group_t group,
                                                          const starpu_data_handle_t *outputs);
 
 /**
+ * @brief MPI_Allgatherv for StarPU vectors: every rank's @p input, one after another in rank order,
+ *        in a new vector on this rank's device 0, on every rank. Collective.
+ *
+ *     rank 0: [a0 a1]   rank 1: (none)   rank 2: [c0 c1 c2]   ->  every rank: [a0 a1 c0 c1 c2]
+ *
+ * The ranks agree first, as for starfold_group_all_reduce() (the same dtype everywhere; the lengths
+ * may differ and are shared), then one StarPU task on a CPU worker calls MPI_Iallgatherv, polled
+ * against the group's timeout_seconds. Failures, timeouts and the broken group are as for
+ * starfold_group_all_reduce(). MultiWorkerMirroredStrategy's gather, all_gather and IndexedSlices
+ * reductions go through it.
+ * @param [in]  group the group
+ * @param [in]  dtype the element type, the same on every rank
+ * @param [in]  input this rank's part: a vector of @p dtype, or NULL for none (0 elements)
+ * @param [out] output the whole (starfold_vector_destroy()), or NULL when every part is empty
+ * @param [out] counts NULL, or starfold_group_size() entries: each rank's number of elements
+ * @return ::STARFOLD_OK on every rank, or the same error on every rank that took part:
+ *         ::STARFOLD_ERR_INVALID_ARGUMENT (a rank's bad argument, or dtypes that differ: named),
+ *         ::STARFOLD_ERR_NOT_SUPPORTED (more than 2^31 - 1 elements in all, or no CPU worker),
+ *         ::STARFOLD_ERR_TIMEOUT, ::STARFOLD_ERR_RUNTIME.
+ */
+STARFOLD_API starfold_status_t starfold_group_all_gather(starfold_group_t group, starfold_dtype_t dtype,
+                                                         starpu_data_handle_t input, starpu_data_handle_t *output,
+                                                         size_t *counts);
+
+/**
  * @brief As starfold_group_all_reduce(), each tensor given as a view, a range of a vector that may
  *        hold other tensors too (starfold_submit_views()): the layout of a gradient bucket, and of the
  *        TensorFlow layer's values (MultiWorkerMirroredStrategy reduces through it). Ranges are

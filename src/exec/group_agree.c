@@ -37,14 +37,18 @@ typedef struct hello {
     int32_t op;
     int64_t num_tensors;
     int32_t lowering;  /* SF_LOWER_* this rank will take */
-    int32_t unused;
+    int32_t collective; /* SF_GROUP_* */
+    int64_t payload;   /* may differ between ranks: an all-gather's element count */
 } hello_t;
 
+static const char *collective_name(int c) { return c == SF_GROUP_ALL_GATHER ? "an all-gather" : "an all-reduce"; }
+
 /* FNV-1a over what must be the same on every rank. */
-static uint64_t fingerprint(starfold_op_t op, size_t nt, const starfold_tensor_desc_t *tensors)
+static uint64_t fingerprint(int collective, starfold_op_t op, size_t nt, const starfold_tensor_desc_t *tensors)
 {
     uint64_t h = 1469598103934665603ull;
 #define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    MIX(collective);
     MIX(op);
     MIX(nt);
     for (size_t t = 0; tensors && t < nt; t++) {
@@ -230,6 +234,15 @@ static starfold_status_t verdict(const char *fn, starfold_group_t g, const hello
                                    "%s: rank %d is at collective #%lld, rank 0 at #%lld: the ranks called different "
                                    "numbers of collectives",
                                    fn, r, (long long)all[r].sequence, (long long)all[0].sequence);
+        if (all[r].collective != all[0].collective)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: collective #%lld: rank %d calls %s, rank 0 %s; nothing was submitted", fn,
+                                   (long long)all[0].sequence, r, collective_name(all[r].collective),
+                                   collective_name(all[0].collective));
+        if (all[r].fingerprint != all[0].fingerprint && all[0].collective == SF_GROUP_ALL_GATHER)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: collective #%lld: rank %d gathers another dtype or row width than rank 0; "
+                                   "nothing was submitted", fn, (long long)all[0].sequence, r);
         if (all[r].fingerprint != all[0].fingerprint)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                    "%s: collective #%lld: rank %d asks for %s over %lld tensors, rank 0 for %s over %lld "
@@ -248,22 +261,25 @@ static starfold_status_t verdict(const char *fn, starfold_group_t g, const hello
 }
 
 /*
- * Round 1: this rank's verdict @st and what it is about to do, against every other rank's. The
- * sequence number is consumed when this fails.
+ * Round 1: this rank's verdict @st and what it is about to do (@w), against every other rank's. The
+ * sequence number is consumed when this fails. @payloads: NULL, or [size] filled with every rank's
+ * w->payload once they agree.
  */
-starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
-                                        const starfold_tensor_desc_t *tensors, int lowering, starfold_status_t st)
+starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, const starfold__agree_what_t *w,
+                                        starfold_status_t st, int64_t *payloads)
 {
     hello_t *all = calloc((size_t)g->size, sizeof *all);
     if (!all) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     char mine_msg[512];
     snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
     const int ok = st == STARFOLD_OK;
-    const hello_t mine = { g->sequence, fingerprint(op, ok ? nt : 0, ok ? tensors : NULL), (int32_t)st, (int32_t)op,
-                           (int64_t)(ok ? nt : 0), lowering, 0 };
+    const hello_t mine = { g->sequence, fingerprint(w->collective, w->op, ok ? w->nt : 0, ok ? w->tensors : NULL),
+                           (int32_t)st, (int32_t)w->op, (int64_t)(ok ? w->nt : 0), w->lowering, w->collective,
+                           ok ? w->payload : 0 };
     starfold_status_t agreed = exchange(fn, g, 0, &mine, all);
     if (agreed == STARFOLD_OK) agreed = verdict(fn, g, all, mine_msg);
     if (agreed != STARFOLD_OK) g->sequence++;
+    for (int r = 0; agreed == STARFOLD_OK && payloads && r < g->size; r++) payloads[r] = all[r].payload;
     free(all);
     return agreed;
 }
@@ -279,12 +295,12 @@ starfold_status_t starfold__group_agree_submitted(const char *fn, starfold_group
     if (!all) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     char mine_msg[512];
     snprintf(mine_msg, sizeof mine_msg, "%s", st != STARFOLD_OK ? starfold_last_error() : "");
-    const hello_t go = { g->sequence, 0, (int32_t)st, 0, 0, lowering, 0 };
+    const hello_t go = { g->sequence, 0, (int32_t)st, 0, 0, lowering, 0, 0 };
     starfold_status_t both = exchange(fn, g, 1, &go, all);
     for (int r = 0; both == STARFOLD_OK && r < g->size; r++)
         if (all[r].status != STARFOLD_OK && r != g->rank)
             both = starfold__error(STARFOLD_ERR_RUNTIME, "%s: rank %d could not submit its local part (%s); nothing "
-                                   "was reduced across ranks", fn, r, starfold_status_string((starfold_status_t)all[r].status));
+                                   "crossed ranks", fn, r, starfold_status_string((starfold_status_t)all[r].status));
     free(all);
     if (st != STARFOLD_OK) return starfold__error(st, "%s", mine_msg);
     return both;

@@ -243,7 +243,8 @@ void starfold__group_plan_free(starfold_group_t g, starfold__plan_t *p)
  */
 starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t group, starfold__plan_t *p, starfold_status_t st)
 {
-    const starfold_status_t agreed = starfold__group_agree(fn, group, p->op, p->nt, p->tensors, p->lowering, st);
+    const starfold__agree_what_t what = { SF_GROUP_ALL_REDUCE, p->op, p->nt, p->tensors, p->lowering, 0 };
+    const starfold_status_t agreed = starfold__group_agree(fn, group, &what, st, NULL);
     if (agreed != STARFOLD_OK) return agreed;
     const int graph_lowering = p->lowering != SF_LOWER_MPI;
     /* The MPI tasks' arguments and shared status, on the heap: after a timeout the tasks may still

@@ -21,4 +21,15 @@ starfold_status_t starfold__group_all_reduce_views_with(starfold_group_t group, 
                                                         const starfold_view_t *inputs, const starfold_view_t *outputs,
                                                         double timeout_seconds, const char *lowering);
 
+/*
+ * starfold_group_all_gather() of a view: this rank's @count elements of @dtype at @input (a NULL
+ * handle for none), @match a number every rank must pass alike (a row's width; checked), the whole divided by @divisor when > 1 (an IndexedSlices MEAN), bounded by
+ * @timeout_seconds (> 0; else the group's). @st: this rank's verdict so far (a refusal still takes
+ * part, so that every rank fails alike). *@output: the whole on device 0 (NULL when empty;
+ * starfold_vector_destroy()), *@total its elements.
+ */
+starfold_status_t starfold__group_all_gather_with(starfold_group_t group, starfold_dtype_t dtype, size_t match,
+                                                  starfold_view_t input, size_t count, int divisor, double timeout_seconds, starfold_status_t st,
+                                                  starpu_data_handle_t *output, size_t *total);
+
 #endif /* STARFOLD_SRC_EXEC_GROUP_CALL_H */

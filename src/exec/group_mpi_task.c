@@ -154,3 +154,72 @@ starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, c
     return starfold__error((starfold_status_t)failed, "%s: MPI_Allreduce %s on this rank; the group is broken", fn,
                            failed == STARFOLD_ERR_TIMEOUT ? "did not complete within timeout_seconds" : "failed");
 }
+
+/* ------------------------------------------------------------------------------------------------
+ * The all-gather's task: MPI_Iallgatherv of every rank's part into the whole vector, polled the same
+ * way, MEAN's division after it (an IndexedSlices MEAN divides the gathered values).
+ */
+
+static void mpi_allgather_cpu(void *buffers[], void *cl_arg)
+{
+    starfold__mpi_gather_arg_t *a = cl_arg;
+    const size_t es = starfold_dtype_size(a->dtype);
+    char *all = (char *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    const char *mine = a->has_input ? (const char *)STARPU_VECTOR_GET_PTR(buffers[2]) + a->in_offset * es : all;
+    MPI_Request rq;
+    int err = MPI_Iallgatherv(mine, a->counts[a->rank], mpi_type(a->dtype), all, a->counts, a->displs, mpi_type(a->dtype),
+                              a->comm, &rq);
+    const double t0 = starfold__now_s();
+    int fin = 0, failure = STARFOLD_OK;
+    while (err == MPI_SUCCESS && !fin) {
+        err = MPI_Test(&rq, &fin, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS || fin) break;
+        if (a->timeout_seconds > 0 && isfinite(a->timeout_seconds) && starfold__now_s() - t0 > a->timeout_seconds) {
+            failure = STARFOLD_ERR_TIMEOUT;
+            break;
+        }
+        sched_yield();
+    }
+    if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
+    if (failure != STARFOLD_OK) {
+        int expected = STARFOLD_OK;
+        __atomic_compare_exchange_n(&a->status, &expected, failure, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        return;
+    }
+    if (a->divisor > 1) starfold__group_divide(all, a->dtype, a->total, a->divisor);
+}
+
+static struct starpu_codelet mpi_allgather_cl = {
+    .where = STARPU_CPU,
+    .cpu_funcs = { mpi_allgather_cpu },
+    .cpu_funcs_name = { "starfold_mpi_allgather_cpu" },
+    .nbuffers = STARPU_VARIABLE_NBUFFERS, /* the whole vector (W), the group's token (RW), this rank's part (R) */
+    .name = "starfold_mpi_allgather",
+};
+
+starfold_status_t starfold__group_mpi_gather_submit(starfold_group_t g, starpu_data_handle_t all, starpu_data_handle_t mine,
+                                                    starfold__mpi_gather_arg_t *a)
+{
+    if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
+    struct starpu_task *task = starpu_task_create();
+    task->cl = &mpi_allgather_cl;
+    task->nbuffers = mine ? 3 : 2;
+    task->handles[0] = all;
+    task->modes[0] = STARPU_W;
+    task->handles[1] = g->token;
+    task->modes[1] = STARPU_RW;
+    if (mine) {
+        task->handles[2] = mine;
+        task->modes[2] = STARPU_R;
+    }
+    task->cl_arg = a;
+    task->cl_arg_size = sizeof *a;
+    const int err = starpu_task_submit(task);
+    if (err == 0) return STARFOLD_OK;
+    task->destroy = 0;
+    starpu_task_destroy(task);
+    /* The other ranks' tasks are queued: this rank's next collective would pair with them. */
+    g->broken = 1;
+    return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_gather: StarPU refused the MPI task (%d); the "
+                           "group is broken", err);
+}

@@ -47,7 +47,8 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_init(starfold_group_t g
     starfold__plan_t *plan = P ? &P->plan : &scratch;
     st = starfold__group_plan_make(fn, group, op, num_tensors, P ? P->tensors : NULL, P ? P->inputs : NULL, P ? P->outputs : NULL, st, plan);
     /* Agreed on once, like a call's first round: a refusal or a difference fails every rank here. */
-    st = starfold__group_agree(fn, group, op, num_tensors, plan->tensors, plan->lowering, st);
+    const starfold__agree_what_t what = { SF_GROUP_ALL_REDUCE, op, num_tensors, plan->tensors, plan->lowering, 0 };
+    st = starfold__group_agree(fn, group, &what, st, NULL);
     if (st == STARFOLD_OK) group->sequence++;
     if (st != STARFOLD_OK || !P) {
         starfold__group_plan_free(group, plan);

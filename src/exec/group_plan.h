@@ -53,9 +53,23 @@ typedef struct plan {
     int abandoned;    /* a timeout left the leaders to StarPU: never freed */
 } starfold__plan_t;
 
-/* group_agree.c: round 1 of the agreement (this rank's verdict @st against every other's). */
-starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
-                                        const starfold_tensor_desc_t *tensors, int lowering, starfold_status_t st);
+/* The collectives of a group, as the agreement tells them apart. */
+enum { SF_GROUP_ALL_REDUCE = 0, SF_GROUP_ALL_GATHER };
+
+/* What a rank is about to do, as the agreement compares it. */
+typedef struct starfold__agree_what {
+    int collective;                         /* SF_GROUP_* */
+    starfold_op_t op;
+    size_t nt;
+    const starfold_tensor_desc_t *tensors;  /* [nt]: dtypes and counts, the same on every rank */
+    int lowering;                           /* SF_LOWER_* */
+    int64_t payload;                        /* may differ: shared, not compared */
+} starfold__agree_what_t;
+
+/* group_agree.c: round 1 of the agreement (this rank's verdict @st against every other's); every
+ * rank's payload into @payloads[size] (NULL: not wanted). */
+starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, const starfold__agree_what_t *w,
+                                        starfold_status_t st, int64_t *payloads);
 /* group_agree.c: round 2, after the local submission @st: every rank submitted, or every rank fails. */
 starfold_status_t starfold__group_agree_submitted(const char *fn, starfold_group_t g, int lowering, starfold_status_t st);
 
@@ -63,6 +77,25 @@ starfold_status_t starfold__group_agree_submitted(const char *fn, starfold_group
  * outlive the tasks); a refused submission breaks the group. */
 starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__leaders_t *l,
                                              starfold__mpi_task_arg_t *args, int *status);
+/* The argument of the all-gather's MPI task (group_mpi_task.c), with its [size] counts and
+ * displacements in elements (MPI's ints); on the heap, so that a task abandoned by a timeout can
+ * still read it. */
+typedef struct starfold__mpi_gather_arg {
+    MPI_Comm comm;
+    double timeout_seconds;
+    starfold_dtype_t dtype;
+    int rank, has_input;
+    size_t in_offset;   /* this rank's part starts there in its vector */
+    size_t total;       /* elements of the whole */
+    int divisor;        /* > 1: divide the whole (MEAN) */
+    int status;         /* the task's failure (atomic) */
+    int *counts, *displs;
+} starfold__mpi_gather_arg_t;
+
+/* group_mpi_task.c: submits the all-gather's task (writes @all, reads @mine unless NULL, in the
+ * group's MPI order); a refused submission breaks the group. */
+starfold_status_t starfold__group_mpi_gather_submit(starfold_group_t g, starpu_data_handle_t all, starpu_data_handle_t mine,
+                                                    starfold__mpi_gather_arg_t *a);
 /* group_mpi_task.c: waits for those tasks within timeout_seconds (*@abandoned on a timeout); their
  * first failure, the group broken. */
 starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starfold__leaders_t *l,
