@@ -1110,8 +1110,8 @@ STARFOLD_API starfold_variable_aggregation_t starfold_variable_aggregation(starf
  *             context, a value with a component on the replica's device (or a one-component value)
  * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT (a value that is no variable, another dtype or
  *         count, the refusals above, replicas updating different variables or making different
- *         collectives); ::STARFOLD_ERR_TIMEOUT; ::STARFOLD_ERR_NOT_SUPPORTED for a replica-context
- *         aggregation under MultiWorkerMirroredStrategy (across processes: not implemented yet).
+ *         collectives); ::STARFOLD_ERR_TIMEOUT. Under MultiWorkerMirroredStrategy a replica-context
+ *         update aggregates over every replica of every process (ONLY_FIRST_REPLICA: global replica 0).
  */
 STARFOLD_API starfold_status_t starfold_variable_assign(starfold_value_t variable, starfold_value_t value);
 
@@ -1268,7 +1268,11 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce_to(starfold_strategy_t s
 /**
  * @brief TensorFlow's `strategy.extended.reduce_to(reduce_op, indexed_slices, destinations)`: as
  *        starfold_cross_device_ops_reduce_indexed_slices() with the strategy's ops and topology.
- *        Cross-replica context only; ::STARFOLD_ERR_NOT_SUPPORTED under MultiWorkerMirroredStrategy.
+ *        Cross-replica context only. Under MultiWorkerMirroredStrategy, TensorFlow's CollectiveAllReduce:
+ *        the rows and indices of every replica of every process, in global replica order (MEAN divides
+ *        the values by num_replicas_in_sync), through starfold_group_all_gather(); the slices must
+ *        have one component per replica of the process, the same dtype, width and dense rows
+ *        everywhere, and a process's refusal fails every process alike.
  * @param [in]  strategy the strategy
  * @param [in]  op ::STARFOLD_OP_SUM or ::STARFOLD_OP_MEAN
  * @param [in]  slices the IndexedSlices (not written)
@@ -1443,8 +1447,9 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t stra
  * @param [in]  axis 0 or -1 (values are 1-D tensors)
  * @param [out] result a new one-component host value, owned by the caller
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL arguments, another axis, a value of another context,
- *         or in a replica function; ::STARFOLD_ERR_NOT_SUPPORTED for MultiWorkerMirroredStrategy (a
- *         gather across processes is not implemented yet).
+ *         or in a replica function. Under MultiWorkerMirroredStrategy every process gets every
+ *         replica's elements, global replica order (starfold_group_all_gather()), the value holding
+ *         one component per replica of the process; the errors are then the group's, on every process.
  */
 STARFOLD_API starfold_status_t starfold_strategy_gather(starfold_strategy_t strategy, starfold_value_t value, int axis,
                                                         starfold_value_t *result);
@@ -1541,8 +1546,9 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
  * @param [out] result a new one-component value on this replica's device holding every replica's
  *              elements, owned by the caller; untouched on failure
  * @return ::STARFOLD_ERR_TIMEOUT (not every replica joined in time), ::STARFOLD_ERR_INVALID_ARGUMENT
- *         (another axis, replicas that disagree on the dtype, a call outside this replica's function),
- *         ::STARFOLD_ERR_NOT_SUPPORTED under MultiWorkerMirroredStrategy (not across processes yet).
+ *         (another axis, replicas that disagree on the dtype, a call outside this replica's function).
+ *         Under MultiWorkerMirroredStrategy the replicas of every process, global replica order
+ *         (starfold_group_all_gather()); one replica's refusal fails every replica of every process.
  */
 STARFOLD_API starfold_status_t starfold_replica_context_all_gather(starfold_replica_context_t context,
                                                                    starfold_value_t value, int axis,

@@ -367,6 +367,21 @@ struct starfold_strategy {
     starfold_status_t (*cross_process)(struct starfold_strategy *s, starfold_op_t op, size_t n,
                                        const struct starfold__pair *pairs, const starfold_communication_options_t *o,
                                        const char *fn, starfold_value_t *results);
+    /*
+     * MultiWorkerMirroredStrategy's gathers (gather, all_gather, IndexedSlices): this process's parts
+     * (@views[s->n] of @counts elements, one per replica in device order) and every other process's,
+     * concatenated in global replica order, onto @dest as a new mirrored value; divided by @divisor
+     * when > 1. Every process passes the same @dtype and @match (a row's width), checked across them.
+     * @st: this process's verdict so far; a refusal still takes part, so that every process fails alike.
+     */
+    starfold_status_t (*cross_gather)(struct starfold_strategy *s, starfold_status_t st, starfold_dtype_t dtype,
+                                      size_t match, const starfold_view_t *views, const size_t *counts, int divisor,
+                                      const starfold__dest_t *dest, const starfold_communication_options_t *o,
+                                      const char *fn, starfold_value_t *result);
+    /* MultiWorkerMirroredStrategy: this process cannot take part in the collective it was about to
+     * join (@st, @why): the other processes get a refusal instead of waiting for it. */
+    void (*cross_refuse)(struct starfold_strategy *s, starfold_status_t st, const char *why,
+                         const starfold_communication_options_t *o);
 };
 
 /* The strategy's batch_reduce_to over resolved pairs, no context check (all_reduce's leader uses it). */
@@ -384,12 +399,15 @@ starfold_status_t starfold__strategy_all_reduce_split(starfold_strategy_t s, sta
                                                       starfold_value_t *results);
 /*
  * The replica-context update of a mirrored variable, run by the collective's leader: starfold__ops_update()
- * through the strategy's ops (the implementation option's choice); ::STARFOLD_ERR_NOT_SUPPORTED for a
- * strategy whose reductions go across processes.
+ * through the strategy's ops (the implementation option's choice). @first: @value is replica 0's
+ * (ONLY_FIRST_REPLICA). Across processes the value comes first through the processes (@reduce: an
+ * all-reduce with @op; @first: global replica 0's, by an all-gather of process 0's part alone), then
+ * every copy of this process is updated from it.
  */
 starfold_status_t starfold__strategy_update_variable(starfold_strategy_t s, starfold_value_t var, starfold__update_t update,
-                                                     starfold_value_t value, int reduce, starfold_op_t op, int comp,
-                                                     const starfold_communication_options_t *options, const char *fn);
+                                                     starfold_value_t value, int reduce, int first, starfold_op_t op,
+                                                     int comp, const starfold_communication_options_t *options,
+                                                     const char *fn);
 /* Strategy defaults merged with @call (validated). */
 starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfold_communication_options_t *call,
                                       starfold_communication_options_t *merged);

@@ -161,6 +161,31 @@ STARFOLD_API starfold_status_t starfold_cross_device_ops_gather(starfold_cross_d
     return starfold__ops_gather(ops, NULL, value, &dest, fn, result);
 }
 
+/*
+ * MultiWorkerMirroredStrategy: the value's component on each of this process's replicas, then every
+ * other process's, in global replica order (s->cross_gather). A value without a component on some
+ * replica is this process's refusal, which the other processes get too.
+ */
+static starfold_status_t gather_across(starfold_strategy_t s, starfold_value_t value, const starfold__dest_t *dest,
+                                       const char *fn, starfold_value_t *result)
+{
+    starfold_view_t views[STARFOLD_MAX_DEVICES];
+    size_t counts[STARFOLD_MAX_DEVICES];
+    starfold_status_t st = STARFOLD_OK;
+    for (int d = 0; d < s->n && st == STARFOLD_OK; d++) {
+        const int c = starfold__value_component_on(value, s->devices[d]);
+        if (c < 0)
+            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the value has no component on device %d: across "
+                                 "processes every value holds one per replica of the process (%d)", fn, s->devices[d], s->n);
+        else views[d] = starfold__value_view(value, c), counts[d] = value->count;
+    }
+    starfold_communication_options_t o;
+    memset(&o, 0, sizeof o);
+    const starfold_status_t opts = starfold__strategy_options(s, NULL, &o);
+    if (st == STARFOLD_OK) st = opts;
+    return s->cross_gather(s, st, value->dtype, 1, views, counts, 1, dest, &o, fn, result);
+}
+
 STARFOLD_API starfold_status_t starfold_strategy_gather(starfold_strategy_t strategy, starfold_value_t value, int axis,
                                                         starfold_value_t *result)
 {
@@ -173,11 +198,10 @@ STARFOLD_API starfold_status_t starfold_strategy_gather(starfold_strategy_t stra
     if ((st = starfold__check_axis(fn, axis)) != STARFOLD_OK) return st;
     if (value->ctx != strategy->ctx)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the value belongs to another context", fn);
-    if (strategy->kind == STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED)
-        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: a gather across processes is not implemented yet", fn);
     /* TensorFlow gathers "to the current device": in the cross-replica context, the host. */
     starfold__dest_t host;
     const starfold_destination_t h = starfold_destination_host();
     if ((st = starfold__dest_resolve(&h, fn, &host)) != STARFOLD_OK) return st;
+    if (strategy->cross_gather) return gather_across(strategy, value, &host, fn, result);
     return starfold__ops_gather(strategy->ops, strategy->topology, value, &host, fn, result);
 }

@@ -292,6 +292,73 @@ out:
     return st;
 }
 
+/*
+ * MultiWorkerMirroredStrategy's reduce of IndexedSlices: TensorFlow's CollectiveAllReduce gathers the
+ * values and the indices of every replica of every worker (all_gather, global replica order). Here
+ * two gathers across processes (s->cross_gather), values divided by every replica for MEAN, each onto
+ * the destinations; the result's component d is the two gathers' components d. This process's
+ * replicas are the slices' components on its devices, in device order. @st: this process's verdict
+ * so far (a refusal joins both gathers, so that no process waits for this one).
+ */
+static starfold_status_t reduce_slices_across(starfold_strategy_t strategy, starfold_status_t st, starfold_op_t op,
+                                              starfold_indexed_slices_t s, const starfold__dest_t *dest,
+                                              const starfold_communication_options_t *o, const char *fn,
+                                              starfold_indexed_slices_t *result)
+{
+    const int n = strategy->n;
+    starfold_view_t vv[STARFOLD_MAX_DEVICES], iv[STARFOLD_MAX_DEVICES];
+    size_t vcounts[STARFOLD_MAX_DEVICES], rows[STARFOLD_MAX_DEVICES];
+    if (st == STARFOLD_OK && op != STARFOLD_OP_SUM && op != STARFOLD_OP_MEAN)
+        st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                             "%s: IndexedSlices reduce with SUM or MEAN (TensorFlow's ReduceOp), not %s", fn, starfold_op_name(op));
+    if (st == STARFOLD_OK && dest->ctx && dest->ctx != s->ctx)
+        st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the destination belongs to another context", fn);
+    for (int d = 0; d < n && st == STARFOLD_OK; d++) {
+        int c = 0;
+        while (c < s->n && s->devices[c] != strategy->devices[d]) c++;
+        if (c == s->n) {
+            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the IndexedSlices have no component on device %d: "
+                                 "across processes they hold one per replica of the process (%d)", fn,
+                                 strategy->devices[d], n);
+            break;
+        }
+        vv[d] = starfold__value_view(s->values[c], 0);
+        iv[d] = starfold__value_view(s->indices[c], 0);
+        vcounts[d] = s->rows[c] * s->row_elements;
+        rows[d] = s->rows[c];
+    }
+    if (st != STARFOLD_OK) memset(vcounts, 0, sizeof vcounts), memset(rows, 0, sizeof rows);
+    const int divisor = op == STARFOLD_OP_MEAN ? strategy->total_replicas : 1;
+    starfold_value_t values = NULL, indices = NULL;
+    starfold_status_t sv = strategy->cross_gather(strategy, st, s->dtype, s->row_elements, vv, vcounts, divisor, dest, o,
+                                                  fn, &values);
+    if (st == STARFOLD_OK && sv != STARFOLD_OK) st = sv;
+    const starfold_status_t si = strategy->cross_gather(strategy, st, STARFOLD_INT64, s->dense_rows, iv, rows, 1, dest, o,
+                                                        fn, &indices);
+    if (st == STARFOLD_OK) st = si;
+    struct starfold_indexed_slices *r = st == STARFOLD_OK ? calloc(1, sizeof *r) : NULL;
+    if (st == STARFOLD_OK && !r) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (r) {
+        *r = (struct starfold_indexed_slices){ .refs = 1, .ctx = s->ctx, .kind = STARFOLD_VALUE_MIRRORED, .dtype = s->dtype,
+                                               .dense_rows = s->dense_rows, .row_elements = s->row_elements };
+        for (int d = 0; d < dest->n && st == STARFOLD_OK; d++) {
+            r->devices[d] = dest->devices[d];
+            r->rows[d] = indices->count;
+            st = starfold__value_take_component(values, d, &r->values[d]);
+            if (st == STARFOLD_OK) st = starfold__value_take_component(indices, d, &r->indices[d]);
+            r->n = d + 1;
+        }
+    }
+    starfold_value_destroy(values);
+    starfold_value_destroy(indices);
+    if (st != STARFOLD_OK) {
+        slices_free(r);
+        return st;
+    }
+    *result = r;
+    return STARFOLD_OK;
+}
+
 STARFOLD_API starfold_status_t starfold_cross_device_ops_reduce_indexed_slices(
     starfold_cross_device_ops_t ops, starfold_op_t op, starfold_indexed_slices_t slices,
     const starfold_destination_t *destinations, const starfold_communication_options_t *options,
@@ -322,12 +389,14 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce_to_indexed_slices(
     if ((st = starfold__require_cross_replica(fn)) != STARFOLD_OK) return st;
     if (slices->ctx != strategy->ctx)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the IndexedSlices belong to another context", fn);
-    if (strategy->kind == STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED)
-        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: IndexedSlices across processes are not implemented yet", fn);
     starfold__dest_t dest;
-    if ((st = starfold__dest_resolve(destinations, fn, &dest)) != STARFOLD_OK) return st;
     starfold_communication_options_t o;
-    if ((st = starfold__strategy_options(strategy, options, &o)) != STARFOLD_OK) return st;
+    memset(&o, 0, sizeof o);
+    st = starfold__dest_resolve(destinations, fn, &dest);
+    if (st == STARFOLD_OK) st = starfold__strategy_options(strategy, options, &o);
+    /* Across processes a refusal here must still join the others' gathers. */
+    if (strategy->cross_gather) return reduce_slices_across(strategy, st, op, slices, &dest, &o, fn, result);
+    if (st != STARFOLD_OK) return st;
     return reduce_indexed_slices(strategy->ops, strategy->topology, op, slices, &dest, fn, result);
 }
 

@@ -184,6 +184,65 @@ static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_
     return st;
 }
 
+/*
+ * A refusal the other processes see in the agreement of their next collective, as this process's
+ * verdict (any collective: a refusal wins over what the others ask for). The caller keeps @why.
+ */
+static void cross_refuse(struct starfold_strategy *s, starfold_status_t st, const char *why,
+                         const starfold_communication_options_t *o)
+{
+    (void)starfold__error(st, "%s", why);
+    const starfold_view_t none = { NULL, 0 };
+    starpu_data_handle_t whole = NULL;
+    size_t total = 0;
+    (void)starfold__group_all_gather_with(s->group, STARFOLD_FLOAT32, 1, none, 0, 1, o ? o->timeout_seconds : 0, st, &whole,
+                                          &total);
+}
+
+/*
+ * The gathers across processes (s->cross_gather, distribute.h):
+ *
+ *   process 0: replica 0 [a0 a1]  replica 1 [b0]     process 1: replica 2 []  replica 3 [d0 d1]
+ *   1. local   a graph gathers this process's parts on its device 0       [a0 a1 b0]   [d0 d1]
+ *   2. across  the group's all-gather (MPI_Allgatherv in a StarPU task)   [a0 a1 b0 d0 d1] on both
+ *   3. deliver a copy of the whole onto the destinations (the ops' broadcast)
+ */
+static starfold_status_t cross_gather(struct starfold_strategy *s, starfold_status_t st, starfold_dtype_t dtype,
+                                      size_t match, const starfold_view_t *views, const size_t *counts, int divisor,
+                                      const starfold__dest_t *dest, const starfold_communication_options_t *o,
+                                      const char *fn, starfold_value_t *result)
+{
+    *result = NULL;
+    size_t mine = 0;
+    for (int c = 0; c < s->n; c++) mine += counts[c];
+    starfold_value_t local = NULL, whole_value = NULL;
+    starfold__dest_t here = { .n = 1, .ctx = s->ctx };
+    here.devices[0] = s->devices[0];
+    if (st == STARFOLD_OK && mine)
+        st = starfold__gather_parts(s->ops, s->topology, s->ctx, dtype, s->n, s->devices, views, counts, &here, fn, &local);
+    if (st == STARFOLD_OK && local) st = starfold_value_wait(local);
+    const starfold_view_t part = local ? starfold__value_view(local, 0) : (starfold_view_t){ NULL, 0 };
+    /* A width (@match) that differs between processes fails every one of them in the agreement. */
+    starpu_data_handle_t whole = NULL;
+    size_t total = 0;
+    st = starfold__group_all_gather_with(s->group, dtype, match, part, mine, divisor, o->timeout_seconds, st, &whole,
+                                         &total);
+    if (st == STARFOLD_OK && whole)
+        st = starfold_value_wrap(s->ctx, STARFOLD_VALUE_MIRRORED, 1, &s->devices[0], &whole, dtype, &whole_value);
+    if (st == STARFOLD_OK && whole_value) st = starfold__ops_broadcast(s->ops, s->topology, whole_value, dest, fn, result);
+    else if (st == STARFOLD_OK)
+        st = starfold__value_alloc(s->ctx, STARFOLD_VALUE_MIRRORED, dest->n, dest->devices, dtype, 0, result);
+    if (st == STARFOLD_OK) st = starfold_value_wait(*result);
+    if (st != STARFOLD_OK) {
+        starfold_value_destroy(*result);
+        *result = NULL;
+    }
+    starfold_value_destroy(whole_value);
+    starfold_vector_destroy(s->ctx, whole); /* after the copies that read it (unregistering waits) */
+    starfold_value_destroy(local);
+    return st;
+}
+
 STARFOLD_API starfold_status_t starfold_multi_worker_mirrored_strategy_create(
     starfold_group_t group, const starfold_communication_options_t *options, starfold_strategy_t *strategy)
 {
@@ -201,6 +260,8 @@ STARFOLD_API starfold_status_t starfold_multi_worker_mirrored_strategy_create(
     s->kind = STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED;
     s->group = group;
     s->cross_process = cross_process;
+    s->cross_gather = cross_gather;
+    s->cross_refuse = cross_refuse;
     for (int r = 0; r < starfold_group_rank(group); r++) s->replica_offset += starfold_group_num_devices(group, r);
     for (int r = 0; r < starfold_group_size(group); r++) s->total_replicas += starfold_group_num_devices(group, r);
     *strategy = s;

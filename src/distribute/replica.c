@@ -506,6 +506,14 @@ static starfold_status_t ar_inputs_get(starfold_strategy_t s, const slot_t *sl, 
 }
 
 /* The leader's all_reduce: one batch_reduce_to of PerReplica values over every replica's handles. */
+/* A collective the replicas of this process cannot run (@st, @msg): across processes, the others
+ * get the refusal instead of waiting for this process. */
+static starfold_status_t refuse(starfold__run_t *run, starfold_status_t st, const char *msg)
+{
+    if (run->strategy->cross_refuse) run->strategy->cross_refuse(run->strategy, st, msg, &run->slots[0].options);
+    return st;
+}
+
 static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *msg)
 {
     slot_t *sl = run->slots;
@@ -515,12 +523,12 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
         if (sl[r].nvalues != nv) {
             snprintf(msg, MSG_LEN, "all_reduce #%ld: replica %d passed %zu values, replica 0 passed %zu; the structure "
                      "of the value must be the same on every replica", k, r, sl[r].nvalues, nv);
-            return STARFOLD_ERR_INVALID_ARGUMENT;
+            return refuse(run, STARFOLD_ERR_INVALID_ARGUMENT, msg);
         }
         if (sl[r].op != sl[0].op) {
             snprintf(msg, MSG_LEN, "all_reduce #%ld: replica %d reduces with %s, replica 0 with %s", k, r,
                      starfold_op_name(sl[r].op), starfold_op_name(sl[0].op));
-            return STARFOLD_ERR_INVALID_ARGUMENT;
+            return refuse(run, STARFOLD_ERR_INVALID_ARGUMENT, msg);
         }
     }
     for (size_t i = 0; i < nv; i++)
@@ -530,7 +538,7 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
                 snprintf(msg, MSG_LEN, "all_reduce #%ld: value %zu is %zu x %s on replica %d but %zu x %s on replica 0; "
                          "the shapes must be the same on every replica", k, i, b->count, starfold_dtype_name(b->dtype),
                          r, a->count, starfold_dtype_name(a->dtype));
-                return STARFOLD_ERR_INVALID_ARGUMENT;
+                return refuse(run, STARFOLD_ERR_INVALID_ARGUMENT, msg);
             }
         }
 
@@ -597,13 +605,16 @@ static starfold_status_t execute_all_gather(starfold__run_t *run, long k, char *
     slot_t *sl = run->slots;
     const int n = run->n;
     const starfold_strategy_t s = run->strategy;
-    for (int r = 1; r < n; r++) {
+    starfold_status_t st = STARFOLD_OK;
+    for (int r = 1; r < n && st == STARFOLD_OK; r++) {
         const starfold_value_t a = sl[0].values[0], b = sl[r].values[0];
-        if (a->dtype != b->dtype) {
-            snprintf(msg, MSG_LEN, "all_gather #%ld: the value is %s on replica %d but %s on replica 0", k,
-                     starfold_dtype_name(b->dtype), r, starfold_dtype_name(a->dtype));
-            return STARFOLD_ERR_INVALID_ARGUMENT;
-        }
+        if (a->dtype != b->dtype)
+            st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "all_gather #%ld: the value is %s on replica %d but %s on "
+                                 "replica 0", k, starfold_dtype_name(b->dtype), r, starfold_dtype_name(a->dtype));
+    }
+    if (st != STARFOLD_OK && !s->cross_gather) {
+        snprintf(msg, MSG_LEN, "%s", starfold_last_error());
+        return st;
     }
     /* Each replica's component as one part, replica order; the counts may differ (TensorFlow's shapes
      * equal except along the axis). */
@@ -616,8 +627,12 @@ static starfold_status_t execute_all_gather(starfold__run_t *run, long k, char *
     starfold__dest_t dest = { .n = n, .ctx = sl[0].values[0]->ctx };
     memcpy(dest.devices, s->devices, sizeof(int) * (size_t)n);
     starfold_value_t res = NULL;
-    starfold_status_t st = starfold__gather_parts(s->ops, s->topology, dest.ctx, sl[0].values[0]->dtype, n, s->devices, views,
-                                                  counts, &dest, "all_gather", &res);
+    /* Across processes: every process's replicas, global replica order (a refusal here joins too). */
+    if (s->cross_gather)
+        st = s->cross_gather(s, st, sl[0].values[0]->dtype, 1, views, counts, 1, &dest, &sl[0].options, "all_gather", &res);
+    else
+        st = starfold__gather_parts(s->ops, s->topology, dest.ctx, sl[0].values[0]->dtype, n, s->devices, views, counts,
+                                    &dest, "all_gather", &res);
     for (int r = 0; r < n && st == STARFOLD_OK; r++) st = starfold__value_take_component(res, r, &sl[r].results[0]);
     if (st != STARFOLD_OK) {
         snprintf(msg, MSG_LEN, "%s", starfold_last_error());
@@ -707,7 +722,8 @@ static starfold_status_t execute_update(starfold__run_t *run, long k, char *msg)
         value = pv;
         reduce = 1;
     } /* else: one value, MEAN (or one replica): the value itself, each copy from its component beside it or copied */
-    st = starfold__strategy_update_variable(s, var, update, value, reduce, op, comp, &sl[0].options, fn);
+    st = starfold__strategy_update_variable(s, var, update, value, reduce, agg == STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA, op,
+                                            comp, &sl[0].options, fn);
 out:
     if (st != STARFOLD_OK) snprintf(msg, MSG_LEN, "%s", starfold_last_error());
     starfold_value_destroy(pv);
@@ -750,6 +766,10 @@ static starfold_status_t execute(starfold__run_t *run, long k, char *msg)
     for (int r = 0; r < run->n; r++)
         if (run->slots[r].local_status != STARFOLD_OK) {
             snprintf(msg, MSG_LEN, "%s #%ld: replica %d: %.440s", coll_name(run->kind), k, r, run->slots[r].local_msg);
+            /* Across processes the others are about to wait for this one: they get its refusal. */
+            if (run->strategy->cross_refuse && (run->kind == COLL_ALL_REDUCE || run->kind == COLL_ALL_GATHER))
+                run->strategy->cross_refuse(run->strategy, run->slots[r].local_status, msg,
+                                            &run->slots[r].options);
             return run->slots[r].local_status;
         }
     return run->kind == COLL_ALL_REDUCE   ? execute_all_reduce(run, k, msg)
@@ -851,9 +871,6 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_gather(starfold_repl
         slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !value ? "value" : "result"));
     else if ((st = starfold__check_axis(fn, axis)) != STARFOLD_OK)
         slot_fail(&sl, st);
-    else if (context->strategy->kind == STARFOLD_STRATEGY_MULTI_WORKER_MIRRORED)
-        slot_fail(&sl, starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: an all-gather across processes is not "
-                                       "implemented yet", fn));
     else if ((st = starfold__strategy_options(context->strategy, options, &sl.options)) != STARFOLD_OK)
         slot_fail(&sl, st);
     else if (value->ctx != context->strategy->ctx)

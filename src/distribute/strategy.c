@@ -362,17 +362,46 @@ starfold_status_t starfold__strategy_batch_reduce(starfold_strategy_t s, starfol
     return starfold__ops_batch_reduce(ops_for(s, &o), s->topology, op, n, pairs, &o, fn, results);
 }
 
-starfold_status_t starfold__strategy_update_variable(starfold_strategy_t s, starfold_value_t var, starfold__update_t update,
-                                                     starfold_value_t value, int reduce, starfold_op_t op, int comp,
-                                                     const starfold_communication_options_t *options, const char *fn)
+/*
+ * MultiWorkerMirroredStrategy's value for a variable's update, over this process's copies: @value's
+ * components all-reduced with @op over every replica of every process (@reduce), or global replica
+ * 0's value (@first: process 0 gives its replica 0's component to an all-gather, the others nothing,
+ * so that the gather is a broadcast from it). A mirrored value over the variable's devices.
+ */
+static starfold_status_t update_value_across(starfold_strategy_t s, starfold_value_t var, starfold_value_t value,
+                                             int reduce, starfold_op_t op, const starfold_communication_options_t *o,
+                                             const char *fn, starfold_value_t *across)
 {
-    if (s->cross_process)
-        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: the update of a variable aggregated across processes "
-                               "(MultiWorkerMirroredStrategy) is not implemented yet", fn);
+    starfold__pair_t p = { .value = value, .dest = { .n = var->n, .ctx = var->ctx } };
+    memcpy(p.dest.devices, var->devices, sizeof(int) * (size_t)var->n);
+    if (reduce) return s->cross_process(s, op, 1, &p, o, fn, across);
+    starfold_view_t views[STARFOLD_MAX_DEVICES];
+    size_t counts[STARFOLD_MAX_DEVICES] = { 0 };
+    for (int d = 0; d < s->n; d++) views[d] = (starfold_view_t){ NULL, 0 };
+    if (s->replica_offset == 0) {
+        views[0] = starfold__value_view(value, 0);
+        counts[0] = value->count;
+    }
+    return s->cross_gather(s, STARFOLD_OK, value->dtype, value->count, views, counts, 1, &p.dest, o, fn, across);
+}
+
+starfold_status_t starfold__strategy_update_variable(starfold_strategy_t s, starfold_value_t var, starfold__update_t update,
+                                                     starfold_value_t value, int reduce, int first, starfold_op_t op,
+                                                     int comp, const starfold_communication_options_t *options,
+                                                     const char *fn)
+{
     starfold_communication_options_t o;
     starfold_status_t st = starfold__strategy_options(s, options, &o);
     if (st != STARFOLD_OK) return st;
-    return starfold__ops_update(ops_for(s, &o), s->topology, var, -1, update, value, reduce, op, comp, 1, &o, fn);
+    if (!s->cross_process || (!reduce && !first))
+        return starfold__ops_update(ops_for(s, &o), s->topology, var, -1, update, value, reduce, op, comp, 1, &o, fn);
+    starfold_value_t across = NULL;
+    st = update_value_across(s, var, value, reduce, op, &o, fn, &across);
+    if (st == STARFOLD_OK) st = starfold__ops_update(ops_for(s, &o), s->topology, var, -1, update, across, 0, op, -1, 1, &o, fn);
+    /* The update reads @across: done before it goes (it holds no reference to it). */
+    if (st == STARFOLD_OK) st = starfold_value_wait(var);
+    starfold_value_destroy(across);
+    return st;
 }
 
 starfold_status_t starfold__strategy_all_reduce_split(starfold_strategy_t s, starfold_op_t op, size_t n,

@@ -556,6 +556,70 @@ static void test_all_reduce_mismatch(void)
     starfold_group_destroy(g);
 }
 
+/*
+ * starfold_group_all_gather(): rank r gives r + 2 int64 elements 100r, 100r + 1, ..., except rank 1,
+ * which gives none (a NULL input); every rank gets them all in rank order on its device 0, and every
+ * rank's count. A dtype that differs on the last rank, and a rank's bad input, fail every rank alike
+ * with nothing written, and the group goes on; parts that are all empty give no vector.
+ */
+static size_t gather_count(int r) { return r == 1 ? 0 : (size_t)r + 2; }
+
+static void test_all_gather(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const size_t mine = gather_count(world_rank);
+    int64_t part[8];
+    for (size_t i = 0; i < mine; i++) part[i] = 100 * world_rank + (int64_t)i;
+    starpu_data_handle_t in = NULL, out = NULL;
+    if (mine) {
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, 1, STARFOLD_INT64, mine, &in), STARFOLD_OK);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_write(in, part, sizeof part[0] * mine), STARFOLD_OK);
+    }
+    size_t counts[16] = { 0 };
+    CU_ASSERT_EQUAL_FATAL(starfold_group_all_gather(g, STARFOLD_INT64, in, &out, counts), STARFOLD_OK);
+    size_t total = 0;
+    for (int r = 0; r < world_size; r++) {
+        CU_ASSERT_EQUAL(counts[r], gather_count(r));
+        total += gather_count(r);
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    CU_ASSERT_EQUAL(starpu_vector_get_nx(out), total);
+    int64_t *whole = calloc(total, sizeof *whole);
+    CU_ASSERT_EQUAL(starfold_vector_read(out, whole, sizeof *whole * total), STARFOLD_OK);
+    long bad = 0;
+    for (int r = 0, at = 0; r < world_size; r++)
+        for (size_t i = 0; i < gather_count(r); i++) bad += whole[at++] != 100 * r + (int64_t)i;
+    CU_ASSERT_EQUAL(bad, 0);
+    free(whole);
+    starfold_vector_destroy(ctx, out);
+    out = NULL;
+    if (world_size > 1) {
+        /* The last rank gathers float64: every rank is refused, named, and nothing is made. */
+        const starfold_dtype_t dt = world_rank == world_size - 1 ? STARFOLD_FLOAT64 : STARFOLD_INT64;
+        starpu_data_handle_t in2 = NULL;
+        if (dt == STARFOLD_FLOAT64) CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, 0, dt, 3, &in2), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_group_all_gather(g, dt, in2 ? in2 : in, &out, NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NULL(out);
+        char want[96];
+        snprintf(want, sizeof want, "rank %d gathers another dtype or row width than rank 0", world_size - 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), want));
+        starfold_vector_destroy(ctx, in2);
+        /* Rank 0's input is not a vector of its dtype: its message there, "rank 0 refused" elsewhere. */
+        CU_ASSERT_EQUAL(starfold_group_all_gather(g, world_rank == 0 ? STARFOLD_INT32 : STARFOLD_INT64, in, &out, NULL),
+                        STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), world_rank == 0 ? "elements are 8 bytes" : "rank 0 refused"));
+        CU_ASSERT_PTR_NULL(out);
+    }
+    /* Nothing anywhere: no vector, every count 0. */
+    CU_ASSERT_EQUAL(starfold_group_all_gather(g, STARFOLD_FLOAT32, NULL, &out, counts), STARFOLD_OK);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(counts[world_size - 1], 0);
+    CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+    starfold_vector_destroy(ctx, in);
+    starfold_group_destroy(g);
+}
+
 /* A rank 2 s late, within the timeout: everyone succeeds. */
 static void test_all_reduce_late_rank(void)
 {
@@ -666,6 +730,219 @@ static void test_mwms(void)
     starfold_value_destroy(res[1]);
     starfold_value_destroy(v1);
     starfold_value_destroy(v2);
+    starfold_strategy_destroy(s);
+    starfold_group_destroy(g);
+}
+
+/*
+ * The gathers of MultiWorkerMirroredStrategy, with TensorFlow's results: every replica of every process
+ * in global replica order (replica g = rank x NDEV + device). Replica g holds g + 1 floats 10g, 10g + 1,
+ * ... (counts that differ, as TensorFlow's all_gather allows along the axis). IndexedSlices: replica g
+ * holds g % 3 rows of width 2, row j = (100g + 10j, 100g + 10j + 1) at index (g + j) % 5, dense shape
+ * [5, 2]; SUM concatenates rows and indices in replica order, MEAN divides the values by every replica.
+ */
+typedef struct {
+    int bad_axis;   /* replica 0 (rank 0) asks for axis 3 */
+    size_t n[NDEV];
+    float got[NDEV][256];
+    starfold_status_t st[NDEV];
+} mw_gather_t;
+
+static starfold_status_t mw_gather_step(starfold_replica_context_t rc, void *arg)
+{
+    mw_gather_t *out = arg;
+    const int id = starfold_replica_context_replica_id_in_sync_group(rc), local = id - world_rank * NDEV;
+    float x[64];
+    for (int i = 0; i <= id; i++) x[i] = (float)(10 * id + i);
+    starfold_value_t v = NULL, all = NULL;
+    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, (size_t)id + 1, x, &v);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_gather(rc, v, out->bad_axis && id == 0 ? 3 : 0, NULL, &all);
+    if (st == STARFOLD_OK) {
+        out->n[local] = starfold_value_count(all);
+        st = starfold_value_read(all, 0, out->got[local], sizeof(float) * out->n[local]);
+    }
+    starfold_value_destroy(v);
+    starfold_value_destroy(all);
+    return out->st[local] = st;
+}
+
+static void test_mwms_gather(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    starfold_strategy_t s = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, NULL, &s), STARFOLD_OK);
+    const int T = NDEV * world_size, devs[NDEV] = { 0, 1 };
+    /* Replica context: all_gather onto every replica. */
+    mw_gather_t ag;
+    memset(&ag, 0, sizeof ag);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, mw_gather_step, &ag), STARFOLD_OK);
+    const size_t total = (size_t)T * (T + 1) / 2;
+    long bad = 0;
+    for (int d = 0; d < NDEV; d++) {
+        CU_ASSERT_EQUAL(ag.st[d], STARFOLD_OK);
+        CU_ASSERT_EQUAL(ag.n[d], total);
+        for (int r = 0, at = 0; r < T && ag.n[d] == total; r++)
+            for (int i = 0; i <= r; i++) bad += ag.got[d][at++] != (float)(10 * r + i);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* One replica's bad axis: every replica of every process fails with it, none waits (the group's
+     * timeout is 60 s; this takes well under). */
+    memset(&ag, 0, sizeof ag);
+    ag.bad_axis = 1;
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, mw_gather_step, &ag), STARFOLD_ERR_INVALID_ARGUMENT);
+    for (int d = 0; d < NDEV; d++) CU_ASSERT_EQUAL(ag.st[d], STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+    /* Cross-replica: Strategy.gather of a per-replica value onto the host (2 floats per replica). */
+    starfold_value_t v = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, STARFOLD_FLOAT32, 2, NULL, &v),
+                          STARFOLD_OK);
+    for (int d = 0; d < NDEV; d++) {
+        const int id = world_rank * NDEV + d;
+        const float x[2] = { (float)(10 * id), (float)(10 * id + 1) };
+        CU_ASSERT_EQUAL(starfold_value_write(v, d, x, sizeof x), STARFOLD_OK);
+    }
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_gather(s, v, 0, &r), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_count(r), (size_t)(2 * T));
+    float got[64];
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, got, sizeof(float) * 2 * (size_t)T), STARFOLD_OK);
+    bad = 0;
+    for (int k = 0; k < 2 * T; k++) bad += got[k] != (float)(10 * (k / 2) + k % 2);
+    CU_ASSERT_EQUAL(bad, 0);
+    starfold_value_destroy(r);
+    starfold_value_destroy(v);
+    /* IndexedSlices, SUM and MEAN, onto both devices and onto the host. */
+    size_t rows[NDEV], all_rows = 0;
+    float vals[NDEV][4];
+    int64_t idx[NDEV][2];
+    for (int d = 0; d < NDEV; d++) {
+        const int id = world_rank * NDEV + d;
+        rows[d] = (size_t)(id % 3);
+        for (size_t j = 0; j < rows[d]; j++) {
+            vals[d][2 * j] = (float)(100 * id + 10 * (int)j);
+            vals[d][2 * j + 1] = (float)(100 * id + 10 * (int)j + 1);
+            idx[d][j] = (id + (int64_t)j) % 5;
+        }
+    }
+    for (int id = 0; id < T; id++) all_rows += (size_t)(id % 3);
+    const void *vp[NDEV] = { vals[0], vals[1] };
+    const int64_t *ip[NDEV] = { idx[0], idx[1] };
+    starfold_indexed_slices_t sl = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, STARFOLD_FLOAT32, 5, 2,
+                                                         rows, vp, ip, &sl),
+                          STARFOLD_OK);
+    const starfold_destination_t dests[2] = { starfold_destination_devices(NDEV, devs), starfold_destination_host() };
+    for (int m = 0; m < 2; m++)
+        for (int where = 0; where < 2; where++) {
+            const starfold_op_t op = m ? STARFOLD_OP_MEAN : STARFOLD_OP_SUM;
+            starfold_indexed_slices_t res = NULL;
+            CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to_indexed_slices(s, op, sl, &dests[where], NULL, &res),
+                                  STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_indexed_slices_num_components(res), where ? 1 : NDEV);
+            CU_ASSERT_EQUAL(starfold_indexed_slices_dense_rows(res), 5);
+            float rv[64];
+            int64_t ri[32];
+            bad = 0;
+            for (int c = 0; c < starfold_indexed_slices_num_components(res); c++) {
+                CU_ASSERT_EQUAL_FATAL(starfold_indexed_slices_rows(res, c), all_rows);
+                CU_ASSERT_EQUAL(starfold_indexed_slices_read(res, c, rv, sizeof(float) * 2 * all_rows, ri,
+                                                             sizeof(int64_t) * all_rows),
+                                STARFOLD_OK);
+                for (int id = 0, at = 0; id < T; id++)
+                    for (int j = 0; j < id % 3; j++, at++) {
+                        const float div = m ? (float)T : 1.0f;
+                        bad += rv[2 * at] != (float)(100 * id + 10 * j) / div;
+                        bad += rv[2 * at + 1] != (float)(100 * id + 10 * j + 1) / div;
+                        bad += ri[at] != (id + j) % 5;
+                    }
+            }
+            CU_ASSERT_EQUAL(bad, 0);
+            starfold_indexed_slices_destroy(res);
+        }
+    /* One process's bad op: every process is refused (none waits for it), and the strategy goes on. */
+    starfold_indexed_slices_t res = NULL;
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to_indexed_slices(s, world_rank == 0 ? STARFOLD_OP_MAX : STARFOLD_OP_SUM, sl,
+                                                               &dests[1], NULL, &res),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(res);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), world_rank == 0 ? "not max" : "rank 0 refused"));
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to_indexed_slices(s, STARFOLD_OP_SUM, sl, &dests[1], NULL, &res), STARFOLD_OK);
+    starfold_indexed_slices_destroy(res);
+    starfold_indexed_slices_destroy(sl);
+    starfold_strategy_destroy(s);
+    starfold_group_destroy(g);
+}
+
+/*
+ * Mirrored variables under MultiWorkerMirroredStrategy, TensorFlow's MirroredVariable updated in the
+ * replica context of every worker: replica g (global) adds [g + 1, 10(g + 1)] to a SUM variable of
+ * [1, 2], so every copy of every process holds [1 + T(T+1)/2, 2 + 10 T(T+1)/2]; assigns [g, g] to a
+ * MEAN variable ((T - 1) / 2 each); assigns [g + 5, g + 5] to an ONLY_FIRST_REPLICA variable (global
+ * replica 0's value, 5, on every process).
+ */
+typedef struct {
+    starfold_value_t sum, mean, first;
+    starfold_status_t st[NDEV];
+} mw_var_t;
+
+static starfold_status_t mw_var_step(starfold_replica_context_t rc, void *arg)
+{
+    mw_var_t *a = arg;
+    const int id = starfold_replica_context_replica_id_in_sync_group(rc), local = id - world_rank * NDEV;
+    const float add[2] = { (float)(id + 1), (float)(10 * (id + 1)) }, same[2] = { (float)id, (float)id },
+                fst[2] = { (float)(id + 5), (float)(id + 5) };
+    starfold_value_t x = NULL, y = NULL, z = NULL;
+    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 2, add, &x);
+    if (st == STARFOLD_OK) st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 2, same, &y);
+    if (st == STARFOLD_OK) st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 2, fst, &z);
+    if (st == STARFOLD_OK) st = starfold_variable_assign_add(a->sum, x);
+    if (st == STARFOLD_OK) st = starfold_variable_assign(a->mean, y);
+    if (st == STARFOLD_OK) st = starfold_variable_assign(a->first, z);
+    starfold_value_destroy(x);
+    starfold_value_destroy(y);
+    starfold_value_destroy(z);
+    return a->st[local] = st;
+}
+
+static void test_mwms_variables(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    starfold_strategy_t s = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, NULL, &s), STARFOLD_OK);
+    const int T = NDEV * world_size;
+    const float init[2] = { 1.0f, 2.0f };
+    starfold_variable_options_t vo;
+    mw_var_t a;
+    memset(&a, 0, sizeof a);
+    starfold_value_t *vars[3] = { &a.sum, &a.mean, &a.first };
+    const starfold_variable_aggregation_t aggs[3] = { STARFOLD_AGGREGATION_SUM, STARFOLD_AGGREGATION_MEAN,
+                                                      STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA };
+    for (int k = 0; k < 3; k++) {
+        starfold_variable_options_init(&vo);
+        vo.aggregation = aggs[k];
+        CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 2, init, &vo, vars[k]),
+                              STARFOLD_OK);
+    }
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, mw_var_step, &a), STARFOLD_OK);
+    const float tri = (float)(T * (T + 1) / 2);
+    const float want[3][2] = { { 1.0f + tri, 2.0f + 10.0f * tri },
+                               { (float)(T - 1) / 2.0f, (float)(T - 1) / 2.0f },
+                               { 5.0f, 5.0f } };
+    long bad = 0;
+    for (int k = 0; k < 3; k++)
+        for (int c = 0; c < starfold_value_num_components(*vars[k]); c++) {
+            float got[2] = { -1, -1 };
+            CU_ASSERT_EQUAL(starfold_value_read(*vars[k], c, got, sizeof got), STARFOLD_OK);
+            bad += got[0] != want[k][0] || got[1] != want[k][1];
+            if (got[0] != want[k][0] || got[1] != want[k][1])
+                fprintf(stderr, "rank %d: variable %d copy %d: %g %g, want %g %g\n", world_rank, k, c, got[0], got[1],
+                        want[k][0], want[k][1]);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int d = 0; d < NDEV; d++) CU_ASSERT_EQUAL(a.st[d], STARFOLD_OK);
+    for (int k = 0; k < 3; k++) starfold_value_destroy(*vars[k]);
     starfold_strategy_destroy(s);
     starfold_group_destroy(g);
 }
@@ -885,8 +1162,11 @@ int main(int argc, char **argv)
         CU_add_test(s, "persistent all-reduce: init once, start every step", test_persistent);
         CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
         CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
+        CU_add_test(s, "all-gather across ranks: parts of any length, mismatches", test_all_gather);
         CU_add_test(s, "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms);
         CU_add_test(s, "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options);
+        CU_add_test(s, "MultiWorkerMirroredStrategy: gather, all_gather, IndexedSlices", test_mwms_gather);
+        CU_add_test(s, "MultiWorkerMirroredStrategy: variables updated across processes", test_mwms_variables);
         CU_basic_set_mode(world_rank == 0 ? CU_BRM_VERBOSE : CU_BRM_SILENT);
         CU_basic_run_tests();
         failed = (int)CU_get_number_of_failures();
