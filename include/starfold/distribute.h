@@ -1152,8 +1152,10 @@ STARFOLD_API starfold_status_t starfold_variable_assign_sub(starfold_value_t var
  * @param [in]  variable the variable (not written)
  * @param [out] result the snapshot, owned by the caller; untouched on failure
  * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT (a value that is no variable, NONE above, a
- *         replica with no copy of a sync-on-read variable); ::STARFOLD_ERR_NOT_SUPPORTED for a SUM or
- *         MEAN read under MultiWorkerMirroredStrategy (across processes: not implemented yet).
+ *         replica with no copy of a sync-on-read variable). Under MultiWorkerMirroredStrategy a SUM or
+ *         MEAN read of a sync-on-read variable in the cross-replica context reduces the copies of every
+ *         process: a collective (every process reads), through the strategy's process group, which
+ *         must then still exist; its errors are the group's, on every process.
  */
 STARFOLD_API starfold_status_t starfold_variable_read_value(starfold_value_t variable, starfold_value_t *result);
 

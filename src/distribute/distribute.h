@@ -69,6 +69,8 @@ enum {
  * strategy that made it, held by reference so that the variable outlives the strategy as every value
  * does. Immutable once made.
  */
+struct starfold__dest;
+
 typedef struct starfold__variable {
     starfold_variable_synchronization_t sync; /* ON_WRITE or ON_READ (AUTO resolved) */
     starfold_variable_aggregation_t agg;
@@ -76,6 +78,14 @@ typedef struct starfold__variable {
     int plain;                                /* OneDeviceStrategy: TensorFlow's ordinary tf.Variable */
     int num_replicas;                         /* num_replicas_in_sync of the strategy */
     int cross_process;                        /* MultiWorkerMirroredStrategy: reductions cross processes */
+    /*
+     * MultiWorkerMirroredStrategy: a sync-on-read variable's cross-replica read, its copies reduced
+     * with @op over every replica of every process onto @dest (mwms.c), through @group (the strategy's
+     * process group, borrowed: it must still exist when the variable is read).
+     */
+    void *group;
+    starfold_status_t (*cross_reduce)(const struct starfold__variable *info, starfold_value_t var, starfold_op_t op,
+                                      const struct starfold__dest *dest, const char *fn, starfold_value_t *result);
     starfold_cross_device_ops_t ops;          /* the strategy's (a reference) */
     starfold_topology_t topology;             /* the strategy's (a reference) */
     starfold_communication_options_t options; /* the strategy's when the variable was made */
@@ -382,6 +392,9 @@ struct starfold_strategy {
      * join (@st, @why): the other processes get a refusal instead of waiting for it. */
     void (*cross_refuse)(struct starfold_strategy *s, starfold_status_t st, const char *why,
                          const starfold_communication_options_t *o);
+    /* MultiWorkerMirroredStrategy: what its variables' cross-replica reads use (starfold__variable_t). */
+    starfold_status_t (*cross_reduce)(const struct starfold__variable *info, starfold_value_t var, starfold_op_t op,
+                                      const struct starfold__dest *dest, const char *fn, starfold_value_t *result);
 };
 
 /* The strategy's batch_reduce_to over resolved pairs, no context check (all_reduce's leader uses it). */

@@ -89,12 +89,22 @@ static starfold_status_t all_reduce_packs(starfold_group_t g, starfold_op_t op, 
     return st;
 }
 
-static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_t op, size_t n,
-                                       const starfold__pair_t *pairs, const starfold_communication_options_t *o,
-                                       const char *fn, starfold_value_t *results)
+/* What a reduction across processes needs of the strategy (or of a variable it made). */
+typedef struct across {
+    starfold_group_t group;
+    starfold_context_t ctx;
+    int n;                 /* this process's replicas = the context's devices, in order */
+    const int *devices;
+    starfold_cross_device_ops_t ops;
+    starfold_topology_t topology;
+} across_t;
+
+static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, size_t n, const starfold__pair_t *pairs,
+                                           const starfold_communication_options_t *o, const char *fn,
+                                           starfold_value_t *results)
 {
     starfold_group_t g = s->group;
-    const int nd = s->n; /* = the context's devices, in order */
+    const int nd = s->n;
     if (o->promote_integer_mean)
         for (size_t i = 0; i < n; i++)
             if (op == STARFOLD_OP_MEAN && (pairs[i].value->dtype == STARFOLD_INT32 || pairs[i].value->dtype == STARFOLD_INT64))
@@ -184,6 +194,24 @@ static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_
     return st;
 }
 
+static starfold_status_t cross_process(struct starfold_strategy *s, starfold_op_t op, size_t n,
+                                       const starfold__pair_t *pairs, const starfold_communication_options_t *o,
+                                       const char *fn, starfold_value_t *results)
+{
+    const across_t a = { s->group, s->ctx, s->n, s->devices, s->ops, s->topology };
+    return all_reduce_across(&a, op, n, pairs, o, fn, results);
+}
+
+/* A sync-on-read variable's cross-replica read: its copies (one per replica of this process) reduced
+ * over every process, with the options its strategy had when it was made. */
+static starfold_status_t cross_reduce(const starfold__variable_t *info, starfold_value_t var, starfold_op_t op,
+                                      const starfold__dest_t *dest, const char *fn, starfold_value_t *result)
+{
+    const across_t a = { info->group, var->ctx, var->n, var->devices, info->ops, info->topology };
+    const starfold__pair_t p = { .value = var, .dest = *dest };
+    return all_reduce_across(&a, op, 1, &p, &info->options, fn, result);
+}
+
 /*
  * A refusal the other processes see in the agreement of their next collective, as this process's
  * verdict (any collective: a refusal wins over what the others ask for). The caller keeps @why.
@@ -262,6 +290,7 @@ STARFOLD_API starfold_status_t starfold_multi_worker_mirrored_strategy_create(
     s->cross_process = cross_process;
     s->cross_gather = cross_gather;
     s->cross_refuse = cross_refuse;
+    s->cross_reduce = cross_reduce;
     for (int r = 0; r < starfold_group_rank(group); r++) s->replica_offset += starfold_group_num_devices(group, r);
     for (int r = 0; r < starfold_group_size(group); r++) s->total_replicas += starfold_group_num_devices(group, r);
     *strategy = s;

@@ -305,6 +305,8 @@ static starfold_status_t create_variable(const char *fn, starfold_strategy_t str
     info->plain = strategy->kind == STARFOLD_STRATEGY_ONE_DEVICE;
     info->num_replicas = starfold_strategy_num_replicas_in_sync(strategy);
     info->cross_process = strategy->cross_process != NULL;
+    info->group = strategy->group;
+    info->cross_reduce = strategy->cross_reduce;
     info->ops = starfold_cross_device_ops_retain(strategy->ops);
     info->topology = starfold_topology_retain(strategy->topology);
     info->options = strategy->options;

@@ -219,11 +219,11 @@ STARFOLD_API starfold_status_t starfold_variable_read_value(starfold_value_t var
                                "`tf.distribute.ReduceOp` type (a sync-on-read variable read in the cross-replica "
                                "context needs an aggregation: SUM, MEAN or ONLY_FIRST_REPLICA)",
                                fn);
-    if (info->cross_process)
-        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: the %s of a sync-on-read variable's copies across "
-                               "processes (MultiWorkerMirroredStrategy) is not implemented yet", fn,
-                               starfold_variable_aggregation_name(info->agg));
-    /* TensorFlow's strategy.reduce(aggregation, var, axis=None): the copies reduced to the host. */
+    /* TensorFlow's strategy.reduce(aggregation, var, axis=None): the copies reduced to the host; under
+     * MultiWorkerMirroredStrategy every process's copies (a collective: every process reads). */
+    if (info->cross_reduce)
+        return info->cross_reduce(info, variable, info->agg == STARFOLD_AGGREGATION_SUM ? STARFOLD_OP_SUM : STARFOLD_OP_MEAN,
+                                  &dest, fn, result);
     const starfold__pair_t p = { .value = variable, .dest = dest };
     return starfold__ops_batch_reduce(info->ops, info->topology,
                                       info->agg == STARFOLD_AGGREGATION_SUM ? STARFOLD_OP_SUM : STARFOLD_OP_MEAN, 1, &p,

@@ -879,10 +879,12 @@ static void test_mwms_gather(void)
  * replica context of every worker: replica g (global) adds [g + 1, 10(g + 1)] to a SUM variable of
  * [1, 2], so every copy of every process holds [1 + T(T+1)/2, 2 + 10 T(T+1)/2]; assigns [g, g] to a
  * MEAN variable ((T - 1) / 2 each); assigns [g + 5, g + 5] to an ONLY_FIRST_REPLICA variable (global
- * replica 0's value, 5, on every process).
+ * replica 0's value, 5, on every process). Sync-on-read SUM and MEAN variables: each replica assigns
+ * [g + 1, 1] to its own copy; a cross-replica read reduces every copy of every process
+ * ([T(T+1)/2, T] and [(T+1)/2, 1]).
  */
 typedef struct {
-    starfold_value_t sum, mean, first;
+    starfold_value_t sum, mean, first, on_read_sum, on_read_mean;
     starfold_status_t st[NDEV];
 } mw_var_t;
 
@@ -899,6 +901,12 @@ static starfold_status_t mw_var_step(starfold_replica_context_t rc, void *arg)
     if (st == STARFOLD_OK) st = starfold_variable_assign_add(a->sum, x);
     if (st == STARFOLD_OK) st = starfold_variable_assign(a->mean, y);
     if (st == STARFOLD_OK) st = starfold_variable_assign(a->first, z);
+    const float own[2] = { (float)(id + 1), 1.0f };
+    starfold_value_t w = NULL;
+    if (st == STARFOLD_OK) st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 2, own, &w);
+    if (st == STARFOLD_OK) st = starfold_variable_assign(a->on_read_sum, w);
+    if (st == STARFOLD_OK) st = starfold_variable_assign(a->on_read_mean, w);
+    starfold_value_destroy(w);
     starfold_value_destroy(x);
     starfold_value_destroy(y);
     starfold_value_destroy(z);
@@ -925,6 +933,14 @@ static void test_mwms_variables(void)
         CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 2, init, &vo, vars[k]),
                               STARFOLD_OK);
     }
+    starfold_variable_options_init(&vo);
+    vo.synchronization = STARFOLD_SYNCHRONIZATION_ON_READ;
+    vo.aggregation = STARFOLD_AGGREGATION_SUM;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 2, init, &vo, &a.on_read_sum),
+                          STARFOLD_OK);
+    vo.aggregation = STARFOLD_AGGREGATION_MEAN;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 2, init, &vo, &a.on_read_mean),
+                          STARFOLD_OK);
     CU_ASSERT_EQUAL(starfold_strategy_run(s, mw_var_step, &a), STARFOLD_OK);
     const float tri = (float)(T * (T + 1) / 2);
     const float want[3][2] = { { 1.0f + tri, 2.0f + 10.0f * tri },
@@ -942,6 +958,19 @@ static void test_mwms_variables(void)
         }
     CU_ASSERT_EQUAL(bad, 0);
     for (int d = 0; d < NDEV; d++) CU_ASSERT_EQUAL(a.st[d], STARFOLD_OK);
+    /* Sync-on-read: the cross-replica read is a collective over every process. */
+    for (int k = 0; k < 2; k++) {
+        starfold_value_t r = NULL;
+        float got[2] = { -1, -1 };
+        CU_ASSERT_EQUAL_FATAL(starfold_variable_read_value(k ? a.on_read_mean : a.on_read_sum, &r), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+        CU_ASSERT_EQUAL(starfold_value_read(r, 0, got, sizeof got), STARFOLD_OK);
+        CU_ASSERT_EQUAL(got[0], k ? (float)(T + 1) / 2.0f : tri);
+        CU_ASSERT_EQUAL(got[1], k ? 1.0f : (float)T);
+        starfold_value_destroy(r);
+    }
+    starfold_value_destroy(a.on_read_sum);
+    starfold_value_destroy(a.on_read_mean);
     for (int k = 0; k < 3; k++) starfold_value_destroy(*vars[k]);
     starfold_strategy_destroy(s);
     starfold_group_destroy(g);
