@@ -63,6 +63,32 @@ void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divis
     }
 }
 
+/*
+ * Completes a non-blocking collective @rq started with @err, polled (non-blocking collectives progress
+ * only when tested) against @timeout_seconds (0 or infinity: none), so that a rank gone missing
+ * mid-collective costs a timeout, not a worker forever. 0 when it completed; else the failure is
+ * recorded in *@status unless one is there already (atomic: the collective's tasks share it).
+ */
+static int poll_within(int err, MPI_Request *rq, double timeout_seconds, int *status)
+{
+    const double t0 = starfold__now_s();
+    int fin = 0, failure = STARFOLD_OK;
+    while (err == MPI_SUCCESS && !fin) {
+        err = MPI_Test(rq, &fin, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS || fin) break;
+        if (timeout_seconds > 0 && isfinite(timeout_seconds) && starfold__now_s() - t0 > timeout_seconds) {
+            failure = STARFOLD_ERR_TIMEOUT;
+            break;
+        }
+        sched_yield();
+    }
+    if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
+    if (failure == STARFOLD_OK) return 0;
+    int expected = STARFOLD_OK;
+    __atomic_compare_exchange_n(status, &expected, failure, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return -1;
+}
+
 static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
 {
     const starfold__mpi_task_arg_t *a = cl_arg;
@@ -71,27 +97,9 @@ static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
     /* MPI counts are ints: in slices of at most 2^30 elements. */
     for (size_t done = 0; done < a->count;) {
         const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
-        /* Non-blocking and polled, so that a rank gone missing mid-collective costs a timeout, not
-         * a worker forever. */
         MPI_Request rq;
-        int err = MPI_Iallreduce(MPI_IN_PLACE, p + done * es, (int)n, mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
-        const double t0 = starfold__now_s();
-        int fin = 0, failure = STARFOLD_OK;
-        while (err == MPI_SUCCESS && !fin) {
-            err = MPI_Test(&rq, &fin, MPI_STATUS_IGNORE);
-            if (err != MPI_SUCCESS || fin) break;
-            if (a->timeout_seconds > 0 && isfinite(a->timeout_seconds) && starfold__now_s() - t0 > a->timeout_seconds) {
-                failure = STARFOLD_ERR_TIMEOUT;
-                break;
-            }
-            sched_yield(); /* non-blocking collectives progress only when tested: test again soon */
-        }
-        if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
-        if (failure != STARFOLD_OK) {
-            int expected = STARFOLD_OK;
-            __atomic_compare_exchange_n(a->status, &expected, failure, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-            return;
-        }
+        const int err = MPI_Iallreduce(MPI_IN_PLACE, p + done * es, (int)n, mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
+        if (poll_within(err, &rq, a->timeout_seconds, a->status) != 0) return;
         done += n;
     }
     if (a->divisor > 1) starfold__group_divide(p, a->dtype, a->count, a->divisor);
@@ -167,25 +175,9 @@ static void mpi_allgather_cpu(void *buffers[], void *cl_arg)
     char *all = (char *)STARPU_VECTOR_GET_PTR(buffers[0]);
     const char *mine = a->has_input ? (const char *)STARPU_VECTOR_GET_PTR(buffers[2]) + a->in_offset * es : all;
     MPI_Request rq;
-    int err = MPI_Iallgatherv(mine, a->counts[a->rank], mpi_type(a->dtype), all, a->counts, a->displs, mpi_type(a->dtype),
-                              a->comm, &rq);
-    const double t0 = starfold__now_s();
-    int fin = 0, failure = STARFOLD_OK;
-    while (err == MPI_SUCCESS && !fin) {
-        err = MPI_Test(&rq, &fin, MPI_STATUS_IGNORE);
-        if (err != MPI_SUCCESS || fin) break;
-        if (a->timeout_seconds > 0 && isfinite(a->timeout_seconds) && starfold__now_s() - t0 > a->timeout_seconds) {
-            failure = STARFOLD_ERR_TIMEOUT;
-            break;
-        }
-        sched_yield();
-    }
-    if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
-    if (failure != STARFOLD_OK) {
-        int expected = STARFOLD_OK;
-        __atomic_compare_exchange_n(&a->status, &expected, failure, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-        return;
-    }
+    const int err = MPI_Iallgatherv(mine, a->counts[a->rank], mpi_type(a->dtype), all, a->counts, a->displs,
+                                    mpi_type(a->dtype), a->comm, &rq);
+    if (poll_within(err, &rq, a->timeout_seconds, &a->status) != 0) return;
     if (a->divisor > 1) starfold__group_divide(all, a->dtype, a->total, a->divisor);
 }
 

@@ -1012,7 +1012,10 @@ static void test_mwms_options(void)
     static const starfold_communication_implementation_t impl[2] = { STARFOLD_COMMUNICATION_RING,
                                                                      STARFOLD_COMMUNICATION_NCCL };
     static const char *const lowering[2] = { "ring", "mpi" };
-    for (int m = 0; m < 2; m++) {
+    /* SF_TEST_LOWERINGS without "ring" (the runner's 4 ranks on 2 cores, where StarPU-MPI's graph
+     * lowerings stall for seconds: run-mpi.sh): NCCL's "mpi" only. */
+    const char *only = getenv("SF_TEST_LOWERINGS");
+    for (int m = only && !strstr(only, "ring") ? 1 : 0; m < 2; m++) {
         starfold_communication_options_t so, call;
         starfold_communication_options_init(&so);
         so.implementation = impl[m];
@@ -1022,7 +1025,9 @@ static void test_mwms_options(void)
         starfold_strategy_t s = NULL;
         CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, &so, &s), STARFOLD_OK);
         starfold_value_t res[5] = { NULL };
-        CU_ASSERT_EQUAL_FATAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 5, pairs, &call, res), STARFOLD_OK);
+        const starfold_status_t st = starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 5, pairs, &call, res);
+        if (st != STARFOLD_OK) fprintf(stderr, "rank %d: %s\n", world_rank, starfold_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, STARFOLD_OK);
         CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), world_size > 1 ? lowering[m] : "mpi");
         long bad = 0;
         for (int k = 0; k < 5; k++) {
