@@ -21,8 +21,13 @@
  *     ranks   0  1  2  3          ranks_per_node = 2        node of rank: 0 0 1 1
  *     comm    |--caller's--|      dups: agreement (g->comm), StarPU-MPI (process-wide)
  *
- * Ownership: the group owns its duplicate and its tables; the process-wide StarPU-MPI duplicate is
- * owned by the count of live groups (spmpi_lock guards both).
+ * Ownership: the group owns its duplicates and its tables; the process-wide StarPU-MPI duplicate is
+ * owned by the count of live groups (spmpi_lock guards both). StarPU-MPI 1.3 keeps every
+ * communicator it has carried a message on, with a receive posted on it, until it shuts down (it has
+ * no way to forget one): a group's data communicator is therefore freed only when StarPU-MPI stops
+ * (the last group that started it goes), never under it (its progress thread would repost on a freed
+ * communicator and crash in MPI_Irecv); with StarPU-MPI started by the application, it is left to
+ * MPI_Finalize.
  */
 #include "config.h"
 
@@ -40,6 +45,8 @@
 static pthread_mutex_t spmpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int spmpi_groups;               /* live groups that started StarPU-MPI or share it */
 static MPI_Comm spmpi_comm = MPI_COMM_NULL;
+static MPI_Comm *spmpi_retired;        /* data communicators of destroyed groups, freed after StarPU-MPI */
+static size_t spmpi_nretired, spmpi_retired_cap;
 
 STARFOLD_API void starfold_group_options_init(starfold_group_options_t *options)
 {
@@ -220,13 +227,29 @@ static starfold_status_t start_starpu_mpi(const char *fn, starfold_group_t g, MP
     return st;
 }
 
+/* The group's data communicator kept until StarPU-MPI stops (see the top); 0, or -1 out of memory. */
+static int retire_data_comm(starfold_group_t g)
+{
+    if (g->data_comm == MPI_COMM_NULL) return 0;
+    if (SF_GROW(spmpi_retired, spmpi_nretired + 1, spmpi_retired_cap) != 0) return -1;
+    spmpi_retired[spmpi_nretired++] = g->data_comm;
+    g->data_comm = MPI_COMM_NULL;
+    return 0;
+}
+
 static void stop_starpu_mpi(starfold_group_t g)
 {
     if (!g->started_spmpi) return;
     pthread_mutex_lock(&spmpi_lock);
+    /* Out of memory: freed now, as before (safe unless another group keeps StarPU-MPI running). */
+    if (retire_data_comm(g) != 0 && g->data_comm != MPI_COMM_NULL) MPI_Comm_free(&g->data_comm);
     if (--spmpi_groups == 0) {
         starpu_mpi_shutdown();
         MPI_Comm_free(&spmpi_comm);
+        for (size_t i = 0; i < spmpi_nretired; i++) MPI_Comm_free(&spmpi_retired[i]);
+        free(spmpi_retired);
+        spmpi_retired = NULL;
+        spmpi_nretired = spmpi_retired_cap = 0;
     }
     pthread_mutex_unlock(&spmpi_lock);
     g->started_spmpi = 0;
@@ -237,10 +260,11 @@ static void group_free(starfold_group_t g)
     if (!g) return;
     starfold__group_collectives_release(g);
     if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
-    /* A broken group may have abandoned requests on its data communicator (an MPI_Iallreduce, or
-     * StarPU-MPI receives its progress thread posts later): freeing it under them crashes that
-     * thread (seen: MPI_Irecv on the freed communicator), so it is left to MPI_Finalize or the abort. */
-    if (g->data_comm != MPI_COMM_NULL && !g->broken) MPI_Comm_free(&g->data_comm);
+    /* Still here: a broken group's, which may have abandoned requests on it (an MPI_Iallreduce, or
+     * StarPU-MPI receives its progress thread posts later), or one StarPU-MPI started by the
+     * application may still use (see the top): left to MPI_Finalize or the abort. A group whose
+     * creation failed before StarPU-MPI carried anything frees it. */
+    if (g->data_comm != MPI_COMM_NULL && !g->broken && !g->spmpi_seen) MPI_Comm_free(&g->data_comm);
     free(g->node_of);
     free(g->devices_of);
     free(g);
@@ -298,6 +322,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     starfold__ranks_default_links(&g->shm_link, &g->network_link);
     if (agreed == STARFOLD_OK) agreed = starfold__group_links(g, &o);
     if (agreed == STARFOLD_OK) agreed = start_starpu_mpi(fn, g, comm, o.starpu_mpi_started_by_caller);
+    if (agreed == STARFOLD_OK) g->spmpi_seen = 1; /* from the hops on: StarPU-MPI may hold data_comm */
     if (agreed == STARFOLD_OK && (agreed = starfold__group_hops(g, &o)) != STARFOLD_OK) stop_starpu_mpi(g);
     if (agreed == STARFOLD_OK) {
         g->timeout_seconds = o.timeout_seconds;

@@ -25,6 +25,7 @@ struct starfold_group {
      * at creation (0: not measured, or the latency was given): what a graph lowering's edge costs. */
     double hop_us[2];
     int started_spmpi;      /* this group counted in the process's StarPU-MPI users */
+    int spmpi_seen;         /* StarPU-MPI may have carried messages on data_comm (group.c: never freed under it) */
     double timeout_seconds;       /* agreement: 0 or infinity = wait forever */
     double stall_warning_seconds; /* agreement: warn once after this long (0 = never) */
     /* collectives (group_allreduce.c) */
