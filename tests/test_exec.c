@@ -515,6 +515,102 @@ static void test_compiled_by_node(void)
         }
 }
 
+/* 8 devices in 2 sockets of 4 (d / 4), each socket's devices also joined in a ring 0-1-2-3-0 by links
+ * 20x the fastest @t had: the pairs across the ring (0-2, 1-3) are then slower than the ring. */
+static void add_socket_rings(starfold_topology_t t)
+{
+    double fastest = 0;
+    for (int i = 0; i < starfold_topology_num_links(t); i++) {
+        starfold_link_t l;
+        CU_ASSERT_EQUAL_FATAL(starfold_topology_link(t, i, &l), STARFOLD_OK);
+        if (l.bandwidth_GBps > fastest) fastest = l.bandwidth_GBps;
+    }
+    for (int d = 0; d < 8; d++)
+        CU_ASSERT_EQUAL(starfold_topology_set_device(t, d, NULL, starfold_topology_device_kind(t, d), d / 4), STARFOLD_OK);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 4; i++) {
+            const int a = 4 * s + i, b = 4 * s + (i + 1) % 4;
+            const starfold_link_t ring = { a < b ? a : b, a < b ? b : a, STARFOLD_LINK_NVLINK, 1, 20 * fastest, 0.5 };
+            CU_ASSERT_EQUAL_FATAL(starfold_topology_add_link(t, &ring), STARFOLD_OK);
+        }
+}
+
+/* hierarchical's graph of one float32 tensor of @count a device on @t. */
+static starfold_graph_t hierarchical_of(starfold_topology_t t, size_t count)
+{
+    const starfold_tensor_desc_t one = { STARFOLD_FLOAT32, count };
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = 8,
+                                              .sources = devices, .num_tensors = 1, .tensors = &one };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL(starfold_graph_compile(t, "hierarchical", &desc, NULL, &g), STARFOLD_OK);
+    if (g) CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+    return g;
+}
+
+/*
+ * hierarchical round each node's rings (add_socket_rings()): a shard of 1 MiB a member goes round
+ * the socket's ring, a shard of 4 bytes takes the direct steps.
+ *  - The pattern, on GPUs with memories of their own (the host's devices share one: no transfer to
+ *    count): with the big shards only ring neighbours exchange bytes inside a socket, with the small
+ *    ones the diagonals do too.
+ *  - The run, on this context's devices: the big graph has the ring's extra tasks (3 hops a piece
+ *    instead of one REDUCE), and every op on float32 and int64, MEAN included, in place and not,
+ *    gives every element exactly.
+ */
+static void test_compiled_node_rings(void)
+{
+    starfold_topology_t gpus = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_create("two sockets", 8, &gpus), STARFOLD_OK);
+    for (int a = 0; a < 8; a++)
+        for (int b = a + 1; b < 8; b++) {
+            const starfold_link_t l = { a, b, a / 4 == b / 4 ? STARFOLD_LINK_PCIE : STARFOLD_LINK_INTER_SOCKET, 1, 10, 1 };
+            CU_ASSERT_EQUAL_FATAL(starfold_topology_add_link(gpus, &l), STARFOLD_OK);
+        }
+    for (int d = 0; d < 8; d++) CU_ASSERT_EQUAL(starfold_topology_set_device(gpus, d, NULL, STARFOLD_DEVICE_GPU, 0), STARFOLD_OK);
+    add_socket_rings(gpus);
+    for (int big = 0; big < 2; big++) {
+        starfold_graph_t g = hierarchical_of(gpus, big ? (size_t)1 << 20 : 4);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        starfold_link_bytes_t *pairs = NULL;
+        size_t np = 0, diagonal = 0, inside = 0;
+        CU_ASSERT_EQUAL_FATAL(starfold_graph_link_bytes(g, &pairs, &np), STARFOLD_OK);
+        for (size_t i = 0; i < np; i++) {
+            inside += pairs[i].from / 4 == pairs[i].to / 4;
+            diagonal += pairs[i].from / 4 == pairs[i].to / 4 && (pairs[i].from - pairs[i].to + 4) % 4 == 2;
+        }
+        CU_ASSERT(inside > 0);
+        CU_ASSERT_EQUAL(diagonal == 0, big);
+        free(pairs);
+        starfold_graph_destroy(g);
+    }
+    starfold_topology_destroy(gpus);
+
+    starfold_topology_t plain = topo_of(8), topo = topo_of(8);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(topo);
+    for (int d = 0; d < 8; d++)
+        CU_ASSERT_EQUAL(starfold_topology_set_device(plain, d, NULL, starfold_topology_device_kind(plain, d), d / 4),
+                        STARFOLD_OK);
+    add_socket_rings(topo);
+    starfold_graph_t direct = hierarchical_of(plain, (size_t)1 << 20), rings = hierarchical_of(topo, (size_t)1 << 20);
+    CU_ASSERT(direct && rings && starfold_graph_num_tasks(rings) > starfold_graph_num_tasks(direct));
+    starfold_graph_destroy(direct);
+    starfold_graph_destroy(rings);
+    static const starfold_op_t ops[] = { STARFOLD_OP_SUM, STARFOLD_OP_MEAN, STARFOLD_OP_MAX, STARFOLD_OP_PROD };
+    static const starfold_dtype_t dts[] = { STARFOLD_FLOAT32, STARFOLD_INT64 };
+    for (int big = 0; big < 2; big++)
+        for (int o = 0; o < 4; o++)
+            for (int t = 0; t < 2; t++) {
+                if (EMULATED && big && (o + t) % 2) continue; /* transfers are slow there: half of them */
+                const starfold_tensor_desc_t each = { dts[t], big ? (size_t)1 << 20 : 4 };
+                const starfold_collective_desc_t run = { .kind = STARFOLD_COLL_REDUCE, .op = ops[o], .num_sources = 8,
+                                                         .sources = devices, .num_tensors = 1, .tensors = &each };
+                CU_ASSERT_EQUAL(starfold__tu_run_collective(ctx, topo, "hierarchical", &run, NULL, (o + t) % 2), 0);
+            }
+    starfold_topology_destroy(plain);
+    starfold_topology_destroy(topo);
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Views: every replica's tensors in one vector (starfold_submit_views()).
  *
@@ -2029,6 +2125,7 @@ int main(int argc, char **argv)
         { "compiled in place", test_compiled_in_place },
         { "compiled promoted integer mean", test_compiled_promoted_mean },
         { "hierarchical and leader across sockets", test_compiled_by_node },
+        { "hierarchical round the rings inside each node", test_compiled_node_rings },
         { "a variable's update after a collective, in one graph", test_update_after_collective },
         { "views of shared vectors", test_views },
         { "views refused", test_views_errors },
