@@ -71,23 +71,6 @@ static starfold_status_t layout(const char *fn, starfold_group_t g, const int64_
     return STARFOLD_OK;
 }
 
-/* Waits for the task within timeout_seconds: its failure, or a timeout that leaves @a and @all to StarPU. */
-static starfold_status_t gather_done(const char *fn, starfold_group_t g, starpu_data_handle_t all,
-                                     starfold__mpi_gather_arg_t *a, int *abandoned)
-{
-    if (starfold__handles_free_by(&all, 1, starfold__now_s(), g->timeout_seconds) != 0) {
-        g->broken = 1;
-        *abandoned = 1;
-        return starfold__error(STARFOLD_ERR_TIMEOUT, "%s: rank %d's MPI_Allgatherv did not complete within "
-                               "timeout_seconds (%g s); the group is broken", fn, g->rank, g->timeout_seconds);
-    }
-    const int failed = __atomic_load_n(&a->status, __ATOMIC_ACQUIRE);
-    if (failed == STARFOLD_OK) return STARFOLD_OK;
-    g->broken = 1;
-    return starfold__error((starfold_status_t)failed, "%s: MPI_Allgatherv %s on this rank; the group is broken", fn,
-                           failed == STARFOLD_ERR_TIMEOUT ? "did not complete within timeout_seconds" : "failed");
-}
-
 /*
  * The collective. @match: compared across ranks (1 for a plain gather). @st: this rank's verdict so far (a refusal still takes part, so that every rank
  * fails together). *@out: the whole (NULL when every part is empty), the caller's; @counts: NULL or
@@ -119,7 +102,7 @@ static starfold_status_t all_gather(const char *fn, starfold_group_t g, starfold
     g->sequence++;
     int abandoned = 0;
     if (st == STARFOLD_OK && whole) st = starfold__group_mpi_gather_submit(g, whole, count ? in.handle : NULL, a);
-    if (st == STARFOLD_OK && whole) st = gather_done(fn, g, whole, a, &abandoned);
+    if (st == STARFOLD_OK && whole) st = starfold__group_mpi_done(fn, g, &whole, 1, &a->status, "MPI_Allgatherv", &abandoned);
     for (int r = 0; st == STARFOLD_OK && counts && r < g->size; r++) counts[r] = (size_t)all_counts[r];
     free(all_counts);
     if (abandoned) return st; /* the task may still read @a and write @whole: both StarPU's now */

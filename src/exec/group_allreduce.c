@@ -262,7 +262,8 @@ starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t grou
     if (st == STARFOLD_OK) group->last_lowering = p->lowering;
     int abandoned = 0;
     if (st == STARFOLD_OK && !graph_lowering) st = starfold__group_mpi_submit(group, p->op, &p->leaders, mt->args, &mt->status);
-    if (st == STARFOLD_OK && !graph_lowering) st = starfold__group_mpi_done(fn, group, &p->leaders, &mt->status, &abandoned);
+    if (st == STARFOLD_OK && !graph_lowering) st = starfold__group_mpi_done(fn, group, p->leaders.vec, STARFOLD_DTYPE_COUNT, &mt->status,
+                                                                         "MPI_Allreduce", &abandoned);
     if (st == STARFOLD_OK && graph_lowering)
         st = cross_ranks(group, p->across, p->op, &p->leaders, &p->results, sequence, &abandoned);
     if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, p->bcast, p->lead2, p->outputs, &r2);

@@ -143,23 +143,24 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
 }
 
 /*
- * Step 3 with the MPI lowering, finished: the MPI tasks are waited for (their leaders polled, within
- * timeout_seconds) before the local broadcast is submitted, so that a rank whose MPI_Allreduce
- * failed or timed out leaves every output as it was, as a graph lowering does.
+ * An MPI task of the collective, finished: its handles @h (@n, NULLs skipped) polled free within
+ * timeout_seconds, then its shared @status read; @call names the MPI call in the messages. A rank
+ * whose call failed or timed out leaves every output as it was. A timeout sets *@abandoned (the
+ * handles and the task's arguments stay StarPU's); either failure breaks the group.
  */
-starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starfold__leaders_t *l, const int *status,
-                                           int *abandoned)
+starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starpu_data_handle_t *h, size_t n,
+                                           const int *status, const char *call, int *abandoned)
 {
-    if (starfold__handles_free_by(l->vec, STARFOLD_DTYPE_COUNT, starfold__now_s(), g->timeout_seconds) != 0) {
+    if (starfold__handles_free_by(h, n, starfold__now_s(), g->timeout_seconds) != 0) {
         g->broken = 1;
         *abandoned = 1;
-        return starfold__error(STARFOLD_ERR_TIMEOUT, "%s: rank %d's MPI_Allreduce did not complete within "
-                               "timeout_seconds (%g s); the group is broken", fn, g->rank, g->timeout_seconds);
+        return starfold__error(STARFOLD_ERR_TIMEOUT, "%s: rank %d's %s did not complete within timeout_seconds (%g s); "
+                               "the group is broken", fn, g->rank, call, g->timeout_seconds);
     }
     const int failed = __atomic_load_n(status, __ATOMIC_ACQUIRE);
     if (failed == STARFOLD_OK) return STARFOLD_OK;
     g->broken = 1;
-    return starfold__error((starfold_status_t)failed, "%s: MPI_Allreduce %s on this rank; the group is broken", fn,
+    return starfold__error((starfold_status_t)failed, "%s: %s %s on this rank; the group is broken", fn, call,
                            failed == STARFOLD_ERR_TIMEOUT ? "did not complete within timeout_seconds" : "failed");
 }
 

@@ -96,10 +96,10 @@ typedef struct starfold__mpi_gather_arg {
  * group's MPI order); a refused submission breaks the group. */
 starfold_status_t starfold__group_mpi_gather_submit(starfold_group_t g, starpu_data_handle_t all, starpu_data_handle_t mine,
                                                     starfold__mpi_gather_arg_t *a);
-/* group_mpi_task.c: waits for those tasks within timeout_seconds (*@abandoned on a timeout); their
- * first failure, the group broken. */
-starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starfold__leaders_t *l,
-                                           const int *status, int *abandoned);
+/* group_mpi_task.c: waits for an MPI task's handles @h within timeout_seconds (*@abandoned on a
+ * timeout), then its @status; either failure breaks the group (@call names the MPI call). */
+starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starpu_data_handle_t *h, size_t n,
+                                           const int *status, const char *call, int *abandoned);
 /* MEAN's division, as the kernels do it: floats divide, integers truncate toward zero. */
 void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divisor);
 
