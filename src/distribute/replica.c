@@ -87,6 +87,8 @@ typedef struct slot {
     const starfold_value_t *values;
     starfold_communication_options_t options;
     starfold_value_t *results;      /* [nvalues] where this replica wants its results */
+    int same_as_last;               /* all_reduce: this replica passed what it passed to the last one
+                                       (its row of the kept pairs' sources, see ar_inputs_t) */
     /* assign, assign_add, assign_sub */
     starfold_value_t variable;
     /* merge_call */
@@ -424,10 +426,13 @@ out:
 }
 
 /*
- * The PerReplica values the leader made over the replicas' own for its last all_reduce, and what
- * they were made of: every replica's value (its stamp) and component. The same values and
- * components next time have the same devices and views (stamps say so), so the values are used
- * again, with their stamps, and the batch plan of the last step is found again (batch_plan.c).
+ * The pairs the leader made for its last all_reduce: the PerReplica values over the replicas' own,
+ * each its own destination, and what they were made of: every replica's value (its stamp) and
+ * component. The same values and components next time have the same devices and views (stamps say
+ * so), so the pairs are used again as they are, with their values' stamps, and the batch plan of
+ * the last step is found again (batch_plan.c). A step of a training loop then makes nothing here: a
+ * pair holds a whole resolved destination (STARFOLD_MAX_DEVICES device numbers), and 1,000 of them
+ * made afresh were a megabyte cleared every step.
  * Kept in the strategy's pool, used by the leader alone (one run at a time, one collective at a
  * time). The values hold no reference on what they borrow and are only used while the stamps match
  * (the sources alive and unmoved); their memory is their own (not the arena's), so they may be
@@ -438,67 +443,124 @@ typedef struct ar_inputs {
     int n;
     unsigned long long *src;     /* [r * nv + i] stamp of replica r's value i */
     int *comps;                  /* [r * nv + i] its component */
-    starfold_value_t *made;      /* [nv] the values made over them, one reference each */
+    starfold__pair_t *pairs;     /* [nv] the pairs made over them, one reference on each value */
 } ar_inputs_t;
 
 static ar_inputs_t *pool_ar_inputs(starfold_strategy_t s);
 
+static void pairs_free(starfold__pair_t *pairs, size_t nv)
+{
+    for (size_t i = 0; pairs && i < nv; i++) starfold_value_destroy(pairs[i].value);
+    free(pairs);
+}
+
 static void ar_inputs_clear(ar_inputs_t *a)
 {
-    for (size_t i = 0; a->made && i < a->nv; i++) starfold_value_destroy(a->made[i]);
+    pairs_free(a->pairs, a->nv);
     free(a->src);
     free(a->comps);
-    free(a->made);
     memset(a, 0, sizeof *a);
 }
 
-/* Whether the replicas passed the values and components of the last all_reduce (none regrouped). */
-static int ar_inputs_match(const ar_inputs_t *a, const slot_t *sl, int n, size_t nv)
+/*
+ * Whether replica @r passed the values and components it passed to the last all_reduce (none
+ * regrouped). Each replica asks this of its own row while it checks its values, in its own thread,
+ * before it joins (the kept pairs change only while every replica waits in the rendezvous); the
+ * leader then only reads the answers.
+ */
+static int ar_inputs_row_match(const ar_inputs_t *a, int r, int n, size_t nv, const starfold_value_t *values,
+                               const int *comps)
 {
-    if (!a->made || a->nv != nv || a->n != n) return 0;
-    for (int r = 0; r < n; r++)
-        for (size_t i = 0; i < nv; i++) {
-            const starfold_value_t v = sl[r].values[i];
-            if (v->origin || __atomic_load_n(&v->stamp, __ATOMIC_RELAXED) != a->src[(size_t)r * nv + i] ||
-                sl[r].comps[i] != a->comps[(size_t)r * nv + i])
-                return 0;
-        }
+    if (!a || !a->pairs || a->nv != nv || a->n != n) return 0;
+    const unsigned long long *stamps = &a->src[(size_t)r * nv];
+    const int *kept_comps = &a->comps[(size_t)r * nv];
+    for (size_t i = 0; i < nv; i++) {
+        const starfold_value_t v = values[i];
+        if (v->origin || __atomic_load_n(&v->stamp, __ATOMIC_RELAXED) != stamps[i] || comps[i] != kept_comps[i]) return 0;
+    }
     return 1;
 }
 
+static int ar_inputs_match(const ar_inputs_t *a, const slot_t *sl, int n, size_t nv)
+{
+    if (!a->pairs || a->nv != nv || a->n != n) return 0;
+    for (int r = 0; r < n; r++)
+        if (!sl[r].same_as_last) return 0;
+    return 1;
+}
+
+/* New pairs over what the replicas passed: value i of every replica as one PerReplica value, which is
+ * also its destination (TensorFlow's batch_all_reduce). The stamps and components they were made of
+ * go to @stamps and @comps ([r * nv + i]) when given; *@regrouped says whether a source is a
+ * regrouped value (which follows its parts: such pairs are not kept). */
+static starfold_status_t make_pairs(starfold_strategy_t s, const slot_t *sl, int n, size_t nv, starfold__pair_t **pairs,
+                                    unsigned long long *stamps, int *comps_out, int *regrouped)
+{
+    starfold_status_t st = STARFOLD_OK;
+    const size_t m = nv * (size_t)n;
+    starfold_value_t *src = malloc(sizeof *src * m), *made = calloc(nv, sizeof *made);
+    int *comps = malloc(sizeof *comps * m);
+    starfold__pair_t *p = calloc(nv, sizeof *p);
+    *regrouped = 0;
+    if (!src || !comps || !made || !p) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < nv; i++) {
+            const size_t k = (size_t)r * nv + i;
+            src[k] = sl[r].values[i];
+            comps[k] = sl[r].comps[i];
+            *regrouped |= src[k]->origin != NULL;
+            if (stamps) stamps[k] = __atomic_load_n(&src[k]->stamp, __ATOMIC_RELAXED);
+            if (comps_out) comps_out[k] = comps[k];
+        }
+    SF_CHECK_GOTO(starfold__values_borrow_block(STARFOLD_VALUE_PER_REPLICA, n, s->devices, nv, src, comps, made), st, out);
+    for (size_t i = 0; i < nv; i++) {
+        p[i].value = made[i];
+        p[i].dest.n = n;
+        memcpy(p[i].dest.devices, s->devices, sizeof(int) * (size_t)n);
+        p[i].dest.ctx = sl[0].values[i]->ctx;
+    }
+    *pairs = p;
+    p = NULL;
+out:
+    free(src);
+    free(comps);
+    free(made);
+    free(p);
+    return st;
+}
+
 /*
- * The PerReplica values over what the replicas passed (@src, @comps: [r * nv + i]) into @out: last
- * all_reduce's when they are the same (*@kept = 1: not the caller's), else new ones, remembered for
- * next time unless a regrouped value is among the sources (then *@kept = 0: the caller's).
+ * The pairs over what the replicas passed into *@pairs: last all_reduce's when they are the same
+ * (*@kept = 1: not the caller's), else new ones, remembered for next time unless a regrouped value is
+ * among the sources (then *@kept = 0: the caller frees them with pairs_free()).
  */
 static starfold_status_t ar_inputs_get(starfold_strategy_t s, const slot_t *sl, int n, size_t nv,
-                                       const starfold_value_t *src, const int *comps, starfold_value_t *out, int *kept)
+                                       starfold__pair_t **pairs, int *kept)
 {
     ar_inputs_t *a = pool_ar_inputs(s);
     *kept = 0;
     if (a && ar_inputs_match(a, sl, n, nv)) {
-        memcpy(out, a->made, sizeof *out * nv);
+        *pairs = a->pairs;
         *kept = 1;
         return STARFOLD_OK;
     }
-    const starfold_status_t st = starfold__values_borrow_block(STARFOLD_VALUE_PER_REPLICA, n, s->devices, nv, src, comps, out);
-    if (st != STARFOLD_OK || !a) return st;
-    ar_inputs_clear(a);
-    for (size_t k = 0; k < nv * (size_t)n; k++)
-        if (src[k]->origin) return STARFOLD_OK; /* a regrouped value follows its parts: not kept */
     const size_t m = nv * (size_t)n;
-    a->src = malloc(sizeof *a->src * m);
-    a->comps = malloc(sizeof *a->comps * m);
-    a->made = malloc(sizeof *a->made * nv);
-    if (!a->src || !a->comps || !a->made) {
-        ar_inputs_clear(a);
-        return STARFOLD_OK;
+    unsigned long long *stamps = a ? malloc(sizeof *stamps * m) : NULL;
+    int *comps = a ? malloc(sizeof *comps * m) : NULL;
+    int regrouped = 0;
+    const starfold_status_t st = make_pairs(s, sl, n, nv, pairs, stamps, comps, &regrouped);
+    if (st != STARFOLD_OK || !a || !stamps || !comps || regrouped) {
+        free(stamps);
+        free(comps);
+        return st; /* not kept: the caller's */
     }
-    for (size_t k = 0; k < m; k++) {
-        a->src[k] = __atomic_load_n(&src[k]->stamp, __ATOMIC_RELAXED);
-        a->comps[k] = comps[k];
-    }
-    memcpy(a->made, out, sizeof *out * nv);
+    ar_inputs_clear(a);
+    a->src = stamps;
+    a->comps = comps;
+    a->pairs = *pairs;
     a->nv = nv;
     a->n = n;
     *kept = 1;
@@ -544,31 +606,16 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
 
     starfold_status_t st = STARFOLD_OK;
     const starfold_strategy_t s = run->strategy;
-    starfold__pair_t *pairs = calloc(nv, sizeof *pairs);
+    starfold__pair_t *pairs = NULL;
+    int kept = 0; /* pairs kept by the pool (not freed here) */
     starfold_value_t *res = calloc(nv, sizeof *res);
     starfold_value_t *mine = calloc(nv * (size_t)n, sizeof *mine); /* [r * nv + i] */
-    starfold_value_t *src = malloc(sizeof *src * nv * (size_t)n);   /* [r * nv + i] */
-    int *comps = malloc(sizeof *comps * nv * (size_t)n);
-    starfold_value_t *per_replica = calloc(nv, sizeof *per_replica);
-    int kept = 0; /* per_replica kept by the pool (not destroyed here) */
-    if (!pairs || !res || !mine || !src || !comps || !per_replica) {
+    if (!res || !mine) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
-    for (int r = 0; r < n; r++)
-        for (size_t i = 0; i < nv; i++) {
-            src[(size_t)r * nv + i] = sl[r].values[i];
-            comps[(size_t)r * nv + i] = sl[r].comps[i];
-        }
     /* The replicas hold their values until the collective is over: the values over them take no reference. */
-    SF_CHECK_GOTO(ar_inputs_get(s, sl, n, nv, src, comps, per_replica, &kept), st, out);
-    for (size_t i = 0; i < nv; i++) {
-        pairs[i].value = per_replica[i];
-        /* TensorFlow's batch_all_reduce: each value is its own destination. */
-        pairs[i].dest.n = n;
-        memcpy(pairs[i].dest.devices, s->devices, sizeof(int) * (size_t)n);
-        pairs[i].dest.ctx = sl[0].values[i]->ctx;
-    }
+    SF_CHECK_GOTO(ar_inputs_get(s, sl, n, nv, &pairs, &kept), st, out);
     /* Straight into one-component results, replica r's at mine[r * nv + i] (destinations in replica order). */
     st = starfold__strategy_all_reduce_split(s, sl[0].op, nv, pairs, &sl[0].options, "all_reduce", mine);
     if (st == STARFOLD_ERR_NOT_SUPPORTED) { /* across processes: mirrored results, then each replica's component */
@@ -585,13 +632,9 @@ out:
     if (st != STARFOLD_OK) snprintf(msg, MSG_LEN, "%s", starfold_last_error());
     for (size_t i = 0; mine && i < nv * (size_t)n; i++) starfold_value_destroy(mine[i]);
     for (size_t i = 0; res && i < nv; i++) starfold_value_destroy(res[i]);
-    for (size_t i = 0; pairs && !kept && i < nv; i++) starfold_value_destroy(pairs[i].value);
-    free(pairs);
+    if (!kept) pairs_free(pairs, nv);
     free(res);
     free(mine);
-    free(src);
-    free(comps);
-    free(per_replica);
     return st;
 }
 
@@ -843,6 +886,9 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
             else
                 sl.comps[i] = c;
         }
+        if (sl.local_status == STARFOLD_OK)
+            sl.same_as_last = ar_inputs_row_match(pool_ar_inputs(context->strategy), context->id, context->strategy->n,
+                                                  num_values, values, sl.comps);
     }
     st = rendezvous(context, COLL_ALL_REDUCE, &sl, timeout, fn);
     free(sl.comps);

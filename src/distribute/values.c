@@ -203,7 +203,7 @@ static value_slab_t *slab_new(starfold_context_t ctx, size_t nvalues, size_t eac
     const size_t bytes = SLAB_HEAD + each * nvalues;
     value_slab_t *s = ctx ? starfold__arena_mem_take(ctx, bytes, &got) : malloc(got = bytes);
     if (!s) return NULL;
-    memset(s, 0, bytes);
+    memset(s, 0, SLAB_HEAD); /* each shell is zeroed by shell_init(), while it is in the cache */
     s->ctx = ctx;
     s->bytes = got;
     return s;
@@ -226,12 +226,13 @@ static size_t shell_size(int n)
     return (size + 15) & ~(size_t)15;
 }
 
-/* Lays an empty shell (handles NULL, nothing owned) out in @mem, shell_size(@n) zeroed bytes. */
+/* Lays an empty shell (handles NULL, nothing owned) out in @mem, shell_size(@n) bytes. */
 static starfold_value_t shell_init(void *mem, unsigned long long stamp, starfold_context_t ctx, starfold_value_kind_t kind,
                                    int n, const int *devices, starfold_dtype_t dtype, size_t count)
 {
     const size_t un = (size_t)n;
     struct starfold_value *v = mem;
+    memset(mem, 0, shell_size(n));
     if (pthread_mutex_init(&v->lock, NULL) != 0) return NULL;
     unsigned char *p = (unsigned char *)(v + 1);
     v->handles = (starpu_data_handle_t *)p;
@@ -262,7 +263,7 @@ static starfold_value_t shell_init(void *mem, unsigned long long stamp, starfold
 static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                     starfold_dtype_t dtype, size_t count)
 {
-    void *mem = calloc(1, shell_size(n));
+    void *mem = malloc(shell_size(n));
     if (!mem) return NULL;
     starfold_value_t v = shell_init(mem, new_stamp(), ctx, kind, n, devices, dtype, count);
     if (!v) free(mem);
