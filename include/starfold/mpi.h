@@ -361,7 +361,11 @@ STARFOLD_API void starfold_group_abort(starfold_group_t group, int code);
  * all-reduce per pack (0: the batch in one, a fusion buffer per dtype); timeout_seconds bounds each
  * of them, agreement included (0: the group's); implementation picks the lowering across processes:
  * RING "ring", NCCL "mpi" (the communication library's own tuned all-reduce, as NCCL is), AUTO the
- * group's (starfold_group_set_lowering()). Every process must use the same options.
+ * group's (starfold_group_set_lowering()); promote_integer_mean makes an integer MEAN float64 as on
+ * one process (the integers summed across processes, then divided on the host, as the group divides
+ * every MEAN). Every process must use the same options: each pack's agreement compares a fingerprint
+ * of the whole batch too, so processes whose batches differ only in a later pack fail in the first
+ * pack, every one of them.
  * @param [in]  group the process group (it must outlive the strategy)
  * @param [in]  options NULL for the defaults
  * @param [out] strategy the new strategy (starfold_strategy_destroy())

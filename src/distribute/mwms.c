@@ -23,6 +23,12 @@
  *   implementation   the lowering across processes: RING the ring of StarPU-MPI sends, NCCL the
  *                    communication library's own tuned all-reduce (MPI's, as NCCL is NVIDIA's), AUTO
  *                    the group's choice (starfold_group_set_lowering(), by default the cost model's)
+ *   promote_integer_mean  an integer MEAN summed across processes in its dtype, then divided as float64
+ *                    on the host (promoted_mean()); the batch is then two reductions, the integers'
+ *                    SUM after the rest, in that order everywhere
+ *
+ * Every group call of one batch carries the batch's fingerprint (batch_fingerprint()), which the
+ * agreement compares: a batch that differs only in its last pack fails in the first, on every process.
  *
  * Built with MPI only (the distribute layer's MPI part, compiled without StarPU's flags).
  */
@@ -64,11 +70,33 @@ static size_t pack_end(const starfold_tensor_desc_t *t, size_t n, size_t from, i
     return i;
 }
 
+/*
+ * The fingerprint of a whole reduction across processes (FNV-1a), which every group call it is cut
+ * into carries: processes whose batches differ only in a later pack fail in the first call, all of
+ * them, instead of one waiting alone for a call the others never make.
+ */
+static uint64_t batch_fingerprint(starfold_op_t op, size_t n, const starfold_tensor_desc_t *t,
+                                  const starfold_communication_options_t *o)
+{
+    uint64_t h = 1469598103934665603ull;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    MIX(op);
+    MIX(n);
+    MIX(o->bytes_per_pack);
+    MIX(o->promote_integer_mean);
+    for (size_t i = 0; i < n; i++) {
+        MIX(t[i].dtype);
+        MIX(t[i].count);
+    }
+#undef MIX
+    return h ? h : 1;
+}
+
 /* The group all-reduces of the batch, pack by pack (@in and @out: [device x tensor], @n tensors). */
 static starfold_status_t all_reduce_packs(starfold_group_t g, starfold_op_t op, int nd, size_t n,
                                           const starfold_tensor_desc_t *tensors, const starfold_view_t *in,
                                           const starfold_view_t *out, const starfold_communication_options_t *o,
-                                          const char *fn)
+                                          uint64_t batch, const char *fn)
 {
     starfold_view_t *pin = calloc((size_t)nd * (n ? n : 1), sizeof *pin);
     starfold_view_t *pout = calloc((size_t)nd * (n ? n : 1), sizeof *pout);
@@ -82,10 +110,69 @@ static starfold_status_t all_reduce_packs(starfold_group_t g, starfold_op_t op, 
                 pout[(size_t)d * np + k] = out[(size_t)d * n + a + k];
             }
         st = starfold__group_all_reduce_views_with(g, op, np, tensors + a, pin, pout, o->timeout_seconds,
-                                                   lowering_of(o->implementation));
+                                                   lowering_of(o->implementation), batch);
     }
     free(pin);
     free(pout);
+    return st;
+}
+
+/*
+ * The tensors whose @promoted flag is @want, in order, as all_reduce_packs() takes them: a batch of
+ * promoted integer MEANs and other pairs is two reductions (the integers summed, the rest with @op),
+ * in that fixed order on every process, both carrying the batch's fingerprint.
+ */
+static starfold_status_t all_reduce_part(starfold_group_t g, starfold_op_t op, int nd, size_t n,
+                                         const starfold_tensor_desc_t *tensors, const starfold_view_t *in,
+                                         const starfold_view_t *out, const unsigned char *promoted, int want,
+                                         const starfold_communication_options_t *o, uint64_t batch, const char *fn)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) m += promoted[i] == want;
+    if (m == 0) return STARFOLD_OK;
+    if (m == n) return all_reduce_packs(g, op, nd, n, tensors, in, out, o, batch, fn);
+    starfold_tensor_desc_t *t = malloc(sizeof *t * m);
+    starfold_view_t *pin = malloc(sizeof *pin * m * (size_t)nd), *pout = malloc(sizeof *pout * m * (size_t)nd);
+    starfold_status_t st = t && pin && pout ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (size_t i = 0, k = 0; st == STARFOLD_OK && i < n; i++) {
+        if (promoted[i] != want) continue;
+        t[k] = tensors[i];
+        for (int d = 0; d < nd; d++) {
+            pin[(size_t)d * m + k] = in[(size_t)d * n + i];
+            pout[(size_t)d * m + k] = out[(size_t)d * n + i];
+        }
+        k++;
+    }
+    if (st == STARFOLD_OK) st = all_reduce_packs(g, op, nd, m, t, pin, pout, o, batch, fn);
+    free(t);
+    free(pin);
+    free(pout);
+    return st;
+}
+
+/*
+ * A promoted integer MEAN's result (TensorFlow's truediv): the integer SUM of every replica of every
+ * process, @sum, divided by their number as float64, onto @d. The division and the conversion are
+ * done on the host, where the group divides every MEAN across processes (group_allreduce.c); the
+ * float64 result is then written to each destination.
+ */
+static starfold_status_t promoted_mean(starfold_group_t g, starfold_context_t ctx, starfold_value_t sum,
+                                       const starfold__dest_t *d, const char *fn, starfold_value_t *result)
+{
+    const size_t count = sum->count, es = starfold_dtype_size(sum->dtype);
+    int replicas = 0;
+    for (int r = 0; r < starfold_group_size(g); r++) replicas += starfold_group_num_devices(g, r);
+    void *ints = malloc(count ? count * es : 1);
+    double *out = malloc(count ? count * sizeof *out : 1);
+    starfold_status_t st = ints && out ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (st == STARFOLD_OK && count) st = starfold_value_read(sum, 0, ints, count * es);
+    for (size_t k = 0; st == STARFOLD_OK && k < count; k++)
+        out[k] = (sum->dtype == STARFOLD_INT32 ? (double)((const int32_t *)ints)[k] : (double)((const int64_t *)ints)[k]) /
+                 (double)replicas;
+    if (st == STARFOLD_OK)
+        st = starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, STARFOLD_FLOAT64, count, out, result);
+    free(ints);
+    free(out);
     return st;
 }
 
@@ -105,12 +192,6 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
 {
     starfold_group_t g = s->group;
     const int nd = s->n;
-    if (o->promote_integer_mean)
-        for (size_t i = 0; i < n; i++)
-            if (op == STARFOLD_OP_MEAN && (pairs[i].value->dtype == STARFOLD_INT32 || pairs[i].value->dtype == STARFOLD_INT64))
-                return starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
-                                       "%s: MultiWorkerMirroredStrategy: promote_integer_mean across processes is not "
-                                       "supported yet (pair %zu)", fn, i);
     /* Every pair's value must have a component on every device of this process (a per-replica value
      * of its replicas, or a mirrored one). Checked here, agreed on by the group: a refusal on one
      * process is a refusal on all. */
@@ -126,8 +207,13 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
     starfold_view_t *out = calloc((size_t)nd * (n ? n : 1), sizeof *out);
     starfold_value_t *all = calloc(n ? n : 1, sizeof *all);
     size_t *counts = calloc(n ? n : 1, sizeof *counts);
+    /* promote_integer_mean: an integer MEAN is summed across processes, then divided as float64. */
+    unsigned char *promoted = calloc(n ? n : 1, 1);
     starfold_status_t st = local;
-    if (!tensors || !in || !out || !all || !counts) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (size_t i = 0; promoted && i < n; i++)
+        promoted[i] = op == STARFOLD_OP_MEAN && o->promote_integer_mean &&
+                      (pairs[i].value->dtype == STARFOLD_INT32 || pairs[i].value->dtype == STARFOLD_INT64);
+    if (!tensors || !in || !out || !all || !counts || !promoted) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     /*
      * The all-reduce's outputs: a mirrored value per pair over this process's devices, in the arena
      * (one block per device and dtype); inputs and outputs go to the group as views, so values stay
@@ -166,7 +252,9 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
         (void)starfold_group_all_reduce_views(g, (starfold_op_t)-1, 0, NULL, NULL, NULL);
         st = starfold__error(st, "%s", why);
     } else {
-        st = all_reduce_packs(g, op, nd, n, tensors, in, out, o, fn);
+        const uint64_t batch = batch_fingerprint(op, n, tensors, o);
+        st = all_reduce_part(g, op, nd, n, tensors, in, out, promoted, 0, o, batch, fn);
+        if (st == STARFOLD_OK) st = all_reduce_part(g, STARFOLD_OP_SUM, nd, n, tensors, in, out, promoted, 1, o, batch, fn);
         if (st != STARFOLD_OK) {
             char why[512];
             snprintf(why, sizeof why, "%s", starfold_last_error());
@@ -174,15 +262,25 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
         }
     }
     /* Deliver: to the value's devices, the all-reduce itself; elsewhere, a copy of the first result. */
-    for (size_t i = 0; i < n && st == STARFOLD_OK; i++) {
+    size_t delivered = 0;
+    for (; delivered < n && st == STARFOLD_OK; delivered++) {
+        const size_t i = delivered;
         const starfold__dest_t *d = &pairs[i].dest;
-        if (!d->host && d->n == nd && !memcmp(d->devices, s->devices, sizeof(int) * (size_t)nd)) {
+        results[i] = NULL;
+        if (promoted[i]) {
+            st = promoted_mean(g, s->ctx, all[i], d, fn, &results[i]);
+        } else if (!d->host && d->n == nd && !memcmp(d->devices, s->devices, sizeof(int) * (size_t)nd)) {
             results[i] = all[i];
             all[i] = NULL;
-            continue;
+        } else {
+            st = starfold__ops_broadcast(s->ops, s->topology, all[i], d, fn, &results[i]);
+            if (st == STARFOLD_OK) st = starfold_value_wait(results[i]);
         }
-        st = starfold__ops_broadcast(s->ops, s->topology, all[i], d, fn, &results[i]);
-        if (st == STARFOLD_OK) st = starfold_value_wait(results[i]);
+    }
+    /* A failure leaves the caller no result: those delivered before it go too. */
+    for (size_t i = 0; st != STARFOLD_OK && i < delivered; i++) {
+        starfold_value_destroy(results[i]);
+        results[i] = NULL;
     }
     if (all)
         for (size_t i = 0; i < n; i++) starfold_value_destroy(all[i]);
@@ -191,6 +289,7 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
     free(out);
     free(all);
     free(counts);
+    free(promoted);
     return st;
 }
 

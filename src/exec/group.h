@@ -31,6 +31,8 @@ struct starfold_group {
     /* collectives (group_allreduce.c) */
     int lowering;           /* SF_LOWER_* the caller chose (starfold_group_set_lowering()) */
     int last_lowering;      /* the one the last all-reduce ran */
+    uint64_t call_batch;    /* the batch the current all-reduce is one call of (0: none), compared by the
+                               agreement (starfold__group_all_reduce_views_with()) */
     long sequence;          /* collectives this rank entered */
     int broken;             /* a collective timed out: every later call fails at once */
     long notice;            /* the buffer of the "broken" notices this rank sent */

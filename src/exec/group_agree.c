@@ -39,6 +39,7 @@ typedef struct hello {
     int32_t lowering;  /* SF_LOWER_* this rank will take */
     int32_t collective; /* SF_GROUP_* */
     int64_t payload;   /* may differ between ranks: an all-gather's element count */
+    uint64_t batch;    /* the fingerprint of the batch this collective is one call of (0: none) */
 } hello_t;
 
 static const char *collective_name(int c) { return c == SF_GROUP_ALL_GATHER ? "an all-gather" : "an all-reduce"; }
@@ -239,6 +240,14 @@ static starfold_status_t verdict(const char *fn, starfold_group_t g, const hello
                                    "%s: collective #%lld: rank %d calls %s, rank 0 %s; nothing was submitted", fn,
                                    (long long)all[0].sequence, r, collective_name(all[r].collective),
                                    collective_name(all[0].collective));
+        /* Before the call's own tensors: a batch cut into several calls may agree on its first calls
+         * and differ only in a later one, which one rank would then wait for alone. */
+        if (all[r].batch != all[0].batch)
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                   "%s: collective #%lld: rank %d reduces another batch than rank 0 (the whole "
+                                   "reduction this call is part of: its values' dtypes, sizes or order, the op, "
+                                   "bytes_per_pack or promote_integer_mean differ); nothing was submitted",
+                                   fn, (long long)all[0].sequence, r);
         if (all[r].fingerprint != all[0].fingerprint && all[0].collective == SF_GROUP_ALL_GATHER)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                    "%s: collective #%lld: rank %d gathers another dtype or row width than rank 0; "
@@ -275,7 +284,7 @@ starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, cons
     const int ok = st == STARFOLD_OK;
     const hello_t mine = { g->sequence, fingerprint(w->collective, w->op, ok ? w->nt : 0, ok ? w->tensors : NULL),
                            (int32_t)st, (int32_t)w->op, (int64_t)(ok ? w->nt : 0), w->lowering, w->collective,
-                           ok ? w->payload : 0 };
+                           ok ? w->payload : 0, ok ? w->batch : 0 };
     starfold_status_t agreed = exchange(fn, g, 0, &mine, all);
     if (agreed == STARFOLD_OK) agreed = verdict(fn, g, all, mine_msg);
     if (agreed != STARFOLD_OK) g->sequence++;

@@ -243,7 +243,8 @@ void starfold__group_plan_free(starfold_group_t g, starfold__plan_t *p)
  */
 starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t group, starfold__plan_t *p, starfold_status_t st)
 {
-    const starfold__agree_what_t what = { SF_GROUP_ALL_REDUCE, p->op, p->nt, p->tensors, p->lowering, 0 };
+    const starfold__agree_what_t what = { SF_GROUP_ALL_REDUCE, p->op, p->nt, p->tensors, p->lowering, 0,
+                                          group->call_batch };
     const starfold_status_t agreed = starfold__group_agree(fn, group, &what, st, NULL);
     if (agreed != STARFOLD_OK) return agreed;
     const int graph_lowering = p->lowering != SF_LOWER_MPI;
@@ -337,7 +338,7 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_views(starfold_group_t 
 starfold_status_t starfold__group_all_reduce_views_with(starfold_group_t group, starfold_op_t op, size_t num_tensors,
                                                         const starfold_tensor_desc_t *tensors,
                                                         const starfold_view_t *inputs, const starfold_view_t *outputs,
-                                                        double timeout_seconds, const char *lowering)
+                                                        double timeout_seconds, const char *lowering, uint64_t batch)
 {
     static const char fn[] = "starfold_group_all_reduce_views";
     starfold_status_t st = starfold__group_usable(fn, group);
@@ -347,7 +348,9 @@ starfold_status_t starfold__group_all_reduce_views_with(starfold_group_t group, 
     if (timeout_seconds > 0) group->timeout_seconds = timeout_seconds;
     /* An unknown name is this rank's refusal, shared with the others by the agreement. */
     if (lowering) st = starfold_group_set_lowering(group, lowering);
+    group->call_batch = batch;
     st = group_all_reduce(fn, group, op, num_tensors, tensors, inputs, outputs, st);
+    group->call_batch = 0;
     group->timeout_seconds = timeout;
     group->lowering = chosen;
     return st;

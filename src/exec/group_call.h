@@ -8,18 +8,23 @@
 #ifndef STARFOLD_SRC_EXEC_GROUP_CALL_H
 #define STARFOLD_SRC_EXEC_GROUP_CALL_H
 
+#include <stdint.h>
+
 #include <starfold/mpi.h>
 
 /*
  * starfold_group_all_reduce_views() with, for this call only, @timeout_seconds (> 0; else the
  * group's) bounding the whole collective, and @lowering (a name starfold_group_set_lowering() takes;
- * NULL: the group's). Every rank must pass the same lowering (the agreement compares it). The group
- * runs one collective at a time: its settings are restored before this returns.
+ * NULL: the group's). Every rank must pass the same lowering (the agreement compares it). @batch: a
+ * fingerprint of the whole reduction when this call is one of several that make it (packs, dtypes
+ * reduced apart), 0 for none; every rank must pass the same one, so that ranks whose reductions
+ * differ only in a later call fail in the first, together, instead of one rank waiting alone. The
+ * group runs one collective at a time: its settings are restored before this returns.
  */
 starfold_status_t starfold__group_all_reduce_views_with(starfold_group_t group, starfold_op_t op, size_t num_tensors,
                                                         const starfold_tensor_desc_t *tensors,
                                                         const starfold_view_t *inputs, const starfold_view_t *outputs,
-                                                        double timeout_seconds, const char *lowering);
+                                                        double timeout_seconds, const char *lowering, uint64_t batch);
 
 /*
  * starfold_group_all_gather() of a view: this rank's @count elements of @dtype at @input (a NULL

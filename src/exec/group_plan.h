@@ -64,6 +64,7 @@ typedef struct starfold__agree_what {
     const starfold_tensor_desc_t *tensors;  /* [nt]: dtypes and counts, the same on every rank */
     int lowering;                           /* SF_LOWER_* */
     int64_t payload;                        /* may differ: shared, not compared */
+    uint64_t batch;                         /* the batch this collective is one call of (0: none) */
 } starfold__agree_what_t;
 
 /* group_agree.c: round 1 of the agreement (this rank's verdict @st against every other's); every

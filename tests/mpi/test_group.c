@@ -984,6 +984,92 @@ static void test_mwms_variables(void)
  * differently, so the first pack differs and every process gets INVALID_ARGUMENT (no result, the
  * group still usable), which only separate per-pack collectives can produce.
  */
+/*
+ * promote_integer_mean across processes: TensorFlow's integer MEAN is a true division into float64.
+ * Replica g (global, rank x NDEV + device) holds g + 1 in an int32 and an int64 tensor of 3 elements
+ * (element i: (g + 1) * (i + 1)) beside a float32 one: the integer MEANs are float64
+ * (T + 1) / 2 x (i + 1) (2.5 on 4 replicas, where the integer mode truncates to 2), the float one
+ * stays float32. Then a batch whose tail differs on rank 0, cut into packs: every process refuses in
+ * the first pack's agreement (the batch's fingerprint), none waits for a pack the others skip.
+ */
+static void test_mwms_promote(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const int T = NDEV * world_size, devs[NDEV] = { 0, 1 };
+    starfold_communication_options_t so;
+    starfold_communication_options_init(&so);
+    so.promote_integer_mean = 1;
+    starfold_strategy_t s = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, &so, &s), STARFOLD_OK);
+    static const starfold_dtype_t dt[3] = { STARFOLD_INT32, STARFOLD_FLOAT32, STARFOLD_INT64 };
+    starfold_value_t v[3] = { NULL }, res[3] = { NULL };
+    starfold_value_destination_pair_t pairs[3];
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, dt[k], 3, NULL, &v[k]),
+                              STARFOLD_OK);
+        for (int c = 0; c < NDEV; c++) {
+            const long gid = (long)world_rank * NDEV + c + 1;
+            int32_t i32[3];
+            int64_t i64[3];
+            float f32[3];
+            for (int i = 0; i < 3; i++) i32[i] = (int32_t)(gid * (i + 1)), i64[i] = gid * (i + 1), f32[i] = (float)(gid * (i + 1));
+            const void *src = dt[k] == STARFOLD_INT32 ? (const void *)i32 : dt[k] == STARFOLD_INT64 ? (const void *)i64 : f32;
+            CU_ASSERT_EQUAL(starfold_value_write(v[k], c, src, 3 * starfold_dtype_size(dt[k])), STARFOLD_OK);
+        }
+        pairs[k] = (starfold_value_destination_pair_t){ v[k], starfold_destination_value(v[k]) };
+    }
+    starfold_status_t st = starfold_strategy_batch_reduce_to(s, STARFOLD_OP_MEAN, 3, pairs, NULL, res);
+    if (st != STARFOLD_OK) fprintf(stderr, "rank %d: %s\n", world_rank, starfold_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, STARFOLD_OK);
+    long bad = 0;
+    for (int k = 0; k < 3; k++) {
+        const starfold_dtype_t want_dt = dt[k] == STARFOLD_FLOAT32 ? STARFOLD_FLOAT32 : STARFOLD_FLOAT64;
+        CU_ASSERT_EQUAL(starfold_value_dtype(res[k]), want_dt);
+        CU_ASSERT_EQUAL(starfold_value_num_components(res[k]), NDEV);
+        for (int c = 0; c < NDEV; c++) {
+            double got[3] = { 0 };
+            CU_ASSERT_EQUAL(starfold_value_read(res[k], c, got, 3 * starfold_dtype_size(want_dt)), STARFOLD_OK);
+            for (int i = 0; i < 3; i++) {
+                const double want = (double)(T + 1) / 2.0 * (i + 1);
+                const double x = want_dt == STARFOLD_FLOAT32 ? ((float *)got)[i] : got[i];
+                bad += x != want;
+            }
+        }
+        starfold_value_destroy(res[k]);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* A reduce_to onto the host: one float64 value. */
+    starfold_value_t r = NULL;
+    const starfold_destination_t host = starfold_destination_host();
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_reduce_to(s, STARFOLD_OP_MEAN, v[0], &host, NULL, &r), STARFOLD_OK);
+    double h[3] = { 0 };
+    CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+    CU_ASSERT_EQUAL(starfold_value_read(r, 0, h, sizeof h), STARFOLD_OK);
+    CU_ASSERT_EQUAL(h[2], (double)(T + 1) / 2.0 * 3);
+    starfold_value_destroy(r);
+
+    if (world_size > 1) {
+        /* Rank 0 leaves the last pair out; in packs of one tensor the first pack is the same everywhere. */
+        starfold_communication_options_t call;
+        starfold_communication_options_init(&call);
+        call.bytes_per_pack = 4;
+        call.timeout_seconds = 30;
+        starfold_value_t out[3] = { NULL };
+        CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, world_rank == 0 ? 2 : 3, pairs, &call, out),
+                        STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "another batch"));
+        CU_ASSERT_PTR_NULL(out[0]);
+        CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+        /* The group goes on. */
+        CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 3, pairs, &call, out), STARFOLD_OK);
+        for (int k = 0; k < 3; k++) starfold_value_destroy(out[k]);
+    }
+    for (int k = 0; k < 3; k++) starfold_value_destroy(v[k]);
+    starfold_strategy_destroy(s);
+    starfold_group_destroy(g);
+}
+
 static void test_mwms_options(void)
 {
     starfold_group_t g = make_group(60);
@@ -1199,6 +1285,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "all-gather across ranks: parts of any length, mismatches", test_all_gather);
         CU_add_test(s, "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms);
         CU_add_test(s, "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options);
+        CU_add_test(s, "MultiWorkerMirroredStrategy: promote_integer_mean; batches that differ late", test_mwms_promote);
         CU_add_test(s, "MultiWorkerMirroredStrategy: gather, all_gather, IndexedSlices", test_mwms_gather);
         CU_add_test(s, "MultiWorkerMirroredStrategy: variables updated across processes", test_mwms_variables);
         CU_basic_set_mode(world_rank == 0 ? CU_BRM_VERBOSE : CU_BRM_SILENT);
