@@ -176,6 +176,26 @@ static starfold_status_t promoted_mean(starfold_group_t g, starfold_context_t ct
     return st;
 }
 
+/*
+ * This process's refusal @st (@why) as its verdict in the group's next agreement, so that the other
+ * processes fail with it at once instead of waiting for this one (a refusal wins over whatever
+ * collective the others ask for). The one way every path of this file refuses; starfold_last_error()
+ * is @why again afterwards.
+ */
+static void share_refusal(starfold_group_t g, starfold_status_t st, const char *why,
+                          const starfold_communication_options_t *o)
+{
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s", why);
+    (void)starfold__error(st, "%s", keep);
+    const starfold_view_t none = { NULL, 0 };
+    starpu_data_handle_t whole = NULL;
+    size_t total = 0;
+    (void)starfold__group_all_gather_with(g, STARFOLD_FLOAT32, 1, none, 0, 1, o ? o->timeout_seconds : 0, st, &whole,
+                                          &total);
+    (void)starfold__error(st, "%s", keep);
+}
+
 /* What a reduction across processes needs of the strategy (or of a variable it made). */
 typedef struct across {
     starfold_group_t group;
@@ -248,9 +268,7 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
     if (st != STARFOLD_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", starfold_last_error());
-        /* An op no process accepts: the group shares this process's refusal with the others. */
-        (void)starfold_group_all_reduce_views(g, (starfold_op_t)-1, 0, NULL, NULL, NULL);
-        st = starfold__error(st, "%s", why);
+        share_refusal(g, st, why, o);
     } else {
         const uint64_t batch = batch_fingerprint(op, n, tensors, o);
         st = all_reduce_part(g, op, nd, n, tensors, in, out, promoted, 0, o, batch, fn);
@@ -311,19 +329,11 @@ static starfold_status_t cross_reduce(const starfold__variable_t *info, starfold
     return all_reduce_across(&a, op, 1, &p, &info->options, fn, result);
 }
 
-/*
- * A refusal the other processes see in the agreement of their next collective, as this process's
- * verdict (any collective: a refusal wins over what the others ask for). The caller keeps @why.
- */
+/* A refusal the other processes see in the agreement of their next collective (share_refusal()). */
 static void cross_refuse(struct starfold_strategy *s, starfold_status_t st, const char *why,
                          const starfold_communication_options_t *o)
 {
-    (void)starfold__error(st, "%s", why);
-    const starfold_view_t none = { NULL, 0 };
-    starpu_data_handle_t whole = NULL;
-    size_t total = 0;
-    (void)starfold__group_all_gather_with(s->group, STARFOLD_FLOAT32, 1, none, 0, 1, o ? o->timeout_seconds : 0, st, &whole,
-                                          &total);
+    share_refusal(s->group, st, why, o);
 }
 
 /*

@@ -1064,6 +1064,23 @@ static void test_mwms_promote(void)
         /* The group goes on. */
         CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 3, pairs, &call, out), STARFOLD_OK);
         for (int k = 0; k < 3; k++) starfold_value_destroy(out[k]);
+        /* The last rank's value lacks its device 1 part: refused there, shared with every process. */
+        starfold_value_t lone = NULL, one = NULL;
+        const float x = 1.0f;
+        CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, devs, STARFOLD_FLOAT32, 1, &x, &lone),
+                              STARFOLD_OK);
+        starfold_value_destination_pair_t p1 = { world_rank == world_size - 1 ? lone : v[1],
+                                                 starfold_destination_value(v[1]) };
+        CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_MEAN, 1, &p1, &call, &one),
+                        STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NULL(one);
+        if (world_rank != world_size - 1) {
+            char want[64];
+            snprintf(want, sizeof want, "rank %d refused its arguments", world_size - 1);
+            CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), want));
+        }
+        CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+        starfold_value_destroy(lone);
     }
     for (int k = 0; k < 3; k++) starfold_value_destroy(v[k]);
     starfold_strategy_destroy(s);
