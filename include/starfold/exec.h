@@ -381,6 +381,22 @@ STARFOLD_API starfold_status_t starfold_request_trace_svg(starfold_request_t req
 STARFOLD_API void starfold_context_set_profiling(starfold_context_t context, int on);
 
 /**
+ * @brief Stops StarPU's workers until starfold_context_resume() (process-wide: starpu_pause()).
+ *
+ * Each worker finishes the task it runs, then blocks: it takes no task and, unlike an idle worker,
+ * does not spin on its CPU. Tasks submitted meanwhile wait; nothing is lost. For a phase in which
+ * another library needs the CPUs: `starfold bench --mpi` times MPI's own collective this way, since
+ * idle workers spinning beside it would slow it down. Pauses count: each needs its resume. Do not
+ * wait for starfold's work (a value, a request, a collective across processes) while paused.
+ * @param [in] context a context (StarPU's workers are the process's, not the context's)
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL.
+ */
+STARFOLD_API starfold_status_t starfold_context_pause(starfold_context_t context);
+
+/** @brief Undoes one starfold_context_pause(): the workers take tasks again once every pause is undone. */
+STARFOLD_API starfold_status_t starfold_context_resume(starfold_context_t context);
+
+/**
  * @brief Allocates a vector of @p count elements on logical device @p device's memory node and
  *        registers it with StarPU (home node = that memory node).
  */

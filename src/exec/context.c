@@ -5,7 +5,8 @@
  * topology as StarPU measured it, and the vector helpers.
  *
  * StarPU life cycle. A process-wide registry (one mutex) counts the live contexts. The first context
- * starts StarPU when the application has not (starpu_init(NULL), so STARPU_* variables apply) and
+ * starts StarPU when the application has not (starpu_init(NULL), so STARPU_* variables apply; one of
+ * several MPI ranks of a node gets its own CPUs for the workers: workers.c) and
  * the last one shuts it down again; an application that initialised StarPU itself keeps it. The
  * OpenCL program is built when the first OpenCL context is created and released with the last
  * context, whoever owns StarPU (so it never outlives the OpenCL contexts it was built for).
@@ -133,7 +134,10 @@ STARFOLD_API starfold_status_t starfold_context_create(const starfold_context_op
 
     pthread_mutex_lock(&starfold__runtime_lock);
     if (!starpu_is_initialized()) {
-        int ret = starpu_init(NULL);
+        /* Several ranks of one node: each its own CPUs (workers.c), else StarPU's default. */
+        struct starpu_conf conf;
+        starpu_conf_init(&conf);
+        int ret = starpu_init(starfold__spread_workers(&conf) ? &conf : NULL);
         if (ret != 0) {
             st = ret == -ENODEV ? starfold__error(STARFOLD_ERR_NO_DEVICE, "starfold_context_create: StarPU found no worker")
                                 : starfold__error(STARFOLD_ERR_RUNTIME, "starfold_context_create: starpu_init failed (%d)", ret);

@@ -66,4 +66,9 @@ struct starfold_request {
 };
 
 
+/* workers.c: when this process is one of several ranks of a node that the launcher did not bind and
+ * the user chose no binding, gives @conf each local rank's own CPUs for StarPU's workers; 1 if it
+ * did (starpu_init(conf) then), 0 to keep StarPU's default (starpu_init(NULL)). */
+int starfold__spread_workers(struct starpu_conf *conf);
+
 #endif /* STARFOLD_SRC_EXEC_H */

@@ -445,7 +445,8 @@ static void test_all_reduce_lowerings(void)
     CU_ASSERT_EQUAL(starfold_group_lowering_find(NULL), -1);
     CU_ASSERT_PTR_NULL(starfold_group_lowering_name(6));
     CU_ASSERT_PTR_NULL(starfold_group_lowering_name(-1));
-    /* SF_TEST_LOWERINGS=mpi: the runner's 4 ranks on 2 cores (see run-mpi.sh) */
+    /* SF_TEST_LOWERINGS (the runner sets all five): the lowerings to run by name, for a machine that
+     * cannot afford some of them */
     const char *only = getenv("SF_TEST_LOWERINGS");
     const char *names[8];
     size_t nnames = 0;
@@ -1115,8 +1116,8 @@ static void test_mwms_options(void)
     static const starfold_communication_implementation_t impl[2] = { STARFOLD_COMMUNICATION_RING,
                                                                      STARFOLD_COMMUNICATION_NCCL };
     static const char *const lowering[2] = { "ring", "mpi" };
-    /* SF_TEST_LOWERINGS without "ring" (the runner's 4 ranks on 2 cores, where StarPU-MPI's graph
-     * lowerings stall for seconds: run-mpi.sh): NCCL's "mpi" only. */
+    /* SF_TEST_LOWERINGS without "ring" (a machine that cannot afford the graph lowerings): NCCL's
+     * "mpi" only. */
     const char *only = getenv("SF_TEST_LOWERINGS");
     for (int m = only && !strstr(only, "ring") ? 1 : 0; m < 2; m++) {
         starfold_communication_options_t so, call;
