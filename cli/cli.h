@@ -295,6 +295,10 @@ void cli_replicas_destroy(cli_replicas_t *rep);
 starfold_status_t cli_replicas_create_global(starfold_context_t ctx, int n, int offset, int total,
                                              const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
                                              cli_replicas_t *rep);
+/* The same, bucketed: each replica's tensors as views of one vector (bench --mpi --views). */
+starfold_status_t cli_replicas_create_global_bucketed(starfold_context_t ctx, int n, int offset, int total,
+                                                      const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
+                                                      cli_replicas_t *rep);
 
 /* ------------------------------------------------------------------------------------------------
  * Across MPI ranks (cmd_mpi.c): `run --mpi` and `bench --mpi`, under mpirun. Without MPI in the

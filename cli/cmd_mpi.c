@@ -6,6 +6,7 @@
  *
  *     mpirun -np N starfold run --mpi [--ranks-per-node K] [--lowering L] [run's options]
  *     mpirun -np N starfold bench --mpi [--ranks-per-node K] [--lowering L] [-b -e -f -i -n -w -c --json]
+ *     mpirun -np N starfold bench --mpi --collective all-gather [-b -e -f -i -n -w -c --json]
  *
  * Every rank initialises MPI (MPI_THREAD_MULTIPLE, as StarPU-MPI needs), opens its devices as `run`
  * does (cli_machine_open()), and the ranks make one group over MPI_COMM_WORLD. Replica r of rank k is
@@ -45,7 +46,11 @@ static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP
                                           CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_ITERS) |
                                           CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_JSON) |
                                           CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) |
-                                          CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_TENSORS);
+                                          CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_TENSORS) |
+                                          CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_VIEWS);
+/* What bench --mpi --collective all-gather works with: no op, no lowering (MPI's own), one tensor. */
+static const uint64_t mpi_gather_excluded = CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) |
+                                            CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_VIEWS);
 
 /* Whether an MPI launcher (mpirun, mpiexec, srun) started this process. */
 static int under_launcher(void)
@@ -79,6 +84,16 @@ int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
                                    cli_option_name((cli_opt_id_t)id), cmd->name, cmd->name);
     if (o->all_ops || o->all_dtypes)
         return cli_usage_error(cmd, "--mpi measures one op and one dtype per run (no 'all')");
+    if (o->views && o->persistent)
+        return cli_usage_error(cmd, "--views with --persistent: the persistent all-reduce binds whole handles "
+                                    "(starfold_group_all_reduce_init()); drop one");
+    if (o->collective != CLI_COLL_ALL_REDUCE && o->collective != CLI_COLL_ALL_GATHER)
+        return cli_usage_error(cmd, "--collective: across ranks, bench --mpi measures all-reduce or all-gather");
+    for (int id = 0; o->collective == CLI_COLL_ALL_GATHER && id < OPT_COUNT; id++)
+        if ((o->given & CLI_OPT(id)) && (mpi_gather_excluded & CLI_OPT(id)))
+            return cli_usage_error(cmd, "--%s does not apply to the all-gather (--collective all-gather gathers one "
+                                        "vector per rank with starfold_group_all_gather())",
+                                   cli_option_name((cli_opt_id_t)id));
     if (o->lowering && starfold_group_lowering_find(o->lowering) < 0) {
         char known[256] = "";
         for (int k = 0; starfold_group_lowering_name(k); k++)
@@ -399,6 +414,9 @@ static void row_finish(mpi_row_t *row, const char *impl, const char *lowering, d
 
 static void print_row(const cli_opts_t *o, const mpi_row_t *r)
 {
+    const char *redop = o->collective == CLI_COLL_ALL_GATHER ? "none" /* nccl-tests' word */
+                        : o->op == STARFOLD_OP_MEAN          ? "avg"
+                                                             : starfold_op_name(o->op);
     if (o->json) {
         printf("{\"implementation\": ");
         cli_json_string(stdout, r->impl);
@@ -406,8 +424,7 @@ static void print_row(const cli_opts_t *o, const mpi_row_t *r)
         cli_json_string(stdout, r->lowering);
         printf(", \"size\": %llu, \"count\": %llu, \"type\": \"%s\", \"redop\": \"%s\", \"time_us\": %.3f, "
                "\"algbw\": %.4f, \"busbw\": %.4f, \"busbw_n\": %d, \"wrong\": %llu",
-               (unsigned long long)r->size, (unsigned long long)r->count, type_name(o->dtype),
-               o->op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(o->op), r->time_s * 1e6, r->algbw, r->busbw, r->n,
+               (unsigned long long)r->size, (unsigned long long)r->count, type_name(o->dtype), redop, r->time_s * 1e6, r->algbw, r->busbw, r->n,
                (unsigned long long)r->wrong);
         if (r->ratio > 0) printf(", \"vs_mpi\": %.3f", r->ratio);
         if (r->model_us > 0) printf(", \"model_us\": %.3f", r->model_us);
@@ -418,8 +435,7 @@ static void print_row(const cli_opts_t *o, const mpi_row_t *r)
     if (r->ratio > 0) snprintf(ratio, sizeof ratio, "%.2fx", r->ratio);
     if (r->model_us > 0) snprintf(model, sizeof model, "%.1f", r->model_us);
     printf("%12llu  %12llu  %6s  %5s  %-14s  %-16s  %10.1f  %7.2f  %7.2f  %6llu  %7s  %10s\n", (unsigned long long)r->size,
-           (unsigned long long)r->count, type_name(o->dtype), o->op == STARFOLD_OP_MEAN ? "avg" : starfold_op_name(o->op),
-           r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio, model);
+           (unsigned long long)r->count, type_name(o->dtype), redop, r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio, model);
 }
 
 /* The group's all-reduce at one size: -w warm-up, -n timed (each the slowest rank's), then checked;
@@ -429,8 +445,9 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
 {
     cli_replicas_t rep;
     memset(&rep, 0, sizeof rep);
-    starfold_status_t st = cli_replicas_create_global(job->m.ctx, job->m.num_devices, job->offset, job->total, t, nt,
-                                                      o->op, &rep);
+    starfold_status_t st =
+        o->views ? cli_replicas_create_global_bucketed(job->m.ctx, job->m.num_devices, job->offset, job->total, t, nt, o->op, &rep)
+                 : cli_replicas_create_global(job->m.ctx, job->m.num_devices, job->offset, job->total, t, nt, o->op, &rep);
     int bad = 0;
     if (st != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot create the replicas");
     if (!bad && o->check && (st = cli_replicas_clear(&rep)) != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot clear the outputs");
@@ -445,7 +462,9 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     for (int it = -o->warmup; it < o->iters; it++) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = cli_now();
-        st = p ? starfold_group_persistent_start(p) : starfold_group_all_reduce(job->group, o->op, nt, t, rep.in, rep.out);
+        st = p         ? starfold_group_persistent_start(p)
+             : o->views ? starfold_group_all_reduce_views(job->group, o->op, nt, t, rep.vin, rep.vout)
+                        : starfold_group_all_reduce(job->group, o->op, nt, t, rep.in, rep.out);
         const double dt = max_over_ranks(cli_now() - t0);
         if (st != STARFOLD_OK) { /* the same status on every rank */
             RANK_FAIL(job, st, "all-reduce of %llu bytes failed", (unsigned long long)row->size);
@@ -489,6 +508,7 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *ro
     for (size_t i = 0; i < count; i++) starfold_tools_set(pristine, dt, i, starfold_tools_value(op, dt, job->rank, 0, i));
     double total = 0.0;
     int rc = MPI_SUCCESS;
+    starfold_context_pause(job->m.ctx); /* StarPU's idle workers would spin beside MPI (see the header) */
     for (int it = -o->warmup; it < o->iters && rc == MPI_SUCCESS; it++) {
         memcpy(buf, pristine, bytes);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -497,6 +517,7 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *ro
         const double d = max_over_ranks(cli_now() - t0);
         if (it >= 0) total += d;
     }
+    starfold_context_resume(job->m.ctx);
     uint64_t wrong = 0;
     if (o->check && rc == MPI_SUCCESS)
         for (size_t i = 0; i < count; i++)
@@ -513,6 +534,175 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *ro
     return CLI_OK;
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * bench --mpi --collective all-gather: nccl-tests' all_gather_perf. A row's size is the whole gathered
+ * vector; each rank gives size / ranks bytes, element i of rank r's part starfold_tools_value(SUM, r,
+ * 0, i), so every rank can check the whole. busbw = algbw x (n-1)/n over the n ranks.
+ */
+
+static void gather_fill(void *part, starfold_dtype_t dt, int rank, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        starfold_tools_set(part, dt, i, starfold_tools_value(STARFOLD_OP_SUM, dt, rank, 0, i));
+}
+
+/* Elements of @whole (@ranks parts of @count) that are not the parts gather_fill() makes. */
+static uint64_t gather_wrong(const void *whole, starfold_dtype_t dt, int ranks, size_t count)
+{
+    uint64_t wrong = 0;
+    for (int r = 0; r < ranks; r++)
+        for (size_t i = 0; i < count; i++)
+            wrong += !starfold_tools_close_enough(dt, starfold_tools_get(whole, dt, (size_t)r * count + i),
+                                                  starfold_tools_value(STARFOLD_OP_SUM, dt, r, 0, i));
+    return wrong;
+}
+
+static void gather_row_finish(mpi_row_t *row, const char *impl, const char *lowering, double time_s, int ranks,
+                              uint64_t wrong)
+{
+    row_finish(row, impl, lowering, time_s, ranks, wrong);
+    row->busbw = row->algbw * (ranks > 1 ? (double)(ranks - 1) / ranks : 0.0);
+}
+
+/* The group's all-gather of @count elements per rank: the part on device 0, the whole made by each call
+ * (as the API gives it) and destroyed after it; the last one checked. */
+static int bench_group_gather(mpi_job_t *job, const cli_opts_t *o, size_t count, mpi_row_t *row)
+{
+    const starfold_dtype_t dt = o->dtype;
+    const size_t es = starfold_dtype_size(dt);
+    void *part = starfold_tools_alloc(dt, count), *whole = starfold_tools_alloc(dt, count * (size_t)job->size);
+    starpu_data_handle_t in = NULL, out = NULL;
+    starfold_status_t st = part && whole ? STARFOLD_OK : STARFOLD_ERR_OUT_OF_MEMORY;
+    if (st == STARFOLD_OK) st = starfold_vector_create(job->m.ctx, 0, dt, count, &in);
+    if (st == STARFOLD_OK) {
+        gather_fill(part, dt, job->rank, count);
+        st = starfold_vector_write(in, part, count * es);
+    }
+    int bad = st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make this rank's part") : 0;
+    double total = 0.0;
+    for (int it = -o->warmup; !ranks_failing(bad) && it < o->iters; it++) {
+        starfold_vector_destroy(job->m.ctx, out); /* the last call's whole (untimed) */
+        out = NULL;
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = cli_now();
+        st = starfold_group_all_gather(job->group, dt, in, &out, NULL);
+        const double dt_s = max_over_ranks(cli_now() - t0);
+        if (st != STARFOLD_OK) { /* the same status on every rank */
+            bad = RANK_FAIL(job, st, "all-gather of %llu bytes failed", (unsigned long long)row->size);
+            break;
+        }
+        if (it >= 0) total += dt_s;
+    }
+    uint64_t wrong = 0;
+    if (!bad && o->check) {
+        st = out ? starfold_vector_read(out, whole, count * es * (size_t)job->size) : STARFOLD_ERR_INTERNAL;
+        if (st != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot read the gathered vector back");
+        else wrong = gather_wrong(whole, dt, job->size, count);
+    }
+    starfold_vector_destroy(job->m.ctx, out);
+    starfold_vector_destroy(job->m.ctx, in);
+    free(part);
+    free(whole);
+    if (ranks_failing(bad)) return CLI_FAIL;
+    if (wrong)
+        fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
+                (unsigned long long)wrong, (unsigned long long)row->size);
+    gather_row_finish(row, "starfold-group", "mpi", total / o->iters, job->size, sum_over_ranks(wrong));
+    return CLI_OK;
+}
+
+/* Open MPI's own MPI_Allgather of the same parts into a host buffer per rank. */
+static int bench_mpi_gather_baseline(mpi_job_t *job, const cli_opts_t *o, size_t count, mpi_row_t *row)
+{
+    const starfold_dtype_t dt = o->dtype;
+    void *part = starfold_tools_alloc(dt, count), *whole = starfold_tools_alloc(dt, count * (size_t)job->size);
+    if (ranks_failing(!part || !whole)) {
+        if (!part || !whole) RANK_FAIL(job, STARFOLD_ERR_OUT_OF_MEMORY, "%s", "the MPI baseline's buffers");
+        free(part);
+        free(whole);
+        return CLI_FAIL;
+    }
+    gather_fill(part, dt, job->rank, count);
+    double total = 0.0;
+    int rc = MPI_SUCCESS;
+    starfold_context_pause(job->m.ctx); /* as for the all-reduce's baseline */
+    for (int it = -o->warmup; it < o->iters && rc == MPI_SUCCESS; it++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = cli_now();
+        rc = MPI_Allgather(part, (int)count, mpi_type(dt), whole, (int)count, mpi_type(dt), MPI_COMM_WORLD);
+        const double d = max_over_ranks(cli_now() - t0);
+        if (it >= 0) total += d;
+    }
+    starfold_context_resume(job->m.ctx);
+    const uint64_t wrong = o->check && rc == MPI_SUCCESS ? gather_wrong(whole, dt, job->size, count) : 0;
+    free(part);
+    free(whole);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "starfold bench: rank %d: MPI_Allgather failed (error %d)\n", job->rank, rc);
+        return CLI_FAIL;
+    }
+    gather_row_finish(row, "MPI_Allgather", "-", total / o->iters, job->size, sum_over_ranks(wrong));
+    return CLI_OK;
+}
+
+static int bench_gather(mpi_job_t *job, const cli_opts_t *o, const uint64_t *sizes, int nsizes, FILE *info0)
+{
+    const int me0 = job->rank == 0;
+    const size_t es = starfold_dtype_size(o->dtype);
+    if (me0) {
+        fprintf(info0, "# starfold-group: starfold_group_all_gather() of one vector per rank on its device 0 (MPI_Iallgatherv "
+                       "in a StarPU task); the whole is a new vector each call, as the API gives it\n");
+        fprintf(info0, "# MPI_Allgather: the MPI baseline, MPI's own all-gather of the same parts into a host buffer per rank; "
+                       "StarPU's workers paused meanwhile (starfold_context_pause())\n");
+        fprintf(info0, "# size: the whole gathered vector, size / %d bytes from each rank; time: the slowest rank's, mean of "
+                       "-n %d after -w %d; busbw = algbw x (n-1)/n with n = %d ranks; vs MPI = starfold time / MPI time\n",
+                job->size, o->iters, o->warmup, job->size);
+        if (!o->json) {
+            printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "size(B)", "count", "type",
+                   "redop", "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI", "model(us)");
+            printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "", "(elements)", "", "", "", "",
+                   "", "(GB/s)", "(GB/s)", "", "", "");
+        }
+        fflush(NULL);
+    }
+    uint64_t wrong_total = 0;
+    double log_ratio = 0.0;
+    int rows = 0, r = CLI_OK;
+    for (int s = 0; s < nsizes && r == CLI_OK; s++) {
+        const size_t count = (size_t)(sizes[s] / es / (uint64_t)job->size);
+        if (count == 0 || count * (size_t)job->size > INT32_MAX) {
+            if (me0) fprintf(info0, "# %llu bytes: skipped (%s)\n", (unsigned long long)sizes[s],
+                             count == 0 ? "less than one element per rank" : "beyond MPI's int count");
+            continue;
+        }
+        mpi_row_t g, m;
+        memset(&g, 0, sizeof g);
+        memset(&m, 0, sizeof m);
+        g.size = m.size = count * es * (size_t)job->size;
+        g.count = m.count = count * (size_t)job->size;
+        if ((r = bench_group_gather(job, o, count, &g)) != CLI_OK) break;
+        if ((r = bench_mpi_gather_baseline(job, o, count, &m)) != CLI_OK) break;
+        g.ratio = m.time_s > 0 ? g.time_s / m.time_s : 0.0;
+        wrong_total += g.wrong + m.wrong;
+        if (g.ratio > 0) {
+            log_ratio += log(g.ratio);
+            rows++;
+        }
+        if (me0) {
+            print_row(o, &g);
+            print_row(o, &m);
+            fflush(stdout);
+        }
+    }
+    if (me0 && r == CLI_OK) {
+        if (rows) fprintf(info0, "# starfold-group / MPI_Allgather time: geometric mean %.2fx over %d sizes\n",
+                          exp(log_ratio / rows), rows);
+        fprintf(info0, "# Out of bounds values : %llu %s\n", (unsigned long long)wrong_total, wrong_total ? "FAILED" : "OK");
+    }
+    if (me0 && wrong_total) fprintf(stderr, "starfold bench: %llu wrong elements over all ranks\n", (unsigned long long)wrong_total);
+    return r == CLI_OK && wrong_total ? CLI_FAIL : r;
+}
+
 int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t *sizes, int nsizes)
 {
     mpi_job_t job;
@@ -524,13 +714,21 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
     if (me0) {
         fprintf(info0, "# starfold bench --mpi: devices %s (rank 0; each rank opens its own)\n", job.m.description);
         print_ranks(&job, o, info0, "# ");
+    }
+    if (o->collective == CLI_COLL_ALL_GATHER) {
+        r = bench_gather(&job, o, sizes, nsizes, info0);
+        job_close(&job);
+        return r;
+    }
+    if (me0) {
         fprintf(info0, "# starfold-group: starfold_group_all_reduce() over every replica, lowering asked: %s (the one used "
                        "on each row)\n", o->lowering);
         if (o->persistent)
             fprintf(info0, "# group-persist: the same, bound once with starfold_group_all_reduce_init() (untimed), "
                            "started every iteration (starfold_group_persistent_start())\n");
         fprintf(info0, "# MPI_Allreduce: the MPI baseline, MPI's own all-reduce of the same bytes, one host buffer per rank, "
-                       "MPI_IN_PLACE%s\n", o->op == STARFOLD_OP_MEAN ? ", MPI_SUM (MPI has no mean)" : "");
+                       "MPI_IN_PLACE%s; StarPU's workers paused meanwhile (starfold_context_pause(): idle, they would "
+                       "spin beside MPI)\n", o->op == STARFOLD_OP_MEAN ? ", MPI_SUM (MPI has no mean)" : "");
         fprintf(info0, "# model(us): the cost model's price of the lowering that ran across ranks "
                        "(starfold_group_predict(); the local reduce and broadcast left out)\n");
         fprintf(info0, "# time: the slowest rank's, mean of -n %d after -w %d; busbw = algbw x 2(n-1)/n with n = %d "
@@ -561,8 +759,10 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
         sizes = &list_bytes_holder;
         nsizes = 1;
         if (me0)
-            fprintf(info0, "# --tensors %s: %zu tensors per replica in each starfold row; MPI_Allreduce: one call on "
-                           "their bytes (one fused buffer)\n", o->tensors, nlist);
+            fprintf(info0, "# --tensors %s: %zu tensors per replica in each starfold row%s; MPI_Allreduce: one call on "
+                           "their bytes (one fused buffer)\n", o->tensors, nlist,
+                    o->views ? ", as views of one vector per replica (--views: starfold_group_all_reduce_views())"
+                             : ", each its own StarPU vector");
     }
     for (int s = 0; s < nsizes && r == CLI_OK; s++) {
         const starfold_tensor_desc_t t = { o->dtype, (size_t)(sizes[s] / es) };

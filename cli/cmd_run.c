@@ -393,11 +393,13 @@ starfold_status_t cli_replicas_create_global(starfold_context_t ctx, int n, int 
     return replicas_create(ctx, n, offset, total, tensors, nt, op, CLI_COLL_ALL_REDUCE, 0, rep);
 }
 
-starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
-                                               size_t nt, starfold_op_t op, int collective, int root,
-                                               cli_replicas_t *rep)
+static starfold_status_t bucketed_create(starfold_context_t ctx, int n, int offset, int total_replicas,
+                                         const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
+                                         int collective, int root, cli_replicas_t *rep)
 {
     replicas_init(rep, ctx, n, tensors, nt, op, collective, root);
+    rep->offset = offset;
+    rep->total = total_replicas;
     for (size_t t = 1; t < nt; t++)
         if (tensors[t].dtype != tensors[0].dtype) return STARFOLD_ERR_INVALID_ARGUMENT;
     rep->bucketed = 1;
@@ -418,7 +420,8 @@ starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, co
             const size_t k = (size_t)r * nt + t;
             rep->vin[k] = (starfold_view_t){ rep->bin[r], at };
             rep->vout[k] = (starfold_view_t){ rep->bout[r], rep->gathered * at }; /* an all-gather's: n blocks */
-            for (size_t i = 0; i < tensors[t].count; i++) starfold_tools_set(host, dt, at + i, starfold_tools_value(op, dt, r, t, i));
+            for (size_t i = 0; i < tensors[t].count; i++)
+                starfold_tools_set(host, dt, at + i, starfold_tools_value(op, dt, offset + r, t, i));
             at += tensors[t].count;
         }
         if ((st = starfold_vector_write(rep->bin[r], host, total * starfold_dtype_size(dt))) != STARFOLD_OK) goto fail;
@@ -429,6 +432,21 @@ fail:
     free(host);
     cli_replicas_destroy(rep);
     return st;
+}
+
+starfold_status_t cli_replicas_create_bucketed(starfold_context_t ctx, int n, const starfold_tensor_desc_t *tensors,
+                                               size_t nt, starfold_op_t op, int collective, int root,
+                                               cli_replicas_t *rep)
+{
+    return bucketed_create(ctx, n, 0, n, tensors, nt, op, collective, root, rep);
+}
+
+starfold_status_t cli_replicas_create_global_bucketed(starfold_context_t ctx, int n, int offset, int total,
+                                                      const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
+                                                      cli_replicas_t *rep)
+{
+    if (n < 1 || offset < 0 || total < offset + n) return STARFOLD_ERR_INVALID_ARGUMENT;
+    return bucketed_create(ctx, n, offset, total, tensors, nt, op, CLI_COLL_ALL_REDUCE, 0, rep);
 }
 
 /* First input and output slot of the collective: a reduce writes the root's only, a broadcast reads it only. */

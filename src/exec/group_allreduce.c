@@ -8,7 +8,8 @@
  *                   differences fail every rank before anything is submitted; a rank that does not
  *                   answer within timeout_seconds fails every rank that waits, named
  *   2. local reduce a graph over this rank's devices reduces every tensor to a leader vector on
- *                   device 0 (reduce-to-one; MEAN is summed here)
+ *                   device 0 (one-pass where the devices share one memory, else reduce-to-one; MEAN
+ *                   is summed here)
  *   3. across ranks the lowering (group_lowering.c): "mpi" is one StarPU task per dtype calling MPI's
  *                   own all-reduce on the leader vector (group_mpi_task.c); the others run a graph
  *                   compiled on the rank topology, its cross-rank edges StarPU-MPI sends and
@@ -65,6 +66,10 @@ static starfold_status_t compile_local(starfold_group_t g, starfold_collective_t
         desc.num_sources = 1, desc.sources = &zero;
         desc.num_destinations = n, desc.destinations = devices;
     }
+    /* Devices sharing one memory: one-pass, whose segmented tasks take a run of small tensors at once
+     * (1,000 x 4 KiB: a few tasks instead of 1,000 copies in and 1,000 out); else reduce-to-one. */
+    const starfold_status_t st = starfold_graph_compile(g->local, "one-pass", &desc, NULL, graph);
+    if (st != STARFOLD_ERR_NOT_SUPPORTED) return st;
     return starfold_graph_compile(g->local, "reduce-to-one", &desc, NULL, graph);
 }
 
