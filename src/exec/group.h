@@ -33,6 +33,16 @@ struct starfold_group {
     int last_lowering;      /* the one the last all-reduce ran */
     uint64_t call_batch;    /* the batch the current all-reduce is one call of (0: none), compared by the
                                agreement (starfold__group_all_reduce_views_with()) */
+    /* auto's last decisions (group_lowering.c), so that a loop's every step does not compile and
+     * simulate every graph lowering again: the same sizes and op always decide alike. */
+    struct starfold__auto_choice {
+        int used;
+        starfold_op_t op;
+        size_t totals[STARFOLD_DTYPE_COUNT];
+        int lowering;
+        double us;
+    } auto_choice[8];
+    int auto_next;
     long sequence;          /* collectives this rank entered */
     int broken;             /* a collective timed out: every later call fails at once */
     long notice;            /* the buffer of the "broken" notices this rank sent */

@@ -12,7 +12,8 @@
  *                       its reductions. hierarchical and leader group the ranks by node (the rank
  *                       topology's sockets): reduce-scatter inside the node, a ring per shard between
  *                       nodes, all-gather inside; or one leader per node, direct exchange, broadcast
- *   "auto"              the cheapest of them all for the call's bytes, by the cost model
+ *   "auto"              the cheapest of them all for the call's bytes, by the cost model (the decision
+ *                       kept per sizes and op: a loop's later steps compile only the chosen graph)
  *
  * The graphs reduce with SUM for MEAN; MEAN's division by every replica of every rank comes after,
  * on the output leaders, as the MPI task does it (floats divide, integers truncate).
@@ -190,6 +191,16 @@ static starfold_status_t lower_priced(starfold_group_t g, int want, starfold_op_
     *us = mpi_predict_us(g, totals);
     if (*lowering == SF_LOWER_MPI) return STARFOLD_OK;
     if (*lowering != SF_LOWER_AUTO) return graph_predict(g, *lowering, op, totals, graph, us);
+    /* auto, decided before for these sizes: only the chosen graph is compiled again. */
+    for (int c = 0; c < (int)(sizeof g->auto_choice / sizeof g->auto_choice[0]); c++) {
+        const struct starfold__auto_choice *a = &g->auto_choice[c];
+        if (!a->used || a->op != op || memcmp(a->totals, totals, sizeof a->totals) != 0) continue;
+        *lowering = a->lowering;
+        *us = a->us;
+        if (a->lowering == SF_LOWER_MPI) return STARFOLD_OK;
+        double again;
+        return graph_predict(g, a->lowering, op, totals, graph, &again);
+    }
     /* auto: the graph that beats MPI's own by the model, kept to run; else MPI's. */
     *lowering = SF_LOWER_MPI;
     for (int k = SF_LOWER_RING; k < SF_LOWER_COUNT; k++) {
@@ -202,6 +213,10 @@ static starfold_status_t lower_priced(starfold_group_t g, int want, starfold_op_
             starfold_graph_destroy(candidate);
         }
     }
+    struct starfold__auto_choice *a = &g->auto_choice[g->auto_next];
+    g->auto_next = (g->auto_next + 1) % (int)(sizeof g->auto_choice / sizeof g->auto_choice[0]);
+    *a = (struct starfold__auto_choice){ .used = 1, .op = op, .lowering = *lowering, .us = *us };
+    memcpy(a->totals, totals, sizeof a->totals);
     return STARFOLD_OK;
 }
 
