@@ -16,6 +16,10 @@
  *                   receives (rank_graph.c), into a second set of leader vectors
  *   4. local bcast  a graph copies each leader vector to this rank's outputs
  *
+ * One device on the rank, the MPI lowering, each dtype's inputs and outputs one run of a vector each:
+ * steps 2 and 4 have nothing to do, and the MPI tasks go from the inputs straight into the outputs
+ * (the direct plan, group_plan.h).
+ *
  *        dev0 dev1 dev2          dev0 dev1              (rank 0, rank 1)
  *          \   |   /               \  /
  *          leader0    <== 3 ==>    leader1
@@ -202,6 +206,34 @@ static starfold_status_t wait_within(starfold_group_t g, starfold_request_t r, i
  * result is this rank's verdict, which the agreement shares (a graph that does not compile, leaders
  * that cannot be allocated: every rank fails together). MEAN crosses ranks as SUM, divided after.
  */
+/*
+ * Whether @p can go direct (group_plan.h, starfold__direct_t): one device, the MPI lowering, and per
+ * dtype every input one after another in one vector and every output likewise (in place only at
+ * the same place: a task cannot read and write one handle as two buffers). Fills p->runs.
+ */
+static int direct_layout(starfold_group_t g, starfold__plan_t *p)
+{
+    if (p->lowering != SF_LOWER_MPI || starfold_context_num_devices(g->ctx) != 1) return 0;
+    starfold__direct_t *d = &p->runs;
+    memset(d, 0, sizeof *d);
+    for (size_t t = 0; t < p->nt; t++) {
+        const int dt = p->tensors[t].dtype;
+        const starfold_view_t in = p->inputs[t], out = p->outputs[t];
+        if (!in.handle || !out.handle) return 0;
+        if (!d->in[dt]) {
+            d->in[dt] = in.handle, d->out[dt] = out.handle;
+            d->in_offset[dt] = in.offset, d->out_offset[dt] = out.offset;
+        } else if (in.handle != d->in[dt] || out.handle != d->out[dt] || in.offset != d->in_offset[dt] + d->count[dt] ||
+                   out.offset != d->out_offset[dt] + d->count[dt]) {
+            return 0;
+        }
+        d->count[dt] += p->tensors[t].count;
+    }
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++)
+        if (d->count[dt] && d->in[dt] == d->out[dt] && d->in_offset[dt] != d->out_offset[dt]) return 0;
+    return 1;
+}
+
 starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
                                             const starfold_tensor_desc_t *tensors, const starfold_view_t *inputs,
                                             const starfold_view_t *outputs, starfold_status_t st, starfold__plan_t *p)
@@ -213,6 +245,7 @@ starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, 
     size_t totals[STARFOLD_DTYPE_COUNT] = { 0 };
     for (size_t t = 0; st == STARFOLD_OK && t < nt; t++) totals[tensors[t].dtype] += tensors[t].count;
     if (st == STARFOLD_OK) st = starfold__group_lower(g, local_op, totals, &p->lowering, &p->across);
+    if (st == STARFOLD_OK && (p->direct = direct_layout(g, p))) return STARFOLD_OK;
     const int graph_lowering = p->lowering != SF_LOWER_MPI;
     if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_REDUCE, local_op, nt, tensors, &p->reduce);
     if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_BROADCAST, local_op, nt, tensors, &p->bcast);
@@ -262,17 +295,23 @@ starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t grou
     if (!mt) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     starfold_request_t r1 = NULL, r2 = NULL;
     const int64_t sequence = group->sequence;
-    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, p->reduce, p->inputs, p->lead, &r1);
+    if (st == STARFOLD_OK && !p->direct) st = starfold_submit_views(group->ctx, p->reduce, p->inputs, p->lead, &r1);
     st = starfold__group_agree_submitted(fn, group, p->lowering, st);
     group->sequence++;
     if (st == STARFOLD_OK) group->last_lowering = p->lowering;
     int abandoned = 0;
-    if (st == STARFOLD_OK && !graph_lowering) st = starfold__group_mpi_submit(group, p->op, &p->leaders, mt->args, &mt->status);
-    if (st == STARFOLD_OK && !graph_lowering) st = starfold__group_mpi_done(fn, group, p->leaders.vec, STARFOLD_DTYPE_COUNT, &mt->status,
-                                                                         "MPI_Allreduce", &abandoned);
+    if (st == STARFOLD_OK && p->direct) {
+        st = starfold__group_mpi_submit_direct(group, p->op, &p->runs, mt->args, &mt->status);
+        if (st == STARFOLD_OK)
+            st = starfold__group_mpi_done(fn, group, p->runs.out, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
+    }
+    if (st == STARFOLD_OK && !p->direct && !graph_lowering)
+        st = starfold__group_mpi_submit(group, p->op, &p->leaders, mt->args, &mt->status);
+    if (st == STARFOLD_OK && !p->direct && !graph_lowering)
+        st = starfold__group_mpi_done(fn, group, p->leaders.vec, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
     if (st == STARFOLD_OK && graph_lowering)
         st = cross_ranks(group, p->across, p->op, &p->leaders, &p->results, sequence, &abandoned);
-    if (st == STARFOLD_OK) st = starfold_submit_views(group->ctx, p->bcast, p->lead2, p->outputs, &r2);
+    if (st == STARFOLD_OK && !p->direct) st = starfold_submit_views(group->ctx, p->bcast, p->lead2, p->outputs, &r2);
     /* Abandoned (a timeout across ranks): the local reduce may be what hangs; it is left to StarPU,
      * its request never waited for nor freed, like the leaders it writes. */
     const starfold_status_t w1 = r1 && !abandoned ? wait_within(group, r1, &abandoned) : STARFOLD_OK;

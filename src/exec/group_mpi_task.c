@@ -105,6 +105,35 @@ static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
     if (a->divisor > 1) starfold__group_divide(p, a->dtype, a->count, a->divisor);
 }
 
+/* A direct plan's task: buffers[0] the input (R) and buffers[1] the output (W), or buffers[0] both
+ * (RW, in place: MPI_IN_PLACE); the token last. */
+static void mpi_allreduce_direct_cpu(void *buffers[], void *cl_arg)
+{
+    const starfold__mpi_task_arg_t *a = cl_arg;
+    const struct starpu_task *task = starpu_task_get_current();
+    const int in_place = STARPU_TASK_GET_NBUFFERS(task) == 2;
+    const size_t es = starfold_dtype_size(a->dtype);
+    const char *in = (const char *)STARPU_VECTOR_GET_PTR(buffers[0]) + a->in_offset * es;
+    char *out = (char *)STARPU_VECTOR_GET_PTR(buffers[in_place ? 0 : 1]) + a->out_offset * es;
+    for (size_t done = 0; done < a->count;) {
+        const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
+        MPI_Request rq;
+        const int err = MPI_Iallreduce(in_place ? MPI_IN_PLACE : (const void *)(in + done * es), out + done * es, (int)n,
+                                       mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
+        if (poll_within(err, &rq, a->timeout_seconds, a->status) != 0) return;
+        done += n;
+    }
+    if (a->divisor > 1) starfold__group_divide(out, a->dtype, a->count, a->divisor);
+}
+
+static struct starpu_codelet mpi_allreduce_direct_cl = {
+    .where = STARPU_CPU,
+    .cpu_funcs = { mpi_allreduce_direct_cpu },
+    .cpu_funcs_name = { "starfold_mpi_allreduce_direct_cpu" },
+    .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "starfold_mpi_allreduce",
+};
+
 static struct starpu_codelet mpi_allreduce_cl = {
     .where = STARPU_CPU,
     .cpu_funcs = { mpi_allreduce_cpu },
@@ -142,10 +171,46 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
     return STARFOLD_OK;
 }
 
+starfold_status_t starfold__group_mpi_submit_direct(starfold_group_t g, starfold_op_t op, const starfold__direct_t *d,
+                                                    starfold__mpi_task_arg_t *args, int *status)
+{
+    if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+        args[dt] = (starfold__mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, op, d->count[dt],
+                                               op == STARFOLD_OP_MEAN ? g->total_devices : 1, status, d->in_offset[dt],
+                                               d->out_offset[dt] };
+        if (!d->count[dt]) continue;
+        const int in_place = d->in[dt] == d->out[dt];
+        struct starpu_task *task = starpu_task_create();
+        task->cl = &mpi_allreduce_direct_cl;
+        task->nbuffers = in_place ? 2 : 3;
+        task->handles[0] = d->in[dt];
+        task->modes[0] = in_place ? STARPU_RW : STARPU_R;
+        if (!in_place) {
+            task->handles[1] = d->out[dt];
+            task->modes[1] = STARPU_W;
+        }
+        task->handles[task->nbuffers - 1] = g->token;
+        task->modes[task->nbuffers - 1] = STARPU_RW;
+        task->cl_arg = &args[dt];
+        task->cl_arg_size = sizeof args[dt];
+        const int err = starpu_task_submit(task);
+        if (err != 0) {
+            task->destroy = 0;
+            starpu_task_destroy(task);
+            g->broken = 1; /* as starfold__group_mpi_submit() */
+            return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of "
+                                   "the %s tensors (%d); the group is broken", starfold_dtype_name((starfold_dtype_t)dt), err);
+        }
+    }
+    return STARFOLD_OK;
+}
+
 /*
  * An MPI task of the collective, finished: its handles @h (@n, NULLs skipped) polled free within
  * timeout_seconds, then its shared @status read; @call names the MPI call in the messages. A rank
- * whose call failed or timed out leaves every output as it was. A timeout sets *@abandoned (the
+ * whose call failed or timed out leaves every output as it was (a direct plan's outputs are MPI's own
+ * receive buffers: a failure there may leave them partly written). A timeout sets *@abandoned (the
  * handles and the task's arguments stay StarPU's); either failure breaks the group.
  */
 starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starpu_data_handle_t *h, size_t n,
