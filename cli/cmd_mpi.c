@@ -438,6 +438,28 @@ static void print_row(const cli_opts_t *o, const mpi_row_t *r)
            (unsigned long long)r->count, type_name(o->dtype), redop, r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio, model);
 }
 
+/* The table's two header lines (none under --json). */
+static void print_head(const cli_opts_t *o)
+{
+    if (o->json) return;
+    printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "size(B)", "count", "type", "redop",
+           "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI", "model(us)");
+    printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "", "(elements)", "", "", "", "", "",
+           "(GB/s)", "(GB/s)", "", "", "");
+}
+
+/* The footer: the geometric mean of the ratios to @baseline, nccl-tests' out-of-bounds line, and the
+ * wrong elements on stderr. */
+static void print_foot(FILE *info0, int r, const char *baseline, int rows, double log_ratio, uint64_t wrong_total)
+{
+    if (r == CLI_OK) {
+        if (rows) fprintf(info0, "# starfold-group / %s time: geometric mean %.2fx over %d sizes\n", baseline,
+                          exp(log_ratio / rows), rows);
+        fprintf(info0, "# Out of bounds values : %llu %s\n", (unsigned long long)wrong_total, wrong_total ? "FAILED" : "OK");
+    }
+    if (wrong_total) fprintf(stderr, "starfold bench: %llu wrong elements over all ranks\n", (unsigned long long)wrong_total);
+}
+
 /* The group's all-reduce at one size: -w warm-up, -n timed (each the slowest rank's), then checked;
  * @persistent: bound once (starfold_group_all_reduce_init(), untimed) and started every iteration. */
 static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *t, size_t nt, int persistent,
@@ -657,12 +679,7 @@ static int bench_gather(mpi_job_t *job, const cli_opts_t *o, const uint64_t *siz
         fprintf(info0, "# size: the whole gathered vector, size / %d bytes from each rank; time: the slowest rank's, mean of "
                        "-n %d after -w %d; busbw = algbw x (n-1)/n with n = %d ranks; vs MPI = starfold time / MPI time\n",
                 job->size, o->iters, o->warmup, job->size);
-        if (!o->json) {
-            printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "size(B)", "count", "type",
-                   "redop", "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI", "model(us)");
-            printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "", "(elements)", "", "", "", "",
-                   "", "(GB/s)", "(GB/s)", "", "", "");
-        }
+        print_head(o);
         fflush(NULL);
     }
     uint64_t wrong_total = 0;
@@ -694,12 +711,7 @@ static int bench_gather(mpi_job_t *job, const cli_opts_t *o, const uint64_t *siz
             fflush(stdout);
         }
     }
-    if (me0 && r == CLI_OK) {
-        if (rows) fprintf(info0, "# starfold-group / MPI_Allgather time: geometric mean %.2fx over %d sizes\n",
-                          exp(log_ratio / rows), rows);
-        fprintf(info0, "# Out of bounds values : %llu %s\n", (unsigned long long)wrong_total, wrong_total ? "FAILED" : "OK");
-    }
-    if (me0 && wrong_total) fprintf(stderr, "starfold bench: %llu wrong elements over all ranks\n", (unsigned long long)wrong_total);
+    if (me0) print_foot(info0, r, "MPI_Allgather", rows, log_ratio, wrong_total);
     return r == CLI_OK && wrong_total ? CLI_FAIL : r;
 }
 
@@ -734,12 +746,7 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
         fprintf(info0, "# time: the slowest rank's, mean of -n %d after -w %d; busbw = algbw x 2(n-1)/n with n = %d "
                        "replicas (starfold-group) or %d ranks (MPI_Allreduce); vs MPI = starfold time / MPI time\n",
                 o->iters, o->warmup, job.total, job.size);
-        if (!o->json) {
-            printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "size(B)", "count", "type",
-                   "redop", "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI", "model(us)");
-            printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "", "(elements)", "", "", "", "",
-                   "", "(GB/s)", "(GB/s)", "", "", "");
-        }
+        print_head(o);
         fflush(NULL);
     }
     uint64_t wrong_total = 0;
@@ -796,12 +803,7 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
             fflush(stdout);
         }
     }
-    if (me0 && r == CLI_OK) {
-        if (rows) fprintf(info0, "# starfold-group / MPI_Allreduce time: geometric mean %.2fx over %d sizes\n",
-                          exp(log_ratio / rows), rows);
-        fprintf(info0, "# Out of bounds values : %llu %s\n", (unsigned long long)wrong_total, wrong_total ? "FAILED" : "OK");
-    }
-    if (me0 && wrong_total) fprintf(stderr, "starfold bench: %llu wrong elements over all ranks\n", (unsigned long long)wrong_total);
+    if (me0) print_foot(info0, r, "MPI_Allreduce", rows, log_ratio, wrong_total);
     if (r == CLI_OK && wrong_total) r = CLI_FAIL;
     free(list);
     job_close(&job);

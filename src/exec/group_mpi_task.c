@@ -143,6 +143,19 @@ static struct starpu_codelet mpi_allreduce_cl = {
     .name = "starfold_mpi_allreduce",
 };
 
+/* Submits the MPI task of the @dt tensors; refused, it breaks the group: earlier dtypes' tasks are
+ * already queued, and this rank's later collectives would pair with them on the other ranks. */
+static starfold_status_t submit_or_break(starfold_group_t g, struct starpu_task *task, starfold_dtype_t dt)
+{
+    const int err = starpu_task_submit(task);
+    if (err == 0) return STARFOLD_OK;
+    task->destroy = 0;
+    starpu_task_destroy(task);
+    g->broken = 1;
+    return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of the %s "
+                           "tensors (%d); the group is broken", starfold_dtype_name(dt), err);
+}
+
 starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__leaders_t *l,
                                              starfold__mpi_task_arg_t *args, int *status)
 {
@@ -157,16 +170,8 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
         task->handles[1] = g->token;
         task->cl_arg = &args[dt];
         task->cl_arg_size = sizeof args[dt];
-        const int err = starpu_task_submit(task);
-        if (err != 0) {
-            task->destroy = 0;
-            starpu_task_destroy(task);
-            /* Earlier dtypes' tasks are already queued: this rank's later collectives would pair with
-             * them on the other ranks. The group cannot go on. */
-            g->broken = 1;
-            return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of "
-                                   "the %s tensors (%d); the group is broken", starfold_dtype_name((starfold_dtype_t)dt), err);
-        }
+        const starfold_status_t st = submit_or_break(g, task, (starfold_dtype_t)dt);
+        if (st != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
 }
@@ -194,14 +199,8 @@ starfold_status_t starfold__group_mpi_submit_direct(starfold_group_t g, starfold
         task->modes[task->nbuffers - 1] = STARPU_RW;
         task->cl_arg = &args[dt];
         task->cl_arg_size = sizeof args[dt];
-        const int err = starpu_task_submit(task);
-        if (err != 0) {
-            task->destroy = 0;
-            starpu_task_destroy(task);
-            g->broken = 1; /* as starfold__group_mpi_submit() */
-            return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of "
-                                   "the %s tensors (%d); the group is broken", starfold_dtype_name((starfold_dtype_t)dt), err);
-        }
+        const starfold_status_t st = submit_or_break(g, task, (starfold_dtype_t)dt);
+        if (st != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
 }
