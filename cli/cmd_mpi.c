@@ -40,7 +40,8 @@
 static const uint64_t mpi_run_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                                         CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) |
                                         CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
-                                        CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING);
+                                        CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING) |
+                                        CLI_OPT(OPT_COLLECTIVE);
 static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                                           CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) |
                                           CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_ITERS) |
@@ -88,9 +89,11 @@ int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
         return cli_usage_error(cmd, "--views with --persistent: the persistent all-reduce binds whole handles "
                                     "(starfold_group_all_reduce_init()); drop one");
     if (o->collective != CLI_COLL_ALL_REDUCE && o->collective != CLI_COLL_ALL_GATHER)
-        return cli_usage_error(cmd, "--collective: across ranks, bench --mpi measures all-reduce or all-gather");
+        return cli_usage_error(cmd, "--collective: across ranks, %s --mpi runs all-reduce or all-gather", cmd->name);
+    /* run gathers its --tensors spec; bench sweeps sizes. */
+    const uint64_t excluded = bench ? mpi_gather_excluded : CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING);
     for (int id = 0; o->collective == CLI_COLL_ALL_GATHER && id < OPT_COUNT; id++)
-        if ((o->given & CLI_OPT(id)) && (mpi_gather_excluded & CLI_OPT(id)))
+        if ((o->given & CLI_OPT(id)) && (excluded & CLI_OPT(id)))
             return cli_usage_error(cmd, "--%s does not apply to the all-gather (--collective all-gather gathers one "
                                         "vector per rank with starfold_group_all_gather())",
                                    cli_option_name((cli_opt_id_t)id));
@@ -263,12 +266,24 @@ static void print_ranks(const mpi_job_t *job, const cli_opts_t *o, FILE *f, cons
  * run --mpi
  */
 
+static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                      const char *spec);
+
 int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
                 const char *spec)
 {
     mpi_job_t job;
     int r = job_open(cmd, o, stdout, &job);
     if (r != CLI_OK) return r;
+    if (o->collective == CLI_COLL_ALL_GATHER) {
+        if (job.rank == 0) {
+            printf("Devices: %s (rank 0; each rank opens its own)\n", job.m.description);
+            print_ranks(&job, o, stdout, "");
+        }
+        r = run_gather(&job, o, tensors, nt, spec);
+        job_close(&job);
+        return r;
+    }
     const int me0 = job.rank == 0;
     if (me0) {
         printf("Devices: %s (rank 0; each rank opens its own)\n", job.m.description);
@@ -584,6 +599,86 @@ static void gather_row_finish(mpi_row_t *row, const char *impl, const char *lowe
 {
     row_finish(row, impl, lowering, time_s, ranks, wrong);
     row->busbw = row->algbw * (ranks > 1 ? (double)(ranks - 1) / ranks : 0.0);
+}
+
+/*
+ * run --mpi --collective all-gather: every rank gives the spec's elements (one dtype) as one vector
+ * on its device 0, starfold_group_all_gather() puts every rank's part in rank order on every rank,
+ * and every rank checks the whole; rank 0 prints. The warm-up iterations are checked too.
+ */
+static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                      const char *spec)
+{
+    const starfold_dtype_t dt = o->dtype;
+    size_t count = 0;
+    for (size_t t = 0; t < nt; t++) {
+        if (tensors[t].dtype != dt) {
+            if (job->rank == 0) cli_usage_error(job->cmd, "--collective all-gather gathers one dtype (--dtype): the spec mixes them");
+            return CLI_USAGE;
+        }
+        count += tensors[t].count;
+    }
+    const size_t es = starfold_dtype_size(dt), whole_count = count * (size_t)job->size;
+    void *part = starfold_tools_alloc(dt, count), *whole = starfold_tools_alloc(dt, whole_count);
+    starpu_data_handle_t in = NULL, out = NULL;
+    starfold_status_t st = part && whole ? STARFOLD_OK : STARFOLD_ERR_OUT_OF_MEMORY;
+    if (st == STARFOLD_OK && count) st = starfold_vector_create(job->m.ctx, 0, dt, count, &in);
+    if (st == STARFOLD_OK && count) {
+        gather_fill(part, dt, job->rank, count);
+        st = starfold_vector_write(in, part, count * es);
+    }
+    int failed = ranks_failing(st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make this rank's part") : 0);
+    char b1[32];
+    if (job->rank == 0 && !failed) {
+        printf("All-gather of %zu %s elements per rank (%s), %s per rank, over %d ranks\n", count, starfold_dtype_name(dt),
+               spec, cli_format_bytes(b1, sizeof b1, (uint64_t)(count * es)), job->size);
+        fflush(stdout);
+    }
+    double total_time = 0.0, best = INFINITY;
+    uint64_t wrong = 0;
+    for (int it = -o->warmup; it < o->iters && !failed; it++) {
+        starfold_vector_destroy(job->m.ctx, out);
+        out = NULL;
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = cli_now();
+        st = starfold_group_all_gather(job->group, dt, in, &out, NULL);
+        const double d = max_over_ranks(cli_now() - t0);
+        if (st != STARFOLD_OK) { /* the same status on every rank */
+            RANK_FAIL(job, st, "%s iteration %d failed", it < 0 ? "warm-up" : "timed", it < 0 ? it + o->warmup + 1 : it + 1);
+            failed = 1;
+            break;
+        }
+        if (it >= 0) {
+            total_time += d;
+            if (d < best) best = d;
+        }
+        int bad = 0;
+        if (out && (st = starfold_vector_read(out, whole, whole_count * es)) != STARFOLD_OK)
+            bad = RANK_FAIL(job, st, "%s", "cannot read the gathered vector back");
+        else if (out)
+            wrong += gather_wrong(whole, dt, job->size, count);
+        failed = ranks_failing(bad) > 0;
+    }
+    starfold_vector_destroy(job->m.ctx, out);
+    starfold_vector_destroy(job->m.ctx, in);
+    free(part);
+    free(whole);
+    if (wrong) fprintf(stderr, "starfold run: rank %d: %llu wrong elements in the gathered vector\n", job->rank,
+                       (unsigned long long)wrong);
+    const uint64_t all_wrong = sum_over_ranks(wrong);
+    if (!failed && job->rank == 0) {
+        const int runs = o->iters + o->warmup;
+        const double mean = total_time / o->iters, algbw = mean > 0 ? (double)(whole_count * es) / mean / 1e9 : 0.0;
+        printf("Time: %.3f ms per all-gather (the slowest rank; mean of %d after %d warm-up, best %.3f ms), algbw %.3f "
+               "GB/s, busbw %.3f GB/s ((n-1)/n, n = %d ranks)\n", mean * 1e3, o->iters, o->warmup, best * 1e3, algbw,
+               job->size > 1 ? algbw * (job->size - 1) / job->size : 0.0, job->size);
+        printf("Verified: %llu of %llu elements right on all %d ranks%s\n",
+               (unsigned long long)((uint64_t)whole_count * (uint64_t)job->size * (uint64_t)runs - all_wrong),
+               (unsigned long long)((uint64_t)whole_count * (uint64_t)job->size * (uint64_t)runs), job->size,
+               runs > 1 ? " over every iteration" : "");
+        if (all_wrong) fprintf(stderr, "starfold run: %llu wrong elements over all ranks\n", (unsigned long long)all_wrong);
+    }
+    return failed || all_wrong ? CLI_FAIL : CLI_OK;
 }
 
 /* The group's all-gather of @count elements per rank: the part on device 0, the whole made by each call

@@ -102,6 +102,15 @@ for np in 2 3; do
         grep -q "^Lowering: " "$runlog" || { echo "FAIL: starfold run --mpi: no lowering line"; status=1; }
     done
 done
+echo "== mpirun -np 3 starfold run --mpi --collective all-gather"
+timeout -k 10 "$limit" mpirun -np 3 --oversubscribe --bind-to none \
+    --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+    -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+    "$sf" run --mpi --collective all-gather --topology host -g 2 --tensors 2x4K,1000 -n 2 > "$runlog" 2>&1
+rc=$?
+cat "$runlog"
+[ $rc -eq 0 ] || { echo "FAIL: starfold run --mpi --collective all-gather exited $rc"; status=1; }
+grep -q "^Verified: .* right on all 3 ranks" "$runlog" || { echo "FAIL: run --mpi all-gather: no verification line"; status=1; }
 echo "== mpirun -np 2 starfold bench --mpi --persistent"
 timeout -k 10 "$limit" mpirun -np 2 --oversubscribe --bind-to none \
     --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
