@@ -8,6 +8,7 @@
 #define STARFOLD_SRC_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <starfold/common.h>
@@ -72,5 +73,13 @@ typedef enum starfold__update {
     SF_UPDATE_ADD,        /* copy = copy + value */
     SF_UPDATE_SUB         /* copy = copy - value (STARFOLD__OP_SUB) */
 } starfold__update_t;
+
+/* FNV-1a over 64-bit words: h = STARFOLD__FNV_OFFSET, then h = starfold__fnv1a(h, word) for each word
+ * (fingerprints compared across ranks, hash keys). */
+#define STARFOLD__FNV_OFFSET 1469598103934665603ull
+static inline uint64_t starfold__fnv1a(uint64_t h, uint64_t word)
+{
+    return (h ^ word) * 1099511628211ull;
+}
 
 #endif /* STARFOLD_SRC_COMMON_H */

@@ -317,10 +317,10 @@ void starfold__arena_mem_give(starfold_context_t ctx, void *mem, size_t bytes)
 
 static uint64_t views_hash(unsigned long long graph_key, size_t n, const starfold_view_t *views)
 {
-    uint64_t h = 1469598103934665603ull ^ graph_key; /* FNV-1a over the fields */
+    uint64_t h = STARFOLD__FNV_OFFSET ^ graph_key; /* FNV-1a over the fields */
     for (size_t i = 0; i < n; i++) {
-        h = (h ^ (uint64_t)(uintptr_t)views[i].handle) * 1099511628211ull;
-        h = (h ^ (uint64_t)views[i].offset) * 1099511628211ull;
+        h = starfold__fnv1a(h, (uint64_t)(uintptr_t)views[i].handle);
+        h = starfold__fnv1a(h, (uint64_t)views[i].offset);
     }
     return h;
 }

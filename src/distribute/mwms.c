@@ -78,8 +78,8 @@ static size_t pack_end(const starfold_tensor_desc_t *t, size_t n, size_t from, i
 static uint64_t batch_fingerprint(starfold_op_t op, size_t n, const starfold_tensor_desc_t *t,
                                   const starfold_communication_options_t *o)
 {
-    uint64_t h = 1469598103934665603ull;
-#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    uint64_t h = STARFOLD__FNV_OFFSET;
+#define MIX(v) (h = starfold__fnv1a(h, (uint64_t)(v)))
     MIX(op);
     MIX(n);
     MIX(o->bytes_per_pack);

@@ -47,8 +47,8 @@ static const char *collective_name(int c) { return c == SF_GROUP_ALL_GATHER ? "a
 /* FNV-1a over what must be the same on every rank. */
 static uint64_t fingerprint(int collective, starfold_op_t op, size_t nt, const starfold_tensor_desc_t *tensors)
 {
-    uint64_t h = 1469598103934665603ull;
-#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    uint64_t h = STARFOLD__FNV_OFFSET;
+#define MIX(v) (h = starfold__fnv1a(h, (uint64_t)(v)))
     MIX(collective);
     MIX(op);
     MIX(nt);

@@ -202,19 +202,14 @@ static starfold_status_t wait_within(starfold_group_t g, starfold_request_t r, i
 }
 
 /*
- * Everything this rank prepares alone, before the agreement. @st: the caller's verdict so far; the
- * result is this rank's verdict, which the agreement shares (a graph that does not compile, leaders
- * that cannot be allocated: every rank fails together). MEAN crosses ranks as SUM, divided after.
- */
-/*
- * Whether @p can go direct (group_plan.h, starfold__direct_t): one device, the MPI lowering, and per
+ * Whether @p can go direct (group_plan.h, starfold__runs_t): one device, the MPI lowering, and per
  * dtype every input one after another in one vector and every output likewise (in place only at
  * the same place: a task cannot read and write one handle as two buffers). Fills p->runs.
  */
 static int direct_layout(starfold_group_t g, starfold__plan_t *p)
 {
     if (p->lowering != SF_LOWER_MPI || starfold_context_num_devices(g->ctx) != 1) return 0;
-    starfold__direct_t *d = &p->runs;
+    starfold__runs_t *d = &p->runs;
     memset(d, 0, sizeof *d);
     for (size_t t = 0; t < p->nt; t++) {
         const int dt = p->tensors[t].dtype;
@@ -234,6 +229,11 @@ static int direct_layout(starfold_group_t g, starfold__plan_t *p)
     return 1;
 }
 
+/*
+ * Everything this rank prepares alone, before the agreement. @st: the caller's verdict so far; the
+ * result is this rank's verdict, which the agreement shares (a graph that does not compile, leaders
+ * that cannot be allocated: every rank fails together). MEAN crosses ranks as SUM, divided after.
+ */
 starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, starfold_op_t op, size_t nt,
                                             const starfold_tensor_desc_t *tensors, const starfold_view_t *inputs,
                                             const starfold_view_t *outputs, starfold_status_t st, starfold__plan_t *p)
@@ -253,6 +253,11 @@ starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, 
     if (st == STARFOLD_OK && graph_lowering) st = make_leaders(g, nt, tensors, &p->results);
     if (st == STARFOLD_OK) st = make_leader_views(nt, tensors, &p->leaders, &p->lead);
     if (st == STARFOLD_OK) st = make_leader_views(nt, tensors, graph_lowering ? &p->results : &p->leaders, &p->lead2);
+    memset(&p->runs, 0, sizeof p->runs); /* direct_layout() may have filled some */
+    for (int dt = 0; st == STARFOLD_OK && !graph_lowering && dt < STARFOLD_DTYPE_COUNT; dt++) {
+        p->runs.in[dt] = p->runs.out[dt] = p->leaders.vec[dt]; /* the MPI step in place on the leaders */
+        p->runs.count[dt] = p->leaders.total[dt];
+    }
     return st;
 }
 
@@ -300,15 +305,9 @@ starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t grou
     group->sequence++;
     if (st == STARFOLD_OK) group->last_lowering = p->lowering;
     int abandoned = 0;
-    if (st == STARFOLD_OK && p->direct) {
-        st = starfold__group_mpi_submit_direct(group, p->op, &p->runs, mt->args, &mt->status);
-        if (st == STARFOLD_OK)
-            st = starfold__group_mpi_done(fn, group, p->runs.out, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
-    }
-    if (st == STARFOLD_OK && !p->direct && !graph_lowering)
-        st = starfold__group_mpi_submit(group, p->op, &p->leaders, mt->args, &mt->status);
-    if (st == STARFOLD_OK && !p->direct && !graph_lowering)
-        st = starfold__group_mpi_done(fn, group, p->leaders.vec, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
+    if (st == STARFOLD_OK && !graph_lowering) st = starfold__group_mpi_submit(group, p->op, &p->runs, mt->args, &mt->status);
+    if (st == STARFOLD_OK && !graph_lowering)
+        st = starfold__group_mpi_done(fn, group, p->runs.out, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
     if (st == STARFOLD_OK && graph_lowering)
         st = cross_ranks(group, p->across, p->op, &p->leaders, &p->results, sequence, &abandoned);
     if (st == STARFOLD_OK && !p->direct) st = starfold_submit_views(group->ctx, p->bcast, p->lead2, p->outputs, &r2);

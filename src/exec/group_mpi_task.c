@@ -2,11 +2,12 @@
 /* Copyright (c) 2026 The starfold authors */
 /*
  * Step 3 of the "mpi" lowering: one StarPU task per dtype on a CPU worker calls MPI's own all-reduce
- * on the leader vector of that dtype (every tensor of the dtype one after another: a fusion buffer),
- * in place, on the group's data communicator; MEAN divides by every replica of every rank there.
+ * on that dtype's run (every tensor of the dtype one after another: a fusion buffer), on the group's
+ * data communicator; MEAN divides by every replica of every rank there. The run is the leader
+ * vector, in place, or with the direct plan the caller's inputs into its outputs (group_plan.h).
  *
  *   leader f32 --[task: MPI_Iallreduce, polled]--> leader f32     (token in STARPU_RW)
- *   leader i64 --[task: MPI_Iallreduce, polled]--> leader i64     (token in STARPU_RW)
+ *   input  i64 --[task: MPI_Iallreduce, polled]--> output i64     (direct)
  *
  * The group's token handle in STARPU_RW orders these tasks as they were submitted, so every rank
  * calls its MPI collectives in the same order whatever StarPU's scheduler does (two all-reduces
@@ -89,25 +90,10 @@ static int poll_within(int err, MPI_Request *rq, double timeout_seconds, int *st
     return -1;
 }
 
+/* The task of one dtype's run: buffers[0] the input (R) and buffers[1] the output (W), or buffers[0]
+ * both (RW, in place: MPI_IN_PLACE, a leader vector's case); the token last. MPI counts are ints: in
+ * slices of at most 2^30 elements. */
 static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
-{
-    const starfold__mpi_task_arg_t *a = cl_arg;
-    char *p = (char *)STARPU_VECTOR_GET_PTR(buffers[0]);
-    const size_t es = starfold_dtype_size(a->dtype);
-    /* MPI counts are ints: in slices of at most 2^30 elements. */
-    for (size_t done = 0; done < a->count;) {
-        const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
-        MPI_Request rq;
-        const int err = MPI_Iallreduce(MPI_IN_PLACE, p + done * es, (int)n, mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
-        if (poll_within(err, &rq, a->timeout_seconds, a->status) != 0) return;
-        done += n;
-    }
-    if (a->divisor > 1) starfold__group_divide(p, a->dtype, a->count, a->divisor);
-}
-
-/* A direct plan's task: buffers[0] the input (R) and buffers[1] the output (W), or buffers[0] both
- * (RW, in place: MPI_IN_PLACE); the token last. */
-static void mpi_allreduce_direct_cpu(void *buffers[], void *cl_arg)
 {
     const starfold__mpi_task_arg_t *a = cl_arg;
     const struct starpu_task *task = starpu_task_get_current();
@@ -126,20 +112,11 @@ static void mpi_allreduce_direct_cpu(void *buffers[], void *cl_arg)
     if (a->divisor > 1) starfold__group_divide(out, a->dtype, a->count, a->divisor);
 }
 
-static struct starpu_codelet mpi_allreduce_direct_cl = {
-    .where = STARPU_CPU,
-    .cpu_funcs = { mpi_allreduce_direct_cpu },
-    .cpu_funcs_name = { "starfold_mpi_allreduce_direct_cpu" },
-    .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "starfold_mpi_allreduce",
-};
-
 static struct starpu_codelet mpi_allreduce_cl = {
     .where = STARPU_CPU,
     .cpu_funcs = { mpi_allreduce_cpu },
     .cpu_funcs_name = { "starfold_mpi_allreduce_cpu" },
-    .nbuffers = 2,
-    .modes = { STARPU_RW, STARPU_RW }, /* the leader vector, the group's token */
+    .nbuffers = STARPU_VARIABLE_NBUFFERS,
     .name = "starfold_mpi_allreduce",
 };
 
@@ -156,27 +133,7 @@ static starfold_status_t submit_or_break(starfold_group_t g, struct starpu_task 
                            "tensors (%d); the group is broken", starfold_dtype_name(dt), err);
 }
 
-starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__leaders_t *l,
-                                             starfold__mpi_task_arg_t *args, int *status)
-{
-    if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
-    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
-        args[dt] = (starfold__mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, op, l->total[dt],
-                                     op == STARFOLD_OP_MEAN ? g->total_devices : 1, status };
-        if (!l->total[dt]) continue;
-        struct starpu_task *task = starpu_task_create();
-        task->cl = &mpi_allreduce_cl;
-        task->handles[0] = l->vec[dt];
-        task->handles[1] = g->token;
-        task->cl_arg = &args[dt];
-        task->cl_arg_size = sizeof args[dt];
-        const starfold_status_t st = submit_or_break(g, task, (starfold_dtype_t)dt);
-        if (st != STARFOLD_OK) return st;
-    }
-    return STARFOLD_OK;
-}
-
-starfold_status_t starfold__group_mpi_submit_direct(starfold_group_t g, starfold_op_t op, const starfold__direct_t *d,
+starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__runs_t *d,
                                                     starfold__mpi_task_arg_t *args, int *status)
 {
     if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
@@ -187,7 +144,7 @@ starfold_status_t starfold__group_mpi_submit_direct(starfold_group_t g, starfold
         if (!d->count[dt]) continue;
         const int in_place = d->in[dt] == d->out[dt];
         struct starpu_task *task = starpu_task_create();
-        task->cl = &mpi_allreduce_direct_cl;
+        task->cl = &mpi_allreduce_cl;
         task->nbuffers = in_place ? 2 : 3;
         task->handles[0] = d->in[dt];
         task->modes[0] = in_place ? STARPU_RW : STARPU_R;

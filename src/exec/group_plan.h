@@ -37,18 +37,20 @@ typedef struct mpi_task_arg {
 } starfold__mpi_task_arg_t;
 
 /*
- * The direct plan: one device on this rank, the MPI lowering, and per dtype the tensors' inputs one
- * run of one vector and their outputs one run of another (or of the same, at the same place: in
- * place). Then there is nothing to reduce locally: each dtype's MPI task reads the inputs and writes
- * the outputs itself (MPI_Iallreduce from one to the other), with no leader vector and no copy in or
- * out, as an MPI program would call it.
+ * Each dtype's run for the MPI step: where its tensors' inputs start, where their outputs start, how
+ * many elements. With leaders that is the leader vector, in and out (in place). The direct plan: one
+ * device on this rank, the MPI lowering, and per dtype the tensors' inputs one run of one vector and
+ * their outputs one run of another (or of the same, at the same place: in place). Then there is
+ * nothing to reduce locally: each dtype's MPI task reads the inputs and writes the outputs itself
+ * (MPI_Iallreduce from one to the other), with no leader vector and no copy in or out, as an MPI
+ * program would call it.
  *
  *     in  [a a a c c c c]  --MPI_Iallreduce(in + 0, out + 0, 7)-->  out [a a a c c c c]
  */
-typedef struct direct {
+typedef struct runs {
     starpu_data_handle_t in[STARFOLD_DTYPE_COUNT], out[STARFOLD_DTYPE_COUNT];
     size_t in_offset[STARFOLD_DTYPE_COUNT], out_offset[STARFOLD_DTYPE_COUNT], count[STARFOLD_DTYPE_COUNT];
-} starfold__direct_t;
+} starfold__runs_t;
 
 /*
  * One all-reduce made ready to run (a plan): what a call prepares before the agreement and frees after
@@ -65,8 +67,8 @@ typedef struct plan {
     starfold_graph_t across, reduce, bcast;
     starfold__leaders_t leaders, results;
     starfold_view_t *lead, *lead2;
-    int direct;       /* no local graphs and no leaders: the MPI tasks on the views (starfold__direct_t) */
-    starfold__direct_t runs;
+    int direct;       /* no local graphs and no leaders: the MPI tasks on the views (starfold__runs_t) */
+    starfold__runs_t runs;  /* the MPI step's runs: the views' (direct) or the leaders' (MPI lowering) */
     int abandoned;    /* a timeout left the leaders to StarPU: never freed */
 } starfold__plan_t;
 
@@ -91,13 +93,11 @@ starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, cons
 /* group_agree.c: round 2, after the local submission @st: every rank submitted, or every rank fails. */
 starfold_status_t starfold__group_agree_submitted(const char *fn, starfold_group_t g, int lowering, starfold_status_t st);
 
-/* group_mpi_task.c: submits one MPI task per dtype of @l (@args[STARFOLD_DTYPE_COUNT] and @status
- * outlive the tasks); a refused submission breaks the group. */
-starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__leaders_t *l,
+/* group_mpi_task.c: submits one MPI task per dtype of @d, from its inputs into its outputs (in place
+ * where they are one handle); @args[STARFOLD_DTYPE_COUNT] and @status outlive the tasks. A refused
+ * submission breaks the group. */
+starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__runs_t *d,
                                              starfold__mpi_task_arg_t *args, int *status);
-/* group_mpi_task.c: the same for a direct plan, from @d's inputs into its outputs. */
-starfold_status_t starfold__group_mpi_submit_direct(starfold_group_t g, starfold_op_t op, const starfold__direct_t *d,
-                                                    starfold__mpi_task_arg_t *args, int *status);
 /* The argument of the all-gather's MPI task (group_mpi_task.c), with its [size] counts and
  * displacements in elements (MPI's ints); on the heap, so that a task abandoned by a timeout can
  * still read it. */
