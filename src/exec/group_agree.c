@@ -15,7 +15,7 @@
  * gave up tells the others with a "broken" notice so that late ranks fail at once. A stall warning
  * names the missing ranks after stall_warning_seconds. A second, shorter round
  * (starfold__group_agree_submitted()) confirms that every rank submitted its local part before any
- * rank crosses ranks.
+ * rank crosses ranks; a collective with no local part (the direct plan) skips it.
  */
 #include "config.h"
 
@@ -143,6 +143,7 @@ static starfold_status_t exchange(const char *fn, starfold_group_t g, int phase,
     const double t0 = starfold__now_s();
     const int limited = g->timeout_seconds > 0 && isfinite(g->timeout_seconds);
     int warned = 0, done = 0;
+    long nap = 10000; /* ns */
     while (err == MPI_SUCCESS && !done) {
         err = MPI_Testall(nreq, req, &done, MPI_STATUSES_IGNORE);
         if (err != MPI_SUCCESS || done) break;
@@ -203,8 +204,12 @@ static starfold_status_t exchange(const char *fn, starfold_group_t g, int phase,
                                    "(starfold_group_abort())",
                                    fn, (long)g->sequence, strchr(who, ',') ? "s" : "", who, from, g->timeout_seconds);
         }
-        const struct timespec pause = { 0, 200000 }; /* 0.2 ms */
+        /* Sleeping, not spinning: the caller's thread shares the cores with StarPU's workers and the
+         * other ranks. Short at first (the others are usually a few microseconds behind), longer
+         * as the wait grows, at most 0.2 ms. */
+        const struct timespec pause = { 0, nap };
         nanosleep(&pause, NULL);
+        if (nap < 200000) nap *= 2;
     }
     free(req);
     free(missing);

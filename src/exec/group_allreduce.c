@@ -280,28 +280,36 @@ void starfold__group_plan_free(starfold_group_t g, starfold__plan_t *p)
 
 /*
  * Steps 1-4 of one run of @p: agree, local reduce, across ranks, local broadcast; a failure before
- * step 3 is agreed on again so that no rank crosses ranks alone. A graph lowering writes the results
- * into a second set of leader vectors (the graph's outputs differ from its inputs), which the
- * broadcast reads. @st: this rank's verdict (starfold__group_plan_make()'s).
+ * step 3 is agreed on again (round 2) so that no rank crosses ranks alone. A graph lowering writes
+ * the results into a second set of leader vectors (the graph's outputs differ from its inputs),
+ * which the broadcast reads. @st: this rank's verdict (starfold__group_plan_make()'s).
  */
 starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t group, starfold__plan_t *p, starfold_status_t st)
 {
-    const starfold__agree_what_t what = { SF_GROUP_ALL_REDUCE, p->op, p->nt, p->tensors, p->lowering, 0,
-                                          group->call_batch };
-    const starfold_status_t agreed = starfold__group_agree(fn, group, &what, st, NULL);
-    if (agreed != STARFOLD_OK) return agreed;
-    const int graph_lowering = p->lowering != SF_LOWER_MPI;
     /* The MPI tasks' arguments and shared status, on the heap: after a timeout the tasks may still
-     * run when this call has returned (the block is then never freed, like the leaders). */
+     * run when this call has returned (the block is then never freed, like the leaders). Made before
+     * the agreement, so that failing to make it is this rank's verdict there. */
     struct mpi_tasks {
         starfold__mpi_task_arg_t args[STARFOLD_DTYPE_COUNT];
         int status;
     } *mt = calloc(1, sizeof *mt);
-    if (!mt) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (!mt && st == STARFOLD_OK) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    const starfold__agree_what_t what = { SF_GROUP_ALL_REDUCE, p->op, p->nt, p->tensors, p->lowering, 0,
+                                          group->call_batch };
+    st = starfold__group_agree(fn, group, &what, st, NULL);
+    if (st != STARFOLD_OK) {
+        free(mt);
+        return st;
+    }
+    const int graph_lowering = p->lowering != SF_LOWER_MPI;
     starfold_request_t r1 = NULL, r2 = NULL;
     const int64_t sequence = group->sequence;
-    if (st == STARFOLD_OK && !p->direct) st = starfold_submit_views(group->ctx, p->reduce, p->inputs, p->lead, &r1);
-    st = starfold__group_agree_submitted(fn, group, p->lowering, st);
+    /* Round 2 confirms the local reduce went in everywhere; the direct plan has none, and round 1
+     * has said all there is to say. */
+    if (!p->direct) {
+        st = starfold_submit_views(group->ctx, p->reduce, p->inputs, p->lead, &r1);
+        st = starfold__group_agree_submitted(fn, group, p->lowering, st);
+    }
     group->sequence++;
     if (st == STARFOLD_OK) group->last_lowering = p->lowering;
     int abandoned = 0;
