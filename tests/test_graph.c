@@ -498,6 +498,37 @@ static void test_task_count_follows_packs(void)
     starfold_topology_destroy(tp);
 }
 
+/*
+ * one-pass cuts tensors for the workers only where the graph has too few tasks of its own: one 1 MiB
+ * tensor over 8 replicas gives 8 tasks (128 KiB each); 4 x 1 MiB, whose 4 natural tasks are too
+ * few, 32; 16 x 2 MiB (16 natural tasks, as a model's gradients) stays 16; a batch of small
+ * tensors (1,000 x 4 KiB: one natural chunk) is split into 8 groups. Every graph checked and run by
+ * the interpreter.
+ */
+static void test_one_pass_cuts(void)
+{
+    starfold_topology_t tp = topo("host");
+    static const struct { size_t n, count, tasks; } cases[] = {
+        { 1, 262144, 8 }, { 4, 262144, 32 }, { 16, 524288, 16 }, { 1000, 1024, 8 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        starfold_tensor_desc_t *t = malloc(cases[c].n * sizeof *t);
+        for (size_t i = 0; i < cases[c].n; i++) t[i] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, cases[c].count };
+        const starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 8, iota, cases[c].n, t };
+        starfold_graph_t g = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "one-pass", &d, NULL, &g), STARFOLD_OK);
+        if (starfold_graph_num_tasks(g) != cases[c].tasks)
+            fprintf(stderr, "one-pass %zu x %zu floats: %zu tasks, want %zu\n", cases[c].n, cases[c].count,
+                    starfold_graph_num_tasks(g), cases[c].tasks);
+        CU_ASSERT_EQUAL(starfold_graph_num_tasks(g), cases[c].tasks);
+        CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+        if (cases[c].n * cases[c].count <= 262144 * 4) CU_ASSERT_EQUAL(interp_verify(g, 0), 0);
+        starfold_graph_destroy(g);
+        free(t);
+    }
+    starfold_topology_destroy(tp);
+}
+
 /* Size-based packs: whole tensors, a pack closed once over bytes_per_pack, per dtype. */
 static void test_bytes_per_pack(void)
 {
@@ -819,6 +850,7 @@ int main(void)
     CU_add_test(s, "hierarchical copy is TensorFlow's on a DGX-1", test_hierarchical_copy_is_tensorflows);
     CU_add_test(s, "concat-and-split pack counts", test_pack_counts);
     CU_add_test(s, "task count follows packs, not tensors", test_task_count_follows_packs);
+    CU_add_test(s, "one-pass cuts for the workers only where tasks are too few", test_one_pass_cuts);
     CU_add_test(s, "reduce_to_device", test_reduce_to_device);
     CU_add_test(s, "bytes_per_pack", test_bytes_per_pack);
     CU_add_test(s, "promoting integer MEAN", test_promote_integer_mean);
