@@ -165,7 +165,9 @@ STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group);
  * outputs itself, no leader, no copy. MEAN divides by the number of replicas of all ranks
  * (integers truncating, as on one process). Returns when the outputs are written. After a timeout
  * the outputs are as they were, except on that direct path, where a rank lost during MPI's own
- * all-reduce can leave them partly written, as an MPI_Allreduce would (the job must end anyway).
+ * all-reduce can leave them partly written, as an MPI_Allreduce would; and since MPI cannot cancel
+ * a collective, the abandoned one may go on writing them (if a late rank completes it) until the
+ * job ends, which it must anyway (starfold_group_abort()).
  * @param [in] group the group
  * @param [in] op the reduce operation
  * @param [in] num_tensors >= 1

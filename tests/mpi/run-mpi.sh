@@ -182,6 +182,7 @@ fault_case 3 timeout 1 timeout
 # included, gets TIMEOUT within timeout_seconds, the group is broken, no output changed, nobody hangs.
 fault_case 2 lost 1 lost ring
 fault_case 2 lost 1 lost mpi
+fault_case 2 lost 1 lost mpi direct   # one device per rank: MPI's all-reduce itself never completes
 fault_case 3 lost 2 lost hierarchical
 fault_case 3 lost 1 lost leader
 exit $status
