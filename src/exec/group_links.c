@@ -9,7 +9,12 @@
  * lowest rank of another node (network): latency = the fastest of a few 8-byte round trips / 2;
  * bandwidth = 1 MiB / (the fastest of a few 1 MiB round trips / 2 - latency). A few milliseconds on
  * shared memory, well under half a second on any network. Rank 0 then broadcasts the values, so
- * every rank holds the same bits and compiles the same graphs from them.
+ * every rank holds the same bits and compiles the same graphs from them. While rank 0 and its peers
+ * measure, every rank's StarPU workers are paused and the ranks that wait for the result sleep
+ * between polls: on a node with fewer cores than threads, idle workers spinning and ranks waiting
+ * in a blocking MPI_Bcast took the cores from the ping-pong, and 4 ranks on 2 cores measured
+ * 0.03 GB/s of shared memory (the real figure: several GB/s), which priced every lowering 10-50x
+ * too high.
  *
  * Hops (starfold__group_hops(), collective, once StarPU-MPI runs): the same two pairs time a round
  * trip of 8 bytes through StarPU-MPI itself (a registered variable, starpu_mpi_send / _recv on the
@@ -35,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <starpu_mpi.h>
 
@@ -59,6 +65,20 @@ static starfold_status_t mpi_error(const char *fn, const char *what, int err)
 }
 
 static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* MPI_Bcast from rank 0 on @comm, waited for sleeping between polls (see the top of the file). */
+static int bcast_sleeping(double *v, int n, MPI_Comm comm)
+{
+    MPI_Request rq;
+    int err = MPI_Ibcast(v, n, MPI_DOUBLE, 0, comm, &rq), done = 0;
+    long nap = 10000; /* ns */
+    while (err == MPI_SUCCESS && !(err = MPI_Test(&rq, &done, MPI_STATUS_IGNORE)) && !done) {
+        const struct timespec pause = { 0, nap };
+        nanosleep(&pause, NULL);
+        if (nap < 200000) nap *= 2;
+    }
+    return err;
+}
 
 /*
  * The fastest of @reps round trips of @bytes between this rank and @peer (after one to warm up), in
@@ -142,14 +162,16 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
                                   : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for the ping-pong "
                                                     "buffer (on some rank)", fn);
     }
+    starpu_pause();
     for (int k = 0; k < 2; k++) {
         const int peer = peers[k], bw = !(given[2 * k] > 0), lat = !(given[2 * k + 1] > 0);
         if (peer < 0 || (!bw && !lat) || (g->rank != 0 && g->rank != peer)) continue;
         if (measure(g, peer, bw, lat, buf, v + 2 * k) != 0) v[4] = 1;
     }
     free(buf);
-    if ((err = MPI_Bcast(v, 5, MPI_DOUBLE, 0, g->comm)) != MPI_SUCCESS)
-        return mpi_error(fn, "MPI_Bcast of the measured links", err);
+    err = bcast_sleeping(v, 5, g->comm);
+    starpu_resume();
+    if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Bcast of the measured links", err);
     if (v[4] != 0)
         return starfold__error(STARFOLD_ERR_RUNTIME, "%s: measuring the links between ranks 0, %d and %d failed", fn,
                                shm_peer, net_peer);
@@ -201,7 +223,7 @@ starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_
         else v[k] = clamp(rt / 2 * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
     }
     if (h) starpu_data_unregister(h);
-    const int err = MPI_Bcast(v, 3, MPI_DOUBLE, 0, g->comm);
+    const int err = bcast_sleeping(v, 3, g->comm);
     if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Bcast of the measured hops", err);
     if (v[2] != 0)
         return starfold__error(STARFOLD_ERR_RUNTIME, "%s: timing StarPU-MPI between ranks 0, %d and %d failed", fn,
