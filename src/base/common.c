@@ -64,3 +64,10 @@ double starfold__now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+void starfold__nap(long *ns, long max_ns)
+{
+    const struct timespec pause = { 0, *ns };
+    nanosleep(&pause, NULL);
+    if (*ns < max_ns) *ns = *ns * 2 < max_ns ? *ns * 2 : max_ns;
+}

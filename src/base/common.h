@@ -46,6 +46,10 @@ char *starfold__strdup(const char *s);
 
 /* The library's one clock: monotonic seconds (CLOCK_MONOTONIC), for time limits and timings. */
 double starfold__now_s(void);
+/* A polling wait's sleep: *@ns nanoseconds, then *@ns doubled up to @max_ns. Waits that poll sleep
+ * rather than spin: the caller's thread shares the cores with StarPU's workers (and, under MPI, with
+ * the other ranks); short at first (what is waited for is usually near), longer as the wait grows. */
+void starfold__nap(long *ns, long max_ns);
 
 /* Case-insensitive ASCII string equality. */
 int starfold__streq_nocase(const char *a, const char *b);

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/common.h"
 #include "exec/group.h"
@@ -204,12 +203,7 @@ static starfold_status_t exchange(const char *fn, starfold_group_t g, int phase,
                                    "(starfold_group_abort())",
                                    fn, (long)g->sequence, strchr(who, ',') ? "s" : "", who, from, g->timeout_seconds);
         }
-        /* Sleeping, not spinning: the caller's thread shares the cores with StarPU's workers and the
-         * other ranks. Short at first (the others are usually a few microseconds behind), longer
-         * as the wait grows, at most 0.2 ms. */
-        const struct timespec pause = { 0, nap };
-        nanosleep(&pause, NULL);
-        if (nap < 200000) nap *= 2;
+        starfold__nap(&nap, 200000); /* the others are usually a few microseconds behind */
     }
     free(req);
     free(missing);

@@ -40,7 +40,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <starpu_mpi.h>
 
@@ -72,11 +71,7 @@ static int bcast_sleeping(double *v, int n, MPI_Comm comm)
     MPI_Request rq;
     int err = MPI_Ibcast(v, n, MPI_DOUBLE, 0, comm, &rq), done = 0;
     long nap = 10000; /* ns */
-    while (err == MPI_SUCCESS && !(err = MPI_Test(&rq, &done, MPI_STATUS_IGNORE)) && !done) {
-        const struct timespec pause = { 0, nap };
-        nanosleep(&pause, NULL);
-        if (nap < 200000) nap *= 2;
-    }
+    while (err == MPI_SUCCESS && !(err = MPI_Test(&rq, &done, MPI_STATUS_IGNORE)) && !done) starfold__nap(&nap, 200000);
     return err;
 }
 

@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include <starpu_mpi.h>
 
@@ -279,10 +278,10 @@ static int settled(starpu_data_handle_t h)
 
 int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit)
 {
-    /* Sleeping, not spinning (the caller shares the cores with the workers that run these tasks);
-     * short at first, at most 100 us. Waking on a condition the tasks' callbacks signal was tried:
-     * the woken caller then often waited a whole time slice behind the spinning worker that woke
-     * it (a collective of 4 KiB on 2 ranks: 5 ms in half the runs, against 0.15-0.75 ms polled). */
+    /* Polled (starfold__nap(): at most 100 us). Waking on a condition the tasks' callbacks signal
+     * was tried: the woken caller then often waited a whole time slice behind the spinning worker
+     * that woke it (a collective of 4 KiB on 2 ranks: 5 ms in half the runs, against 0.15-0.75 ms
+     * polled). */
     long nap = 10000; /* ns */
     for (size_t k = 0; k < n;) {
         if (!h[k] || settled(h[k])) {
@@ -290,9 +289,7 @@ int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0
             continue;
         }
         if (limit > 0 && isfinite(limit) && starfold__now_s() - t0 > limit) return -1;
-        const struct timespec pause = { 0, nap };
-        nanosleep(&pause, NULL);
-        if (nap < 100000) nap *= 2;
+        starfold__nap(&nap, 100000);
     }
     return 0;
 }
