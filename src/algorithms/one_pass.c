@@ -24,9 +24,9 @@
  * sources (one tensor of 1 MiB, a list of small ones), a tensor or batch of at least n x 64 KiB gets n
  * chunks, so every worker has work; a graph with enough chunks of its own is not cut further (cutting
  * ResNet-50's 161 gradients so made 337 tasks where 88 do, and cost 15-25 % a step against one fused
- * tensor). The devices run the chunks in turn across tensors, so many tensors spread too. Broadcast is the same with one source (one pass that writes every
- * destination). A promoted integer MEAN (float64 outputs) reduces each chunk into a temporary, then
- * divides it into each output.
+ * tensor). The devices run the chunks in turn across tensors, so many tensors spread too. Broadcast
+ * is the same with one source (one pass that writes every destination). A promoted integer MEAN
+ * (float64 outputs) reduces each chunk into a temporary, then divides it into each output.
  *
  * Small tensors: a task per tensor costs StarPU a task for a few KiB of data, so consecutive tensors
  * of one dtype under ONE_PASS_SMALL bytes are batched, up to a chunk each batch, and a batch is split
@@ -259,7 +259,8 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     for (size_t t = 0; t < g->num_tensors;) {
         size_t bytes = 0;
         const size_t e = run_end(&o, t, &bytes);
-        if (e > t + 1) SF_CHECK_GOTO(promoted(&o, g->tensors[t].dtype) ? batch_promoted(&o, t, e) : batch_segments(&o, t, e), st, out);
+        const int prom = promoted(&o, g->tensors[t].dtype);
+        if (e > t + 1) SF_CHECK_GOTO(prom ? batch_promoted(&o, t, e) : batch_segments(&o, t, e), st, out);
         else if (bytes) SF_CHECK_GOTO(one_tensor(&o, t), st, out);
         t = e;
     }

@@ -166,7 +166,7 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
     free(buf);
     err = bcast_sleeping(v, 5, g->comm);
     starpu_resume();
-    if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Bcast of the measured links", err);
+    if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Ibcast of the measured links", err);
     if (v[4] != 0)
         return starfold__error(STARFOLD_ERR_RUNTIME, "%s: measuring the links between ranks 0, %d and %d failed", fn,
                                shm_peer, net_peer);
@@ -219,7 +219,7 @@ starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_
     }
     if (h) starpu_data_unregister(h);
     const int err = bcast_sleeping(v, 3, g->comm);
-    if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Bcast of the measured hops", err);
+    if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Ibcast of the measured hops", err);
     if (v[2] != 0)
         return starfold__error(STARFOLD_ERR_RUNTIME, "%s: timing StarPU-MPI between ranks 0, %d and %d failed", fn,
                                peers[0], peers[1]);
