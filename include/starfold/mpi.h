@@ -97,8 +97,9 @@ STARFOLD_API void starfold_group_options_init(starfold_group_options_t *options)
  * @brief Creates a group of every rank of @p comm, collectively: every rank of @p comm calls it.
  *
  * Learns each rank's node and device count, measures the links between ranks unless the options
- * give them (see starfold_group_options_t), duplicates @p comm (twice) and starts StarPU-MPI on the
- * first group of the process.
+ * give them (see starfold_group_options_t; every rank's StarPU workers are paused for the few
+ * milliseconds that takes, so that idle workers spinning do not take the cores from the measure),
+ * duplicates @p comm (twice) and starts StarPU-MPI on the first group of the process.
  * @param [in]  context this rank's context: its devices are the ones it brings to the group
  * @param [in]  comm an intra-communicator; MPI must be initialised with MPI_THREAD_MULTIPLE
  * @param [in]  options NULL for the defaults
