@@ -583,6 +583,20 @@ static void gather_fill(void *part, starfold_dtype_t dt, int rank, size_t count)
         starfold_tools_set(part, dt, i, starfold_tools_value(STARFOLD_OP_SUM, dt, rank, 0, i));
 }
 
+/* One timed all-gather of @in: the last call's whole *@out destroyed first (untimed), the ranks lined
+ * up, *@seconds the slowest rank's time. */
+static starfold_status_t timed_gather(mpi_job_t *job, starfold_dtype_t dt, starpu_data_handle_t in,
+                                      starpu_data_handle_t *out, double *seconds)
+{
+    starfold_vector_destroy(job->m.ctx, *out);
+    *out = NULL;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = cli_now();
+    const starfold_status_t st = starfold_group_all_gather(job->group, dt, in, out, NULL);
+    *seconds = max_over_ranks(cli_now() - t0);
+    return st;
+}
+
 /* Elements of @whole (@ranks parts of @count) that are not the parts gather_fill() makes. */
 static uint64_t gather_wrong(const void *whole, starfold_dtype_t dt, int ranks, size_t count)
 {
@@ -637,12 +651,8 @@ static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor
     double total_time = 0.0, best = INFINITY;
     uint64_t wrong = 0;
     for (int it = -o->warmup; it < o->iters && !failed; it++) {
-        starfold_vector_destroy(job->m.ctx, out);
-        out = NULL;
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = cli_now();
-        st = starfold_group_all_gather(job->group, dt, in, &out, NULL);
-        const double d = max_over_ranks(cli_now() - t0);
+        double d;
+        st = timed_gather(job, dt, in, &out, &d);
         if (st != STARFOLD_OK) { /* the same status on every rank */
             RANK_FAIL(job, st, "%s iteration %d failed", it < 0 ? "warm-up" : "timed", it < 0 ? it + o->warmup + 1 : it + 1);
             failed = 1;
@@ -698,12 +708,8 @@ static int bench_group_gather(mpi_job_t *job, const cli_opts_t *o, size_t count,
     int bad = st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make this rank's part") : 0;
     double total = 0.0;
     for (int it = -o->warmup; !ranks_failing(bad) && it < o->iters; it++) {
-        starfold_vector_destroy(job->m.ctx, out); /* the last call's whole (untimed) */
-        out = NULL;
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = cli_now();
-        st = starfold_group_all_gather(job->group, dt, in, &out, NULL);
-        const double dt_s = max_over_ranks(cli_now() - t0);
+        double dt_s;
+        st = timed_gather(job, dt, in, &out, &dt_s);
         if (st != STARFOLD_OK) { /* the same status on every rank */
             bad = RANK_FAIL(job, st, "all-gather of %llu bytes failed", (unsigned long long)row->size);
             break;

@@ -35,13 +35,14 @@ struct starfold_group {
                                agreement (starfold__group_all_reduce_views_with()) */
     /* auto's last decisions (group_lowering.c), so that a loop's every step does not compile and
      * simulate every graph lowering again: the same sizes and op always decide alike. */
+#define SF_AUTO_CHOICES 8
     struct starfold__auto_choice {
         int used;
         starfold_op_t op;
         size_t totals[STARFOLD_DTYPE_COUNT];
         int lowering;
         double us;
-    } auto_choice[8];
+    } auto_choice[SF_AUTO_CHOICES];
     int auto_next;
     long sequence;          /* collectives this rank entered */
     int broken;             /* a collective timed out: every later call fails at once */

@@ -204,28 +204,29 @@ static starfold_status_t wait_within(starfold_group_t g, starfold_request_t r, i
 /*
  * Whether @p can go direct (group_plan.h, starfold__runs_t): one device, the MPI lowering, and per
  * dtype every input one after another in one vector and every output likewise (in place only at
- * the same place: a task cannot read and write one handle as two buffers). Fills p->runs.
+ * the same place: a task cannot read and write one handle as two buffers). Fills p->runs when it can.
  */
 static int direct_layout(starfold_group_t g, starfold__plan_t *p)
 {
     if (p->lowering != SF_LOWER_MPI || starfold_context_num_devices(g->ctx) != 1) return 0;
-    starfold__runs_t *d = &p->runs;
-    memset(d, 0, sizeof *d);
+    starfold__runs_t d;
+    memset(&d, 0, sizeof d);
     for (size_t t = 0; t < p->nt; t++) {
         const int dt = p->tensors[t].dtype;
         const starfold_view_t in = p->inputs[t], out = p->outputs[t];
         if (!in.handle || !out.handle) return 0;
-        if (!d->in[dt]) {
-            d->in[dt] = in.handle, d->out[dt] = out.handle;
-            d->in_offset[dt] = in.offset, d->out_offset[dt] = out.offset;
-        } else if (in.handle != d->in[dt] || out.handle != d->out[dt] || in.offset != d->in_offset[dt] + d->count[dt] ||
-                   out.offset != d->out_offset[dt] + d->count[dt]) {
+        if (!d.in[dt]) {
+            d.in[dt] = in.handle, d.out[dt] = out.handle;
+            d.in_offset[dt] = in.offset, d.out_offset[dt] = out.offset;
+        } else if (in.handle != d.in[dt] || out.handle != d.out[dt] || in.offset != d.in_offset[dt] + d.count[dt] ||
+                   out.offset != d.out_offset[dt] + d.count[dt]) {
             return 0;
         }
-        d->count[dt] += p->tensors[t].count;
+        d.count[dt] += p->tensors[t].count;
     }
     for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++)
-        if (d->count[dt] && d->in[dt] == d->out[dt] && d->in_offset[dt] != d->out_offset[dt]) return 0;
+        if (d.count[dt] && d.in[dt] == d.out[dt] && d.in_offset[dt] != d.out_offset[dt]) return 0;
+    p->runs = d;
     return 1;
 }
 
@@ -253,7 +254,6 @@ starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, 
     if (st == STARFOLD_OK && graph_lowering) st = make_leaders(g, nt, tensors, &p->results);
     if (st == STARFOLD_OK) st = make_leader_views(nt, tensors, &p->leaders, &p->lead);
     if (st == STARFOLD_OK) st = make_leader_views(nt, tensors, graph_lowering ? &p->results : &p->leaders, &p->lead2);
-    memset(&p->runs, 0, sizeof p->runs); /* direct_layout() may have filled some */
     for (int dt = 0; st == STARFOLD_OK && !graph_lowering && dt < STARFOLD_DTYPE_COUNT; dt++) {
         p->runs.in[dt] = p->runs.out[dt] = p->leaders.vec[dt]; /* the MPI step in place on the leaders */
         p->runs.count[dt] = p->leaders.total[dt];

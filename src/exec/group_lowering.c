@@ -192,14 +192,12 @@ static starfold_status_t lower_priced(starfold_group_t g, int want, starfold_op_
     if (*lowering == SF_LOWER_MPI) return STARFOLD_OK;
     if (*lowering != SF_LOWER_AUTO) return graph_predict(g, *lowering, op, totals, graph, us);
     /* auto, decided before for these sizes: only the chosen graph is compiled again. */
-    for (int c = 0; c < (int)(sizeof g->auto_choice / sizeof g->auto_choice[0]); c++) {
+    for (int c = 0; c < SF_AUTO_CHOICES; c++) {
         const struct starfold__auto_choice *a = &g->auto_choice[c];
         if (!a->used || a->op != op || memcmp(a->totals, totals, sizeof a->totals) != 0) continue;
         *lowering = a->lowering;
         *us = a->us;
-        if (a->lowering == SF_LOWER_MPI) return STARFOLD_OK;
-        double again;
-        return graph_predict(g, a->lowering, op, totals, graph, &again);
+        return a->lowering == SF_LOWER_MPI ? STARFOLD_OK : rank_compile(g, a->lowering, op, totals, graph);
     }
     /* auto: the graph that beats MPI's own by the model, kept to run; else MPI's. */
     *lowering = SF_LOWER_MPI;
@@ -214,7 +212,7 @@ static starfold_status_t lower_priced(starfold_group_t g, int want, starfold_op_
         }
     }
     struct starfold__auto_choice *a = &g->auto_choice[g->auto_next];
-    g->auto_next = (g->auto_next + 1) % (int)(sizeof g->auto_choice / sizeof g->auto_choice[0]);
+    g->auto_next = (g->auto_next + 1) % SF_AUTO_CHOICES;
     *a = (struct starfold__auto_choice){ .used = 1, .op = op, .lowering = *lowering, .us = *us };
     memcpy(a->totals, totals, sizeof a->totals);
     return STARFOLD_OK;

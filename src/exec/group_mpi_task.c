@@ -19,6 +19,7 @@
 #include <math.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/common.h"
@@ -120,17 +121,18 @@ static struct starpu_codelet mpi_allreduce_cl = {
     .name = "starfold_mpi_allreduce",
 };
 
-/* Submits the MPI task of the @dt tensors; refused, it breaks the group: earlier dtypes' tasks are
- * already queued, and this rank's later collectives would pair with them on the other ranks. */
-static starfold_status_t submit_or_break(starfold_group_t g, struct starpu_task *task, starfold_dtype_t dt)
+/* Submits an MPI task of @fn's collective (@which: which one, "" or " of the float32 tensors");
+ * refused, it breaks the group: the other ranks' tasks (and this rank's earlier ones) are queued, and
+ * this rank's later collectives would pair with them. */
+static starfold_status_t submit_or_break(starfold_group_t g, struct starpu_task *task, const char *fn, const char *which)
 {
     const int err = starpu_task_submit(task);
     if (err == 0) return STARFOLD_OK;
     task->destroy = 0;
     starpu_task_destroy(task);
     g->broken = 1;
-    return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: StarPU refused the MPI task of the %s "
-                           "tensors (%d); the group is broken", starfold_dtype_name(dt), err);
+    return starfold__error(STARFOLD_ERR_RUNTIME, "%s: StarPU refused the MPI task%s (%d); the group is broken", fn,
+                           which, err);
 }
 
 starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__runs_t *d,
@@ -156,7 +158,9 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
         task->modes[task->nbuffers - 1] = STARPU_RW;
         task->cl_arg = &args[dt];
         task->cl_arg_size = sizeof args[dt];
-        const starfold_status_t st = submit_or_break(g, task, (starfold_dtype_t)dt);
+        char which[40];
+        snprintf(which, sizeof which, " of the %s tensors", starfold_dtype_name((starfold_dtype_t)dt));
+        const starfold_status_t st = submit_or_break(g, task, "starfold_group_all_reduce", which);
         if (st != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
@@ -228,12 +232,5 @@ starfold_status_t starfold__group_mpi_gather_submit(starfold_group_t g, starpu_d
     }
     task->cl_arg = a;
     task->cl_arg_size = sizeof *a;
-    const int err = starpu_task_submit(task);
-    if (err == 0) return STARFOLD_OK;
-    task->destroy = 0;
-    starpu_task_destroy(task);
-    /* The other ranks' tasks are queued: this rank's next collective would pair with them. */
-    g->broken = 1;
-    return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_gather: StarPU refused the MPI task (%d); the "
-                           "group is broken", err);
+    return submit_or_break(g, task, "starfold_group_all_gather", "");
 }
