@@ -1146,6 +1146,26 @@ static void test_collectives(void)
     result_free(&r);
 }
 
+/*
+ * Host vectors are the caller's data, not counted against StarPU's memory limit (StarPU 1.3 takes it
+ * from hwloc's NUMA node size, which a virtual machine can report far too small): with the limit at
+ * 48 MB, two 16 MiB replicas' inputs and outputs (64 MiB) are made and reduced; the graph's own
+ * temporaries (32 MiB) stay counted, and a limit below them is refused before anything runs.
+ */
+static void test_run_host_memory_limit(void)
+{
+    cli_result_t r;
+    run_env(&r, "STARPU_LIMIT_CPU_MEM=48", "run --topology host -g 2 -b 16M -w 0 -n 1");
+    const int ok = r.status == 0 && verified_all(r.out);
+    if (!ok) fprintf(stderr, "\n  run with STARPU_LIMIT_CPU_MEM=48: status %d\n%s%s\n", r.status, r.out, r.err);
+    CU_ASSERT(ok);
+    result_free(&r);
+    run_env(&r, "STARPU_LIMIT_CPU_MEM=8", "run --topology host -g 2 -b 16M -w 0 -n 1");
+    CU_ASSERT_EQUAL(r.status, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "StarPU gives it 8.0 MiB: nothing was submitted"));
+    result_free(&r);
+}
+
 static void test_run_emulated(void)
 {
     /* The emulated box on 3 of its 8 devices; the POCL kernel cache is the one the other tests warm. */
@@ -2019,6 +2039,7 @@ int main(void)
         { "simulate", "JSON equals the library's model; all algorithms", test_simulate },
         { "run", "CPU workers: every op and dtype verified", test_run },
         { "run", "the emulated box", test_run_emulated },
+        { "run", "host vectors beyond StarPU's memory limit", test_run_host_memory_limit },
         { "run", "--mpi refused outside mpirun, options that need it", test_run_mpi_refused },
         { "run", "reduce and broadcast in run, graph, simulate", test_collectives },
         { "demo", "writes and prints the graph files", test_demo },

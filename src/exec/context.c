@@ -318,7 +318,17 @@ fail:
  * A vector of zero elements is registered with its home node and no memory (StarPU accepts a
  * zero-length vector and acquiring it is a no-op); starfold_submit() never attaches zero-element
  * buffers to tasks, and reading or writing zero bytes returns at once.
+ *
+ * On a host memory node a vector's buffer is not counted against StarPU's memory limit: it is the
+ * caller's data, as a malloc'd buffer registered with StarPU is, and StarPU 1.3 takes that limit
+ * from hwloc's size of the NUMA node, which a virtual machine can report far too small (4.7 GB of a
+ * 128 GiB VM: a ResNet-50 batch of 8 replicas was refused "out of memory" with 120 GiB free). So
+ * host vectors fail only when the system has no memory; StarPU's own temporaries stay counted, and
+ * STARPU_LIMIT_CPU_MEM raises the limit for them. A device's memory (an OpenCL or CUDA node) stays
+ * counted: there the limit is real. Allocation and release take the same flags, by the node's kind.
  */
+
+static int host_node(unsigned node) { return starpu_node_get_kind(node) == STARPU_CPU_RAM; }
 
 STARFOLD_API starfold_status_t starfold_vector_create(starfold_context_t context, int device, starfold_dtype_t dtype,
                                                       size_t count, starpu_data_handle_t *handle)
@@ -336,7 +346,8 @@ STARFOLD_API starfold_status_t starfold_vector_create(starfold_context_t context
     const unsigned node = (unsigned)context->nodes[device];
     uintptr_t ptr = 0;
     if (count > 0) {
-        ptr = starpu_malloc_on_node(node, count * elem);
+        ptr = host_node(node) ? starpu_malloc_on_node_flags(node, count * elem, STARPU_MALLOC_PINNED)
+                              : starpu_malloc_on_node(node, count * elem);
         if (!ptr)
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_vector_create: cannot allocate %zu bytes on device %d",
                             count * elem, device);
@@ -365,7 +376,9 @@ STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_dat
     }
     /* Waits for the tasks using it; no write-back to a home buffer that is freed next. */
     starpu_data_unregister_no_coherency(handle);
-    if (home >= 0 && ptr && bytes) starpu_free_on_node((unsigned)home, ptr, bytes);
+    if (home < 0 || !ptr || !bytes) return;
+    if (host_node((unsigned)home)) starpu_free_on_node_flags((unsigned)home, ptr, bytes, STARPU_MALLOC_PINNED);
+    else starpu_free_on_node((unsigned)home, ptr, bytes);
 }
 
 int starfold__is_vector(starpu_data_handle_t handle)
