@@ -266,7 +266,9 @@ STARFOLD_API void starfold_group_persistent_destroy(starfold_group_persistent_t 
  *          (for several ranks per node, large messages): reduce-scatter among a node's ranks, a ring
  *          of each shard between nodes, all-gather inside the node; "leader" (small messages): each
  *          node reduces onto one rank, the leaders exchange their sums directly, and broadcast;
- *        - "auto" (the default): the cost model's choice among them for each call's bytes.
+ *        - "auto" (the default): the cost model's choice among them for each call's bytes; a graph
+ *          only where the model prices it at least 1.5x under MPI's own (the model's measured error
+ *          against MPI's one call), so a tie or a near one goes to "mpi".
  *        Every rank must choose the same (the agreement compares it).
  * @param [in] group the group
  * @param [in] lowering one of the names above

@@ -178,8 +178,23 @@ static starfold_status_t graph_predict(starfold_group_t g, int k, starfold_op_t 
 }
 
 /*
+ * How much faster than MPI's own all-reduce the model must price a graph lowering for auto to take
+ * it. The model sees links and tasks; it does not see what MPI's one call does better than a graph
+ * of StarPU-MPI messages: segments pipelined inside the library, no progress thread to hand each
+ * message to, no task per piece. Every measurement of a graph lowering against the mpi lowering on
+ * one node came out slower than their prices said, never faster: 2 cores, 2-4 ranks, 2-9x
+ * (BENCHMARKS.md, "the lowerings side by side"); 16 cores, 4 ranks, 64 MiB, the ring priced the same
+ * as MPI's (both at the busiest rank's port) and measured 2.0x its time, and at 1 and 16 MiB auto
+ * took hierarchical and the ring, priced under MPI's, which ran 5.6x and 4.4x MPI_Allreduce
+ * (BENCHMARKS.md, "on 16 cores"). A graph must win by more than the model's error: a tie, or a near
+ * one, goes to MPI. starfold_group_set_lowering() still runs any graph by name.
+ */
+#define GRAPH_MARGIN 1.5
+
+/*
  * @want (SF_LOWER_*): a lowering by name, priced; or auto, the cheapest of MPI's own and every graph
- * lowering for these sizes. *@graph the chosen graph lowering's graph (NULL for MPI), *@us its price.
+ * lowering for these sizes, a graph only where it beats MPI's by GRAPH_MARGIN. *@graph the chosen
+ * graph lowering's graph (NULL for MPI), *@us its price.
  */
 static starfold_status_t lower_priced(starfold_group_t g, int want, starfold_op_t op, const size_t *totals, int *lowering,
                                       starfold_graph_t *graph, double *us)
@@ -199,14 +214,15 @@ static starfold_status_t lower_priced(starfold_group_t g, int want, starfold_op_
         *us = a->us;
         return a->lowering == SF_LOWER_MPI ? STARFOLD_OK : rank_compile(g, a->lowering, op, totals, graph);
     }
-    /* auto: the graph that beats MPI's own by the model, kept to run; else MPI's. */
+    /* auto: the cheapest graph that beats MPI's own by the margin, kept to run; else MPI's. */
     *lowering = SF_LOWER_MPI;
+    double bar = *us / GRAPH_MARGIN;
     for (int k = SF_LOWER_RING; k < SF_LOWER_COUNT; k++) {
         starfold_graph_t candidate = NULL;
         double t;
-        if (graph_predict(g, k, op, totals, &candidate, &t) == STARFOLD_OK && t < *us) {
+        if (graph_predict(g, k, op, totals, &candidate, &t) == STARFOLD_OK && t < bar) {
             starfold_graph_destroy(*graph);
-            *graph = candidate, *lowering = k, *us = t;
+            *graph = candidate, *lowering = k, *us = t, bar = t;
         } else {
             starfold_graph_destroy(candidate);
         }

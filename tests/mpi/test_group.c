@@ -595,6 +595,16 @@ static void test_all_reduce_lowerings(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(chosen);
         CU_ASSERT_STRING_EQUAL(chosen, ran);
         CU_ASSERT(us > 0);
+        /* A graph only where the model prices it well under MPI's own (a tie goes to MPI), and then
+         * no graph cheaper than the one taken. */
+        double mpi_us = 0, graph_us = 0;
+        const char *named = NULL;
+        CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, NT, r.tensors, "mpi", NULL, &mpi_us), STARFOLD_OK);
+        if (world_size > 1 && strcmp(chosen, "mpi") != 0) CU_ASSERT(us * 1.5 < mpi_us);
+        for (int k = 2; (named = starfold_group_lowering_name(k)) != NULL; k++) {
+            CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, NT, r.tensors, named, NULL, &graph_us), STARFOLD_OK);
+            if (graph_us * 1.5 < mpi_us) CU_ASSERT(strcmp(chosen, "mpi") != 0 && us <= graph_us);
+        }
     }
     for (size_t l = 0; l < nnames; l++) {
         us = 0;
