@@ -400,10 +400,11 @@ STARFOLD_API starfold_status_t starfold_context_resume(starfold_context_t contex
  * @brief Allocates a vector of @p count elements on logical device @p device's memory node and
  *        registers it with StarPU (home node = that memory node).
  *
- * On a host memory node the buffer is not counted against StarPU's memory limit, as a buffer the
- * caller allocates and registers is not (StarPU 1.3 takes that limit from hwloc's NUMA node size,
- * which some virtual machines report far below their memory); it fails only when the system has no
- * memory left. On a device's memory (OpenCL, CUDA) it is counted: StarPU's limit is the device's.
+ * On a host memory node the buffer counts against StarPU's memory limit only when the user set one
+ * (STARPU_LIMIT_CPU_MEM or STARPU_LIMIT_CPU_NUMA_MEM, read when StarPU starts); StarPU 1.3's default
+ * limit is hwloc's NUMA node size, which some virtual machines report far below their memory, so by
+ * default a host vector is uncounted, as a buffer the caller allocates and registers is, and fails
+ * only when the system has no memory left. On a device's memory (OpenCL, CUDA) it always counts.
  * @return ::STARFOLD_ERR_OUT_OF_MEMORY when the memory cannot be had; ::STARFOLD_ERR_NO_DEVICE for a
  *         device the context does not have; ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or an unknown
  *         dtype; ::STARFOLD_ERR_NOT_SUPPORTED above 2^32 - 1 elements (a StarPU vector's limit).

@@ -39,6 +39,16 @@ static pthread_mutex_t starfold__runtime_lock = PTHREAD_MUTEX_INITIALIZER;
 static int starfold__num_contexts;      /* live contexts */
 static int starfold__started_starpu;    /* starfold called starpu_init() and owes a starpu_shutdown() */
 static int starfold__opencl_built;      /* the OpenCL program is loaded */
+static int starfold__host_limit_set;    /* a STARPU_LIMIT_CPU_*MEM variable was set when StarPU started (see Vectors) */
+
+/* Whether the user limits StarPU's host memory (read when the first context starts a session). */
+static int env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v;
+}
+
+static int host_limit_set(void) { return env_set("STARPU_LIMIT_CPU_MEM") || env_set("STARPU_LIMIT_CPU_NUMA_MEM"); }
 
 STARFOLD_API void starfold_context_options_init(starfold_context_options_t *options)
 {
@@ -133,6 +143,7 @@ STARFOLD_API starfold_status_t starfold_context_create(const starfold_context_op
     int *ids = NULL, nworkers = 0;
 
     pthread_mutex_lock(&starfold__runtime_lock);
+    if (starfold__num_contexts == 0) starfold__host_limit_set = host_limit_set();
     if (!starpu_is_initialized()) {
         /* Several ranks of one node: each its own CPUs (workers.c), else StarPU's default. */
         struct starpu_conf conf;
@@ -319,16 +330,17 @@ fail:
  * zero-length vector and acquiring it is a no-op); starfold_submit() never attaches zero-element
  * buffers to tasks, and reading or writing zero bytes returns at once.
  *
- * On a host memory node a vector's buffer is not counted against StarPU's memory limit: it is the
- * caller's data, as a malloc'd buffer registered with StarPU is, and StarPU 1.3 takes that limit
- * from hwloc's size of the NUMA node, which a virtual machine can report far too small (4.7 GB of a
- * 128 GiB VM: a ResNet-50 batch of 8 replicas was refused "out of memory" with 120 GiB free). So
- * host vectors fail only when the system has no memory; StarPU's own temporaries stay counted, and
- * STARPU_LIMIT_CPU_MEM raises the limit for them. A device's memory (an OpenCL or CUDA node) stays
- * counted: there the limit is real. Allocation and release take the same flags, by the node's kind.
+ * On a host memory node a vector's buffer is counted against StarPU's memory limit only where the
+ * user set that limit (STARPU_LIMIT_CPU_MEM or STARPU_LIMIT_CPU_NUMA_MEM when StarPU started). By
+ * default StarPU 1.3 takes the limit from hwloc's size of the NUMA node, which a virtual machine can
+ * report far too small (4.7 GB of a 128 GiB VM: a ResNet-50 batch of 8 replicas was refused "out of
+ * memory" with 120 GiB free); a vector is then the caller's data, uncounted as a malloc'd buffer
+ * registered with StarPU is, and fails only when the system has no memory. StarPU's own temporaries
+ * stay counted. A device's memory (an OpenCL or CUDA node) is always counted: there the limit is
+ * real. Allocation and release take the same flags: the variables are read once per StarPU session.
  */
 
-static int host_node(unsigned node) { return starpu_node_get_kind(node) == STARPU_CPU_RAM; }
+static int uncounted(unsigned node) { return !starfold__host_limit_set && starpu_node_get_kind(node) == STARPU_CPU_RAM; }
 
 STARFOLD_API starfold_status_t starfold_vector_create(starfold_context_t context, int device, starfold_dtype_t dtype,
                                                       size_t count, starpu_data_handle_t *handle)
@@ -346,7 +358,7 @@ STARFOLD_API starfold_status_t starfold_vector_create(starfold_context_t context
     const unsigned node = (unsigned)context->nodes[device];
     uintptr_t ptr = 0;
     if (count > 0) {
-        ptr = host_node(node) ? starpu_malloc_on_node_flags(node, count * elem, STARPU_MALLOC_PINNED)
+        ptr = uncounted(node) ? starpu_malloc_on_node_flags(node, count * elem, STARPU_MALLOC_PINNED)
                               : starpu_malloc_on_node(node, count * elem);
         if (!ptr)
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_vector_create: cannot allocate %zu bytes on device %d",
@@ -377,7 +389,7 @@ STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_dat
     /* Waits for the tasks using it; no write-back to a home buffer that is freed next. */
     starpu_data_unregister_no_coherency(handle);
     if (home < 0 || !ptr || !bytes) return;
-    if (host_node((unsigned)home)) starpu_free_on_node_flags((unsigned)home, ptr, bytes, STARPU_MALLOC_PINNED);
+    if (uncounted((unsigned)home)) starpu_free_on_node_flags((unsigned)home, ptr, bytes, STARPU_MALLOC_PINNED);
     else starpu_free_on_node((unsigned)home, ptr, bytes);
 }
 
