@@ -259,6 +259,54 @@ static void test_all_reduce_loop_plans(void)
     starfold_strategy_destroy(s);
 }
 
+/*
+ * The leader takes the kept pairs' plan by its id and skips the shape check when every replica passes
+ * what it passed the step before (replica.c); a value replaced is seen all the same:
+ *   steps 0-2  the same values: planned, then found (by id) every step
+ *   step 3     replica 1's value 2 destroyed and made again, same shape: new pairs, a new plan
+ *   step 4     found again
+ *   step 5     replica 1's value 2 replaced by one of 8 elements: INVALID_ARGUMENT, the shapes named
+ *   step 6     a value of 4 elements again: right
+ * Every step that runs is checked.
+ */
+static void test_all_reduce_loop_replaced(void)
+{
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    loop_arg_t a;
+    memset(&a, 0, sizeof a);
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++)
+            CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[r], STARFOLD_FLOAT32, 4,
+                                                        NULL, &a.mine[r][i]), STARFOLD_OK);
+    static const unsigned long long expect_found[7] = { 0, 1, 1, 0, 1, 0, 0 };
+    for (a.step = 0; a.step < 7; a.step++) {
+        if (a.step == 3 || a.step == 5 || a.step == 6) {
+            starfold_value_destroy(a.mine[1][2]);
+            CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[1], STARFOLD_FLOAT32,
+                                                        a.step == 5 ? 8 : 4, NULL, &a.mine[1][2]), STARFOLD_OK);
+        }
+        pthread_mutex_lock(&s->ops->cache_lock);
+        const unsigned long long h = s->ops->plan_hits;
+        pthread_mutex_unlock(&s->ops->cache_lock);
+        const starfold_status_t st = starfold_strategy_run(s, step_all_reduce_loop, &a);
+        pthread_mutex_lock(&s->ops->cache_lock);
+        const unsigned long long found = s->ops->plan_hits - h;
+        pthread_mutex_unlock(&s->ops->cache_lock);
+        CU_ASSERT_EQUAL(found, expect_found[a.step]);
+        if (a.step == 5) {
+            CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+            CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "the shapes must be the same on every replica"));
+            continue;
+        }
+        CU_ASSERT_EQUAL(st, STARFOLD_OK);
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(a.got[r][i], (float)(2 * (a.step * 10 + i) + 3));
+    }
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++) starfold_value_destroy(a.mine[r][i]);
+    starfold_strategy_destroy(s);
+}
+
 /* Replicas run concurrently: each waits (bounded) until every replica has started. */
 static pthread_mutex_t conc_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conc_cond = PTHREAD_COND_INITIALIZER;
@@ -2543,6 +2591,7 @@ int main(int argc, char **argv)
         { "seed: all_reduce of 1.0 over 2 replicas", test_seed_all_reduce },
         { "seed: all_reduce of [1, 2] in one collective", test_seed_all_reduce_list },
         { "all_reduce in a loop: the step's plan found again", test_all_reduce_loop_plans },
+        { "all_reduce in a loop: a replaced value replans, a reshaped one is refused", test_all_reduce_loop_replaced },
         { "seed: replica_id_in_sync_group, concurrent replicas", test_seed_replica_ids },
         { "seed: batch_reduce_to + merge_call + update, 3 strategies", test_seed_batch_reduce_to },
         { "construction and default ops by topology", test_construction },

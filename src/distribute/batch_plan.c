@@ -19,6 +19,8 @@
  *   value destroyed since simply never matches again (its plan goes by LRU eviction). The plan never
  *   dereferences the values it saw.
  * - Regrouped values are never keyed (their parts can move without their stamp changing).
+ * - A plan's id names it alone, across every ops, for the life of the process: a caller that vouches
+ *   for its pairs (starfold__plan_find_id()) finds that plan or none.
  * - The plans are under the ops' cache_lock; a plan in use (borrowed) is neither found nor evicted,
  *   so its groups' bindings are updated by one call at a time.
  */
@@ -68,16 +70,18 @@ int starfold__plan_keyable(size_t n, const starfold__pair_t *pairs)
     return 1;
 }
 
-starfold__batch_plan_t *starfold__plan_find(starfold_cross_device_ops_t ops, starfold_context_t ctx,
-                                            starfold_topology_t topo, starfold_op_t op, int split,
-                                            const starfold_communication_options_t *options, size_t n,
-                                            const starfold__pair_t *pairs)
+/* The plan of @ops matching (a borrowed one never does), borrowed; NULL for none. */
+static starfold__batch_plan_t *find(starfold_cross_device_ops_t ops, starfold_context_t ctx, starfold_topology_t topo,
+                                    starfold_op_t op, int split, const starfold_communication_options_t *options, size_t n,
+                                    const starfold__pair_t *pairs, unsigned long long id)
 {
     starfold__batch_plan_t *found = NULL;
     pthread_mutex_lock(&ops->cache_lock);
     for (int k = 0; k < SF_PLAN_CACHE && !found; k++) {
         starfold__batch_plan_t *p = ops->plans[k];
-        if (p && !p->borrowed && head_matches(p, ctx, topo, op, split, options, n) && pairs_match(p, pairs)) found = p;
+        if (p && !p->borrowed && head_matches(p, ctx, topo, op, split, options, n) &&
+            (pairs ? pairs_match(p, pairs) : p->id == id))
+            found = p;
     }
     if (found) {
         ops->plan_hits++;
@@ -86,6 +90,22 @@ starfold__batch_plan_t *starfold__plan_find(starfold_cross_device_ops_t ops, sta
     }
     pthread_mutex_unlock(&ops->cache_lock);
     return found;
+}
+
+starfold__batch_plan_t *starfold__plan_find(starfold_cross_device_ops_t ops, starfold_context_t ctx,
+                                            starfold_topology_t topo, starfold_op_t op, int split,
+                                            const starfold_communication_options_t *options, size_t n,
+                                            const starfold__pair_t *pairs)
+{
+    return find(ops, ctx, topo, op, split, options, n, pairs, 0);
+}
+
+starfold__batch_plan_t *starfold__plan_find_id(starfold_cross_device_ops_t ops, starfold_context_t ctx,
+                                               starfold_topology_t topo, starfold_op_t op, int split,
+                                               const starfold_communication_options_t *options, size_t n,
+                                               unsigned long long id)
+{
+    return id ? find(ops, ctx, topo, op, split, options, n, NULL, id) : NULL;
 }
 
 void starfold__plan_return(starfold_cross_device_ops_t ops, starfold__batch_plan_t *plan)
@@ -98,8 +118,9 @@ void starfold__plan_return(starfold_cross_device_ops_t ops, starfold__batch_plan
 int starfold__plan_keep(starfold_cross_device_ops_t ops, starfold_context_t ctx, starfold_topology_t topo,
                         starfold_op_t op, int split, const starfold_communication_options_t *options, size_t n,
                         const starfold__pair_t *pairs, starfold__item_t **items, starfold__group_t **groups,
-                        size_t ngroups, size_t **member_store)
+                        size_t ngroups, size_t **member_store, unsigned long long *id)
 {
+    if (id) *id = 0;
     starfold__batch_plan_t *p = calloc(1, sizeof *p);
     if (!p) return 0;
     p->stamps = malloc(sizeof *p->stamps * n);
@@ -115,6 +136,8 @@ int starfold__plan_keep(starfold_cross_device_ops_t ops, starfold_context_t ctx,
                                    .bytes_per_pack = options->bytes_per_pack, .n = n, .stamps = p->stamps,
                                    .dests = p->dests, .items = *items, .groups = *groups, .ngroups = ngroups,
                                    .member_store = *member_store };
+    static unsigned long long last_id; /* ids unique across every ops: a caller's @known never names another's */
+    p->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
     for (size_t i = 0; i < n; i++) {
         p->stamps[i] = __atomic_load_n(&pairs[i].value->stamp, __ATOMIC_RELAXED);
         p->dests[i] = pairs[i].dest;
@@ -142,6 +165,7 @@ int starfold__plan_keep(starfold_cross_device_ops_t ops, starfold_context_t ctx,
     }
     if (slot >= 0) {
         evicted = ops->plans[slot];
+        if (id) *id = p->id;
         p->used = ++ops->clock;
         ops->plans[slot] = p;
         p = NULL;

@@ -23,7 +23,7 @@ typedef struct starfold__item {
 
 /*
  * A group's results of one output dtype: one block per destination device, the results one after
- * another in it (alloc_results() in cross_device_ops.c). Arrays owned by the group.
+ * another in it (reserve_results() in cross_device_ops.c). Arrays owned by the group.
  */
 typedef struct starfold__result_layout {
     starfold_dtype_t dtype;
@@ -31,6 +31,8 @@ typedef struct starfold__result_layout {
     size_t *idx;         /* [nk] pair index of each result */
     size_t *cnt;         /* [nk] its elements */
     const int **devs;    /* [nk] its destination devices in the pair's order (the pairs', or the plan's copy) */
+    int same_order;      /* every devs[j] lists the group's destination devices in one order (a split result's
+                          * component c is then on the group's device c: no search per result) */
 } starfold__result_layout_t;
 
 /* Where a call's result blocks were: [layout][device] = the block's bucket vector and first element. */
@@ -87,6 +89,7 @@ typedef struct starfold__batch_plan {
     size_t ngroups;
     size_t *member_store;        /* [n] the groups' members */
     unsigned long long used;     /* last use, for LRU eviction */
+    unsigned long long id;       /* unique among every ops' plans, never 0 (starfold__plan_find()'s @known) */
     int borrowed;                /* a call is using it */
 } starfold__batch_plan_t;
 
@@ -98,18 +101,29 @@ starfold__batch_plan_t *starfold__plan_find(starfold_cross_device_ops_t ops, sta
                                             starfold_topology_t topo, starfold_op_t op, int split,
                                             const starfold_communication_options_t *options, size_t n,
                                             const starfold__pair_t *pairs);
+/*
+ * Plan @id of @ops, borrowed, when the scalar part of its key is this call's (NULL: gone, changed or
+ * in use). For a caller vouching that its pairs are the very ones a call that used plan @id had,
+ * unchanged since (the same values, stamps and destinations: the replica context's kept pairs,
+ * replica.c): no comparison per pair.
+ */
+starfold__batch_plan_t *starfold__plan_find_id(starfold_cross_device_ops_t ops, starfold_context_t ctx,
+                                               starfold_topology_t topo, starfold_op_t op, int split,
+                                               const starfold_communication_options_t *options, size_t n,
+                                               unsigned long long id);
 void starfold__plan_return(starfold_cross_device_ops_t ops, starfold__batch_plan_t *plan);
 /* Whether a call over @pairs can be kept as a plan: no input is a regrouped value. */
 int starfold__plan_keyable(size_t n, const starfold__pair_t *pairs);
 /*
  * Keeps what a call worked out as a plan of @ops: takes *@items, *@groups (their layouts and graph
  * borrows) and *@member_store (set to NULL) when it returns 1; on 0 (out of memory) they stay the
- * caller's. Evicts the least recently used plan not in use when the cache is full.
+ * caller's. Evicts the least recently used plan not in use when the cache is full. *@id (when not
+ * NULL): the kept plan's id, 0 when it was not kept.
  */
 int starfold__plan_keep(starfold_cross_device_ops_t ops, starfold_context_t ctx, starfold_topology_t topo,
                         starfold_op_t op, int split, const starfold_communication_options_t *options, size_t n,
                         const starfold__pair_t *pairs, starfold__item_t **items, starfold__group_t **groups,
-                        size_t ngroups, size_t **member_store);
+                        size_t ngroups, size_t **member_store, unsigned long long *id);
 /* Frees every plan of @ops (its destruction). */
 void starfold__plans_destroy(starfold_cross_device_ops_t ops);
 

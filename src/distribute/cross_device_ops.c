@@ -575,20 +575,19 @@ out:
 }
 
 /*
- * Submits group @g of a plan: when this call's result blocks are those of a binding an earlier call
- * started, and the arena still has it, that binding is started again (the inputs are the same views:
- * the plan's key says so); otherwise as submit_group(), and the new binding is remembered.
+ * Group @g of a plan, before its results' values exist: when this call's result blocks are those of
+ * a binding an earlier call started, and the arena still has it, that binding is started again (the
+ * inputs are the same views: the plan's key says so), *@req its submission (recorded on the results
+ * once they are made, record_group()); else *@req NULL.
  */
-static starfold_status_t submit_planned_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items,
-                                              group_t *g, starfold_value_t *results, size_t npairs, int split_n,
-                                              const char *fn)
+static starfold_status_t restart_planned_group(starfold_context_t ctx, group_t *g, const char *fn, starfold_request_t *req)
 {
+    *req = NULL;
     for (int b = 0; b < SF_PLAN_BINDINGS; b++) {
         const starfold__binding_t *bd = &g->where->bind[b];
         if (!bd->ticket || memcmp(bd->blocks, g->where->blocks, sizeof bd->blocks) != 0) continue;
-        starfold_request_t req;
         int found = 0;
-        starfold_status_t st = starfold__arena_restart(ctx, bd->ticket, &req, &found);
+        starfold_status_t st = starfold__arena_restart(ctx, bd->ticket, req, &found);
         if (st != STARFOLD_OK) {
             char why[512];
             snprintf(why, sizeof why, "%s", starfold_last_error());
@@ -596,9 +595,18 @@ static starfold_status_t submit_planned_group(starfold_context_t ctx, const star
         }
         if (found) {
             g->ticket = bd->ticket;
-            return record_group(items, g, req, results, npairs, split_n, 1, 1, fn);
+            return STARFOLD_OK;
         }
+        *req = NULL;
     }
+    return STARFOLD_OK;
+}
+
+/* Group @g of a plan that restarted no binding: as submit_group(), the new binding remembered. */
+static starfold_status_t submit_planned_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items,
+                                              group_t *g, starfold_value_t *results, size_t npairs, int split_n,
+                                              const char *fn)
+{
     starfold_status_t st = submit_group(ctx, pairs, items, g, results, npairs, split_n, fn);
     if (st == STARFOLD_OK && g->ticket) {
         starfold__group_blocks_t *w = g->where;
@@ -611,11 +619,12 @@ static starfold_status_t submit_planned_group(starfold_context_t ctx, const star
 }
 
 /*
- * The layout of group @g's results (see alloc_results()): for each output dtype of its graph, the
+ * The layout of group @g's results (see reserve_results()): for each output dtype of its graph, the
  * members of that dtype, their counts and their destinations' device orders.
  */
 static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *g)
 {
+    const starfold__dest_t *first = &pairs[g->members[0]].dest;
     size_t counts[STARFOLD_DTYPE_COUNT] = { 0 };
     for (size_t t = 0; t < g->nmembers; t++) counts[starfold_graph_output_dtype(g->graph, t)]++;
     g->nlayouts = 0;
@@ -624,6 +633,7 @@ static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *
         if (!counts[k]) continue;
         starfold__result_layout_t *l = &g->layouts[g->nlayouts++];
         l->dtype = (starfold_dtype_t)k;
+        l->same_order = 1;
         l->idx = malloc(sizeof *l->idx * counts[k]);
         l->cnt = malloc(sizeof *l->cnt * counts[k]);
         l->devs = malloc(sizeof *l->devs * counts[k]);
@@ -633,6 +643,7 @@ static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *
                 const size_t i = g->members[t];
                 l->idx[l->nk] = i;
                 l->devs[l->nk] = pairs[i].dest.devices; /* the same set, in the pair's order */
+                l->same_order &= !memcmp(pairs[i].dest.devices, first->devices, sizeof(int) * (size_t)first->n);
                 l->cnt[l->nk++] = pairs[i].value->count;
             }
     }
@@ -658,16 +669,39 @@ void starfold__group_fini(starfold_cross_device_ops_t ops, starfold__group_t *g)
  * The results of group @g in the arena, as its layouts say: one block per destination device and
  * output dtype, the results one after another in it, so the group's outputs are views of as few
  * vectors as possible (and the same ones every step of a loop that frees its results before the
- * next). Every pair of a group has the same destination devices (maybe in another order). Where the
- * blocks are goes to g->where->blocks.
+ * next). Every pair of a group has the same destination devices (maybe in another order).
+ * Made in two steps (starfold__values_block_reserve() / _fill()): the blocks first, where they are
+ * going to g->where->blocks and their reservations to @resv (group_blocks(@g) of them), then the
+ * values, which a restarted binding need not wait for.
  *   split_n == 0: res[i] = pair i's result, mirrored over its destination's devices;
  *   split_n  > 0: res[c * npairs + i] = a one-component result on pair i's destination device c.
  */
-static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__pair_t *pairs, group_t *g,
-                                       starfold_value_t *res, size_t npairs, int split_n)
+static size_t group_blocks(const group_t *g, int split_n)
+{
+    return (size_t)g->nlayouts * (size_t)(split_n ? split_n : 1);
+}
+
+static starfold_status_t reserve_results(starfold_context_t ctx, const starfold__pair_t *pairs, group_t *g, int split_n,
+                                         starfold__values_block_t **resv)
 {
     const starfold__dest_t *d = &pairs[g->members[0]].dest;
     memset(g->where->blocks, 0, sizeof g->where->blocks);
+    starfold_status_t st = STARFOLD_OK;
+    for (int k = 0; k < g->nlayouts && st == STARFOLD_OK; k++) {
+        const starfold__result_layout_t *l = &g->layouts[k];
+        if (!split_n)
+            st = starfold__values_block_reserve(ctx, d->n, d->devices, l->dtype, l->nk, l->cnt, g->where->blocks[k], &resv[k]);
+        for (int b = 0; st == STARFOLD_OK && split_n && b < d->n; b++) /* split: a block per device */
+            st = starfold__values_block_reserve(ctx, 1, &d->devices[b], l->dtype, l->nk, l->cnt, &g->where->blocks[k][b],
+                                                &resv[(size_t)k * (size_t)split_n + (size_t)b]);
+    }
+    return st;
+}
+
+static starfold_status_t fill_results(starfold_context_t ctx, const starfold__pair_t *pairs, group_t *g,
+                                      starfold_value_t *res, size_t npairs, int split_n, starfold__values_block_t **resv)
+{
+    const starfold__dest_t *d = &pairs[g->members[0]].dest;
     starfold_value_t few[64], *out = few;
     size_t maxk = 0;
     for (int k = 0; k < g->nlayouts; k++) maxk = g->layouts[k].nk > maxk ? g->layouts[k].nk : maxk;
@@ -676,22 +710,76 @@ static starfold_status_t alloc_results(starfold_context_t ctx, const starfold__p
     for (int k = 0; k < g->nlayouts && st == STARFOLD_OK; k++) {
         const starfold__result_layout_t *l = &g->layouts[k];
         if (!split_n) {
-            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, l->dtype, l->nk, l->cnt,
-                                              l->devs, out, g->where->blocks[k]);
+            starfold__values_block_t *blk = resv[k];
+            resv[k] = NULL; /* taken by the fill, failing or not */
+            st = starfold__values_block_fill(blk, ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, l->dtype, l->nk, l->cnt,
+                                             l->devs, out);
             for (size_t j = 0; st == STARFOLD_OK && j < l->nk; j++) res[l->idx[j]] = out[j];
         }
-        /* Split: a block per device; pair i's result on device D goes where D is in its destination. */
+        /* Split: pair i's result on device D goes where D is in its destination. */
         for (int b = 0; st == STARFOLD_OK && split_n && b < d->n; b++) {
-            st = starfold__values_alloc_block(ctx, STARFOLD_VALUE_MIRRORED, 1, &d->devices[b], l->dtype, l->nk, l->cnt,
-                                              NULL, out, &g->where->blocks[k][b]);
+            const size_t r = (size_t)k * (size_t)split_n + (size_t)b;
+            starfold__values_block_t *blk = resv[r];
+            resv[r] = NULL;
+            st = starfold__values_block_fill(blk, ctx, STARFOLD_VALUE_MIRRORED, 1, &d->devices[b], l->dtype, l->nk, l->cnt,
+                                             NULL, out);
             for (size_t j = 0; st == STARFOLD_OK && j < l->nk; j++) {
-                int c = 0;
+                int c = l->same_order ? b : 0;
                 while (c < split_n - 1 && l->devs[j][c] != d->devices[b]) c++;
                 res[(size_t)c * npairs + l->idx[j]] = out[j];
             }
         }
     }
     if (out != few) free(out);
+    return st;
+}
+
+/*
+ * Every group's results, and its submission:
+ *   1. every group's result blocks reserved      (a failure here: nothing submitted, nothing made)
+ *   2. a plan's group whose blocks are those of a binding an earlier call started restarts it now,
+ *      and its work runs while 3 makes the values (a replica context's all_reduce of 1,000 gradients
+ *      on 8 replicas makes 8,000 one-component results: a third of a millisecond, no longer spent
+ *      before the reduction starts)
+ *   3. the results' values, in their blocks
+ *   4. every other group submitted over them; every submission recorded on its results
+ * On failure after 2 the restarted work is waited for before its blocks are given back (@res, the
+ * values made, are the caller's to destroy, after this returns).
+ */
+static starfold_status_t make_and_submit(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items,
+                                         group_t *groups, size_t ngroups, int planned, starfold_value_t *res,
+                                         size_t npairs, int split_n, const char *fn)
+{
+    size_t nresv = 0, at = 0;
+    for (size_t gi = 0; gi < ngroups; gi++) nresv += group_blocks(&groups[gi], split_n);
+    starfold__values_block_t **resv = calloc(nresv ? nresv : 1, sizeof *resv);
+    starfold_request_t *early = calloc(ngroups ? ngroups : 1, sizeof *early);
+    starfold_status_t st = STARFOLD_OK;
+    if (!resv || !early) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto out;
+    }
+    for (size_t gi = 0; gi < ngroups; at += group_blocks(&groups[gi], split_n), gi++)
+        SF_CHECK_GOTO(reserve_results(ctx, pairs, &groups[gi], split_n, &resv[at]), st, out);
+    for (size_t gi = 0; planned && gi < ngroups; gi++)
+        SF_CHECK_GOTO(restart_planned_group(ctx, &groups[gi], fn, &early[gi]), st, out);
+    at = 0;
+    for (size_t gi = 0; gi < ngroups; at += group_blocks(&groups[gi], split_n), gi++)
+        SF_CHECK_GOTO(fill_results(ctx, pairs, &groups[gi], res, npairs, split_n, &resv[at]), st, out);
+    for (size_t gi = 0; gi < ngroups; gi++) {
+        const starfold_request_t req = early[gi];
+        early[gi] = NULL; /* record_group() takes it */
+        st = req ? record_group(items, &groups[gi], req, res, npairs, split_n, 1, 1, fn)
+                 : planned ? submit_planned_group(ctx, pairs, items, &groups[gi], res, npairs, split_n, fn)
+                           : submit_group(ctx, pairs, items, &groups[gi], res, npairs, split_n, fn);
+        if (st != STARFOLD_OK) goto out;
+    }
+out:
+    /* Restarted work not recorded on its results writes their blocks: finished before they go back. */
+    for (size_t gi = 0; early && gi < ngroups; gi++) starfold_request_destroy(early[gi]);
+    for (size_t r = 0; resv && r < nresv; r++) starfold__values_block_cancel(resv[r]);
+    free(resv);
+    free(early);
     return st;
 }
 
@@ -725,55 +813,67 @@ static starfold_status_t plan_groups(starfold_cross_device_ops_t ops, starfold_t
     return STARFOLD_OK;
 }
 
+/* Every pair of one context; for split results (@split_n > 0) every destination of @split_n devices, no host. */
+static starfold_status_t check_pairs(const char *fn, size_t n, const starfold__pair_t *pairs, starfold_context_t ctx,
+                                     int split_n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (pairs[i].value->ctx != ctx || (pairs[i].dest.ctx && pairs[i].dest.ctx != ctx))
+            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: pair %zu: values and destinations of another context "
+                                   "than pair 0's", fn, i);
+        if (split_n && (pairs[i].dest.n != split_n || pairs[i].dest.host))
+            return starfold__error(STARFOLD_ERR_INTERNAL, "%s: split results need one destination device list", fn);
+    }
+    return STARFOLD_OK;
+}
+
 /*
- * The batch reduce: results mirrored (@split 0), or split per destination device (see alloc_results()).
+ * The batch reduce: results mirrored (@split 0), or split per destination device (see reserve_results()).
+ * @plan_id (NULL, or in and out): in, the id of the plan a call over this very array of pairs used,
+ * the caller vouching for them (starfold__plan_find()'s @known); out, the plan this call used or
+ * kept, 0 for none.
  *
  *   plan kept for exactly this call? --yes--> its groups, graphs and layouts
  *                                    --no---> classify, group, compile, lay out (plan_groups())
- *   allocate every result, then submit every group (a plan's: restart its binding when the results
- *   landed where an earlier call's did); a new plan is kept when every group went through the arena.
+ *   every group's results and submission (make_and_submit(): a plan's group restarts its binding when
+ *   the results landed where an earlier call's did); a new plan is kept when every group went
+ *   through the arena.
  */
 static starfold_status_t batch_reduce(starfold_cross_device_ops_t ops, starfold_topology_t topology, starfold_op_t op,
                                       size_t n, const starfold__pair_t *pairs,
                                       const starfold_communication_options_t *options, const char *fn,
-                                      starfold_value_t *results, int split)
+                                      starfold_value_t *results, int split, unsigned long long *plan_id)
 {
+    const unsigned long long known = plan_id ? *plan_id : 0;
+    if (plan_id) *plan_id = 0;
     if (n == 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: batch_reduce needs at least one (value, destinations) pair",
                         fn);
     if ((int)op < 0 || (int)op >= STARFOLD_OP_COUNT)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op);
     const starfold_context_t ctx = pairs[0].value->ctx;
-    for (size_t i = 0; i < n; i++) {
-        if (pairs[i].value->ctx != ctx || (pairs[i].dest.ctx && pairs[i].dest.ctx != ctx))
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: pair %zu: values and destinations of another context "
-                            "than pair 0's", fn, i);
-    }
-
-    int split_n = 0;
-    if (split) {
-        split_n = pairs[0].dest.n;
-        for (size_t i = 0; i < n; i++)
-            if (pairs[i].dest.n != split_n || pairs[i].dest.host)
-                return starfold__error(STARFOLD_ERR_INTERNAL, "%s: split results need one destination device list", fn);
-    }
-
+    const int split_n = split ? pairs[0].dest.n : 0;
     starfold_status_t st = STARFOLD_OK;
     starfold_topology_t topo = NULL;
-    int made_topo = 0;
+    int made_topo = 0, keyable = 0;
     item_t *items = NULL;
     group_t *groups = NULL;
     size_t *member_store = NULL, ngroups = 0;
     const size_t nres = split ? n * (size_t)split_n : n;
-    starfold_value_t *res = calloc(nres, sizeof *res);
+    starfold_value_t *res = calloc(nres ? nres : 1, sizeof *res);
     starfold__batch_plan_t *plan = NULL;
-    const int keyable = starfold__plan_keyable(n, pairs);
     if (!res) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto out;
     }
     SF_CHECK_GOTO(starfold__pick_topology(ops, topology, ctx, &topo, &made_topo), st, out);
-    if (keyable && (plan = starfold__plan_find(ops, ctx, topo, op, split, options, n, pairs))) {
+    /* Pairs their caller vouches for (the very ones a call that used plan @known had) passed the
+     * checks then: 3 x n reads saved on a replica context's leader, while the others wait. */
+    if (!(plan = starfold__plan_find_id(ops, ctx, topo, op, split, options, n, known))) {
+        SF_CHECK_GOTO(check_pairs(fn, n, pairs, ctx, split_n), st, out);
+        if ((keyable = starfold__plan_keyable(n, pairs))) plan = starfold__plan_find(ops, ctx, topo, op, split, options, n, pairs);
+    }
+    if (plan) {
         items = plan->items;
         groups = plan->groups;
         ngroups = plan->ngroups;
@@ -787,12 +887,7 @@ static starfold_status_t batch_reduce(starfold_cross_device_ops_t ops, starfold_
         }
         SF_CHECK_GOTO(plan_groups(ops, topo, op, n, pairs, options, fn, items, groups, member_store, &ngroups), st, out);
     }
-    /* Every result allocated before the first submission: a failure here has submitted nothing. */
-    for (size_t gi = 0; gi < ngroups; gi++) SF_CHECK_GOTO(alloc_results(ctx, pairs, &groups[gi], res, n, split_n), st, out);
-    for (size_t gi = 0; gi < ngroups; gi++)
-        SF_CHECK_GOTO(plan ? submit_planned_group(ctx, pairs, items, &groups[gi], res, n, split_n, fn)
-                           : submit_group(ctx, pairs, items, &groups[gi], res, n, split_n, fn),
-                      st, out);
+    SF_CHECK_GOTO(make_and_submit(ctx, pairs, items, groups, ngroups, plan != NULL, res, n, split_n, fn), st, out);
 
     memcpy(results, res, sizeof *res * nres);
     memset(res, 0, sizeof *res * nres); /* ownership moved to the caller */
@@ -804,6 +899,7 @@ out:
         groups[gi].req = NULL;
     }
     if (plan) {
+        if (plan_id && st == STARFOLD_OK) *plan_id = plan->id;
         starfold__plan_return(ops, plan);
     } else if (st == STARFOLD_OK && keyable) {
         /* Kept when every group is a cached graph started through the arena: the next call restarts it. */
@@ -815,7 +911,9 @@ out:
             memcpy(g->where->bind[0].blocks, g->where->blocks, sizeof g->where->blocks);
             g->where->next_bind = 1 % SF_PLAN_BINDINGS;
         }
-        if (all_bound) starfold__plan_keep(ops, ctx, topo, op, split, options, n, pairs, &items, &groups, ngroups, &member_store);
+        if (all_bound)
+            starfold__plan_keep(ops, ctx, topo, op, split, options, n, pairs, &items, &groups, ngroups, &member_store,
+                                plan_id);
     }
     if (!plan) {
         for (size_t gi = 0; groups && gi < ngroups; gi++) starfold__group_fini(ops, &groups[gi]);
@@ -833,15 +931,15 @@ starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, st
                                       const starfold_communication_options_t *options, const char *fn,
                                       starfold_value_t *results)
 {
-    return batch_reduce(ops, topology, op, n, pairs, options, fn, results, 0);
+    return batch_reduce(ops, topology, op, n, pairs, options, fn, results, 0, NULL);
 }
 
 starfold_status_t starfold__ops_batch_reduce_split(starfold_cross_device_ops_t ops, starfold_topology_t topology,
                                                    starfold_op_t op, size_t n, const starfold__pair_t *pairs,
                                                    const starfold_communication_options_t *options, const char *fn,
-                                                   starfold_value_t *results)
+                                                   starfold_value_t *results, unsigned long long *plan_id)
 {
-    return batch_reduce(ops, topology, op, n, pairs, options, fn, results, 1);
+    return batch_reduce(ops, topology, op, n, pairs, options, fn, results, 1, plan_id);
 }
 
 /* ------------------------------------------------------------------------------------------------

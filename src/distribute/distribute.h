@@ -156,6 +156,23 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
                                                const int *devices, starfold_dtype_t dtype, size_t num_values,
                                                const size_t *counts, const int *const *value_devices,
                                                starfold_value_t *values, starfold_view_t *blocks);
+/*
+ * starfold__values_alloc_block() in two steps, so that the work writing a block can start before its
+ * values exist. reserve: the block's memory on every device (blocks[c] as there) and room for its
+ * values, *@block NULL when no value has elements; on failure nothing is left. fill: the values, with
+ * the same arguments as the reserve's (and @kind, @value_devices as in alloc_block); it takes @block,
+ * failing or not. cancel: gives back a reserved block whose values will not be made (what was
+ * written into it must be finished first).
+ */
+typedef struct starfold__value_slab starfold__values_block_t;
+starfold_status_t starfold__values_block_reserve(starfold_context_t ctx, int n, const int *devices, starfold_dtype_t dtype,
+                                                 size_t num_values, const size_t *counts, starfold_view_t *blocks,
+                                                 starfold__values_block_t **block);
+starfold_status_t starfold__values_block_fill(starfold__values_block_t *block, starfold_context_t ctx,
+                                              starfold_value_kind_t kind, int n, const int *devices, starfold_dtype_t dtype,
+                                              size_t num_values, const size_t *counts, const int *const *value_devices,
+                                              starfold_value_t *values);
+void starfold__values_block_cancel(starfold__values_block_t *block);
 /* A value of @n components over fresh handles of their own (SF_OWN_DEVICE / SF_OWN_HOST), content undefined. */
 starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                  starfold_dtype_t dtype, size_t count, starfold_value_t *value);
@@ -277,12 +294,14 @@ starfold_status_t starfold__ops_batch_reduce(starfold_cross_device_ops_t ops, st
 /*
  * As starfold__ops_batch_reduce(), every pair with the same destination devices (not the host), the
  * results split: results[c * n + i] is a new one-component value, pair i's result on its destination
- * device c (the replica context's all_reduce hands each replica its own).
+ * device c (the replica context's all_reduce hands each replica its own). @plan_id: NULL, or in,
+ * the id of the batch plan the last call over this very array of pairs used (0: none), the caller
+ * vouching that the pairs have not changed since; out, the plan this call used or kept (0: none).
  */
 starfold_status_t starfold__ops_batch_reduce_split(starfold_cross_device_ops_t ops, starfold_topology_t topology,
                                                    starfold_op_t op, size_t n, const starfold__pair_t *pairs,
                                                    const starfold_communication_options_t *options, const char *fn,
-                                                   starfold_value_t *results);
+                                                   starfold_value_t *results, unsigned long long *plan_id);
 /*
  * A variable's update from @value as one graph (starfold__graph_then_update()), submitted and recorded
  * as a writer of @var; nothing is submitted on failure. @copy -1 writes every copy of @var, else copy
@@ -403,13 +422,13 @@ starfold_status_t starfold__strategy_batch_reduce(starfold_strategy_t s, starfol
                                            starfold_value_t *results);
 /*
  * The replica context's all_reduce in one process: starfold__ops_batch_reduce_split() through the
- * strategy's ops. ::STARFOLD_ERR_NOT_SUPPORTED, with nothing done and no error recorded, for a
+ * strategy's ops (@plan_id as there). ::STARFOLD_ERR_NOT_SUPPORTED, with nothing done and no error recorded, for a
  * strategy whose reductions go across processes (the caller then splits mirrored results).
  */
 starfold_status_t starfold__strategy_all_reduce_split(starfold_strategy_t s, starfold_op_t op, size_t n,
                                                       const starfold__pair_t *pairs,
                                                       const starfold_communication_options_t *options, const char *fn,
-                                                      starfold_value_t *results);
+                                                      starfold_value_t *results, unsigned long long *plan_id);
 /*
  * The replica-context update of a mirrored variable, run by the collective's leader: starfold__ops_update()
  * through the strategy's ops (the implementation option's choice). @first: @value is replica 0's

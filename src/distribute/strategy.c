@@ -409,13 +409,13 @@ starfold_status_t starfold__strategy_update_variable(starfold_strategy_t s, star
 starfold_status_t starfold__strategy_all_reduce_split(starfold_strategy_t s, starfold_op_t op, size_t n,
                                                       const starfold__pair_t *pairs,
                                                       const starfold_communication_options_t *options, const char *fn,
-                                                      starfold_value_t *results)
+                                                      starfold_value_t *results, unsigned long long *plan_id)
 {
     if (s->cross_process) return STARFOLD_ERR_NOT_SUPPORTED; /* the caller splits mirrored results itself */
     starfold_communication_options_t o;
     starfold_status_t st = starfold__strategy_options(s, options, &o);
     if (st != STARFOLD_OK) return st;
-    return starfold__ops_batch_reduce_split(ops_for(s, &o), s->topology, op, n, pairs, &o, fn, results);
+    return starfold__ops_batch_reduce_split(ops_for(s, &o), s->topology, op, n, pairs, &o, fn, results, plan_id);
 }
 
 static starfold_status_t check_op(const char *fn, starfold_op_t op)

@@ -187,6 +187,8 @@ typedef struct starfold__value_slab {
     int refs;                                    /* atomic: values of the slab not freed */
     int n;
     starfold__range_t *ranges[STARFOLD_MAX_DEVICES]; /* one reference each */
+    size_t base[STARFOLD_MAX_DEVICES];           /* where the block starts in each range's bucket */
+    size_t nonempty;                             /* values of elements the slab has room for */
     starfold_context_t ctx;                      /* whose arena the memory goes back to */
     size_t bytes;                                /* the memory's size, this header included */
 } value_slab_t;
@@ -326,40 +328,64 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
     return STARFOLD_OK;
 }
 
-starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
-                                               const int *devices, starfold_dtype_t dtype, size_t num_values,
-                                               const size_t *counts, const int *const *value_devices,
-                                               starfold_value_t *values, starfold_view_t *blocks)
+/*
+ * A block in two steps, so that a caller can start the work that writes the block before its values
+ * exist (cross_device_ops.c: a kept binding restarted, the results' values made while it runs):
+ *
+ *   reserve:  the slab (one allocation for every value of elements) and one arena range per device,
+ *             the whole block's; blocks[c] says where each lies            -> nothing made yet
+ *   fill:     the values laid out in the slab over those ranges (or cancel: ranges and slab back)
+ */
+starfold_status_t starfold__values_block_reserve(starfold_context_t ctx, int n, const int *devices, starfold_dtype_t dtype,
+                                                 size_t num_values, const size_t *counts, starfold_view_t *blocks,
+                                                 starfold__values_block_t **block)
 {
-    starfold_status_t st = STARFOLD_OK;
     size_t total = 0, nonempty = 0;
     for (size_t i = 0; i < num_values; i++) {
         total += counts[i];
         nonempty += counts[i] > 0;
     }
-    memset(values, 0, sizeof *values * num_values);
+    *block = NULL;
     if (blocks) memset(blocks, 0, sizeof *blocks * (size_t)n);
-    /* The values of elements in one slab, which takes the blocks' references (values of none: apart). */
-    const size_t each = shell_size(n);
-    value_slab_t *slab = NULL;
-    unsigned char *mem = NULL;
-    if (nonempty > 0) {
-        if (!(slab = slab_new(ctx, nonempty, each)))
-            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nonempty);
-        slab->n = n;
-        mem = (unsigned char *)slab + SLAB_HEAD;
-    }
-    size_t base[STARFOLD_MAX_DEVICES] = { 0 };
-    for (int c = 0; c < n && st == STARFOLD_OK && total > 0; c++)
+    if (nonempty == 0) return STARFOLD_OK; /* values of no element: handles of their own, made by fill */
+    /* The values of elements in one slab, which takes the blocks' references. */
+    value_slab_t *slab = slab_new(ctx, nonempty, shell_size(n));
+    if (!slab) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nonempty);
+    slab->n = n;
+    slab->nonempty = nonempty;
+    starfold_status_t st = STARFOLD_OK;
+    for (int c = 0; c < n && st == STARFOLD_OK; c++)
         st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, total, &slab->ranges[c],
-                                   &base[c]);
+                                   &slab->base[c]);
     if (st != STARFOLD_OK) {
-        for (int c = 0; c < n; c++) starfold__range_release(slab->ranges[c]);
-        starfold__arena_mem_give(ctx, slab, slab->bytes);
+        starfold__values_block_cancel(slab);
         return st;
     }
-    if (blocks && slab)
-        for (int c = 0; c < n; c++) blocks[c] = (starfold_view_t){ slab->ranges[c]->bucket->handle, base[c] };
+    if (blocks)
+        for (int c = 0; c < n; c++) blocks[c] = (starfold_view_t){ slab->ranges[c]->bucket->handle, slab->base[c] };
+    *block = slab;
+    return STARFOLD_OK;
+}
+
+void starfold__values_block_cancel(starfold__values_block_t *block)
+{
+    if (!block) return;
+    for (int c = 0; c < block->n; c++) starfold__range_release(block->ranges[c]);
+    if (block->ctx) starfold__arena_mem_give(block->ctx, block, block->bytes);
+    else free(block);
+}
+
+starfold_status_t starfold__values_block_fill(starfold__values_block_t *block, starfold_context_t ctx,
+                                              starfold_value_kind_t kind, int n, const int *devices, starfold_dtype_t dtype,
+                                              size_t num_values, const size_t *counts, const int *const *value_devices,
+                                              starfold_value_t *values)
+{
+    value_slab_t *slab = block;
+    starfold_status_t st = STARFOLD_OK;
+    const size_t each = shell_size(n);
+    unsigned char *mem = slab ? (unsigned char *)slab + SLAB_HEAD : NULL;
+    memset(values, 0, sizeof *values * num_values);
+    const size_t nonempty = slab ? slab->nonempty : 0;
     unsigned long long stamp = nonempty ? __atomic_add_fetch(&stamps, nonempty, __ATOMIC_RELAXED) - nonempty : 0;
     size_t made = 0, at = 0;
     for (size_t i = 0; i < num_values && st == STARFOLD_OK; i++) {
@@ -384,7 +410,7 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
             }
             v->range[c] = slab->ranges[b];
             v->handles[c] = slab->ranges[b]->bucket->handle;
-            v->offset[c] = base[b] + at;
+            v->offset[c] = slab->base[b] + at;
         }
         at += counts[i];
         values[i] = v;
@@ -405,6 +431,18 @@ starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_
         return st;
     }
     return STARFOLD_OK;
+}
+
+starfold_status_t starfold__values_alloc_block(starfold_context_t ctx, starfold_value_kind_t kind, int n,
+                                               const int *devices, starfold_dtype_t dtype, size_t num_values,
+                                               const size_t *counts, const int *const *value_devices,
+                                               starfold_value_t *values, starfold_view_t *blocks)
+{
+    starfold__values_block_t *block = NULL;
+    memset(values, 0, sizeof *values * num_values);
+    const starfold_status_t st = starfold__values_block_reserve(ctx, n, devices, dtype, num_values, counts, blocks, &block);
+    if (st != STARFOLD_OK) return st;
+    return starfold__values_block_fill(block, ctx, kind, n, devices, dtype, num_values, counts, value_devices, values);
 }
 
 starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_value_kind_t kind, int n,
