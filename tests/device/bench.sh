@@ -34,8 +34,12 @@ done
 for np in 2 4; do for low in auto mpi; do
     step "np=$np sweep, lowering $low"; timeout 90 $M -np "$np" $BN -b 4K -e 64M -f 16 -n 5 -w 1 --lowering "$low" | grep -E "^ "
 done; done
+# bench_api.before (bundle.sh's BEFORE=): another build's, run in turn with this one's on the list.
 for c in 1 2 4; do
-    step "bench_api NCPU=$c 1000x4KiB"; STARPU_NCPU=$c timeout 60 $L "$B/bin/bench_api" --tensors 1000x4KiB -n 50 -w 5 --rounds 3 | tail -6
+    for k in 1 2; do for b in "$B"/bin/bench_api "$B"/bin/bench_api.before; do
+        [ -x "$b" ] || continue
+        step "$(basename "$b") NCPU=$c 1000x4KiB, run $k"; STARPU_NCPU=$c timeout 60 $L "$b" --tensors 1000x4KiB -n 50 -w 5 --rounds 2 | tail -5
+    done; done
     step "bench_api NCPU=$c resnet50"; STARPU_NCPU=$c timeout 80 $L "$B/bin/bench_api" --tensors resnet50 -n 20 -w 3 --rounds 3 | tail -6
 done
 step "run-mpi.sh"
