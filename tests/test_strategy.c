@@ -232,30 +232,49 @@ static starfold_status_t step_all_reduce_loop(starfold_replica_context_t rc, voi
     return st;
 }
 
+/* Each replica's three values of 4 float32, made once for a loop. */
+static void loop_values_make(loop_arg_t *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++)
+            CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[r], STARFOLD_FLOAT32, 4,
+                                                        NULL, &a->mine[r][i]), STARFOLD_OK);
+}
+
+static void loop_values_free(loop_arg_t *a)
+{
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++) starfold_value_destroy(a->mine[r][i]);
+}
+
+/* One step of the loop; *@found: the batch plans the step found. */
+static starfold_status_t run_loop_step(starfold_strategy_t s, loop_arg_t *a, unsigned long long *found)
+{
+    pthread_mutex_lock(&s->ops->cache_lock);
+    const unsigned long long h = s->ops->plan_hits;
+    pthread_mutex_unlock(&s->ops->cache_lock);
+    const starfold_status_t st = starfold_strategy_run(s, step_all_reduce_loop, a);
+    pthread_mutex_lock(&s->ops->cache_lock);
+    *found = s->ops->plan_hits - h;
+    pthread_mutex_unlock(&s->ops->cache_lock);
+    return st;
+}
+
 static void test_all_reduce_loop_plans(void)
 {
     starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
     loop_arg_t a;
-    memset(&a, 0, sizeof a);
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 3; i++)
-            CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[r], STARFOLD_FLOAT32, 4,
-                                                        NULL, &a.mine[r][i]), STARFOLD_OK);
+    loop_values_make(&a);
     for (a.step = 0; a.step < 6; a.step++) {
         if (a.step == 4) CU_ASSERT_PTR_NOT_NULL(starfold_value_handle(a.mine[1][1], 0)); /* moved out: new views */
-        pthread_mutex_lock(&s->ops->cache_lock);
-        const unsigned long long h = s->ops->plan_hits;
-        pthread_mutex_unlock(&s->ops->cache_lock);
-        CU_ASSERT_EQUAL(starfold_strategy_run(s, step_all_reduce_loop, &a), STARFOLD_OK);
-        pthread_mutex_lock(&s->ops->cache_lock);
-        const unsigned long long found = s->ops->plan_hits - h;
-        pthread_mutex_unlock(&s->ops->cache_lock);
+        unsigned long long found = 0;
+        CU_ASSERT_EQUAL(run_loop_step(s, &a, &found), STARFOLD_OK);
         CU_ASSERT_EQUAL(found, a.step == 0 || a.step >= 4 ? 0u : 1u); /* no plan over a value out of the arena */
         for (int r = 0; r < 2; r++)
             for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(a.got[r][i], (float)(2 * (a.step * 10 + i) + 3));
     }
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 3; i++) starfold_value_destroy(a.mine[r][i]);
+    loop_values_free(&a);
     starfold_strategy_destroy(s);
 }
 
@@ -273,11 +292,7 @@ static void test_all_reduce_loop_replaced(void)
 {
     starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
     loop_arg_t a;
-    memset(&a, 0, sizeof a);
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 3; i++)
-            CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[r], STARFOLD_FLOAT32, 4,
-                                                        NULL, &a.mine[r][i]), STARFOLD_OK);
+    loop_values_make(&a);
     static const unsigned long long expect_found[7] = { 0, 1, 1, 0, 1, 0, 0 };
     for (a.step = 0; a.step < 7; a.step++) {
         if (a.step == 3 || a.step == 5 || a.step == 6) {
@@ -285,13 +300,8 @@ static void test_all_reduce_loop_replaced(void)
             CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[1], STARFOLD_FLOAT32,
                                                         a.step == 5 ? 8 : 4, NULL, &a.mine[1][2]), STARFOLD_OK);
         }
-        pthread_mutex_lock(&s->ops->cache_lock);
-        const unsigned long long h = s->ops->plan_hits;
-        pthread_mutex_unlock(&s->ops->cache_lock);
-        const starfold_status_t st = starfold_strategy_run(s, step_all_reduce_loop, &a);
-        pthread_mutex_lock(&s->ops->cache_lock);
-        const unsigned long long found = s->ops->plan_hits - h;
-        pthread_mutex_unlock(&s->ops->cache_lock);
+        unsigned long long found = 0;
+        const starfold_status_t st = run_loop_step(s, &a, &found);
         CU_ASSERT_EQUAL(found, expect_found[a.step]);
         if (a.step == 5) {
             CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
@@ -302,8 +312,7 @@ static void test_all_reduce_loop_replaced(void)
         for (int r = 0; r < 2; r++)
             for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(a.got[r][i], (float)(2 * (a.step * 10 + i) + 3));
     }
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 3; i++) starfold_value_destroy(a.mine[r][i]);
+    loop_values_free(&a);
     starfold_strategy_destroy(s);
 }
 
