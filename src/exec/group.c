@@ -164,42 +164,51 @@ static starfold_status_t agree(const char *fn, starfold_group_t g, const hello_t
     return STARFOLD_OK;
 }
 
-/* Step 3: the node of every rank, numbered by the node's lowest rank. */
+/* Nodes numbered from their leaders (@stride-th of each rank's leaders in @leaders): a node's number
+ * is the count of distinct leaders below its own. */
+static int number_nodes(int size, const int *leaders, int stride, int *node_of)
+{
+    int count = 0;
+    for (int r = 0; r < size; r++) {
+        int below = 0;
+        for (int q = 0; q < size; q++) {
+            int first = 1; /* count each leader once: at its first appearance */
+            for (int p = 0; p < q; p++) first &= leaders[p * stride] != leaders[q * stride];
+            below += first && leaders[q * stride] < leaders[r * stride];
+        }
+        node_of[r] = below;
+        if (below + 1 > count) count = below + 1;
+    }
+    return count;
+}
+
+/*
+ * Step 3: the node of every rank, forced (rank / ranks_per_node) or the ranks sharing memory, and the
+ * ranks sharing memory in any case (the cost model's ports: faked nodes on one machine share one
+ * memory, whatever the node numbers say). Each numbered by its lowest rank.
+ */
 static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int ranks_per_node)
 {
-    int *leader = malloc(sizeof *leader * (size_t)g->size);
-    if (!leader) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    int mine = g->rank, err;
-    if (ranks_per_node > 0) {
-        mine = g->rank - g->rank % ranks_per_node;
-    } else {
-        MPI_Comm node = MPI_COMM_NULL;
-        err = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node);
-        if (err == MPI_SUCCESS) err = MPI_Allreduce(&g->rank, &mine, 1, MPI_INT, MPI_MIN, node);
-        if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
-        if (err != MPI_SUCCESS) {
-            free(leader);
-            return mpi_fail(fn, "finding the ranks that share memory", err);
-        }
-    }
-    err = MPI_Allgather(&mine, 1, MPI_INT, leader, 1, MPI_INT, g->comm);
+    int *leaders = malloc(sizeof *leaders * 2 * (size_t)g->size); /* [r * 2] node, [r * 2 + 1] memory */
+    if (!leaders) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    int mine[2] = { g->rank, g->rank }, err;
+    MPI_Comm node = MPI_COMM_NULL;
+    err = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node);
+    if (err == MPI_SUCCESS) err = MPI_Allreduce(&g->rank, &mine[1], 1, MPI_INT, MPI_MIN, node);
+    if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (err != MPI_SUCCESS) {
-        free(leader);
+        free(leaders);
+        return mpi_fail(fn, "finding the ranks that share memory", err);
+    }
+    mine[0] = ranks_per_node > 0 ? g->rank - g->rank % ranks_per_node : mine[1];
+    err = MPI_Allgather(mine, 2, MPI_INT, leaders, 2, MPI_INT, g->comm);
+    if (err != MPI_SUCCESS) {
+        free(leaders);
         return mpi_fail(fn, "MPI_Allgather of the nodes", err);
     }
-    /* Leaders are ranks; a node's number is the count of distinct leaders below its own. */
-    g->num_nodes = 0;
-    for (int r = 0; r < g->size; r++) {
-        int below = 0;
-        for (int q = 0; q < g->size; q++) {
-            int first = 1; /* count each leader once: at its first appearance */
-            for (int p = 0; p < q; p++) first &= leader[p] != leader[q];
-            below += first && leader[q] < leader[r];
-        }
-        g->node_of[r] = below;
-        if (below + 1 > g->num_nodes) g->num_nodes = below + 1;
-    }
-    free(leader);
+    g->num_nodes = number_nodes(g->size, leaders, 2, g->node_of);
+    number_nodes(g->size, leaders + 1, 2, g->memory_of);
+    free(leaders);
     return STARFOLD_OK;
 }
 
@@ -266,6 +275,7 @@ static void group_free(starfold_group_t g)
      * creation failed before StarPU-MPI carried anything frees it. */
     if (g->data_comm != MPI_COMM_NULL && !g->broken && !g->spmpi_seen) MPI_Comm_free(&g->data_comm);
     free(g->node_of);
+    free(g->memory_of);
     free(g->devices_of);
     free(g);
 }
@@ -302,6 +312,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     MPI_Comm_rank(g->comm, &g->rank);
     MPI_Comm_size(g->comm, &g->size);
     g->node_of = calloc((size_t)g->size, sizeof *g->node_of);
+    g->memory_of = calloc((size_t)g->size, sizeof *g->memory_of);
     g->devices_of = calloc((size_t)g->size, sizeof *g->devices_of);
     hello_t *all = calloc((size_t)g->size, sizeof *all);
     double *all_links = calloc((size_t)g->size * NUM_LINK_OPTIONS, sizeof *all_links);
@@ -309,7 +320,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
                                                 o.shm_latency_us };
     const hello_t hello = { (int)st, o.ranks_per_node, o.starpu_mpi_started_by_caller,
                             context ? starfold_context_num_devices(context) : 0 };
-    starfold_status_t agreed = !g->node_of || !g->devices_of || !all || !all_links
+    starfold_status_t agreed = !g->node_of || !g->memory_of || !g->devices_of || !all || !all_links
                                    ? starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn)
                                    : agree(fn, g, &hello, all, my_links, all_links);
     free(all);

@@ -16,6 +16,8 @@ struct starfold_group {
     int rank, size;
     int num_nodes;
     int *node_of;           /* [size] */
+    int *memory_of;         /* [size] the ranks sharing memory (MPI_Comm_split_type), numbered as nodes: the
+                             * nodes themselves unless ranks_per_node fakes them on one machine */
     int *devices_of;        /* [size] */
     int total_devices;      /* replicas of all ranks */
     /* The links between ranks (starfold_topology_ranks()): inside a node (kind SHM) and between nodes

@@ -157,6 +157,28 @@ static void test_links_and_topologies(void)
     starfold_topology_destroy(rt);
     starfold_group_destroy(g);
 
+    /* Nodes faked on this one machine (2 ranks each), every link alike: a ring's two neighbours, one
+     * in the node and one out, share one memory, not two ports, so no graph is priced under MPI's
+     * own at 64 MiB and auto keeps "mpi" (it took the ring, 2-4x slower, on 16 cores). */
+    if (world_size >= 3) {
+        starfold_group_options_t f;
+        starfold_group_options_init(&f);
+        f.ranks_per_node = 2;
+        f.network_bandwidth_GBps = f.shm_bandwidth_GBps = 10;
+        f.network_latency_us = f.shm_latency_us = 1;
+        CU_ASSERT_EQUAL_FATAL(starfold_group_create(ctx, MPI_COMM_WORLD, &f, &g), STARFOLD_OK);
+        const starfold_tensor_desc_t big = { STARFOLD_FLOAT32, (size_t)16 << 20 };
+        const char *chosen = NULL;
+        double auto_us = 0, ring_us = 0, mpi_us = 0;
+        CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, 1, &big, "auto", &chosen, &auto_us), STARFOLD_OK);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(chosen);
+        CU_ASSERT_STRING_EQUAL(chosen, "mpi");
+        CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, 1, &big, "ring", NULL, &ring_us), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_group_predict(g, STARFOLD_OP_SUM, 1, &big, "mpi", NULL, &mpi_us), STARFOLD_OK);
+        CU_ASSERT(ring_us > 0.9 * mpi_us); /* the ring's bytes out of a rank, as MPI's ring's */
+        starfold_group_destroy(g);
+    }
+
     /* A bad value on the last rank, or values differing between ranks: every rank fails alike. */
     g = NULL;
     o.network_bandwidth_GBps = world_rank == world_size - 1 ? -1 : 3.5;
