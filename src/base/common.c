@@ -65,6 +65,12 @@ double starfold__now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int starfold__env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v;
+}
+
 void starfold__nap(long *ns, long max_ns)
 {
     const struct timespec pause = { 0, *ns };

@@ -51,6 +51,9 @@ double starfold__now_s(void);
  * the other ranks); short at first (what is waited for is usually near), longer as the wait grows. */
 void starfold__nap(long *ns, long max_ns);
 
+/* Whether environment variable @name is set to something (not empty). */
+int starfold__env_set(const char *name);
+
 /* Case-insensitive ASCII string equality. */
 int starfold__streq_nocase(const char *a, const char *b);
 

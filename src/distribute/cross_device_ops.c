@@ -830,7 +830,7 @@ static starfold_status_t check_pairs(const char *fn, size_t n, const starfold__p
 /*
  * The batch reduce: results mirrored (@split 0), or split per destination device (see reserve_results()).
  * @plan_id (NULL, or in and out): in, the id of the plan a call over this very array of pairs used,
- * the caller vouching for them (starfold__plan_find()'s @known); out, the plan this call used or
+ * the caller vouching for them (starfold__plan_find_id()); out, the plan this call used or
  * kept, 0 for none.
  *
  *   plan kept for exactly this call? --yes--> its groups, graphs and layouts

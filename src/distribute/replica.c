@@ -430,9 +430,9 @@ out:
  * each its own destination, and what they were made of: every replica's value (its stamp) and
  * component. The same values and components next time have the same devices and views (stamps say
  * so), so the pairs are used again as they are, with their values' stamps, and the batch plan of
- * the last step is taken again by its id (plan_id; batch_plan.c). A step of a training loop then makes nothing here: a
- * pair holds a whole resolved destination (STARFOLD_MAX_DEVICES device numbers), and 1,000 of them
- * made afresh were a megabyte cleared every step.
+ * the last step is taken again by its id (plan_id; batch_plan.c). A step of a training loop then
+ * makes nothing here: a pair holds a whole resolved destination (STARFOLD_MAX_DEVICES device
+ * numbers), and 1,000 of them made afresh were a megabyte cleared every step.
  * Kept in the strategy's pool, used by the leader alone (one run at a time, one collective at a
  * time). The values hold no reference on what they borrow and are only used while the stamps match
  * (the sources alive and unmoved); their memory is their own (not the arena's), so they may be
@@ -535,15 +535,15 @@ out:
 
 /*
  * The pairs over what the replicas passed into *@pairs: last all_reduce's when they are the same
- * (*@kept = 1: not the caller's), else new ones, remembered for next time unless a regrouped value is
+ * (@as_last: ar_inputs_match(), which the caller asked; *@kept = 1: not the caller's), else new ones, remembered for next time unless a regrouped value is
  * among the sources (then *@kept = 0: the caller frees them with pairs_free()).
  */
-static starfold_status_t ar_inputs_get(starfold_strategy_t s, const slot_t *sl, int n, size_t nv,
+static starfold_status_t ar_inputs_get(starfold_strategy_t s, const slot_t *sl, int n, size_t nv, int as_last,
                                        starfold__pair_t **pairs, int *kept)
 {
     ar_inputs_t *a = pool_ar_inputs(s);
     *kept = 0;
-    if (a && ar_inputs_match(a, sl, n, nv)) {
+    if (as_last) {
         *pairs = a->pairs;
         *kept = 1;
         return STARFOLD_OK;
@@ -596,8 +596,8 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
     }
     /* The shapes, unless every replica passed what the kept pairs were made of: those passed this
      * check then, and a value's stamp names its shape (8,000 values read on the leader alone). */
-    const ar_inputs_t *kept_inputs = pool_ar_inputs(run->strategy);
-    const int as_last = kept_inputs && ar_inputs_match(kept_inputs, sl, n, nv);
+    const ar_inputs_t *last = pool_ar_inputs(run->strategy);
+    const int as_last = last && ar_inputs_match(last, sl, n, nv);
     for (size_t i = 0; !as_last && i < nv; i++)
         for (int r = 1; r < n; r++) {
             const starfold_value_t a = sl[0].values[i], b = sl[r].values[i];
@@ -620,7 +620,7 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
         goto out;
     }
     /* The replicas hold their values until the collective is over: the values over them take no reference. */
-    SF_CHECK_GOTO(ar_inputs_get(s, sl, n, nv, &pairs, &kept), st, out);
+    SF_CHECK_GOTO(ar_inputs_get(s, sl, n, nv, as_last, &pairs, &kept), st, out);
     /* Straight into one-component results, replica r's at mine[r * nv + i] (destinations in replica order).
      * Kept pairs are this very array, unchanged since the call that last used them (every replica
      * checked its own row of them, in its own thread): their batch plan is taken by its id, without

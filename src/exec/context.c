@@ -42,13 +42,10 @@ static int starfold__opencl_built;      /* the OpenCL program is loaded */
 static int starfold__host_limit_set;    /* a STARPU_LIMIT_CPU_*MEM variable was set when StarPU started (see Vectors) */
 
 /* Whether the user limits StarPU's host memory (read when the first context starts a session). */
-static int env_set(const char *name)
+static int host_limit_set(void)
 {
-    const char *v = getenv(name);
-    return v && *v;
+    return starfold__env_set("STARPU_LIMIT_CPU_MEM") || starfold__env_set("STARPU_LIMIT_CPU_NUMA_MEM");
 }
-
-static int host_limit_set(void) { return env_set("STARPU_LIMIT_CPU_MEM") || env_set("STARPU_LIMIT_CPU_NUMA_MEM"); }
 
 STARFOLD_API void starfold_context_options_init(starfold_context_options_t *options)
 {

@@ -53,7 +53,7 @@ static int user_chose_binding(void)
     static const char *const vars[] = { "STARPU_WORKERS_CPUID", "STARPU_WORKERS_COREID", "STARPU_WORKERS_NOBIND",
                                         "STARPU_WORKERS_GETBIND" };
     for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
-        if (getenv(vars[k]) && *getenv(vars[k])) return 1;
+        if (starfold__env_set(vars[k])) return 1;
     return 0;
 }
 
