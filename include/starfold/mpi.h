@@ -160,15 +160,18 @@ STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group);
  * Lowering: this rank's devices reduce to leader vectors on device 0 (a graph; one vector per dtype
  * holding all the tensors of that dtype one after another, a fusion buffer), one StarPU task per
  * dtype calls MPI's all-reduce on it across ranks on a CPU worker (so StarPU needs one), and a graph
- * copies the results to every local output. With one device on this rank and the MPI lowering, when
- * each dtype's inputs are one run of one vector and its outputs one run of another (or the same, in
- * place), there is nothing to reduce locally: MPI's all-reduce reads the inputs and writes the
- * outputs itself, no leader, no copy. MEAN divides by the number of replicas of all ranks
- * (integers truncating, as on one process). Returns when the outputs are written. After a timeout
- * the outputs are as they were, except on that direct path, where a rank lost during MPI's own
- * all-reduce can leave them partly written, as an MPI_Allreduce would; and since MPI cannot cancel
- * a collective, the abandoned one may go on writing them (if a late rank completes it) until the
- * job ends, which it must anyway (starfold_group_abort()).
+ * copies the results to every local output. With the MPI lowering, when device 0's outputs of each
+ * dtype are one run of one vector, MPI's all-reduce writes them itself (from the leader) and the
+ * graph copies them to the other devices only (the relay). With one device on this rank and the MPI
+ * lowering, when each dtype's inputs are one run of one vector and its outputs one run of another
+ * (or the same, in place), there is nothing to reduce locally: MPI's all-reduce reads the inputs and
+ * writes the outputs itself, no leader, no copy (the direct path). MEAN divides by the number of
+ * replicas of all ranks (integers truncating, as on one process). Returns when the outputs are
+ * written. After a timeout the outputs are as they were, except those MPI's own all-reduce writes
+ * (the direct path's, the relay's device 0's): a rank lost during it can leave them partly written,
+ * as an MPI_Allreduce would; and since MPI cannot cancel a collective, the abandoned one may go on
+ * writing them (if a late rank completes it) until the job ends, which it must anyway
+ * (starfold_group_abort()).
  * @param [in] group the group
  * @param [in] op the reduce operation
  * @param [in] num_tensors >= 1

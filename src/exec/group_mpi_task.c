@@ -151,8 +151,10 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
         task->handles[0] = d->in[dt];
         task->modes[0] = in_place ? STARPU_RW : STARPU_R;
         if (!in_place) {
+            /* The run may be part of its vector (other views there keep their values): written
+             * whole only when it is all of it. */
             task->handles[1] = d->out[dt];
-            task->modes[1] = STARPU_W;
+            task->modes[1] = d->out_offset[dt] == 0 && d->count[dt] == starpu_vector_get_nx(d->out[dt]) ? STARPU_W : STARPU_RW;
         }
         task->handles[task->nbuffers - 1] = g->token;
         task->modes[task->nbuffers - 1] = STARPU_RW;
@@ -169,8 +171,8 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
 /*
  * An MPI task of the collective, finished: its handles @h (@n, NULLs skipped) polled free within
  * timeout_seconds, then its shared @status read; @call names the MPI call in the messages. A rank
- * whose call failed or timed out leaves every output as it was (a direct plan's outputs are MPI's own
- * receive buffers: a failure there may leave them partly written). A timeout sets *@abandoned (the
+ * whose call failed or timed out leaves every output as it was (a direct plan's outputs, and a relay
+ * plan's device 0's, are MPI's own receive buffers: a failure there may leave them partly written). A timeout sets *@abandoned (the
  * handles and the task's arguments stay StarPU's); either failure breaks the group.
  */
 starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starpu_data_handle_t *h, size_t n,

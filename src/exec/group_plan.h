@@ -38,7 +38,8 @@ typedef struct mpi_task_arg {
 
 /*
  * Each dtype's run for the MPI step: where its tensors' inputs start, where their outputs start, how
- * many elements. With leaders that is the leader vector, in and out (in place). The direct plan: one
+ * many elements. With leaders that is the leader vector, in and out (in place), or with the relay
+ * plan from the leader vector into device 0's outputs. The direct plan: one
  * device on this rank, the MPI lowering, and per dtype the tensors' inputs one run of one vector and
  * their outputs one run of another (or of the same, at the same place: in place). Then there is
  * nothing to reduce locally: each dtype's MPI task reads the inputs and writes the outputs itself
@@ -68,6 +69,8 @@ typedef struct plan {
     starfold__leaders_t leaders, results;
     starfold_view_t *lead, *lead2;
     int direct;       /* no local graphs and no leaders: the MPI tasks on the views (starfold__runs_t) */
+    int relay;        /* the MPI tasks from the leaders into device 0's outputs, the broadcast from
+                       * there to the other devices (group_allreduce.c); no lead2 */
     starfold__runs_t runs;  /* the MPI step's runs: the views' (direct) or the leaders' (MPI lowering) */
     int abandoned;    /* a timeout left the leaders to StarPU: never freed */
 } starfold__plan_t;

@@ -492,6 +492,92 @@ static void test_direct(void)
 }
 
 /*
+ * Several devices, the MPI lowering, device 0's outputs one run: MPI's all-reduce writes them itself
+ * from the leader and the broadcast copies them to the other devices only (the relay). Every
+ * replica's inputs and outputs are views of one vector per rank, so device 0's run is part of it:
+ * the inputs there must keep their values and the other devices' outputs get theirs. Every dtype,
+ * 10 steps with the op and the inputs changed each time (a stale relay would give an earlier step's
+ * results), the last in place; then persistent starts over whole vectors (device 0's output written
+ * whole).
+ */
+#define RT 2
+static void test_relay(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(starfold_group_set_lowering(g, "mpi"), STARFOLD_OK);
+    enum { M = 1037 }; /* one replica's tensors: 37 then 1,000 elements */
+    static const size_t count[RT] = { 37, 1000 }, first[RT] = { 0, 37 };
+    static unsigned char buf[2 * NDEV * M * 8];
+    long bad = 0;
+    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+        const starfold_dtype_t d_t = (starfold_dtype_t)dt;
+        const size_t bytes = 2 * NDEV * M * starfold_dtype_size(d_t);
+        starpu_data_handle_t v = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, 0, d_t, 2 * NDEV * M, &v), STARFOLD_OK);
+        const starfold_tensor_desc_t t[RT] = { { d_t, count[0] }, { d_t, count[1] } };
+        starfold_view_t in[NDEV * RT], out[NDEV * RT];
+        for (int d = 0; d < NDEV; d++)
+            for (int k = 0; k < RT; k++) {
+                in[d * RT + k] = (starfold_view_t){ v, (size_t)d * M + first[k] };
+                out[d * RT + k] = (starfold_view_t){ v, (size_t)(NDEV + d) * M + first[k] };
+            }
+        for (int step = 0; step < 10; step++) {
+            const starfold_op_t op = (starfold_op_t)(step % STARFOLD_OP_COUNT);
+            const int in_place = step == 9;
+            for (int d = 0; d < NDEV; d++)
+                for (int k = 0; k < RT; k++)
+                    for (size_t i = 0; i < count[k]; i++) {
+                        put(buf, d_t, (size_t)d * M + first[k] + i, value(op, world_rank * NDEV + d, i, step));
+                        put(buf, d_t, (size_t)(NDEV + d) * M + first[k] + i, -77);
+                    }
+            CU_ASSERT_EQUAL(starfold_vector_write(v, buf, bytes), STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_group_all_reduce_views(g, op, RT, t, in, in_place ? in : out), STARFOLD_OK);
+            CU_ASSERT_EQUAL(starfold_vector_read(v, buf, bytes), STARFOLD_OK);
+            for (int d = 0; d < NDEV; d++)
+                for (int k = 0; k < RT; k++)
+                    for (size_t i = 0; i < count[k]; i++) {
+                        const size_t at = (size_t)d * M + first[k] + i;
+                        bad += get(buf, d_t, in_place ? at : at + NDEV * M) != expected(op, d_t, i, step);
+                        if (!in_place) bad += get(buf, d_t, at) != value(op, world_rank * NDEV + d, i, step);
+                    }
+        }
+        CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), "mpi");
+        starfold_vector_destroy(ctx, v);
+    }
+    /* Persistent, one float32 tensor per device, whole vectors. */
+    starpu_data_handle_t pin[NDEV], pout[NDEV];
+    for (int d = 0; d < NDEV; d++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 1000, &pin[d]), STARFOLD_OK);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 1000, &pout[d]), STARFOLD_OK);
+    }
+    const starfold_tensor_desc_t one = { STARFOLD_FLOAT32, 1000 };
+    starfold_group_persistent_t p = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_group_all_reduce_init(g, STARFOLD_OP_SUM, 1, &one, pin, pout, &p), STARFOLD_OK);
+    for (int step = 0; step < 5; step++) {
+        for (int d = 0; d < NDEV; d++) {
+            for (size_t i = 0; i < 1000; i++) put(buf, STARFOLD_FLOAT32, i, value(STARFOLD_OP_SUM, world_rank * NDEV + d, i, step));
+            CU_ASSERT_EQUAL(starfold_vector_write(pin[d], buf, 1000 * sizeof(float)), STARFOLD_OK);
+        }
+        CU_ASSERT_EQUAL(starfold_group_persistent_start(p), STARFOLD_OK);
+        for (int d = 0; d < NDEV; d++) {
+            CU_ASSERT_EQUAL(starfold_vector_read(pout[d], buf, 1000 * sizeof(float)), STARFOLD_OK);
+            for (size_t i = 0; i < 1000; i++)
+                bad += get(buf, STARFOLD_FLOAT32, i) != expected(STARFOLD_OP_SUM, STARFOLD_FLOAT32, i, step);
+        }
+    }
+    starfold_group_persistent_destroy(p);
+    for (int d = 0; d < NDEV; d++) {
+        starfold_vector_destroy(ctx, pin[d]);
+        starfold_vector_destroy(ctx, pout[d]);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    if (bad) fprintf(stderr, "rank %d: the relay: %ld wrong\n", world_rank, bad);
+    starfold_group_destroy(g);
+}
+#undef RT
+
+/*
  * Persistent all-reduces (MPI-4's MPI_Allreduce_init / MPI_Start): bound once, started 20 times with
  * the inputs changed in between (every element right each time), a plain all-reduce interleaved, MEAN
  * on int64 too; ranks that bind different ops are refused alike at init (nothing made); NULLs refused.
@@ -1303,7 +1389,9 @@ static void test_mwms_options(void)
  * lowering goes straight from the inputs into the outputs (the direct plan): the other ranks' MPI
  * all-reduce starts and never completes, and times out in the task that polls it. The same TIMEOUT
  * everywhere; the outputs are MPI's receive buffers then, which it may have begun to write (the
- * documented exception): 0 or this rank's own input here.
+ * documented exception): 0 or this rank's own input here. `test_group K lost mpi` over several
+ * devices relays: MPI writes device 0's outputs (0 or this rank's own sum, likewise), the other
+ * devices' stay as they were.
  */
 static void hang(void *buffers[], void *arg)
 {
@@ -1380,10 +1468,21 @@ static int run_fault_case(const char *lowering, int direct)
     }
     EXPECT(starfold_group_is_broken(g) == 1);
     float y = -1;
-    if (!direct) {
+    /* Several devices and the MPI lowering relay: MPI's all-reduce writes device 0's outputs itself
+     * (from the leader, this rank's own sum), the broadcast to the others never ran. */
+    const int relay = !direct && lowering && !strcmp(lowering, "mpi");
+    for (int d = 1; !direct && d < ndev; d++) {
+        EXPECT(starfold_vector_read(out[d], &y, sizeof y) == STARFOLD_OK);
+        EXPECT(y == 0.0f); /* nothing was written */
+    }
+    if (!direct && !relay) {
         EXPECT(starfold_vector_read(out[0], &y, sizeof y) == STARFOLD_OK);
         EXPECT(y == 0.0f); /* nothing was written */
-    } else if (!late) {
+    } else if (relay && !late) {
+        /* MPI's receive buffer: untouched, or this rank's own sum copied in. */
+        EXPECT(starfold_vector_read(out[0], &y, sizeof y) == STARFOLD_OK);
+        EXPECT(y == 0.0f || y == (float)ndev * x);
+    } else if (direct && !late) {
         /* MPI's receive buffer: untouched, or its own part copied in. (The hung rank's output stays
          * its queued MPI task's until that task has run: not read.) */
         EXPECT(starfold_vector_read(out[0], &y, sizeof y) == STARFOLD_OK);
@@ -1438,6 +1537,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "all-reduce across ranks: every lowering, and ranks that disagree", test_all_reduce_lowerings);
         CU_add_test(s, "persistent all-reduce: init once, start every step", test_persistent);
         CU_add_test(s, "one device per rank: MPI straight from the inputs into the outputs", test_direct);
+        CU_add_test(s, "several devices: MPI into device 0's outputs, copies to the others", test_relay);
         CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
         CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
         CU_add_test(s, "all-gather across ranks: parts of any length, mismatches", test_all_gather);
