@@ -165,7 +165,10 @@ STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group);
  * graph copies them to the other devices only (the relay). With one device on this rank and the MPI
  * lowering, when each dtype's inputs are one run of one vector and its outputs one run of another
  * (or the same, in place), there is nothing to reduce locally: MPI's all-reduce reads the inputs and
- * writes the outputs itself, no leader, no copy (the direct path). MEAN divides by the number of
+ * writes the outputs itself, no leader, no copy (the direct path); when they are not (each tensor its
+ * own vector, as a StarPU application registers its data), one task per dtype packs every input
+ * into a staging buffer, calls MPI's all-reduce and unpacks into the outputs (the packed path: a
+ * task over all the handles, not a copy task per tensor each way). MEAN divides by the number of
  * replicas of all ranks (integers truncating, as on one process). Returns when the outputs are
  * written. After a timeout the outputs are as they were, except those MPI's own all-reduce writes
  * (the direct path's, the relay's device 0's): a rank lost during it can leave them partly written,

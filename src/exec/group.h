@@ -53,6 +53,8 @@ struct starfold_group {
     starfold_topology_t local;    /* this rank's devices as the context sees them (lazily made) */
     starpu_data_handle_t token;   /* orders the MPI tasks as submitted (STARPU_RW), lazily registered */
     int token_value;
+    void *stage;            /* the packed plan's staging buffer (group_pack.c): input then result, */
+    size_t stage_bytes;     /* stage_bytes each; one serves every MPI task, which the token orders */
 };
 
 /* How an all-reduce crosses ranks (starfold_group_set_lowering()). */

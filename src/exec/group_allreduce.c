@@ -26,6 +26,10 @@
  *          /   |   \               /  \
  *        out0 out1 out2          out0 out1
  *
+ * One device, the MPI lowering, tensors that are not one run (each its own vector, as a StarPU
+ * application registers them): one task per dtype packs them into a staging buffer, calls MPI, and
+ * unpacks (the packed plan, group_pack.c), instead of a graph of copies in and out of a leader.
+ *
  * Several devices, the MPI lowering, device 0's outputs one run per dtype: the MPI tasks go from the
  * leader into device 0's outputs, and step 4 copies those to the other devices only (the relay plan:
  * no copy back to device 0, and MPI out of place, which Open MPI's MPI_Iallreduce does 20-40 %
@@ -54,6 +58,7 @@
 #include "exec/group.h"
 #include "exec/group_call.h"
 #include "exec/group_plan.h"
+#include "exec/vectors.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Steps 2 and 4: the local graphs
@@ -242,6 +247,37 @@ static int direct_layout(starfold_group_t g, starfold__plan_t *p)
 }
 
 /*
+ * A view that an MPI task reads or writes itself (the direct and relay plans' runs, the packed plan's
+ * views; the graphs check their own): a vector of the tensor's element size that holds its elements.
+ */
+static starfold_status_t check_task_view(const char *fn, const char *what, size_t t, starfold_view_t v,
+                                         const starfold_tensor_desc_t *d)
+{
+    if (!d->count) return STARFOLD_OK;
+    if (!v.handle) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: NULL handle", fn, what, t);
+    if (!starfold__is_vector(v.handle))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: not a StarPU vector", fn, what, t);
+    const size_t elem = starpu_vector_get_elemsize(v.handle), nx = starpu_vector_get_nx(v.handle);
+    if (elem != starfold_dtype_size(d->dtype))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: vector of %zu-byte elements, the "
+                               "tensor is %s", fn, what, t, elem, starfold_dtype_name(d->dtype));
+    if (v.offset > nx || d->count > nx - v.offset)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: elements [%zu, %zu + %zu) lie "
+                               "outside its vector of %zu", fn, what, t, v.offset, v.offset, d->count, nx);
+    return STARFOLD_OK;
+}
+
+/* The views of device @dev (its inputs when @inputs, else its outputs), each checked. */
+static starfold_status_t check_task_views(const char *fn, const starfold__plan_t *p, int dev, int inputs)
+{
+    const starfold_view_t *v = (inputs ? p->inputs : p->outputs) + (size_t)dev * p->nt;
+    starfold_status_t st = STARFOLD_OK;
+    for (size_t t = 0; st == STARFOLD_OK && t < p->nt; t++)
+        st = check_task_view(fn, inputs ? "the input" : "the output", t, v[t], &p->tensors[t]);
+    return st;
+}
+
+/*
  * Whether @p can relay (the file's header): several devices, the MPI lowering, and per dtype device
  * 0's outputs one after another in one vector. Sets the runs' outputs there (their inputs are the
  * leaders, made later). The vector may hold other views too (inputs, other devices' outputs): the
@@ -281,8 +317,17 @@ starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, 
     size_t totals[STARFOLD_DTYPE_COUNT] = { 0 };
     for (size_t t = 0; st == STARFOLD_OK && t < nt; t++) totals[tensors[t].dtype] += tensors[t].count;
     if (st == STARFOLD_OK) st = starfold__group_lower(g, local_op, totals, &p->lowering, &p->across);
-    if (st == STARFOLD_OK && (p->direct = direct_layout(g, p))) return STARFOLD_OK;
-    if (st == STARFOLD_OK) p->relay = relay_layout(g, p);
+    if (st == STARFOLD_OK && (p->direct = direct_layout(g, p))) {
+        st = check_task_views(fn, p, 0, 1);
+        return st == STARFOLD_OK ? check_task_views(fn, p, 0, 0) : st;
+    }
+    /* One device, tensors not one run: the packed plan (group_pack.c). */
+    if (st == STARFOLD_OK && p->lowering == SF_LOWER_MPI && starfold_context_num_devices(g->ctx) == 1) {
+        st = check_task_views(fn, p, 0, 1);
+        if (st == STARFOLD_OK) st = check_task_views(fn, p, 0, 0);
+        return st == STARFOLD_OK ? starfold__group_pack_make(g, p) : st;
+    }
+    if (st == STARFOLD_OK && (p->relay = relay_layout(g, p))) st = check_task_views(fn, p, 0, 0);
     const int graph_lowering = p->lowering != SF_LOWER_MPI;
     if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_REDUCE, local_op, nt, tensors, 0, &p->reduce);
     if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_BROADCAST, local_op, nt, tensors, p->relay, &p->bcast);
@@ -314,6 +359,7 @@ void starfold__group_plan_free(starfold_group_t g, starfold__plan_t *p)
         free(p->leaders.offset);
         free(p->results.offset);
     }
+    starfold__group_pack_free(p);
     free(p->lead);
     free(p->lead2);
     starfold_graph_destroy(p->reduce);
@@ -348,21 +394,28 @@ starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t grou
     const int graph_lowering = p->lowering != SF_LOWER_MPI;
     starfold_request_t r1 = NULL, r2 = NULL;
     const int64_t sequence = group->sequence;
-    /* Round 2 confirms the local reduce went in everywhere; the direct plan has none, and round 1
-     * has said all there is to say. */
-    if (!p->direct) {
+    /* Round 2 confirms the local reduce went in everywhere; the direct and packed plans have none,
+     * and round 1 has said all there is to say. */
+    const int local = !p->direct && !p->pack;
+    if (local) {
         st = starfold_submit_views(group->ctx, p->reduce, p->inputs, p->lead, &r1);
         st = starfold__group_agree_submitted(fn, group, p->lowering, st);
     }
     group->sequence++;
     if (st == STARFOLD_OK) group->last_lowering = p->lowering;
     int abandoned = 0;
-    if (st == STARFOLD_OK && !graph_lowering) st = starfold__group_mpi_submit(group, p->op, &p->runs, mt->args, &mt->status);
-    if (st == STARFOLD_OK && !graph_lowering)
-        st = starfold__group_mpi_done(fn, group, p->runs.out, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
+    if (st == STARFOLD_OK && p->pack) {
+        st = starfold__group_pack_submit(group, p, &mt->status);
+        /* The token is in every MPI task of the group: free, they are all done. */
+        if (st == STARFOLD_OK) st = starfold__group_mpi_done(fn, group, &group->token, 1, &mt->status, "MPI_Allreduce", &abandoned);
+    } else if (st == STARFOLD_OK && !graph_lowering) {
+        st = starfold__group_mpi_submit(group, p->op, &p->runs, mt->args, &mt->status);
+        if (st == STARFOLD_OK)
+            st = starfold__group_mpi_done(fn, group, p->runs.out, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
+    }
     if (st == STARFOLD_OK && graph_lowering)
         st = cross_ranks(group, p->across, p->op, &p->leaders, &p->results, sequence, &abandoned);
-    if (st == STARFOLD_OK && !p->direct)
+    if (st == STARFOLD_OK && local)
         st = starfold_submit_views(group->ctx, p->bcast, bcast_inputs(p), bcast_outputs(p), &r2);
     /* Abandoned (a timeout across ranks): the local reduce may be what hangs; it is left to StarPU,
      * its request never waited for nor freed, like the leaders it writes. */
@@ -462,6 +515,10 @@ void starfold__group_collectives_wait(starfold_group_t g)
 
 void starfold__group_collectives_release(starfold_group_t g)
 {
+    /* A broken group may have a packed MPI task still to run on the staging buffer: left to it. */
+    if (!g->broken) free(g->stage);
+    g->stage = NULL;
+    g->stage_bytes = 0;
     /* A broken group may have an MPI task waiting for a rank that is gone: do not wait for it. */
     if (g->token && g->broken) starpu_data_unregister_submit(g->token);
     else if (g->token) starpu_data_unregister(g->token);

@@ -91,9 +91,25 @@ static int poll_within(int err, MPI_Request *rq, double timeout_seconds, int *st
     return -1;
 }
 
-/* The task of one dtype's run: buffers[0] the input (R) and buffers[1] the output (W), or buffers[0]
- * both (RW, in place: MPI_IN_PLACE, a leader vector's case); the token last. MPI counts are ints: in
- * slices of at most 2^30 elements. */
+/* MPI counts are ints: in slices of at most 2^30 elements. */
+int starfold__group_mpi_allreduce(const starfold__mpi_task_arg_t *a, const void *in, void *out)
+{
+    const int in_place = in == out;
+    const size_t es = starfold_dtype_size(a->dtype);
+    for (size_t done = 0; done < a->count;) {
+        const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
+        MPI_Request rq;
+        const int err = MPI_Iallreduce(in_place ? MPI_IN_PLACE : (const void *)((const char *)in + done * es),
+                                       (char *)out + done * es, (int)n, mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
+        if (poll_within(err, &rq, a->timeout_seconds, a->status) != 0) return -1;
+        done += n;
+    }
+    if (a->divisor > 1) starfold__group_divide(out, a->dtype, a->count, a->divisor);
+    return 0;
+}
+
+/* The task of one dtype's run: buffers[0] the input (R) and buffers[1] the output (W or RW), or
+ * buffers[0] both (RW, in place: MPI_IN_PLACE, a leader vector's case); the token last. */
 static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
 {
     const starfold__mpi_task_arg_t *a = cl_arg;
@@ -102,15 +118,7 @@ static void mpi_allreduce_cpu(void *buffers[], void *cl_arg)
     const size_t es = starfold_dtype_size(a->dtype);
     const char *in = (const char *)STARPU_VECTOR_GET_PTR(buffers[0]) + a->in_offset * es;
     char *out = (char *)STARPU_VECTOR_GET_PTR(buffers[in_place ? 0 : 1]) + a->out_offset * es;
-    for (size_t done = 0; done < a->count;) {
-        const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
-        MPI_Request rq;
-        const int err = MPI_Iallreduce(in_place ? MPI_IN_PLACE : (const void *)(in + done * es), out + done * es, (int)n,
-                                       mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
-        if (poll_within(err, &rq, a->timeout_seconds, a->status) != 0) return;
-        done += n;
-    }
-    if (a->divisor > 1) starfold__group_divide(out, a->dtype, a->count, a->divisor);
+    starfold__group_mpi_allreduce(a, in_place ? out : in, out);
 }
 
 static struct starpu_codelet mpi_allreduce_cl = {
@@ -124,7 +132,8 @@ static struct starpu_codelet mpi_allreduce_cl = {
 /* Submits an MPI task of @fn's collective (@which: which one, "" or " of the float32 tensors");
  * refused, it breaks the group: the other ranks' tasks (and this rank's earlier ones) are queued, and
  * this rank's later collectives would pair with them. */
-static starfold_status_t submit_or_break(starfold_group_t g, struct starpu_task *task, const char *fn, const char *which)
+starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct starpu_task *task, const char *fn,
+                                                  const char *which)
 {
     const int err = starpu_task_submit(task);
     if (err == 0) return STARFOLD_OK;
@@ -162,7 +171,7 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
         task->cl_arg_size = sizeof args[dt];
         char which[40];
         snprintf(which, sizeof which, " of the %s tensors", starfold_dtype_name((starfold_dtype_t)dt));
-        const starfold_status_t st = submit_or_break(g, task, "starfold_group_all_reduce", which);
+        const starfold_status_t st = starfold__group_mpi_task_submit(g, task, "starfold_group_all_reduce", which);
         if (st != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
@@ -234,5 +243,5 @@ starfold_status_t starfold__group_mpi_gather_submit(starfold_group_t g, starpu_d
     }
     task->cl_arg = a;
     task->cl_arg_size = sizeof *a;
-    return submit_or_break(g, task, "starfold_group_all_gather", "");
+    return starfold__group_mpi_task_submit(g, task, "starfold_group_all_gather", "");
 }

@@ -71,6 +71,8 @@ typedef struct plan {
     int direct;       /* no local graphs and no leaders: the MPI tasks on the views (starfold__runs_t) */
     int relay;        /* the MPI tasks from the leaders into device 0's outputs, the broadcast from
                        * there to the other devices (group_allreduce.c); no lead2 */
+    struct starfold__pack *pack; /* the packed plan (group_pack.c): one device, tensors not one run;
+                                  * no local graphs and no leaders */
     starfold__runs_t runs;  /* the MPI step's runs: the views' (direct) or the leaders' (MPI lowering) */
     int abandoned;    /* a timeout left the leaders to StarPU: never freed */
 } starfold__plan_t;
@@ -126,6 +128,22 @@ starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, c
                                            const int *status, const char *call, int *abandoned);
 /* MEAN's division, as the kernels do it: floats divide, integers truncate toward zero. */
 void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divisor);
+/* group_mpi_task.c, inside a task: MPI's all-reduce of @a (its dtype, op, count, communicator,
+ * timeout) from @in into @out (MPI_IN_PLACE when they are one), polled against the timeout, MEAN's
+ * division after; 0 when done, else the failure recorded in *a->status. */
+int starfold__group_mpi_allreduce(const starfold__mpi_task_arg_t *a, const void *in, void *out);
+/* group_mpi_task.c: submits an MPI task of @fn's collective (@which names it in the message);
+ * refused, it breaks the group. */
+starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct starpu_task *task, const char *fn,
+                                                  const char *which);
+
+/* group_pack.c: the packed plan's layout (every input and output handle of each dtype, listed once)
+ * into p->pack, and the group's staging buffer grown to its largest dtype; @p has one device. */
+starfold_status_t starfold__group_pack_make(starfold_group_t g, starfold__plan_t *p);
+/* group_pack.c: one task per dtype: pack, MPI's all-reduce, unpack (@status: the run's shared one). */
+starfold_status_t starfold__group_pack_submit(starfold_group_t g, starfold__plan_t *p, int *status);
+/* group_pack.c: frees p->pack (left to StarPU when the plan was abandoned). */
+void starfold__group_pack_free(starfold__plan_t *p);
 
 /* group_allreduce.c: a group that can take part (not NULL, not broken). */
 starfold_status_t starfold__group_usable(const char *fn, starfold_group_t group);

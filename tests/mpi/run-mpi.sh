@@ -183,6 +183,7 @@ fault_case 3 timeout 1 timeout
 fault_case 2 lost 1 lost ring
 fault_case 2 lost 1 lost mpi
 fault_case 2 lost 1 lost mpi direct   # one device per rank: MPI's all-reduce itself never completes
+fault_case 2 lost 1 lost mpi packed   # and two tensors, a vector each: packed into one task, none written
 fault_case 3 lost 2 lost hierarchical
 fault_case 3 lost 1 lost leader
 exit $status

@@ -252,9 +252,9 @@ static double value(starfold_op_t op, int g, size_t i, int s)
     return (double)((g * 7 + (int)(i % 13) + 3 * s) % 29) - 9;          /* -9 .. 19, distinct enough */
 }
 
-static double expected(starfold_op_t op, starfold_dtype_t dt, size_t i, int s)
+/* Over @total replicas 0 .. total-1. */
+static double expected_of(starfold_op_t op, starfold_dtype_t dt, size_t i, int s, int total)
 {
-    const int total = NDEV * world_size;
     double acc = value(op, 0, i, s);
     for (int g = 1; g < total; g++) {
         const double x = value(op, g, i, s);
@@ -267,6 +267,12 @@ static double expected(starfold_op_t op, starfold_dtype_t dt, size_t i, int s)
     if (dt == STARFOLD_FLOAT32) return (double)((float)acc / (float)total);
     if (dt == STARFOLD_FLOAT64) return acc / total;
     return (double)((long long)acc / total); /* integers truncate toward zero */
+}
+
+/* Over every replica of every rank (NDEV per rank). */
+static double expected(starfold_op_t op, starfold_dtype_t dt, size_t i, int s)
+{
+    return expected_of(op, dt, i, s, NDEV * world_size);
 }
 
 static void put(void *p, starfold_dtype_t dt, size_t i, double x)
@@ -490,6 +496,105 @@ static void test_direct(void)
     starfold_group_destroy(g);
     starfold_context_destroy(c1);
 }
+
+/*
+ * One device per rank, the MPI lowering, each tensor its own vector (as a StarPU application registers
+ * its gradients): the packed plan, one task per dtype packing every input, calling MPI's all-reduce
+ * and unpacking. Four tensors of three dtypes, replica g (= the rank) holding value(op, g, i, s):
+ * every op over 10 steps with the inputs changed (a stale pack would give an earlier step's
+ * results), in place, persistent starts; a view outside its vector on one rank refused on every
+ * rank, nothing written.
+ */
+#define PT 4
+static void test_packed(void)
+{
+    starfold_context_options_t co;
+    starfold_context_options_init(&co);
+    co.mode = STARFOLD_DEVICES_CPU;
+    co.num_devices = 1;
+    starfold_context_t c1 = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_context_create(&co, &c1), STARFOLD_OK);
+    starfold_group_options_t o;
+    starfold_group_options_init(&o);
+    o.timeout_seconds = 60;
+    starfold_group_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_group_create(c1, MPI_COMM_WORLD, &o, &g), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_group_set_lowering(g, "mpi"), STARFOLD_OK);
+    const starfold_tensor_desc_t t[PT] = { { STARFOLD_FLOAT32, 37 }, { STARFOLD_INT32, 5 }, { STARFOLD_FLOAT32, 1000 },
+                                           { STARFOLD_FLOAT64, 3 } };
+    starpu_data_handle_t in[PT], out[PT];
+    for (int k = 0; k < PT; k++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(c1, 0, t[k].dtype, t[k].count, &in[k]), STARFOLD_OK);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(c1, 0, t[k].dtype, t[k].count, &out[k]), STARFOLD_OK);
+    }
+    static unsigned char buf[1000 * 8];
+    const int R = world_size;
+    /* Replica g (= the rank) holds value(op, g, i, s); expected_of() over the R of them. */
+#define VAL(op, i, s) value(op, world_rank, i, s)
+    long bad = 0;
+    for (int step = 0; step < 13; step++) {
+        const starfold_op_t op = (starfold_op_t)(step % STARFOLD_OP_COUNT);
+        const int in_place = step >= 10 && step < 12, persistent = step == 12;
+        for (int k = 0; k < PT; k++) {
+            for (size_t i = 0; i < t[k].count; i++) put(buf, t[k].dtype, i, VAL(op, i, step));
+            CU_ASSERT_EQUAL(starfold_vector_write(in[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)), STARFOLD_OK);
+        }
+        if (persistent) {
+            starfold_group_persistent_t p = NULL;
+            CU_ASSERT_EQUAL_FATAL(starfold_group_all_reduce_init(g, op, PT, t, in, out, &p), STARFOLD_OK);
+            for (int again = 0; again < 3; again++) {
+                for (int k = 0; k < PT; k++) {
+                    for (size_t i = 0; i < t[k].count; i++) put(buf, t[k].dtype, i, VAL(op, i, step + again));
+                    CU_ASSERT_EQUAL(starfold_vector_write(in[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)),
+                                    STARFOLD_OK);
+                }
+                CU_ASSERT_EQUAL(starfold_group_persistent_start(p), STARFOLD_OK);
+                for (int k = 0; k < PT; k++) {
+                    CU_ASSERT_EQUAL(starfold_vector_read(out[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)),
+                                    STARFOLD_OK);
+                    for (size_t i = 0; i < t[k].count; i++)
+                        bad += get(buf, t[k].dtype, i) != expected_of(op, t[k].dtype, i, step + again, R);
+                }
+            }
+            starfold_group_persistent_destroy(p);
+            continue;
+        }
+        CU_ASSERT_EQUAL(starfold_group_all_reduce(g, op, PT, t, in, in_place ? in : out), STARFOLD_OK);
+        CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), "mpi");
+        for (int k = 0; k < PT; k++) {
+            CU_ASSERT_EQUAL(starfold_vector_read(in_place ? in[k] : out[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)),
+                            STARFOLD_OK);
+            for (size_t i = 0; i < t[k].count; i++) bad += get(buf, t[k].dtype, i) != expected_of(op, t[k].dtype, i, step, R);
+        }
+    }
+#undef VAL
+    CU_ASSERT_EQUAL(bad, 0);
+    if (bad) fprintf(stderr, "rank %d: the packed plan: %ld wrong\n", world_rank, bad);
+    /* A view outside its vector, on the last rank only: refused everywhere, the outputs untouched. */
+    for (int k = 0; k < PT; k++) {
+        for (size_t i = 0; i < t[k].count; i++) put(buf, t[k].dtype, i, -77);
+        CU_ASSERT_EQUAL(starfold_vector_write(out[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)), STARFOLD_OK);
+    }
+    starfold_view_t vin[PT], vout[PT];
+    for (int k = 0; k < PT; k++) vin[k] = (starfold_view_t){ in[k], 0 }, vout[k] = (starfold_view_t){ out[k], 0 };
+    if (world_rank == world_size - 1) vout[2].offset = 1; /* 1,000 elements from 1: one past the end */
+    CU_ASSERT_EQUAL(starfold_group_all_reduce_views(g, STARFOLD_OP_SUM, PT, t, vin, vout), STARFOLD_ERR_INVALID_ARGUMENT);
+    const char *why = world_rank == world_size - 1 ? "lie outside its vector of 1000" : "refused its arguments";
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), why));
+    for (int k = 0; k < PT; k++) {
+        CU_ASSERT_EQUAL(starfold_vector_read(out[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)), STARFOLD_OK);
+        for (size_t i = 0; i < t[k].count; i++) bad += get(buf, t[k].dtype, i) != -77;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
+    for (int k = 0; k < PT; k++) {
+        starfold_vector_destroy(c1, in[k]);
+        starfold_vector_destroy(c1, out[k]);
+    }
+    starfold_group_destroy(g);
+    starfold_context_destroy(c1);
+}
+#undef PT
 
 /*
  * Several devices, the MPI lowering, device 0's outputs one run: MPI's all-reduce writes them itself
@@ -1389,7 +1494,9 @@ static void test_mwms_options(void)
  * lowering goes straight from the inputs into the outputs (the direct plan): the other ranks' MPI
  * all-reduce starts and never completes, and times out in the task that polls it. The same TIMEOUT
  * everywhere; the outputs are MPI's receive buffers then, which it may have begun to write (the
- * documented exception): 0 or this rank's own input here. `test_group K lost mpi` over several
+ * documented exception): 0 or this rank's own input here. `test_group K lost mpi packed`: one device
+ * and two tensors, each its own vector (the packed plan): the same TIMEOUT, and since its task
+ * unpacks only after MPI's all-reduce completed, nothing was written. `test_group K lost mpi` over several
  * devices relays: MPI writes device 0's outputs (0 or this rank's own sum, likewise), the other
  * devices' stay as they were.
  */
@@ -1411,7 +1518,7 @@ static void hang_workers(void)
     for (int w = 0; w < n; w++) starpu_task_insert(&hang_cl, STARPU_EXECUTE_ON_WORKER, ids[w], 0);
 }
 
-static int run_fault_case(const char *lowering, int direct)
+static int run_fault_case(const char *lowering, int direct, int packed)
 {
     int failed = 0;
 #define EXPECT(cond)                                                                                   \
@@ -1432,52 +1539,60 @@ static int run_fault_case(const char *lowering, int direct)
     if (!g) return 1;
     if (lowering) EXPECT(starfold_group_set_lowering(g, lowering) == STARFOLD_OK);
     const float x = 1.0f;
+    /* One tensor per device, or with `packed` two on the one device, each its own vector. */
     starpu_data_handle_t in[NDEV], out[NDEV];
-    const int ndev = starfold_context_num_devices(ctx);
-    EXPECT(ndev == (direct ? 1 : NDEV));
-    for (int d = 0; d < ndev; d++) {
-        EXPECT(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 1, &in[d]) == STARFOLD_OK);
-        EXPECT(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 1, &out[d]) == STARFOLD_OK);
+    const int ndev = starfold_context_num_devices(ctx), nt = packed ? 2 : 1;
+    EXPECT(ndev == (direct || packed ? 1 : NDEV));
+    for (int d = 0; d < ndev * nt; d++) {
+        EXPECT(starfold_vector_create(ctx, d / nt, STARFOLD_FLOAT32, 1, &in[d]) == STARFOLD_OK);
+        EXPECT(starfold_vector_create(ctx, d / nt, STARFOLD_FLOAT32, 1, &out[d]) == STARFOLD_OK);
         const float zero = 0.0f;
         starfold_vector_write(in[d], &x, sizeof x);
         starfold_vector_write(out[d], &zero, sizeof zero);
     }
-    const starfold_tensor_desc_t t = { STARFOLD_FLOAT32, 1 };
+    const starfold_tensor_desc_t t[2] = { { STARFOLD_FLOAT32, 1 }, { STARFOLD_FLOAT32, 1 } };
     const int late = world_rank == world_size - 1;
     if (lowering) {
         if (late) hang_workers();
-        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_TIMEOUT);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, (size_t)nt, t, in, out) == STARFOLD_ERR_TIMEOUT);
         EXPECT(strstr(starfold_last_error(), "did not complete within timeout_seconds") != NULL);
         EXPECT(!strcmp(starfold_group_last_lowering(g), lowering));
         EXPECT(starfold_group_is_broken(g) == 1);
-        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_RUNTIME);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, (size_t)nt, t, in, out) == STARFOLD_ERR_RUNTIME);
         EXPECT(strstr(starfold_last_error(), "the group is broken") != NULL);
     } else if (late) {
         const struct timespec wait = { 4, 0 };
         nanosleep(&wait, NULL);
-        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_RUNTIME);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, (size_t)nt, t, in, out) == STARFOLD_ERR_RUNTIME);
         EXPECT(strstr(starfold_last_error(), "declared the group broken") != NULL);
     } else {
-        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_TIMEOUT);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, (size_t)nt, t, in, out) == STARFOLD_ERR_TIMEOUT);
         char want[64]; /* its own limit passed, or another waiting rank's first: the same missing rank */
         snprintf(want, sizeof want, "rank %d did not join", world_size - 1);
         EXPECT(strstr(starfold_last_error(), want) != NULL);
         EXPECT(starfold_group_is_broken(g) == 1);
-        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &t, in, out) == STARFOLD_ERR_RUNTIME);
+        EXPECT(starfold_group_all_reduce(g, STARFOLD_OP_SUM, (size_t)nt, t, in, out) == STARFOLD_ERR_RUNTIME);
         EXPECT(strstr(starfold_last_error(), "the group is broken") != NULL);
     }
     EXPECT(starfold_group_is_broken(g) == 1);
     float y = -1;
     /* Several devices and the MPI lowering relay: MPI's all-reduce writes device 0's outputs itself
      * (from the leader, this rank's own sum), the broadcast to the others never ran. */
-    const int relay = !direct && lowering && !strcmp(lowering, "mpi");
-    for (int d = 1; !direct && d < ndev; d++) {
+    const int relay = !direct && !packed && lowering && !strcmp(lowering, "mpi");
+    for (int d = 1; !direct && !packed && d < ndev; d++) {
         EXPECT(starfold_vector_read(out[d], &y, sizeof y) == STARFOLD_OK);
         EXPECT(y == 0.0f); /* nothing was written */
     }
-    if (!direct && !relay) {
+    if (!direct && !relay && !packed) {
         EXPECT(starfold_vector_read(out[0], &y, sizeof y) == STARFOLD_OK);
         EXPECT(y == 0.0f); /* nothing was written */
+    } else if (packed && !late) {
+        /* The packed task unpacks only once MPI's all-reduce completed: nothing was written. (The
+         * hung rank's outputs stay its queued task's until it has run: not read.) */
+        for (int k = 0; k < nt; k++) {
+            EXPECT(starfold_vector_read(out[k], &y, sizeof y) == STARFOLD_OK);
+            EXPECT(y == 0.0f);
+        }
     } else if (relay && !late) {
         /* MPI's receive buffer: untouched, or this rank's own sum copied in. */
         EXPECT(starfold_vector_read(out[0], &y, sizeof y) == STARFOLD_OK);
@@ -1518,14 +1633,15 @@ int main(int argc, char **argv)
     starfold_context_options_init(&co);
     co.mode = STARFOLD_DEVICES_CPU;
     const int direct = argc > 4 && !strcmp(argv[4], "direct"); /* `lost mpi direct`: one device per rank */
-    co.num_devices = direct ? 1 : NDEV;
+    const int packed = argc > 4 && !strcmp(argv[4], "packed"); /* `lost mpi packed`: and two tensors */
+    co.num_devices = direct || packed ? 1 : NDEV;
     if (starfold_context_create(&co, &ctx) != STARFOLD_OK) {
         fprintf(stderr, "test_group: rank %d: cannot create the context: %s\n", world_rank, starfold_last_error());
         failed = 1;
     } else if (argc > 2 && !strcmp(argv[2], "timeout")) {
-        return run_fault_case(NULL, 0);
+        return run_fault_case(NULL, 0, 0);
     } else if (argc > 3 && !strcmp(argv[2], "lost")) {
-        return run_fault_case(argv[3], direct);
+        return run_fault_case(argv[3], direct, packed);
     } else if (CU_initialize_registry() == CUE_SUCCESS) {
         CU_pSuite s = CU_add_suite("process groups (starfold/mpi.h)", NULL, NULL);
         CU_add_test(s, "create: rank, size, nodes, devices", test_create);
@@ -1537,6 +1653,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "all-reduce across ranks: every lowering, and ranks that disagree", test_all_reduce_lowerings);
         CU_add_test(s, "persistent all-reduce: init once, start every step", test_persistent);
         CU_add_test(s, "one device per rank: MPI straight from the inputs into the outputs", test_direct);
+        CU_add_test(s, "one device, a vector per tensor: packed into one MPI task per dtype", test_packed);
         CU_add_test(s, "several devices: MPI into device 0's outputs, copies to the others", test_relay);
         CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
         CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
