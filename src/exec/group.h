@@ -55,6 +55,9 @@ struct starfold_group {
     int token_value;
     void *stage;            /* the packed plan's staging buffer (group_pack.c): input then result, */
     size_t stage_bytes;     /* stage_bytes each; one serves every MPI task, which the token orders */
+    int test_no_pack;       /* testing hook (tests/mpi/test_group.c): several devices never pack, so that
+                             * a vector per tensor goes through the leaders, MPI in place there, as
+                             * devices of their own memory do */
 };
 
 /* How an all-reduce crosses ranks (starfold_group_set_lowering()). */

@@ -26,9 +26,10 @@
  *          /   |   \               /  \
  *        out0 out1 out2          out0 out1
  *
- * One device, the MPI lowering, tensors that are not one run (each its own vector, as a StarPU
- * application registers them): one task per dtype packs them into a staging buffer, calls MPI, and
- * unpacks (the packed plan, group_pack.c), instead of a graph of copies in and out of a leader.
+ * One device with tensors that are not one run (each its own vector, as a StarPU application
+ * registers them), or several in host memory whose tensors are not buckets, the MPI lowering: one
+ * task per dtype reduces them into a staging buffer, calls MPI and copies the result out (the packed
+ * plan, group_pack.c), instead of graphs of copies and reductions in and out of a leader.
  *
  * Several devices, the MPI lowering, device 0's outputs one run per dtype: the MPI tasks go from the
  * leader into device 0's outputs, and step 4 copies those to the other devices only (the relay plan:
@@ -38,6 +39,8 @@
  *        dev0 dev1 dev2
  *          \   |   /
  *          leader0   --MPI-->  out0 --> out1, out2
+ *
+ * Which of these a call takes is decided from its views alone (group_layout.c).
  *
  * What a call prepares (lowering, graphs, leader vectors) is a plan (group_plan.h): made, run and
  * freed by each call here, made once and run every start by a persistent all-reduce
@@ -58,7 +61,6 @@
 #include "exec/group.h"
 #include "exec/group_call.h"
 #include "exec/group_plan.h"
-#include "exec/vectors.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Steps 2 and 4: the local graphs
@@ -218,90 +220,6 @@ static starfold_status_t wait_within(starfold_group_t g, starfold_request_t r, i
 }
 
 /*
- * Whether @p can go direct (group_plan.h, starfold__runs_t): one device, the MPI lowering, and per
- * dtype every input one after another in one vector and every output likewise (in place only at
- * the same place: a task cannot read and write one handle as two buffers). Fills p->runs when it can.
- */
-static int direct_layout(starfold_group_t g, starfold__plan_t *p)
-{
-    if (p->lowering != SF_LOWER_MPI || starfold_context_num_devices(g->ctx) != 1) return 0;
-    starfold__runs_t d;
-    memset(&d, 0, sizeof d);
-    for (size_t t = 0; t < p->nt; t++) {
-        const int dt = p->tensors[t].dtype;
-        const starfold_view_t in = p->inputs[t], out = p->outputs[t];
-        if (!in.handle || !out.handle) return 0;
-        if (!d.in[dt]) {
-            d.in[dt] = in.handle, d.out[dt] = out.handle;
-            d.in_offset[dt] = in.offset, d.out_offset[dt] = out.offset;
-        } else if (in.handle != d.in[dt] || out.handle != d.out[dt] || in.offset != d.in_offset[dt] + d.count[dt] ||
-                   out.offset != d.out_offset[dt] + d.count[dt]) {
-            return 0;
-        }
-        d.count[dt] += p->tensors[t].count;
-    }
-    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++)
-        if (d.count[dt] && d.in[dt] == d.out[dt] && d.in_offset[dt] != d.out_offset[dt]) return 0;
-    p->runs = d;
-    return 1;
-}
-
-/*
- * A view that an MPI task reads or writes itself (the direct and relay plans' runs, the packed plan's
- * views; the graphs check their own): a vector of the tensor's element size that holds its elements.
- */
-static starfold_status_t check_task_view(const char *fn, const char *what, size_t t, starfold_view_t v,
-                                         const starfold_tensor_desc_t *d)
-{
-    if (!d->count) return STARFOLD_OK;
-    if (!v.handle) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: NULL handle", fn, what, t);
-    if (!starfold__is_vector(v.handle))
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: not a StarPU vector", fn, what, t);
-    const size_t elem = starpu_vector_get_elemsize(v.handle), nx = starpu_vector_get_nx(v.handle);
-    if (elem != starfold_dtype_size(d->dtype))
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: vector of %zu-byte elements, the "
-                               "tensor is %s", fn, what, t, elem, starfold_dtype_name(d->dtype));
-    if (v.offset > nx || d->count > nx - v.offset)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s of tensor %zu: elements [%zu, %zu + %zu) lie "
-                               "outside its vector of %zu", fn, what, t, v.offset, v.offset, d->count, nx);
-    return STARFOLD_OK;
-}
-
-/* The views of device @dev (its inputs when @inputs, else its outputs), each checked. */
-static starfold_status_t check_task_views(const char *fn, const starfold__plan_t *p, int dev, int inputs)
-{
-    const starfold_view_t *v = (inputs ? p->inputs : p->outputs) + (size_t)dev * p->nt;
-    starfold_status_t st = STARFOLD_OK;
-    for (size_t t = 0; st == STARFOLD_OK && t < p->nt; t++)
-        st = check_task_view(fn, inputs ? "the input" : "the output", t, v[t], &p->tensors[t]);
-    return st;
-}
-
-/*
- * Whether @p can relay (the file's header): several devices, the MPI lowering, and per dtype device
- * 0's outputs one after another in one vector. Sets the runs' outputs there (their inputs are the
- * leaders, made later). The vector may hold other views too (inputs, other devices' outputs): the
- * MPI task takes the whole handle, which StarPU orders after the local reduce's tasks on it and
- * before the broadcast's.
- */
-static int relay_layout(starfold_group_t g, starfold__plan_t *p)
-{
-    if (p->lowering != SF_LOWER_MPI || starfold_context_num_devices(g->ctx) < 2) return 0;
-    starfold__runs_t d;
-    memset(&d, 0, sizeof d);
-    for (size_t t = 0; t < p->nt; t++) {
-        const int dt = p->tensors[t].dtype;
-        const starfold_view_t out = p->outputs[t];
-        if (!out.handle) return 0;
-        if (!d.out[dt]) d.out[dt] = out.handle, d.out_offset[dt] = out.offset;
-        else if (out.handle != d.out[dt] || out.offset != d.out_offset[dt] + d.count[dt]) return 0;
-        d.count[dt] += p->tensors[t].count;
-    }
-    p->runs = d;
-    return 1;
-}
-
-/*
  * Everything this rank prepares alone, before the agreement. @st: the caller's verdict so far; the
  * result is this rank's verdict, which the agreement shares (a graph that does not compile, leaders
  * that cannot be allocated: every rank fails together). MEAN crosses ranks as SUM, divided after.
@@ -317,17 +235,10 @@ starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, 
     size_t totals[STARFOLD_DTYPE_COUNT] = { 0 };
     for (size_t t = 0; st == STARFOLD_OK && t < nt; t++) totals[tensors[t].dtype] += tensors[t].count;
     if (st == STARFOLD_OK) st = starfold__group_lower(g, local_op, totals, &p->lowering, &p->across);
-    if (st == STARFOLD_OK && (p->direct = direct_layout(g, p))) {
-        st = check_task_views(fn, p, 0, 1);
-        return st == STARFOLD_OK ? check_task_views(fn, p, 0, 0) : st;
-    }
-    /* One device, tensors not one run: the packed plan (group_pack.c). */
-    if (st == STARFOLD_OK && p->lowering == SF_LOWER_MPI && starfold_context_num_devices(g->ctx) == 1) {
-        st = check_task_views(fn, p, 0, 1);
-        if (st == STARFOLD_OK) st = check_task_views(fn, p, 0, 0);
-        return st == STARFOLD_OK ? starfold__group_pack_make(g, p) : st;
-    }
-    if (st == STARFOLD_OK && (p->relay = relay_layout(g, p))) st = check_task_views(fn, p, 0, 0);
+    int packed = 0;
+    if (st == STARFOLD_OK) st = starfold__group_layout(fn, g, p, &packed);
+    if (st != STARFOLD_OK || p->direct) return st;
+    if (packed) return starfold__group_pack_make(g, p);
     const int graph_lowering = p->lowering != SF_LOWER_MPI;
     if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_REDUCE, local_op, nt, tensors, 0, &p->reduce);
     if (st == STARFOLD_OK) st = compile_local(g, STARFOLD_COLL_BROADCAST, local_op, nt, tensors, p->relay, &p->bcast);

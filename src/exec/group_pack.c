@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * The packed plan of the "mpi" lowering: one device on this rank, tensors that are not one run of a
- * vector (each its own vector, as a StarPU application registers its gradients, or views out of
- * order). One StarPU task per dtype takes every input and output handle of that dtype as its
- * buffers, packs the inputs into the group's staging buffer, calls MPI's all-reduce out of place into
- * the second half, and unpacks the results into the outputs: Horovod's fusion buffer, inside one
- * StarPU task, instead of a graph of copies into a leader vector and back out (a task per tensor and
- * way).
+ * The packed plan of the "mpi" lowering (chosen by group_layout.c): one device on this rank with
+ * tensors that are not one run of a vector (each its own vector, as a StarPU application registers
+ * its gradients, or views out of order), or several devices in host memory whose tensors are not
+ * buckets. One StarPU task per dtype takes every input and output handle of that dtype as its
+ * buffers, reduces the devices' inputs into the group's staging buffer, calls MPI's all-reduce out of
+ * place into its second half, and copies the result to every device's outputs: Horovod's fusion
+ * buffer, inside one StarPU task, instead of graphs of copies and reductions into a leader vector and
+ * back out (tasks per tensor and way). The two steps around MPI are the executor's CPU kernels
+ * (kernels_cpu.c: blocked, one pass, streaming stores), given the staging buffer as two more buffers.
  *
- *     in a   in b   in c            stage [a b c]                    result [a b c]
- *       \      |      /   memcpy  --------------> MPI_Iallreduce --> ---------------  memcpy  out a, out b, out c
+ *     dev 0: a b c ... \                                                               / dev 0: a b c ...
+ *                       >-- reduce --> stage [a b c] --MPI_Iallreduce--> result [a b c] -- copy -->
+ *     dev 1: a b c ... /                                                               \ dev 1: a b c ...
  *
  * Buffers. A handle is listed once per task (R if only read, RW if read and written, W only when one
  * tensor writes the whole vector), so several views of one vector and in-place views are allowed; the
@@ -31,21 +34,23 @@
 #include "base/common.h"
 #include "exec/group.h"
 #include "exec/group_plan.h"
+#include "exec/kernels.h"
 
-/* One tensor of a dtype: its input and output as (buffer index, first element). */
-typedef struct pack_tensor {
-    size_t count;
-    unsigned in_buf, out_buf;
-    size_t in_offset, out_offset;
-} pack_tensor_t;
-
-/* One dtype's task: its distinct handles and their modes, its tensors in the caller's order. */
+/*
+ * One dtype's task: its distinct handles and their modes, and the two kernels it runs around MPI's
+ * all-reduce, as the executor's CPU kernels take them (kernels.h), their spans naming the task's
+ * buffers and, past them, the staging buffer (STAGE = nbuf) and its result half (RESULT = nbuf + 1):
+ *
+ *   pack    REDUCE, a segment per tensor:  in(dev 0) op in(dev 1) ...  -> STAGE at the tensor's place
+ *   unpack  REDUCE, a segment per tensor:  RESULT at the tensor's place -> out(dev 0), out(dev 1), ...
+ */
 typedef struct pack_dtype {
     size_t nbuf, nt, total;
     starpu_data_handle_t *handles;
     enum starpu_data_access_mode *modes;
-    unsigned *writes;          /* [nbuf] tensors writing the handle */
-    pack_tensor_t *tensors;
+    unsigned *writes;          /* [nbuf] outputs written in the handle */
+    starfold__kernel_args_t pack, unpack;
+    int cancelled;             /* never set: the kernels' flag */
     starfold__mpi_task_arg_t mpi;  /* count = total; the status pointer set by each run */
     starfold_group_t group;    /* the staging buffer, read when the task runs */
 } pack_dtype_t;
@@ -95,18 +100,20 @@ static unsigned buffer_of(pack_dtype_t *d, handle_map_t *m, starpu_data_handle_t
     return (unsigned)d->nbuf++;
 }
 
-/* Every handle's mode: R, RW, or W when it is one tensor's output covering the whole vector. */
+/* Every handle's mode: R, RW, or W when it is one output covering the whole vector. */
 static void settle_modes(pack_dtype_t *d)
 {
-    for (size_t b = 0; b < d->nbuf; b++) {
-        if (!(d->modes[b] & STARPU_W)) continue;
-        d->modes[b] = d->modes[b] & STARPU_R ? STARPU_RW : STARPU_W;
-    }
-    for (size_t k = 0; k < d->nt; k++) {
-        const pack_tensor_t *t = &d->tensors[k];
-        const unsigned b = t->out_buf;
-        if (d->modes[b] == STARPU_W && (d->writes[b] != 1 || t->out_offset != 0 || t->count != starpu_vector_get_nx(d->handles[b])))
-            d->modes[b] = STARPU_RW;
+    for (size_t b = 0; b < d->nbuf; b++)
+        if (d->modes[b] & STARPU_W) d->modes[b] = d->modes[b] & STARPU_R ? STARPU_RW : STARPU_W;
+    const starfold__kernel_args_t *u = &d->unpack;
+    for (size_t k = 0; k < u->nseg; k++) {
+        const starfold__kspan_t *seg = starfold__kernel_segment(u, k);
+        for (size_t j = 1; j <= u->ndst; j++) {
+            const unsigned b = seg[j].buf;
+            if (d->modes[b] == STARPU_W &&
+                (d->writes[b] != 1 || seg[j].offset != 0 || seg[j].count != starpu_vector_get_nx(d->handles[b])))
+                d->modes[b] = STARPU_RW;
+        }
     }
 }
 
@@ -117,9 +124,73 @@ static void pack_free(starfold__pack_t *pk)
         free(pk->d[dt].handles);
         free(pk->d[dt].modes);
         free(pk->d[dt].writes);
-        free(pk->d[dt].tensors);
+        free(pk->d[dt].pack.spans);
+        free(pk->d[dt].unpack.spans);
     }
     free(pk);
+}
+
+/* A REDUCE kernel of @nseg segments of @nsrc sources and @ndst destinations, spans to be filled. */
+static int kernel_init(starfold__kernel_args_t *a, pack_dtype_t *d, starfold_dtype_t dt, starfold_op_t op, size_t nseg,
+                       size_t nsrc, size_t ndst, int *status)
+{
+    memset(a, 0, sizeof *a);
+    a->cancelled = &d->cancelled;
+    a->status = status;
+    a->kind = SF_KERNEL_REDUCE;
+    a->dtype = a->dst_dtype = (int)dt;
+    a->op = (int)op;
+    a->divisor = 1;
+    a->elemsize = a->dst_elemsize = starfold_dtype_size(dt);
+    a->nseg = nseg, a->nsrc = nsrc, a->ndst = ndst;
+    a->spans = malloc(sizeof *a->spans * (nseg ? nseg : 1) * (nsrc + ndst));
+    return a->spans ? 0 : -1;
+}
+
+/* Lists dtype @dt's tensors (their inputs and outputs on @ndev devices) in @d's kernels. */
+static starfold_status_t layout_dtype(const starfold__plan_t *p, int ndev, int dt, size_t nt, pack_dtype_t *d)
+{
+    const starfold_op_t local = p->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : p->op;
+    const size_t most = 2 * nt * (size_t)ndev;
+    handle_map_t m = { 0 };
+    d->handles = malloc(most * sizeof *d->handles);
+    d->modes = malloc(most * sizeof *d->modes);
+    d->writes = malloc(most * sizeof *d->writes);
+    if (!d->handles || !d->modes || !d->writes || map_init(&m, most) != 0 ||
+        kernel_init(&d->pack, d, (starfold_dtype_t)dt, local, nt, (size_t)ndev, 1, NULL) != 0 ||
+        kernel_init(&d->unpack, d, (starfold_dtype_t)dt, STARFOLD_OP_SUM, nt, 1, (size_t)ndev, NULL) != 0) {
+        map_free(&m);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
+    }
+    size_t seg = 0;
+    for (size_t t = 0; t < p->nt; t++) {
+        const size_t count = p->tensors[t].count;
+        if ((int)p->tensors[t].dtype != dt || !count) continue; /* kernels list no empty span */
+        starfold__kspan_t *in = d->pack.spans + seg * (size_t)(ndev + 1), *out = d->unpack.spans + seg * (size_t)(1 + ndev);
+        for (int dev = 0; dev < ndev; dev++) {
+            const starfold_view_t v = p->inputs[(size_t)dev * p->nt + t];
+            in[dev] = (starfold__kspan_t){ buffer_of(d, &m, v.handle), v.offset, count };
+            d->modes[in[dev].buf] |= STARPU_R;
+        }
+        for (int dev = 0; dev < ndev; dev++) {
+            const starfold_view_t v = p->outputs[(size_t)dev * p->nt + t];
+            out[1 + dev] = (starfold__kspan_t){ buffer_of(d, &m, v.handle), v.offset, count };
+            d->modes[out[1 + dev].buf] |= STARPU_W;
+            d->writes[out[1 + dev].buf]++;
+        }
+        in[ndev] = (starfold__kspan_t){ 0, d->total, count };  /* STAGE: numbered once nbuf is known */
+        out[0] = (starfold__kspan_t){ 0, d->total, count };    /* RESULT */
+        d->total += count;
+        seg++;
+    }
+    map_free(&m);
+    d->pack.nseg = d->unpack.nseg = d->nt = seg;
+    for (size_t k = 0; k < seg; k++) {
+        d->pack.spans[k * (size_t)(ndev + 1) + (size_t)ndev].buf = (unsigned)d->nbuf;
+        d->unpack.spans[k * (size_t)(1 + ndev)].buf = (unsigned)d->nbuf + 1;
+    }
+    settle_modes(d);
+    return STARFOLD_OK;
 }
 
 /* Grows the group's staging buffer to @bytes (input then result, each @bytes): no task is in flight. */
@@ -139,42 +210,20 @@ starfold_status_t starfold__group_pack_make(starfold_group_t g, starfold__plan_t
 {
     starfold__pack_t *pk = calloc(1, sizeof *pk);
     if (!pk) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
+    const int ndev = starfold_context_num_devices(g->ctx);
     size_t per[STARFOLD_DTYPE_COUNT] = { 0 }, bytes = 0;
     for (size_t t = 0; t < p->nt; t++) per[p->tensors[t].dtype]++;
-    handle_map_t m = { 0 };
     starfold_status_t st = STARFOLD_OK;
     for (int dt = 0; st == STARFOLD_OK && dt < STARFOLD_DTYPE_COUNT; dt++) {
         if (!per[dt]) continue;
         pack_dtype_t *d = &pk->d[dt];
-        d->handles = malloc(2 * per[dt] * sizeof *d->handles);
-        d->modes = malloc(2 * per[dt] * sizeof *d->modes);
-        d->writes = malloc(2 * per[dt] * sizeof *d->writes);
-        d->tensors = malloc(per[dt] * sizeof *d->tensors);
-        if (!d->handles || !d->modes || !d->writes || !d->tensors || map_init(&m, 2 * per[dt]) != 0) {
-            st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
-            break;
-        }
-        for (size_t t = 0; t < p->nt; t++) {
-            if ((int)p->tensors[t].dtype != dt || !p->tensors[t].count) continue;
-            const starfold_view_t in = p->inputs[t], out = p->outputs[t];
-            pack_tensor_t *k = &d->tensors[d->nt++];
-            *k = (pack_tensor_t){ p->tensors[t].count, buffer_of(d, &m, in.handle), 0, in.offset, out.offset };
-            k->out_buf = buffer_of(d, &m, out.handle);
-            d->modes[k->in_buf] |= STARPU_R;
-            d->modes[k->out_buf] |= STARPU_W;
-            d->writes[k->out_buf]++;
-            d->total += k->count;
-        }
-        map_free(&m);
-        memset(&m, 0, sizeof m);
-        settle_modes(d);
+        st = layout_dtype(p, ndev, dt, per[dt], d);
         d->group = g;
         d->mpi = (starfold__mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, p->op, d->total,
                                              p->op == STARFOLD_OP_MEAN ? g->total_devices : 1, NULL, 0, 0 };
         const size_t b = d->total * starfold_dtype_size((starfold_dtype_t)dt);
         if (b > bytes) bytes = b;
     }
-    map_free(&m);
     if (st == STARFOLD_OK) st = stage_reserve(g, bytes);
     if (st != STARFOLD_OK) {
         pack_free(pk);
@@ -194,24 +243,26 @@ void starfold__group_pack_free(starfold__plan_t *p)
  * The task
  */
 
+/* The task: the executor's CPU kernels over its buffers and the staging buffer, MPI between. */
 static void pack_allreduce_cpu(void *buffers[], void *cl_arg)
 {
-    const pack_dtype_t *d = cl_arg;
-    const size_t es = starfold_dtype_size(d->mpi.dtype);
-    char *stage = d->group->stage, *result = stage + d->group->stage_bytes;
-    size_t at = 0;
-    for (size_t k = 0; k < d->nt; k++) {
-        const pack_tensor_t *t = &d->tensors[k];
-        memcpy(stage + at * es, (const char *)STARPU_VECTOR_GET_PTR(buffers[t->in_buf]) + t->in_offset * es, t->count * es);
-        at += t->count;
+    pack_dtype_t *d = cl_arg;
+    void **all = malloc(sizeof *all * (d->nbuf + 2));
+    if (!all) {
+        starfold__kernel_fail(&d->pack);
+        return;
     }
-    if (starfold__group_mpi_allreduce(&d->mpi, stage, result) != 0) return; /* the outputs stay as they were */
-    at = 0;
-    for (size_t k = 0; k < d->nt; k++) {
-        const pack_tensor_t *t = &d->tensors[k];
-        memcpy((char *)STARPU_VECTOR_GET_PTR(buffers[t->out_buf]) + t->out_offset * es, result + at * es, t->count * es);
-        at += t->count;
-    }
+    memcpy(all, buffers, sizeof *all * d->nbuf);
+    struct starpu_vector_interface stage = { .ptr = (uintptr_t)d->group->stage },
+                                   result = { .ptr = (uintptr_t)((char *)d->group->stage + d->group->stage_bytes) };
+    all[d->nbuf] = &stage;
+    all[d->nbuf + 1] = &result;
+    starfold__kernel_cpu(all, &d->pack);
+    /* Then the outputs only once MPI's all-reduce completed: a failure leaves them as they were. */
+    if (__atomic_load_n(d->mpi.status, __ATOMIC_ACQUIRE) == STARFOLD_OK &&
+        starfold__group_mpi_allreduce(&d->mpi, (void *)stage.ptr, (void *)result.ptr) == 0)
+        starfold__kernel_cpu(all, &d->unpack);
+    free(all);
 }
 
 static struct starpu_codelet pack_allreduce_cl = {
@@ -228,7 +279,7 @@ starfold_status_t starfold__group_pack_submit(starfold_group_t g, starfold__plan
     for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
         pack_dtype_t *d = &p->pack->d[dt];
         if (!d->nt) continue;
-        d->mpi.status = status;
+        d->mpi.status = d->pack.status = d->unpack.status = status;
         d->mpi.timeout_seconds = g->timeout_seconds;
         struct starpu_task *task = starpu_task_create();
         task->cl = &pack_allreduce_cl;

@@ -137,6 +137,10 @@ int starfold__group_mpi_allreduce(const starfold__mpi_task_arg_t *a, const void 
 starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct starpu_task *task, const char *fn,
                                                   const char *which);
 
+/* group_layout.c: how the MPI step of @p reaches its views: sets p->direct (and p->runs), or
+ * *@packed, or p->relay (and p->runs' outputs), or none of them (the leaders); checks the views an
+ * MPI task will touch itself. */
+starfold_status_t starfold__group_layout(const char *fn, starfold_group_t g, starfold__plan_t *p, int *packed);
 /* group_pack.c: the packed plan's layout (every input and output handle of each dtype, listed once)
  * into p->pack, and the group's staging buffer grown to its largest dtype; @p has one device. */
 starfold_status_t starfold__group_pack_make(starfold_group_t g, starfold__plan_t *p);
