@@ -56,8 +56,9 @@ struct starfold_group {
     void *stage;            /* the packed plan's staging buffer (group_pack.c): input then result, */
     size_t stage_bytes;     /* stage_bytes each; one serves every MPI task, which the token orders */
     int test_no_pack;       /* testing hook (tests/mpi/test_group.c): several devices never pack, so that
-                             * a vector per tensor goes through the leaders, MPI in place there, as
-                             * devices of their own memory do */
+                             * buckets relay and a vector per tensor goes through the leaders (MPI in
+                             * place there) on one worker too, as on devices with workers or memory
+                             * of their own */
 };
 
 /* How an all-reduce crosses ranks (starfold_group_set_lowering()). */

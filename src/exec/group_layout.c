@@ -7,8 +7,8 @@
  *
  *   direct   one device, each dtype's inputs one run of a vector and its outputs one run: MPI's
  *            all-reduce from the inputs into the outputs (group_mpi_task.c)
- *   packed   one device otherwise, or several in host memory whose tensors are not buckets: one
- *            task per dtype over every handle (group_pack.c)
+ *   packed   one device otherwise, or several in host memory whose tensors are not buckets or who
+ *            share one worker: one task per dtype over every handle (group_pack.c)
  *   relay    several devices, device 0's outputs of each dtype one run: the local reduce into a
  *            leader, MPI from it into device 0's outputs, copies to the other devices
  *   leaders  otherwise: the local reduce into a leader, MPI in place, copies to every device
@@ -94,15 +94,29 @@ static int direct_layout(starfold_group_t g, starfold__plan_t *p)
     return 1;
 }
 
+/* Whether the devices run on one StarPU worker between them: then no two tasks of a graph run side by side. */
+static int one_worker(starfold_context_t ctx, int n)
+{
+    for (int d = 1; d < n; d++)
+        if (starfold_context_device_worker(ctx, d) != starfold_context_device_worker(ctx, 0)) return 0;
+    return 1;
+}
+
 /*
  * Whether @p packs (group_pack.c; the MPI lowering, not direct): with one device, always (the
- * leaders' graphs would copy the same bytes in and out with a task per tensor each way); with
+ * leaders' graphs would copy the same bytes in and out with a task per tensor each way). With
  * several, when they all use host memory (the packed task reads and writes them there, where a
- * device of its own memory would move every replica across its link instead of one leader) and the
- * tensors are not buckets (every device's inputs and outputs of a dtype one run of a vector each):
- * buckets go through the graphs, whose one-pass tasks take a run at once and spread over the
- * workers, and relay. On 2 cores, 2 ranks x 2 devices, a vector per tensor: ResNet-50's 161
- * gradients 296 -> 119 ms, 1,000 x 4 KiB 27 -> 14 ms (MPI_Allreduce: 110 and 1.5 ms).
+ * device of its own memory would move every replica across its link instead of one leader), unless
+ * the tensors are buckets (every device's inputs and outputs of a dtype one run of a vector each)
+ * and the devices have workers of their own: then the graphs, whose one-pass tasks take a run at
+ * once and spread over the workers, and the relay. On 2 cores, 2 ranks x 2 devices on one worker
+ * each (us; MPI_Allreduce of the same bytes beside):
+ *
+ *                          graphs (relay or leaders)   packed               MPI_Allreduce
+ *   a vector per tensor    ResNet-50 251-292 k         115-131 k            96-120 k
+ *                          1,000 x 4 KiB 19-28 k       14-16 k              1.5 k
+ *   buckets                ResNet-50 193-200 k         128-130 k            104-123 k
+ *                          64 MiB 124-128 k            84-86 k              71-81 k
  */
 static int pack_layout(starfold_group_t g, const starfold__plan_t *p)
 {
@@ -115,7 +129,7 @@ static int pack_layout(starfold_group_t g, const starfold__plan_t *p)
         if (starfold_context_device_node(g->ctx, d) != STARPU_MAIN_RAM) return 0;
         buckets = buckets && run_of(p, d, 1, NULL, NULL, NULL) && run_of(p, d, 0, NULL, NULL, NULL);
     }
-    return !buckets;
+    return !buckets || one_worker(g->ctx, n);
 }
 
 /*

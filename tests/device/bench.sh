@@ -3,9 +3,10 @@
 # Copyright (c) 2026 The starfold authors
 # On the lent GPU machine (16 cores), from the repository root, after tests/device/bundle.sh here:
 # issue 13's targets with a core per thread (starfold_group_all_reduce against MPI_Allreduce: 2, 4
-# and 8 ranks of one device; 2 ranks of 2 and 4 devices, 4 ranks of 2), the list through the
-# TensorFlow API (bench_api, 1, 2 and 4 workers), then the MPI tests of make check (run-mpi.sh).
-# About 4 minutes; the log also goes to $OUT/log.txt.
+# and 8 ranks of one device; 2 ranks of 2 and 4 devices, 4 ranks of 2, buckets and a vector per
+# tensor), the list through the TensorFlow API (bench_api, 1, 2 and 4 workers), then the MPI tests
+# of make check (run-mpi.sh).
+# About 5 minutes; the log also goes to $OUT/log.txt.
 set -u
 R=$PWD; B=$R/.devbundle; OUT=${OUT:-/tmp}
 exec > >(tee -a "$OUT/log.txt") 2>&1
@@ -32,11 +33,14 @@ for np in 2 4 8; do
     step "np=$np 64 MiB"; timeout 90 $M -np "$np" $BN -b 64M -e 64M -n 5 -w 1 --lowering mpi | grep -E "^ "
     for r in 1 2 3; do step "np=$np 1000 x 4 KiB views, run $r"; timeout 60 $M -np "$np" $BN --tensors 1000x4K --views -n 10 -w 2 --lowering mpi | grep -E "^ "; done
 done
-# Several devices per rank (the leaders: a local reduce, MPI, a local broadcast), a worker per device.
+# Several devices per rank, a worker per device: buckets relay (a local reduce, MPI into device 0's
+# outputs, copies to the others), a vector per tensor packs (one task per dtype; group_layout.c).
 for np_g in "2 2" "2 4" "4 2"; do
     set -- $np_g
     step "np=$1 -g $2 64 MiB"; STARPU_NCPU=$2 timeout 90 $M -np "$1" $S bench --mpi --topology host -g "$2" -b 64M -e 64M -n 5 -w 1 --lowering mpi | grep -E "^ "
-    step "np=$1 -g $2 1000 x 4 KiB"; STARPU_NCPU=$2 timeout 60 $M -np "$1" $S bench --mpi --topology host -g "$2" --tensors 1000x4K --views -n 10 -w 2 --lowering mpi | grep -E "^ "
+    for v in --views ""; do for t in 1000x4K resnet50; do
+        step "np=$1 -g $2 $t ${v:-a vector each}"; STARPU_NCPU=$2 timeout 60 $M -np "$1" $S bench --mpi --topology host -g "$2" --tensors $t $v -n 5 -w 1 --lowering mpi | grep -E "^ "
+    done; done
 done
 for np in 2 4; do for low in auto mpi; do
     step "np=$np sweep, lowering $low"; timeout 90 $M -np "$np" $BN -b 4K -e 64M -f 16 -n 5 -w 1 --lowering "$low" | grep -E "^ "

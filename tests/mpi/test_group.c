@@ -619,7 +619,7 @@ static void test_packed(void)
  * the inputs there must keep their values and the other devices' outputs get theirs. Every dtype,
  * 10 steps with the op and the inputs changed each time (a stale relay would give an earlier step's
  * results), the last in place; then persistent starts over whole vectors (device 0's output written
- * whole).
+ * whole). The same views packed too (buckets on one worker pack: parts of a vector written).
  */
 #define RT 2
 static void test_relay(void)
@@ -631,7 +631,10 @@ static void test_relay(void)
     static const size_t count[RT] = { 37, 1000 }, first[RT] = { 0, 37 };
     static unsigned char buf[2 * NDEV * M * 8];
     long bad = 0;
-    for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
+    /* Relayed (the hook: make check's devices share one worker, where buckets pack), then packed. */
+    for (int round = 0; round < 2 * STARFOLD_DTYPE_COUNT; round++) {
+        const int dt = round % STARFOLD_DTYPE_COUNT;
+        g->test_no_pack = round < STARFOLD_DTYPE_COUNT;
         const starfold_dtype_t d_t = (starfold_dtype_t)dt;
         const size_t bytes = 2 * NDEV * M * starfold_dtype_size(d_t);
         starpu_data_handle_t v = NULL;
@@ -666,7 +669,8 @@ static void test_relay(void)
         CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), "mpi");
         starfold_vector_destroy(ctx, v);
     }
-    /* Persistent, one float32 tensor per device, whole vectors. */
+    /* Persistent, one float32 tensor per device, whole vectors, relayed. */
+    g->test_no_pack = 1;
     starpu_data_handle_t pin[NDEV], pout[NDEV];
     for (int d = 0; d < NDEV; d++) {
         CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 1000, &pin[d]), STARFOLD_OK);
@@ -1554,6 +1558,7 @@ static int run_fault_case(const char *lowering, int direct, int packed)
     EXPECT(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g) == STARFOLD_OK);
     if (!g) return 1;
     if (lowering) EXPECT(starfold_group_set_lowering(g, lowering) == STARFOLD_OK);
+    g->test_no_pack = !packed; /* several devices relay (on one worker they would pack) */
     const float x = 1.0f;
     /* One tensor per device, or with `packed` two on the one device, each its own vector. */
     starpu_data_handle_t in[NDEV], out[NDEV];
