@@ -52,7 +52,8 @@ typedef struct pack_dtype {
     starfold__kernel_args_t pack, unpack;
     int cancelled;             /* never set: the kernels' flag */
     starfold__mpi_task_arg_t mpi;  /* count = total; the status pointer set by each run */
-    starfold_group_t group;    /* the staging buffer, read when the task runs */
+    char *stage;               /* the group's staging buffer as it is when a run submits the task (the */
+    size_t stage_bytes;        /* task never reads the group: a broken group may be gone by then) */
 } pack_dtype_t;
 
 typedef struct starfold__pack {
@@ -218,7 +219,6 @@ starfold_status_t starfold__group_pack_make(starfold_group_t g, starfold__plan_t
         if (!per[dt]) continue;
         pack_dtype_t *d = &pk->d[dt];
         st = layout_dtype(p, ndev, dt, per[dt], d);
-        d->group = g;
         d->mpi = (starfold__mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, p->op, d->total,
                                              p->op == STARFOLD_OP_MEAN ? g->total_devices : 1, NULL, 0, 0 };
         const size_t b = d->total * starfold_dtype_size((starfold_dtype_t)dt);
@@ -253,8 +253,8 @@ static void pack_allreduce_cpu(void *buffers[], void *cl_arg)
         return;
     }
     memcpy(all, buffers, sizeof *all * d->nbuf);
-    struct starpu_vector_interface stage = { .ptr = (uintptr_t)d->group->stage },
-                                   result = { .ptr = (uintptr_t)((char *)d->group->stage + d->group->stage_bytes) };
+    struct starpu_vector_interface stage = { .ptr = (uintptr_t)d->stage },
+                                   result = { .ptr = (uintptr_t)(d->stage + d->stage_bytes) };
     all[d->nbuf] = &stage;
     all[d->nbuf + 1] = &result;
     starfold__kernel_cpu(all, &d->pack);
@@ -280,6 +280,8 @@ starfold_status_t starfold__group_pack_submit(starfold_group_t g, starfold__plan
         pack_dtype_t *d = &p->pack->d[dt];
         if (!d->nt) continue;
         d->mpi.status = d->pack.status = d->unpack.status = status;
+        d->stage = g->stage;
+        d->stage_bytes = g->stage_bytes;
         d->mpi.timeout_seconds = g->timeout_seconds;
         struct starpu_task *task = starpu_task_create();
         task->cl = &pack_allreduce_cl;
