@@ -348,7 +348,8 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
         const double mean = total_time / o->iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
         const int N = job.total;
         const double factor = N > 1 ? 2.0 * (N - 1) / N : 0.0;
-        printf("Lowering: %s\n", lowering ? lowering : "?");
+        const char *plan = starfold_group_last_plan(job.group);
+        printf("Lowering: %s (rank 0's views: %s)\n", lowering ? lowering : "?", plan ? plan : "?");
         printf("Time: %.3f ms per all-reduce (the slowest rank; mean of %d after %d warm-up, best %.3f ms), algbw %.3f "
                "GB/s, busbw %.3f GB/s (2(n-1)/n, n = %d replicas)%s\n", mean * 1e3, o->iters, o->warmup, best * 1e3,
                algbw, algbw * factor, N, job.m.emulated ? " (emulated devices: CPU contention, not interconnect speed)" : "");
@@ -408,6 +409,7 @@ static const char *type_name(starfold_dtype_t d)
 
 typedef struct mpi_row {
     const char *impl, *lowering;
+    const char *plan;                   /* starfold_group_last_plan() on rank 0; NULL: none (MPI's row) */
     uint64_t size, count;
     double time_s, algbw, busbw, ratio; /* ratio: starfold / MPI, 0 on the MPI row */
     double model_us;                    /* the cost model's price of the lowering that ran; 0: none */
@@ -443,22 +445,27 @@ static void print_row(const cli_opts_t *o, const mpi_row_t *r)
                (unsigned long long)r->wrong);
         if (r->ratio > 0) printf(", \"vs_mpi\": %.3f", r->ratio);
         if (r->model_us > 0) printf(", \"model_us\": %.3f", r->model_us);
+        if (r->plan) {
+            printf(", \"plan\": ");
+            cli_json_string(stdout, r->plan);
+        }
         printf("}\n");
         return;
     }
     char ratio[16] = "-", model[24] = "-";
     if (r->ratio > 0) snprintf(ratio, sizeof ratio, "%.2fx", r->ratio);
     if (r->model_us > 0) snprintf(model, sizeof model, "%.1f", r->model_us);
-    printf("%12llu  %12llu  %6s  %5s  %-14s  %-16s  %10.1f  %7.2f  %7.2f  %6llu  %7s  %10s\n", (unsigned long long)r->size,
-           (unsigned long long)r->count, type_name(o->dtype), redop, r->impl, r->lowering, r->time_s * 1e6, r->algbw, r->busbw, (unsigned long long)r->wrong, ratio, model);
+    printf("%12llu  %12llu  %6s  %5s  %-14s  %-16s  %10.1f  %7.2f  %7.2f  %6llu  %7s  %10s  %s\n", (unsigned long long)r->size,
+           (unsigned long long)r->count, type_name(o->dtype), redop, r->impl, r->lowering, r->time_s * 1e6, r->algbw,
+           r->busbw, (unsigned long long)r->wrong, ratio, model, r->plan ? r->plan : "-");
 }
 
 /* The table's two header lines (none under --json). */
 static void print_head(const cli_opts_t *o)
 {
     if (o->json) return;
-    printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "size(B)", "count", "type", "redop",
-           "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI", "model(us)");
+    printf("#\n# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s  %s\n", "size(B)", "count", "type",
+           "redop", "implementation", "lowering", "time(us)", "algbw", "busbw", "#wrong", "vs MPI", "model(us)", "plan");
     printf("# %10s  %12s  %6s  %5s  %-14s  %-16s  %10s  %7s  %7s  %6s  %7s  %10s\n", "", "(elements)", "", "", "", "", "",
            "(GB/s)", "(GB/s)", "", "", "");
 }
@@ -525,6 +532,7 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     if (starfold_group_predict(job->group, o->op, nt, t, lowering, NULL, &row->model_us) != STARFOLD_OK) row->model_us = 0;
     row_finish(row, persistent ? "group-persist" : "starfold-group", lowering ? lowering : "?", total / o->iters, job->total,
                sum_over_ranks(wrong));
+    row->plan = starfold_group_last_plan(job->group);
     return CLI_OK;
 }
 
@@ -844,6 +852,8 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
                        "spin beside MPI)\n", o->op == STARFOLD_OP_MEAN ? ", MPI_SUM (MPI has no mean)" : "");
         fprintf(info0, "# model(us): the cost model's price of the lowering that ran across ranks "
                        "(starfold_group_predict(); the local reduce and broadcast left out)\n");
+        fprintf(info0, "# plan: how rank 0's views were reached (starfold_group_last_plan()): direct, packed (one task per "
+                       "dtype over every handle), relay or leaders\n");
         fprintf(info0, "# time: the slowest rank's, mean of -n %d after -w %d; busbw = algbw x 2(n-1)/n with n = %d "
                        "replicas (starfold-group) or %d ranks (MPI_Allreduce); vs MPI = starfold time / MPI time\n",
                 o->iters, o->warmup, job.total, job.size);

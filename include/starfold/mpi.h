@@ -319,6 +319,17 @@ STARFOLD_API starfold_status_t starfold_group_predict(starfold_group_t group, st
 STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group);
 
 /**
+ * @brief How this rank's last all-reduce reached its views: "direct" (MPI's all-reduce from the
+ *        inputs into the outputs), "packed" (one task per dtype reducing the devices into a staging
+ *        buffer, MPI, copies out), "relay" (a local reduce into a leader, MPI into device 0's
+ *        outputs, copies to the others) or "leaders" (a local reduce into a leader, across ranks
+ *        there, copies to every device: every graph lowering's way); NULL for NULL or before the
+ *        first all-reduce. Decided from this rank's views alone: ranks passing different layouts may
+ *        differ. Not collective.
+ */
+STARFOLD_API const char *starfold_group_last_plan(starfold_group_t group);
+
+/**
  * @brief The group's topology one device per rank (starfold_topology_ranks()): rank r is device r,
  *        its socket is its node, ::STARFOLD_LINK_SHM links inside a node and ::STARFOLD_LINK_NETWORK
  *        links between nodes with the group's measured (or given) bandwidth and latency. The same on

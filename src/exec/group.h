@@ -33,6 +33,7 @@ struct starfold_group {
     /* collectives (group_allreduce.c) */
     int lowering;           /* SF_LOWER_* the caller chose (starfold_group_set_lowering()) */
     int last_lowering;      /* the one the last all-reduce ran */
+    const char *last_plan;  /* how it reached this rank's views (starfold_group_last_plan()); NULL before */
     uint64_t call_batch;    /* the batch the current all-reduce is one call of (0: none), compared by the
                                agreement (starfold__group_all_reduce_views_with()) */
     /* auto's last decisions (group_lowering.c), so that a loop's every step does not compile and

@@ -313,7 +313,10 @@ starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t grou
         st = starfold__group_agree_submitted(fn, group, p->lowering, st);
     }
     group->sequence++;
-    if (st == STARFOLD_OK) group->last_lowering = p->lowering;
+    if (st == STARFOLD_OK) {
+        group->last_lowering = p->lowering;
+        group->last_plan = p->direct ? "direct" : p->pack ? "packed" : p->relay ? "relay" : "leaders";
+    }
     int abandoned = 0;
     if (st == STARFOLD_OK && p->pack) {
         st = starfold__group_pack_submit(group, p, &mt->status);

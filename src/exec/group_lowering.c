@@ -77,6 +77,8 @@ STARFOLD_API const char *starfold_group_last_lowering(starfold_group_t group)
     return group ? lowering_names[group->last_lowering] : NULL;
 }
 
+STARFOLD_API const char *starfold_group_last_plan(starfold_group_t group) { return group ? group->last_plan : NULL; }
+
 /*
  * The rank topology the graphs are compiled and priced on, made once: the group's links, each with
  * the latency of a message through StarPU-MPI where that was measured (group_links.c), since every

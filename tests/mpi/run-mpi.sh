@@ -137,6 +137,8 @@ if [ $rc -ne 0 ]; then
     echo "FAIL: starfold bench --mpi --tensors exited $rc"; status=1
 else
     grep -q '^ *81920 .* starfold-group ' "$runlog" || { echo "FAIL: bench --mpi --tensors: no row of the list's 81920 bytes"; status=1; }
+    # 20 vectors on each of 2 devices sharing one worker: packed, unless auto crossed ranks with a graph.
+    grep -Eq '^ *81920 .* starfold-group +(mpi .* packed|[a-z-]+ .* leaders)$' "$runlog" || { echo "FAIL: bench --mpi --tensors: no plan (packed, or leaders for a graph)"; status=1; }
     grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi --tensors: wrong elements"; status=1; }
 fi
 echo "== mpirun -np 3 starfold bench --mpi --collective all-gather"

@@ -381,6 +381,9 @@ static void test_all_reduce_ops(void)
         for (int op = 0; op < STARFOLD_OP_COUNT; op++) {
             fill(&r, (starfold_op_t)op, (starfold_dtype_t)dt, 0, -77);
             CU_ASSERT_EQUAL(starfold_group_all_reduce(g, (starfold_op_t)op, NT, r.tensors, r.in, r.out), STARFOLD_OK);
+            if (g->test_no_pack) {
+                CU_ASSERT_STRING_EQUAL(starfold_group_last_plan(g), "leaders");
+            }
             const long bad = wrong(&r, (starfold_op_t)op, (starfold_dtype_t)dt, 0, 0, 0);
             CU_ASSERT_EQUAL(bad, 0);
             if (bad) fprintf(stderr, "rank %d: %s %s: %ld wrong\n", world_rank, starfold_op_name((starfold_op_t)op),
@@ -485,8 +488,11 @@ static void test_direct(void)
         }                                                                                                        \
     } while (0)
     FILL(0);
+    CU_ASSERT_PTR_NULL(starfold_group_last_plan(g)); /* none before the first */
+    CU_ASSERT_PTR_NULL(starfold_group_last_plan(NULL));
     CU_ASSERT_EQUAL(starfold_group_all_reduce_views(g, STARFOLD_OP_MEAN, 3, t, in, out), STARFOLD_OK);
     CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), "mpi");
+    CU_ASSERT_STRING_EQUAL(starfold_group_last_plan(g), "direct");
     CHECK(fout, iout, 0, 1);
     FILL(1);
     CU_ASSERT_EQUAL(starfold_group_all_reduce_views(g, STARFOLD_OP_SUM, 3, t, in, in), STARFOLD_OK); /* in place */
@@ -506,6 +512,7 @@ static void test_direct(void)
     const starfold_view_t in2[2] = { { fin, 0 }, { fin, 500 } }, out2[2] = { { fout, 500 }, { fout, 0 } };
     FILL(9);
     CU_ASSERT_EQUAL(starfold_group_all_reduce_views(g, STARFOLD_OP_SUM, 2, t2, in2, out2), STARFOLD_OK);
+    CU_ASSERT_STRING_EQUAL(starfold_group_last_plan(g), "packed");
     CU_ASSERT_EQUAL(starfold_vector_read(fout, f, sizeof f), STARFOLD_OK);
     for (int i = 0; i < 1000; i++) {
         const int src = i < 500 ? i + 500 : i - 500;
@@ -577,6 +584,7 @@ static void test_packed(void)
         }
         CU_ASSERT_EQUAL(starfold_group_all_reduce(g, op, PT, t, in, in_place ? in : out), STARFOLD_OK);
         CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), "mpi");
+        CU_ASSERT_STRING_EQUAL(starfold_group_last_plan(g), "packed");
         for (int k = 0; k < PT; k++) {
             CU_ASSERT_EQUAL(starfold_vector_read(in_place ? in[k] : out[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)),
                             STARFOLD_OK);
@@ -657,6 +665,7 @@ static void test_relay(void)
                     }
             CU_ASSERT_EQUAL(starfold_vector_write(v, buf, bytes), STARFOLD_OK);
             CU_ASSERT_EQUAL(starfold_group_all_reduce_views(g, op, RT, t, in, in_place ? in : out), STARFOLD_OK);
+            CU_ASSERT_STRING_EQUAL(starfold_group_last_plan(g), g->test_no_pack ? "relay" : "packed");
             CU_ASSERT_EQUAL(starfold_vector_read(v, buf, bytes), STARFOLD_OK);
             for (int d = 0; d < NDEV; d++)
                 for (int k = 0; k < RT; k++)
@@ -685,6 +694,7 @@ static void test_relay(void)
             CU_ASSERT_EQUAL(starfold_vector_write(pin[d], buf, 1000 * sizeof(float)), STARFOLD_OK);
         }
         CU_ASSERT_EQUAL(starfold_group_persistent_start(p), STARFOLD_OK);
+        CU_ASSERT_STRING_EQUAL(starfold_group_last_plan(g), "relay");
         for (int d = 0; d < NDEV; d++) {
             CU_ASSERT_EQUAL(starfold_vector_read(pout[d], buf, 1000 * sizeof(float)), STARFOLD_OK);
             for (size_t i = 0; i < 1000; i++)
