@@ -258,7 +258,9 @@ static void pack_allreduce_cpu(void *buffers[], void *cl_arg)
     all[d->nbuf] = &stage;
     all[d->nbuf + 1] = &result;
     starfold__kernel_cpu(all, &d->pack);
-    /* Then the outputs only once MPI's all-reduce completed: a failure leaves them as they were. */
+    /* The outputs only once MPI's all-reduce completed: a failure leaves them as they were. A failed
+     * pack (or an earlier dtype's failed call) skips MPI altogether: the other ranks then time out
+     * and fail, rather than sum this rank's garbage and succeed. */
     if (__atomic_load_n(d->mpi.status, __ATOMIC_ACQUIRE) == STARFOLD_OK &&
         starfold__group_mpi_allreduce(&d->mpi, (void *)stage.ptr, (void *)result.ptr) == 0)
         starfold__kernel_cpu(all, &d->unpack);
