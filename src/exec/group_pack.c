@@ -194,11 +194,15 @@ static starfold_status_t layout_dtype(const starfold__plan_t *p, int ndev, int d
     return STARFOLD_OK;
 }
 
-/* Grows the group's staging buffer to @bytes (input then result, each @bytes): no task is in flight. */
+/* Grows the group's staging buffer to @bytes (input then result, each @bytes rounded up to a cache
+ * line, so that the result half is aligned for every dtype and the kernels' lines): no task is in
+ * flight. */
 static starfold_status_t stage_reserve(starfold_group_t g, size_t bytes)
 {
+    bytes = (bytes + 63) & ~(size_t)63;
     if (g->stage_bytes >= bytes) return STARFOLD_OK;
-    void *p = malloc(2 * bytes);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, 2 * bytes) != 0) p = NULL;
     if (!p) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: cannot allocate a staging "
                                    "buffer of 2 x %zu bytes", bytes);
     free(g->stage);
