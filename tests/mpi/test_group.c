@@ -363,15 +363,17 @@ static starfold_group_t make_group(double timeout)
 
 /*
  * Every op x dtype, three tensors (1, 37 and 1,000 elements, a vector each), over 2 devices per rank:
- * as the group chooses (MPI's lowering packs them, group_pack.c), then through the leaders with
- * MPI's all-reduce in place there (the path of devices with their own memory).
+ * as the group chooses (MPI's lowering packs them, group_pack.c), then on two dtypes through the
+ * leaders with MPI's all-reduce in place there (the path of devices with their own memory).
  */
 static void test_all_reduce_ops(void)
 {
     starfold_group_t g = make_group(60);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    for (int k = 0; k < 2 * STARFOLD_DTYPE_COUNT; k++) {
-        const int dt = k % STARFOLD_DTYPE_COUNT;
+    /* Every dtype as the group chooses, then float32 and int64 through the leaders. */
+    static const int leaders[] = { STARFOLD_FLOAT32, STARFOLD_INT64 };
+    for (int k = 0; k < STARFOLD_DTYPE_COUNT + 2; k++) {
+        const int dt = k < STARFOLD_DTYPE_COUNT ? k : leaders[k - STARFOLD_DTYPE_COUNT];
         if (k == STARFOLD_DTYPE_COUNT) {
             g->test_no_pack = 1;
             CU_ASSERT_EQUAL(starfold_group_set_lowering(g, "mpi"), STARFOLD_OK);
@@ -533,7 +535,7 @@ static void test_direct(void)
  * One device per rank, the MPI lowering, each tensor its own vector (as a StarPU application registers
  * its gradients): the packed plan, one task per dtype packing every input, calling MPI's all-reduce
  * and unpacking. Four tensors of three dtypes, replica g (= the rank) holding value(op, g, i, s):
- * every op over 10 steps with the inputs changed (a stale pack would give an earlier step's
+ * every op, a step each with the inputs changed (a stale pack would give an earlier step's
  * results), in place, persistent starts; a view outside its vector on one rank refused on every
  * rank, nothing written.
  */
@@ -555,9 +557,10 @@ static void test_packed(void)
     /* Replica g (= the rank) holds value(op, g, i, s); expected_of() over the R of them. */
 #define VAL(op, i, s) value(op, world_rank, i, s)
     long bad = 0;
-    for (int step = 0; step < 13; step++) {
+    for (int step = 0; step < STARFOLD_OP_COUNT + 3; step++) {
         const starfold_op_t op = (starfold_op_t)(step % STARFOLD_OP_COUNT);
-        const int in_place = step >= 10 && step < 12, persistent = step == 12;
+        const int in_place = step >= STARFOLD_OP_COUNT && step < STARFOLD_OP_COUNT + 2;
+        const int persistent = step == STARFOLD_OP_COUNT + 2;
         for (int k = 0; k < PT; k++) {
             for (size_t i = 0; i < t[k].count; i++) put(buf, t[k].dtype, i, VAL(op, i, step));
             CU_ASSERT_EQUAL(starfold_vector_write(in[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)), STARFOLD_OK);
@@ -625,7 +628,7 @@ static void test_packed(void)
  * from the leader and the broadcast copies them to the other devices only (the relay). Every
  * replica's inputs and outputs are views of one vector per rank, so device 0's run is part of it:
  * the inputs there must keep their values and the other devices' outputs get theirs. Every dtype,
- * 10 steps with the op and the inputs changed each time (a stale relay would give an earlier step's
+ * a step per op with the inputs changed each time (a stale relay would give an earlier step's
  * results), the last in place; then persistent starts over whole vectors (device 0's output written
  * whole). The same views packed too (buckets on one worker pack: parts of a vector written).
  */
@@ -654,9 +657,9 @@ static void test_relay(void)
                 in[d * RT + k] = (starfold_view_t){ v, (size_t)d * M + first[k] };
                 out[d * RT + k] = (starfold_view_t){ v, (size_t)(NDEV + d) * M + first[k] };
             }
-        for (int step = 0; step < 10; step++) {
-            const starfold_op_t op = (starfold_op_t)(step % STARFOLD_OP_COUNT);
-            const int in_place = step == 9;
+        for (int step = 0; step < STARFOLD_OP_COUNT; step++) {
+            const starfold_op_t op = (starfold_op_t)step;
+            const int in_place = step == STARFOLD_OP_COUNT - 1;
             for (int d = 0; d < NDEV; d++)
                 for (int k = 0; k < RT; k++)
                     for (size_t i = 0; i < count[k]; i++) {
