@@ -35,6 +35,7 @@
 #include "exec/group.h"
 #include "exec/group_plan.h"
 #include "exec/kernels.h"
+#include "exec/handle_table.h"
 
 /*
  * One dtype's task: its distinct handles and their modes, and the two kernels it runs around MPI's
@@ -64,41 +65,17 @@ typedef struct starfold__pack {
  * The layout, made once per plan
  */
 
-/* Handles to buffer indices: open addressing on the pointer, capacity a power of two >= 2 x entries. */
-typedef struct handle_map {
-    starpu_data_handle_t *key;
-    unsigned *value;
-    size_t mask;
-} handle_map_t;
-
-static int map_init(handle_map_t *m, size_t entries)
+/* The buffer index of @h in @d (the table numbers handles as @d lists them), listing it (mode none
+ * yet) when new; (size_t)-1 when out of memory. */
+static size_t buffer_of(pack_dtype_t *d, starfold__handle_table_t *m, starpu_data_handle_t h)
 {
-    size_t cap = 16;
-    while (cap < 2 * entries) cap <<= 1;
-    m->key = calloc(cap, sizeof *m->key);
-    m->value = calloc(cap, sizeof *m->value);
-    m->mask = cap - 1;
-    return m->key && m->value ? 0 : -1;
-}
-
-static void map_free(handle_map_t *m)
-{
-    free(m->key);
-    free(m->value);
-}
-
-/* The buffer index of @h in @d, listing it (mode none yet) when new. */
-static unsigned buffer_of(pack_dtype_t *d, handle_map_t *m, starpu_data_handle_t h)
-{
-    size_t i = ((uintptr_t)h >> 4) * 0x9E3779B97F4A7C15ull & m->mask;
-    while (m->key[i] && m->key[i] != h) i = (i + 1) & m->mask;
-    if (m->key[i]) return m->value[i];
-    m->key[i] = h;
-    m->value[i] = (unsigned)d->nbuf;
-    d->handles[d->nbuf] = h;
-    d->modes[d->nbuf] = STARPU_NONE;
-    d->writes[d->nbuf] = 0;
-    return (unsigned)d->nbuf++;
+    const size_t k = starfold__handle_number(m, h);
+    if (k == d->nbuf) {
+        d->handles[d->nbuf] = h;
+        d->modes[d->nbuf] = STARPU_NONE;
+        d->writes[d->nbuf++] = 0;
+    }
+    return k;
 }
 
 /* Every handle's mode: R, RW, or W when it is one output covering the whole vector. */
@@ -153,14 +130,15 @@ static starfold_status_t layout_dtype(const starfold__plan_t *p, int ndev, int d
 {
     const starfold_op_t local = p->op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : p->op;
     const size_t most = 2 * nt * (size_t)ndev;
-    handle_map_t m = { 0 };
+    starfold__handle_table_t m;
     d->handles = malloc(most * sizeof *d->handles);
     d->modes = malloc(most * sizeof *d->modes);
     d->writes = malloc(most * sizeof *d->writes);
-    if (!d->handles || !d->modes || !d->writes || map_init(&m, most) != 0 ||
+    const int table = starfold__handle_table_init(&m);
+    if (!d->handles || !d->modes || !d->writes || table != 0 ||
         kernel_init(&d->pack, d, (starfold_dtype_t)dt, local, nt, (size_t)ndev, 1, NULL) != 0 ||
         kernel_init(&d->unpack, d, (starfold_dtype_t)dt, STARFOLD_OP_SUM, nt, 1, (size_t)ndev, NULL) != 0) {
-        map_free(&m);
+        starfold__handle_table_free(&m);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
     }
     size_t seg = 0;
@@ -168,23 +146,24 @@ static starfold_status_t layout_dtype(const starfold__plan_t *p, int ndev, int d
         const size_t count = p->tensors[t].count;
         if ((int)p->tensors[t].dtype != dt || !count) continue; /* kernels list no empty span */
         starfold__kspan_t *in = d->pack.spans + seg * (size_t)(ndev + 1), *out = d->unpack.spans + seg * (size_t)(1 + ndev);
-        for (int dev = 0; dev < ndev; dev++) {
-            const starfold_view_t v = p->inputs[(size_t)dev * p->nt + t];
-            in[dev] = (starfold__kspan_t){ buffer_of(d, &m, v.handle), v.offset, count };
-            d->modes[in[dev].buf] |= STARPU_R;
-        }
-        for (int dev = 0; dev < ndev; dev++) {
-            const starfold_view_t v = p->outputs[(size_t)dev * p->nt + t];
-            out[1 + dev] = (starfold__kspan_t){ buffer_of(d, &m, v.handle), v.offset, count };
-            d->modes[out[1 + dev].buf] |= STARPU_W;
-            d->writes[out[1 + dev].buf]++;
+        for (int dev = 0; dev < 2 * ndev; dev++) { /* the inputs, then the outputs */
+            const int w = dev >= ndev;
+            const starfold_view_t v = (w ? p->outputs : p->inputs)[(size_t)(dev % ndev) * p->nt + t];
+            const size_t b = buffer_of(d, &m, v.handle);
+            if (b == (size_t)-1) {
+                starfold__handle_table_free(&m);
+                return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
+            }
+            (w ? &out[1 + dev - ndev] : &in[dev])[0] = (starfold__kspan_t){ (unsigned)b, v.offset, count };
+            d->modes[b] |= w ? STARPU_W : STARPU_R;
+            d->writes[b] += (unsigned)w;
         }
         in[ndev] = (starfold__kspan_t){ 0, d->total, count };  /* STAGE: numbered once nbuf is known */
         out[0] = (starfold__kspan_t){ 0, d->total, count };    /* RESULT */
         d->total += count;
         seg++;
     }
-    map_free(&m);
+    starfold__handle_table_free(&m);
     d->pack.nseg = d->unpack.nseg = d->nt = seg;
     for (size_t k = 0; k < seg; k++) {
         d->pack.spans[k * (size_t)(ndev + 1) + (size_t)ndev].buf = (unsigned)d->nbuf;

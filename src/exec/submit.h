@@ -13,6 +13,7 @@
 #define STARFOLD_SRC_EXEC_SUBMIT_H
 
 #include "exec/exec.h"
+#include "exec/handle_table.h"
 #include "exec/plan.h"
 #include "graph/graph.h"
 

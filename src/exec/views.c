@@ -90,15 +90,23 @@ static size_t handle_slot(const starpu_data_handle_t *slots, size_t cap, starpu_
     return i;
 }
 
-/* The distinct handles seen so far, numbered in order of first appearance: an open-addressing table. */
-typedef struct handle_table {
-    starpu_data_handle_t *slots; /* [cap] */
-    size_t *vec;                 /* [cap] the number of the handle in each slot */
-    size_t cap, n;               /* n handles; cap a power of two, at least 2 n */
-} handle_table_t;
+int starfold__handle_table_init(starfold__handle_table_t *t)
+{
+    *t = (starfold__handle_table_t){ calloc(64, sizeof(starpu_data_handle_t)), malloc(sizeof(size_t) * 64), 64, 0 };
+    if (t->slots && t->vec) return 0;
+    starfold__handle_table_free(t);
+    return -1;
+}
 
-/* The number of @h, a new one when it is first seen; SF_NONE when out of memory. */
-static size_t handle_number(handle_table_t *t, starpu_data_handle_t h)
+void starfold__handle_table_free(starfold__handle_table_t *t)
+{
+    free(t->slots);
+    free(t->vec);
+    t->slots = NULL;
+    t->vec = NULL;
+}
+
+size_t starfold__handle_number(starfold__handle_table_t *t, starpu_data_handle_t h)
 {
     size_t k = handle_slot(t->slots, t->cap, h);
     if (t->slots[k]) return t->vec[k];
@@ -143,14 +151,15 @@ int starfold__views_group(const struct starfold_graph *g, const starfold_view_t 
     starfold__plan_ref_t *refs = malloc(sizeof *refs * (nall + 1)), *out = NULL;
     size_t *start = NULL, *group_of = NULL, n = 0;
     starpu_data_handle_t *handles = NULL, prev = NULL;
-    handle_table_t t = { calloc(64, sizeof(starpu_data_handle_t)), malloc(sizeof(size_t) * 64), 64, 0 };
-    if (!refs || !t.slots || !t.vec) goto fail;
+    starfold__handle_table_t t;
+    const int table = starfold__handle_table_init(&t);
+    if (!refs || table != 0) goto fail;
     for (size_t i = 0; i < nall; i++) {
         const starfold_view_t *v = i < nin ? &inputs[i] : &outputs[i - nin];
         const size_t b = i < nin ? g->input_buf[i] : g->output_buf[i - nin];
         if (!v->handle) continue;
         /* consecutive views usually share their handle */
-        const size_t vec = n > 0 && v->handle == prev ? refs[n - 1].vec : handle_number(&t, v->handle);
+        const size_t vec = n > 0 && v->handle == prev ? refs[n - 1].vec : starfold__handle_number(&t, v->handle);
         if (vec == SF_NONE) goto fail;
         prev = v->handle;
         refs[n++] = (starfold__plan_ref_t){ vec, v->offset, v->offset + g->bufs[b].count, b };
@@ -189,8 +198,7 @@ int starfold__views_group(const struct starfold_graph *g, const starfold_view_t 
         if (t.slots[j]) handles[t.vec[j]] = t.slots[j];
     free(start);
     free(group_of);
-    free(t.slots);
-    free(t.vec);
+    starfold__handle_table_free(&t);
     *views = (starfold__views_t){ refs, n, handles, nvec };
     return 0;
 fail:
@@ -198,8 +206,7 @@ fail:
     free(out);
     free(start);
     free(group_of);
-    free(t.slots);
-    free(t.vec);
+    starfold__handle_table_free(&t);
     return -1;
 }
 
