@@ -680,6 +680,9 @@ static void test_batch_reduce(void)
     CU_ASSERT_EQUAL(starfold__trace_count(), 1);
     CU_ASSERT_EQUAL(last_trace().path, SF_PATH_ALL_REDUCE);
     CU_ASSERT_EQUAL(last_trace().num_tensors, 4);
+    /* a and b were made one after another (b's run follows a's on each device, whatever b's device
+     * order): one graph tensor; e (float64) breaks the run before c. */
+    CU_ASSERT_EQUAL(last_trace().num_graph_tensors, 3);
     /* One result per pair, in input order, each over its pair's destination devices in their order. */
     CU_ASSERT_TRUE(check_f32(res[0], STARFOLD_OP_SUM, 4, 0.0f));
     CU_ASSERT_EQUAL(starfold_value_count(res[1]), 7);
@@ -772,6 +775,107 @@ static void test_packing(void)
             }
             starfold_cross_device_ops_destroy(hc);
         }
+    for (int i = 0; i < 3; i++) starfold_value_destroy(v[i]);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Runs: values made one after another reduce as one tensor
+ */
+
+static const int dev4567[4] = { 4, 5, 6, 7 };
+
+/* An int64 value over devices 4..7 whose component c, element i holds base + 1000 * c + i % 1000. */
+static starfold_value_t make_i64(size_t count, int64_t base)
+{
+    starfold_value_t v = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 4, dev4567, STARFOLD_INT64, count, NULL, &v),
+                          STARFOLD_OK);
+    int64_t *buf = malloc(sizeof *buf * count);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+    for (int c = 0; c < 4; c++) {
+        for (size_t i = 0; i < count; i++) buf[i] = base + 1000 * c + (int64_t)(i % 1000);
+        CU_ASSERT_EQUAL(starfold_value_write(v, c, buf, sizeof *buf * count), STARFOLD_OK);
+    }
+    free(buf);
+    return v;
+}
+
+/* Every component of @r holds the SUM (or, @mean, TensorFlow's float64 MEAN) of make_i64(count, base)'s four. */
+static int check_i64(starfold_value_t r, size_t count, int64_t base, int mean)
+{
+    int bad = 0;
+    void *buf = malloc(8 * count);
+    for (int c = 0; buf && c < starfold_value_num_components(r); c++) {
+        if (starfold_value_read(r, c, buf, 8 * count) != STARFOLD_OK) return 0;
+        for (size_t i = 0; i < count; i++) {
+            const int64_t sum = 4 * base + 1000 * (0 + 1 + 2 + 3) + 4 * (int64_t)(i % 1000);
+            const int ok = mean ? ((double *)buf)[i] == (double)sum / 4.0 : ((int64_t *)buf)[i] == sum;
+            if (!ok && bad++ < 3) fprintf(stderr, "check_i64: component %d element %zu wrong\n", c, i);
+        }
+    }
+    free(buf);
+    return buf && bad == 0;
+}
+
+/* The graph tensors of a batch reduce of @vs (each its own destination) by @ops, results checked. */
+static size_t reduce_runs(starfold_cross_device_ops_t ops, const starfold_communication_options_t *o, starfold_op_t op,
+                          size_t n, const starfold_value_t *vs, const size_t *counts, const int64_t *bases)
+{
+    starfold_value_destination_pair_t pairs[8];
+    starfold_value_t res[8] = { NULL };
+    for (size_t i = 0; i < n; i++) pairs[i] = (starfold_value_destination_pair_t){ vs[i], starfold_destination_value(vs[i]) };
+    starfold__trace_reset();
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(ops, op, n, pairs, o, res), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold__trace_count(), 1);
+    CU_ASSERT_EQUAL(last_trace().num_tensors, n);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_TRUE(check_i64(res[i], counts[i], bases[i], op == STARFOLD_OP_MEAN));
+        starfold_value_destroy(res[i]);
+    }
+    return last_trace().num_graph_tensors;
+}
+
+/*
+ * A list made one after another lies as one stretch of every replica's bucket, and a batch reduces
+ * each stretch (run) as one tensor, with the same results. The values are the first int64 ones on
+ * devices 4..7, so where they land is known: x fills most of a first 4 MiB bucket, y does not fit
+ * after it and opens an 8 MiB one, z goes right after y (first fit would have put it after x).
+ */
+static void test_runs(void)
+{
+    const size_t counts[3] = { 300000, 300000, 100 };
+    const int64_t bases[3] = { 1, -7000, 123456789012 };
+    starfold_value_t v[3];
+    for (int i = 0; i < 3; i++) v[i] = make_i64(counts[i], bases[i]);
+    const starfold_value_t x = v[0], y = v[1], z = v[2];
+    starfold_cross_device_ops_t hc = NULL, one = NULL, unpacked = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("hierarchical-copy", NULL, NULL, &hc), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, NULL, &one), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_hierarchical_copy_all_reduce_create(0, &unpacked), STARFOLD_OK);
+
+    /* [x y z]: x alone, y and z one run; [y z]: one run; [z y]: z does not follow y's end. */
+    starfold_value_t xyz[3] = { x, y, z }, yz[2] = { y, z }, zy[2] = { z, y };
+    const size_t c_yz[2] = { counts[1], counts[2] }, c_zy[2] = { counts[2], counts[1] };
+    const int64_t b_yz[2] = { bases[1], bases[2] }, b_zy[2] = { bases[2], bases[1] };
+    CU_ASSERT_EQUAL(reduce_runs(hc, NULL, STARFOLD_OP_SUM, 3, xyz, counts, bases), 2);
+    CU_ASSERT_EQUAL(reduce_runs(one, NULL, STARFOLD_OP_SUM, 3, xyz, counts, bases), 2);
+    CU_ASSERT_EQUAL(reduce_runs(one, NULL, STARFOLD_OP_SUM, 2, yz, c_yz, b_yz), 1);
+    CU_ASSERT_EQUAL(reduce_runs(one, NULL, STARFOLD_OP_SUM, 2, zy, c_zy, b_zy), 2);
+    /* TensorFlow's MEAN of integers (promote_integer_mean): float64 results, the run divided as one. */
+    starfold_communication_options_t o;
+    CU_ASSERT_EQUAL(starfold_communication_options_create(0, 0, NULL, &o), STARFOLD_OK);
+    o.promote_integer_mean = 1;
+    CU_ASSERT_EQUAL(reduce_runs(one, &o, STARFOLD_OP_MEAN, 2, yz, c_yz, b_yz), 1);
+    /* The caller's packs by tensor are kept: bytes_per_pack, or num_packs 0 (every tensor on its own). */
+    CU_ASSERT_EQUAL(starfold_communication_options_create(4096, 0, NULL, &o), STARFOLD_OK);
+    CU_ASSERT_EQUAL(reduce_runs(hc, &o, STARFOLD_OP_SUM, 2, yz, c_yz, b_yz), 2);
+    CU_ASSERT_EQUAL(reduce_runs(unpacked, NULL, STARFOLD_OP_SUM, 2, yz, c_yz, b_yz), 2);
+
+    /* The same list as a kept plan, steps after the first: the run's binding restarted, results right. */
+    for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(reduce_runs(one, NULL, STARFOLD_OP_SUM, 2, yz, c_yz, b_yz), 1);
+    starfold_cross_device_ops_destroy(hc);
+    starfold_cross_device_ops_destroy(one);
+    starfold_cross_device_ops_destroy(unpacked);
     for (int i = 0; i < 3; i++) starfold_value_destroy(v[i]);
 }
 
@@ -1165,6 +1269,7 @@ int main(int argc, char **argv)
         { "one-value shortcut", test_one_value_shortcut },
         { "batch_reduce: one graph, input order", test_batch_reduce },
         { "packing options", test_packing },
+        { "runs: a list made one after another is one tensor", test_runs },
         { "MEAN divisors and integer MEAN", test_mean_divisors },
         { "broadcast", test_broadcast },
         { "chained reductions", test_chained },

@@ -120,7 +120,10 @@ STARFOLD_API const char *starfold_value_kind_name(starfold_value_kind_t kind);
  * Where it lives: in the context's arena, one StarPU vector per device and dtype (a "bucket") that
  * many values share, each value a range of it, as DDP's gradient buckets and Horovod's fusion buffer
  * lay out gradients. A list of values is then a few vectors for StarPU, and reductions of the same
- * list every step start one persistent submission (see starfold_strategy_batch_reduce_to()). The
+ * list every step start one persistent submission (see starfold_strategy_batch_reduce_to()). A value
+ * goes right after the last one made on each of its devices where there is room, so values made one
+ * after another (a model's gradients) are one stretch of each device's bucket, and a batch reduces
+ * such a stretch as one tensor: a list of gradients costs what one fused tensor costs. The
  * results of every reduction live there too. The range goes back to its bucket when the last
  * reference is dropped; buckets are freed with the context. A component moves out to a StarPU
  * handle of its own, with one copy task, the first time its handle is asked for

@@ -68,6 +68,7 @@ typedef struct arena {
     size_t nbuckets, bytes;
     persist_entry_t persist[SF_PERSIST_MAX];
     unsigned long long clock, starts, reuses;
+    unsigned long long follows;      /* values made with @follow, their buckets' stamps */
     struct { void *mem; size_t bytes; } kept[SF_MEM_KEPT]; /* slab memory given back; under lock */
     int nkept;
     size_t kept_bytes;
@@ -225,18 +226,40 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
     return STARFOLD_OK;
 }
 
+/*
+ * The bucket of @device, @dtype and @lane that the last value made with @follow went into, if
+ * @count elements are free right after it: *@at and *@pos (its index in the live list) say where.
+ * Lock held.
+ */
+static starfold__bucket_t *follow_fit(const arena_t *a, int device, starfold_dtype_t dtype, int lane, size_t count,
+                                      size_t *at, size_t *pos)
+{
+    starfold__bucket_t *last = NULL;
+    for (starfold__bucket_t *b = a->buckets; b; b = b->next)
+        if (b->device == device && b->dtype == dtype && b->lane == lane && b->follow_stamp &&
+            (!last || b->follow_stamp > last->follow_stamp))
+            last = b;
+    if (!last || last->capacity - last->follow_end < count) return NULL;
+    const size_t from = last->follow_end, k = live_lower_bound(last, from);
+    if (k > 0 && last->live[k - 1]->offset + last->live[k - 1]->count > from) return NULL;
+    if (k < last->nlive && last->live[k]->offset < from + count) return NULL;
+    *at = from;
+    *pos = k;
+    return last;
+}
+
 starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, int lane, size_t count,
-                                        starfold__range_t **range, size_t *offset)
+                                        int follow, starfold__range_t **range, size_t *offset)
 {
     arena_t *a = arena_of(ctx);
     if (!a) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating the context's arena");
     starfold__range_t *r = calloc(1, sizeof *r);
     if (!r) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory allocating a value");
     pthread_mutex_lock(&a->lock);
-    /* First fit, oldest bucket first (the list is newest first: the last match wins). */
-    starfold__bucket_t *fit = NULL;
     size_t at = 0, pos = 0;
-    for (starfold__bucket_t *b = a->buckets; b; b = b->next) {
+    starfold__bucket_t *fit = follow ? follow_fit(a, device, dtype, lane, count, &at, &pos) : NULL;
+    /* Else first fit, oldest bucket first (the list is newest first: the last match wins). */
+    for (starfold__bucket_t *b = fit ? NULL : a->buckets; b; b = b->next) {
         if (b->device != device || b->dtype != dtype || b->lane != lane) continue;
         if (b->capacity - b->used < count) continue; /* no gap can fit: skip its live list */
         size_t p;
@@ -257,6 +280,10 @@ starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, star
         fit->nlive++;
         fit->used += count;
         *r = (starfold__range_t){ .refs = 1, .bucket = fit, .offset = at, .count = count };
+        if (follow) {
+            fit->follow_end = at + count;
+            fit->follow_stamp = ++a->follows;
+        }
         *range = r;
         *offset = at;
         r = NULL;

@@ -36,6 +36,8 @@ struct starfold__bucket {
     starfold__range_t **live;        /* ranges handed out, by offset; under the arena's lock */
     size_t nlive, caplive;
     size_t used;                     /* elements in live ranges; under the arena's lock */
+    size_t follow_end;               /* where the last value made in it with @follow ended ... */
+    unsigned long long follow_stamp; /* ... and when (0: never); under the arena's lock */
     struct starfold__bucket *next;
 };
 
@@ -48,10 +50,17 @@ struct starfold__bucket {
  * value (a replica's own) in SF_LANE_SINGLE. A list of gradients made in one loop beside each
  * replica's own values then stays consecutive on every device, so its views merge into one kernel
  * segment instead of 1,000 (measured: the list's reduction 1.1-1.5x slower when interleaved).
+ *
+ * @follow (a value made by the caller, starfold_value_create()): the range goes right after the last
+ * one made with @follow on the same device, dtype and lane when the space there is free, else where
+ * first fit puts it. Values made one after another are then one stretch of one bucket, which a batch
+ * reduces as one tensor (cross_device_ops.c, "Runs"); first fit alone puts a small value made after a
+ * big one into an older bucket's tail. Result blocks use first fit (0), so they land where the
+ * previous step's were.
  */
 enum { SF_LANE_SINGLE = 0, SF_LANE_MULTI = 1 };
 starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, int lane, size_t count,
-                                        starfold__range_t **range, size_t *offset);
+                                        int follow, starfold__range_t **range, size_t *offset);
 void starfold__range_retain(starfold__range_t *r);
 /* Drops a reference; the last one gives the range back to its bucket. NULL is ignored. */
 void starfold__range_release(starfold__range_t *r);

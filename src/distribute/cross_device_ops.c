@@ -19,7 +19,8 @@
  *
  * A batch is classified pair by pair, then the pairs are grouped: pairs whose graphs would have the
  * same sources and destinations become ONE graph whose tensors are all their tensors (the algorithm
- * packs them). When TensorFlow's _all_devices_match holds, the whole batch is one graph:
+ * packs them; members one after another in memory are one tensor of it, see "Runs" below). When
+ * TensorFlow's _all_devices_match holds, the whole batch is one graph:
  *
  *     pairs:   (a, a)  (b, b)  (c, c)        a, b, c over devices {0, 1, 2, 3}
  *     graph:   sources 0 1 2 3, destinations 0 1 2 3, tensors [a, b, c]   -> one starfold_submit()
@@ -346,6 +347,101 @@ static int component_for(const int *devices, int n, int gdev, int host_as)
     return -1;
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Runs: a list laid out in one buffer reduces as one tensor
+ *
+ * A training loop's gradients live in the arena's buckets, made one after another, so on every
+ * replica a list of them is a stretch of one bucket vector:
+ *
+ *     each replica's bucket   [ g0 | g1 | g2 | ... | g160 ]
+ *     members                   g0   g1   g2   ...   g160
+ *     graph tensors           [---------- run 0 ----------]   a run breaks where any source's next
+ *                                                             member starts elsewhere, or the dtype changes
+ *
+ * The group's graph then has a tensor per run, not per member: ResNet-50's 161 gradients become the
+ * few tensors of their buckets and are compiled and scheduled as one fused tensor is (Horovod's
+ * fusion buffer, DDP's buckets, without the copy into them). Element-wise ops give the same values
+ * either way. The results follow: a group's results of one dtype are one block per device in member
+ * order (reserve_results()), which submit_group() checks run by run.
+ * Not done where the caller asked for packs by tensor (bytes_per_pack, or num_packs 0: every tensor
+ * on its own), nor over regrouped values, whose parts may move between calls.
+ */
+
+/* Whether the ops' and the call's options let runs stand for their members (see above). */
+static int may_coalesce(starfold_cross_device_ops_t ops, const starfold_communication_options_t *options)
+{
+    return options->bytes_per_pack <= 0 && ops->options.bytes_per_pack == 0 && ops->options.num_packs != 0;
+}
+
+/* Pair @p's views on the graph's sources of item @it, in @views; 0 when it may not join a run. */
+static int source_views(const starfold__pair_t *p, const item_t *mine, const item_t *it, starfold_view_t *views)
+{
+    const starfold_value_t v = p->value;
+    starfold_view_t vv[STARFOLD_MAX_DEVICES];
+    if (v->origin || v->count == 0 || !starfold__value_views(v, vv)) return 0;
+    for (int s = 0; s < it->nsrc; s++) {
+        const int c = component_for(v->devices, v->n, it->src[s], mine->host_as);
+        if (c < 0) return 0;
+        views[s] = vv[c];
+    }
+    return 1;
+}
+
+/* Whether @b (views @vb) starts where @a (views @va) ends, on every one of @n sources. */
+static int follows(starfold_value_t a, const starfold_view_t *va, starfold_value_t b, const starfold_view_t *vb, int n)
+{
+    if (a->dtype != b->dtype) return 0;
+    for (int s = 0; s < n; s++)
+        if (vb[s].handle != va[s].handle || vb[s].offset != va[s].offset + a->count) return 0;
+    return 1;
+}
+
+/* Group @g's runs (g->run_first, g->nruns), before its graph is compiled. */
+static starfold_status_t plan_runs(const starfold__pair_t *pairs, const item_t *items, group_t *g, int coalesce,
+                                   const char *fn)
+{
+    free(g->run_first);
+    g->run_first = NULL;
+    g->nruns = g->nmembers;
+    if (!coalesce || g->nmembers < 2) return STARFOLD_OK;
+    size_t *first = malloc(sizeof *first * (g->nmembers + 1)), nruns = 0;
+    if (!first) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    const item_t *it = &items[g->first];
+    starfold_view_t views[2][STARFOLD_MAX_DEVICES];
+    int joinable[2] = { 0, 0 };
+    for (size_t t = 0; t < g->nmembers; t++) {
+        const size_t i = g->members[t], cur = t & 1, prev = cur ^ 1;
+        joinable[cur] = source_views(&pairs[i], &items[i], it, views[cur]);
+        if (t == 0 || !joinable[cur] || !joinable[prev] ||
+            !follows(pairs[g->members[t - 1]].value, views[prev], pairs[i].value, views[cur], it->nsrc))
+            first[nruns++] = t;
+    }
+    first[nruns] = g->nmembers;
+    if (nruns == g->nmembers) {
+        free(first);
+        return STARFOLD_OK;
+    }
+    g->run_first = first;
+    g->nruns = nruns;
+    return STARFOLD_OK;
+}
+
+/* Number of runs of @g (its graph's tensors); run @r's first member, and one past its last. */
+static size_t runs_of(const group_t *g)
+{
+    return g->run_first ? g->nruns : g->nmembers;
+}
+
+static size_t run_begin(const group_t *g, size_t r)
+{
+    return g->run_first ? g->run_first[r] : r;
+}
+
+static size_t run_end(const group_t *g, size_t r)
+{
+    return g->run_first ? g->run_first[r + 1] : r + 1;
+}
+
 /* Gives back a graph borrowed from the ops' cache. */
 static void cache_release(starfold_cross_device_ops_t ops, starfold_graph_t graph)
 {
@@ -364,12 +460,13 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
                                        const starfold_communication_options_t *options, const char *fn)
 {
     const item_t *it = &items[g->first];
-    starfold_tensor_desc_t *tensors = malloc(sizeof *tensors * g->nmembers);
+    const size_t nruns = runs_of(g);
+    starfold_tensor_desc_t *tensors = malloc(sizeof *tensors * nruns);
     if (!tensors) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    for (size_t m = 0; m < g->nmembers; m++) {
-        const starfold_value_t v = pairs[g->members[m]].value;
-        tensors[m].dtype = v->dtype;
-        tensors[m].count = v->count;
+    for (size_t r = 0; r < nruns; r++) { /* a run of members: one tensor of their dtype, all their elements */
+        tensors[r].dtype = pairs[g->members[run_begin(g, r)]].value->dtype;
+        tensors[r].count = 0;
+        for (size_t m = run_begin(g, r); m < run_end(g, r); m++) tensors[r].count += pairs[g->members[m]].value->count;
     }
     starfold_collective_desc_t desc = {
         .kind = STARFOLD_COLL_REDUCE,
@@ -378,7 +475,7 @@ static starfold_status_t compile_group(starfold_cross_device_ops_t ops, starfold
         .sources = it->src,
         .num_destinations = it->ndst,
         .destinations = it->dst,
-        .num_tensors = g->nmembers,
+        .num_tensors = nruns,
         .tensors = tensors,
         .promote_integer_mean = options->promote_integer_mean,
     };
@@ -499,7 +596,8 @@ static starfold_status_t record_group(const item_t *items, group_t *g, starfold_
         if (!split_n) starfold__value_set_first_writer(results[i], g->req);
         for (int c = 0; c < split_n; c++) starfold__value_set_first_writer(results[(size_t)c * npairs + i], g->req);
     }
-    starfold__trace_entry_t e = { .path = it->path, .num_tensors = g->nmembers, .num_sources = it->nsrc,
+    starfold__trace_entry_t e = { .path = it->path, .num_tensors = g->nmembers, .num_graph_tensors = runs_of(g),
+                                  .num_sources = it->nsrc,
                                   .num_destinations = it->ndst, .reduce_device = it->reduce_device,
                                   .persistent = persistent, .reused = reused };
     snprintf(e.algorithm, sizeof e.algorithm, "%s", starfold_graph_algorithm(g->graph));
@@ -509,56 +607,61 @@ static starfold_status_t record_group(const item_t *items, group_t *g, starfold_
 
 /*
  * Submits group @g: inputs and outputs mapped by device, as views (a component in the arena is its
- * range of a bucket, a wrapped handle is itself whole). When every view lies in the arena and the
- * graph is a cached one, the submission is the arena's persistent one for exactly these views, made
- * the first time and started every step after (g->ticket names it). Records the submission on the results.
+ * range of a bucket, a wrapped handle is itself whole), a view per run: its first member's, the
+ * others checked to follow it. When every view lies in the arena and the graph is a cached one, the
+ * submission is the arena's persistent one for exactly these views, made the first time and started
+ * every step after (g->ticket names it). Records the submission on the results.
  */
 static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pair_t *pairs, const item_t *items, group_t *g,
                                       starfold_value_t *results, size_t npairs, int split_n, const char *fn)
 {
     const item_t *it = &items[g->first];
-    const size_t nt = g->nmembers;
+    const size_t nr = runs_of(g);
     starfold_status_t st = STARFOLD_OK;
-    starfold_view_t *in = malloc(sizeof *in * nt * (size_t)it->nsrc);
-    starfold_view_t *out = malloc(sizeof *out * nt * (size_t)it->ndst);
+    starfold_view_t *in = malloc(sizeof *in * nr * (size_t)it->nsrc);
+    starfold_view_t *out = malloc(sizeof *out * nr * (size_t)it->ndst);
     int in_arena = g->serial != 0;
     g->ticket = 0;
     if (!in || !out) {
         st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto out;
     }
-    for (size_t t = 0; t < nt; t++) {
-        const size_t i = g->members[t];
-        const starfold_value_t v = pairs[i].value;
-        const starfold__dest_t *d = &pairs[i].dest;
-        starfold_view_t vv[STARFOLD_MAX_DEVICES], rv[STARFOLD_MAX_DEVICES];
-        in_arena &= starfold__value_views(v, vv);
-        if (split_n) /* one one-component result per destination device */
-            for (int c = 0; c < split_n; c++) {
-                in_arena &= starfold__value_views(results[(size_t)c * npairs + i], &rv[c]);
+    for (size_t r = 0; r < nr; r++) {
+        size_t at = 0; /* elements of the run before member t */
+        for (size_t t = run_begin(g, r); t < run_end(g, r); at += pairs[g->members[t]].value->count, t++) {
+            const size_t i = g->members[t];
+            const starfold_value_t v = pairs[i].value;
+            const starfold__dest_t *d = &pairs[i].dest;
+            starfold_view_t vv[STARFOLD_MAX_DEVICES], rv[STARFOLD_MAX_DEVICES];
+            in_arena &= starfold__value_views(v, vv);
+            if (split_n) /* one one-component result per destination device */
+                for (int c = 0; c < split_n; c++) in_arena &= starfold__value_views(results[(size_t)c * npairs + i], &rv[c]);
+            else
+                in_arena &= starfold__value_views(results[i], rv);
+            for (int s = 0; s < it->nsrc + it->ndst; s++) {
+                const int src = s < it->nsrc, k = src ? s : s - it->nsrc;
+                const int c = src ? component_for(v->devices, v->n, it->src[k], items[i].host_as)
+                                  : component_for(d->devices, d->n, it->dst[k], items[i].host_as);
+                if (c < 0) {
+                    st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no %s for graph %s %d", fn, i,
+                                  src ? "component" : "result", src ? "source" : "destination", k);
+                    goto out;
+                }
+                const starfold_view_t view = src ? vv[c] : rv[c];
+                starfold_view_t *slot = src ? &in[(size_t)k * nr + r] : &out[(size_t)k * nr + r];
+                if (at == 0) {
+                    *slot = view;
+                } else if (view.handle != slot->handle || view.offset != slot->offset + at) {
+                    st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu no longer follows pair %zu in memory", fn, i,
+                                  g->members[t - 1]);
+                    goto out;
+                }
             }
-        else
-            in_arena &= starfold__value_views(results[i], rv);
-        for (int s = 0; s < it->nsrc; s++) {
-            int c = component_for(v->devices, v->n, it->src[s], items[i].host_as);
-            if (c < 0) {
-                st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no component for graph source %d", fn, i, s);
-                goto out;
-            }
-            in[(size_t)s * nt + t] = vv[c];
-        }
-        for (int s = 0; s < it->ndst; s++) {
-            int c = component_for(d->devices, d->n, it->dst[s], items[i].host_as);
-            if (c < 0) {
-                st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu has no result for graph destination %d", fn, i, s);
-                goto out;
-            }
-            out[(size_t)s * nt + t] = rv[c];
         }
     }
     starfold_request_t req;
     int reused = 0;
-    st = in_arena ? starfold__arena_start(ctx, g->graph, g->serial, nt * (size_t)it->nsrc, in, nt * (size_t)it->ndst, out,
+    st = in_arena ? starfold__arena_start(ctx, g->graph, g->serial, nr * (size_t)it->nsrc, in, nr * (size_t)it->ndst, out,
                                           &req, &reused, &g->ticket)
                   : starfold_submit_views(ctx, g->graph, in, out, &req);
     if (st != STARFOLD_OK) {
@@ -626,7 +729,7 @@ static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *
 {
     const starfold__dest_t *first = &pairs[g->members[0]].dest;
     size_t counts[STARFOLD_DTYPE_COUNT] = { 0 };
-    for (size_t t = 0; t < g->nmembers; t++) counts[starfold_graph_output_dtype(g->graph, t)]++;
+    for (size_t r = 0; r < runs_of(g); r++) counts[starfold_graph_output_dtype(g->graph, r)] += run_end(g, r) - run_begin(g, r);
     g->nlayouts = 0;
     if (!(g->where = calloc(1, sizeof *g->where))) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
     for (int k = 0; k < STARFOLD_DTYPE_COUNT; k++) {
@@ -638,8 +741,8 @@ static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *
         l->cnt = malloc(sizeof *l->cnt * counts[k]);
         l->devs = malloc(sizeof *l->devs * counts[k]);
         if (!l->idx || !l->cnt || !l->devs) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
-        for (size_t t = 0; t < g->nmembers; t++)
-            if (starfold_graph_output_dtype(g->graph, t) == l->dtype) {
+        for (size_t r = 0; r < runs_of(g); r++)
+            for (size_t t = run_begin(g, r); t < run_end(g, r) && starfold_graph_output_dtype(g->graph, r) == l->dtype; t++) {
                 const size_t i = g->members[t];
                 l->idx[l->nk] = i;
                 l->devs[l->nk] = pairs[i].dest.devices; /* the same set, in the pair's order */
@@ -652,6 +755,8 @@ static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *
 
 void starfold__group_fini(starfold_cross_device_ops_t ops, starfold__group_t *g)
 {
+    free(g->run_first);
+    g->run_first = NULL;
     for (int k = 0; k < g->nlayouts; k++) {
         free(g->layouts[k].idx);
         free(g->layouts[k].cnt);
@@ -807,6 +912,7 @@ static starfold_status_t plan_groups(starfold_cross_device_ops_t ops, starfold_t
         pos += groups[gi].nmembers;
     }
     for (size_t gi = 0; gi < *ngroups; gi++) {
+        if ((st = plan_runs(pairs, items, &groups[gi], may_coalesce(ops, options), fn)) != STARFOLD_OK) return st;
         if ((st = compile_group(ops, topo, op, pairs, items, &groups[gi], options, fn)) != STARFOLD_OK) return st;
         if ((st = layout_results(pairs, &groups[gi])) != STARFOLD_OK) return st;
     }

@@ -486,6 +486,7 @@ typedef struct starfold__trace_entry {
     starfold__path_t path;
     char algorithm[32];
     size_t num_tensors;
+    size_t num_graph_tensors; /* the graph's tensors: runs of members one after another in memory */
     int num_sources;
     int num_destinations;
     int reduce_device;    /* reduce-to-one paths: the intermediate device; else -1 */

@@ -307,8 +307,9 @@ static void value_free(starfold_value_t v)
     else free(v);
 }
 
-starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
-                                 starfold_dtype_t dtype, size_t count, starfold_value_t *value)
+/* As starfold__value_alloc(); @follow: the caller's value goes after the last one it made (arena.h). */
+static starfold_status_t value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                     starfold_dtype_t dtype, size_t count, int follow, starfold_value_t *value)
 {
     /* An empty tensor has no range to live in: a handle of its own (of no element). */
     if (count == 0) return starfold__value_alloc_own(ctx, kind, n, devices, dtype, count, value);
@@ -316,7 +317,7 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
     starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int c = 0; c < n && st == STARFOLD_OK; c++) {
-        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, count, &v->range[c],
+        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, count, follow, &v->range[c],
                                    &v->offset[c]);
         if (st == STARFOLD_OK) v->handles[c] = v->range[c]->bucket->handle;
     }
@@ -326,6 +327,12 @@ starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_k
     }
     *value = v;
     return STARFOLD_OK;
+}
+
+starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+                                 starfold_dtype_t dtype, size_t count, starfold_value_t *value)
+{
+    return value_alloc(ctx, kind, n, devices, dtype, count, 0, value);
 }
 
 /*
@@ -355,7 +362,7 @@ starfold_status_t starfold__values_block_reserve(starfold_context_t ctx, int n, 
     slab->nonempty = nonempty;
     starfold_status_t st = STARFOLD_OK;
     for (int c = 0; c < n && st == STARFOLD_OK; c++)
-        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, total, &slab->ranges[c],
+        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, total, 0, &slab->ranges[c],
                                    &slab->base[c]);
     if (st != STARFOLD_OK) {
         starfold__values_block_cancel(slab);
@@ -679,7 +686,7 @@ static starfold_status_t value_create(const char *fn, starfold_context_t context
     }
     starfold_value_t v = NULL;
     st = own ? starfold__value_alloc_own(context, kind, num_components, devices, dtype, count, &v)
-             : starfold__value_alloc(context, kind, num_components, devices, dtype, count, &v);
+             : value_alloc(context, kind, num_components, devices, dtype, count, 1, &v);
     for (int c = 0; st == STARFOLD_OK && c < num_components && bytes > 0; c++)
         st = starfold__vector_write_range(v->handles[c], v->offset[c] * elem, init, bytes);
     free(zeros);
