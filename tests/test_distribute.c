@@ -837,7 +837,8 @@ static size_t reduce_runs(starfold_cross_device_ops_t ops, const starfold_commun
 
 /*
  * A list made one after another lies as one stretch of every replica's bucket, and a batch reduces
- * each stretch (run) as one tensor, with the same results. The values are the first int64 ones on
+ * each stretch (run) as one tensor, with the same results. A value made after one that is gone goes
+ * by first fit, so a loop remaking its values keeps their places. The values are the first int64 ones on
  * devices 4..7, so where they land is known: x fills most of a first 4 MiB bucket, y does not fit
  * after it and opens an 8 MiB one, z goes right after y (first fit would have put it after x).
  */
@@ -873,6 +874,24 @@ static void test_runs(void)
 
     /* The same list as a kept plan, steps after the first: the run's binding restarted, results right. */
     for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(reduce_runs(one, NULL, STARFOLD_OP_SUM, 2, yz, c_yz, b_yz), 1);
+
+    /* A value made after a living one follows it. Made after one that is gone it goes by first fit
+     * (right after x, in the first bucket), and a value remade every step gets that place every time. */
+    starfold_view_t vx[4], vz[4], vw[4];
+    CU_ASSERT_TRUE(starfold__value_views(x, vx));
+    CU_ASSERT_TRUE(starfold__value_views(z, vz));
+    starfold_value_t w = make_i64(100, 5);
+    CU_ASSERT_TRUE(starfold__value_views(w, vw));
+    for (int c = 0; c < 4; c++)
+        CU_ASSERT_TRUE(vw[c].handle == vz[c].handle && vw[c].offset == vz[c].offset + counts[2]);
+    for (int k = 0; k < 3; k++) {
+        starfold_value_destroy(w);
+        w = make_i64(100, 5);
+        CU_ASSERT_TRUE(starfold__value_views(w, vw));
+        for (int c = 0; c < 4; c++)
+            CU_ASSERT_TRUE(vw[c].handle == vx[c].handle && vw[c].offset == vx[c].offset + counts[0]);
+    }
+    starfold_value_destroy(w);
     starfold_cross_device_ops_destroy(hc);
     starfold_cross_device_ops_destroy(one);
     starfold_cross_device_ops_destroy(unpacked);

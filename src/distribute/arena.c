@@ -227,9 +227,11 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
 }
 
 /*
- * The bucket of @device, @dtype and @lane that the last value made with @follow went into, if
- * @count elements are free right after it: *@at and *@pos (its index in the live list) say where.
- * Lock held.
+ * The bucket of @device, @dtype and @lane that the last value made with @follow went into, if that
+ * value still lives there and @count elements are free right after it: *@at and *@pos (its index in
+ * the live list) say where. Lock held. A value made after one that is gone goes by first fit: a loop
+ * that makes and destroys the same values every step gets the same ranges every step (and its
+ * persistent bindings), instead of marching through the bucket.
  */
 static starfold__bucket_t *follow_fit(const arena_t *a, int device, starfold_dtype_t dtype, int lane, size_t count,
                                       size_t *at, size_t *pos)
@@ -241,7 +243,7 @@ static starfold__bucket_t *follow_fit(const arena_t *a, int device, starfold_dty
             last = b;
     if (!last || last->capacity - last->follow_end < count) return NULL;
     const size_t from = last->follow_end, k = live_lower_bound(last, from);
-    if (k > 0 && last->live[k - 1]->offset + last->live[k - 1]->count > from) return NULL;
+    if (k == 0 || last->live[k - 1]->offset + last->live[k - 1]->count != from) return NULL;
     if (k < last->nlive && last->live[k]->offset < from + count) return NULL;
     *at = from;
     *pos = k;
