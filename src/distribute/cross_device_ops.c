@@ -652,8 +652,9 @@ static starfold_status_t submit_group(starfold_context_t ctx, const starfold__pa
                 if (at == 0) {
                     *slot = view;
                 } else if (view.handle != slot->handle || view.offset != slot->offset + at) {
-                    st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu no longer follows pair %zu in memory", fn, i,
-                                  g->members[t - 1]);
+                    /* Planned as one run: a component moved since (starfold_value_handle() from another thread). */
+                    st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: pair %zu no longer follows pair %zu in memory (a "
+                                         "component moved while the batch was planned)", fn, i, g->members[t - 1]);
                     goto out;
                 }
             }
