@@ -53,10 +53,10 @@ struct starfold__bucket {
  *
  * @follow (a value made by the caller, starfold_value_create()): the range goes right after the last
  * one made with @follow on the same device, dtype and lane while that one lives and the space after
- * it is free, else where first fit puts it. Values made one after another are then one stretch of one bucket, which a batch
- * reduces as one tensor (cross_device_ops.c, "Runs"); first fit alone puts a small value made after a
- * big one into an older bucket's tail. Result blocks use first fit (0), so they land where the
- * previous step's were.
+ * it is free, else where first fit puts it. Values made one after another are then one stretch of
+ * one bucket, which a batch reduces as one tensor (cross_device_ops.c, "Runs"); first fit alone puts
+ * a small value made after a big one into an older bucket's tail. Result blocks use first fit (0),
+ * so they land where the previous step's were.
  */
 enum { SF_LANE_SINGLE = 0, SF_LANE_MULTI = 1 };
 starfold_status_t starfold__arena_alloc(starfold_context_t ctx, int device, starfold_dtype_t dtype, int lane, size_t count,

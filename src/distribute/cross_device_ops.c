@@ -742,14 +742,16 @@ static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *
         l->cnt = malloc(sizeof *l->cnt * counts[k]);
         l->devs = malloc(sizeof *l->devs * counts[k]);
         if (!l->idx || !l->cnt || !l->devs) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory");
-        for (size_t r = 0; r < runs_of(g); r++)
-            for (size_t t = run_begin(g, r); t < run_end(g, r) && starfold_graph_output_dtype(g->graph, r) == l->dtype; t++) {
+        for (size_t r = 0; r < runs_of(g); r++) {
+            if (starfold_graph_output_dtype(g->graph, r) != l->dtype) continue;
+            for (size_t t = run_begin(g, r); t < run_end(g, r); t++) {
                 const size_t i = g->members[t];
                 l->idx[l->nk] = i;
                 l->devs[l->nk] = pairs[i].dest.devices; /* the same set, in the pair's order */
                 l->same_order &= !memcmp(pairs[i].dest.devices, first->devices, sizeof(int) * (size_t)first->n);
                 l->cnt[l->nk++] = pairs[i].value->count;
             }
+        }
     }
     return STARFOLD_OK;
 }
