@@ -52,7 +52,7 @@ typedef struct starfold__group {
     size_t nmembers;
     size_t *run_first;   /* [nruns + 1] owned: run r is members [run_first[r], run_first[r + 1]), graph tensor r;
                           * NULL: every member is a run of its own (cross_device_ops.c, plan_runs()) */
-    size_t nruns;
+    size_t nruns;        /* with run_first only */
     starfold_graph_t graph;
     int cached;          /* graph borrowed from the ops' cache (released, not destroyed) */
     unsigned long long serial; /* the cache entry's serial number (names the graph), 0 when not cached */

@@ -401,8 +401,7 @@ static starfold_status_t plan_runs(const starfold__pair_t *pairs, const item_t *
                                    const char *fn)
 {
     free(g->run_first);
-    g->run_first = NULL;
-    g->nruns = g->nmembers;
+    g->run_first = NULL; /* every member its own run (runs_of()) unless some join below */
     if (!coalesce || g->nmembers < 2) return STARFOLD_OK;
     size_t *first = malloc(sizeof *first * (g->nmembers + 1)), nruns = 0;
     if (!first) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
