@@ -212,6 +212,7 @@ static void test_seed_all_reduce_list(void)
  */
 typedef struct loop_arg {
     starfold_value_t mine[2][3];
+    starfold_value_t stray; /* not NULL: what replica 1 passes instead of its value 0 (not written) */
     int step;
     float got[2][3];
 } loop_arg_t;
@@ -225,8 +226,9 @@ static starfold_status_t step_all_reduce_loop(starfold_replica_context_t rc, voi
         const float x[4] = { (float)(a->step * 10 + r * 3 + i), 1, 2, 3 };
         st = starfold_value_write(a->mine[r][i], 0, x, sizeof x);
     }
-    starfold_value_t res[3] = { NULL, NULL, NULL };
-    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 3, a->mine[r], NULL, res);
+    starfold_value_t res[3] = { NULL, NULL, NULL }, pass[3] = { a->mine[r][0], a->mine[r][1], a->mine[r][2] };
+    if (r == 1 && a->stray) pass[0] = a->stray;
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 3, pass, NULL, res);
     for (int i = 0; i < 3 && st == STARFOLD_OK; i++) st = starfold_value_read(res[i], 0, &a->got[r][i], sizeof(float));
     for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
     return st;
@@ -286,6 +288,9 @@ static void test_all_reduce_loop_plans(void)
  *   step 4     found again
  *   step 5     replica 1's value 2 replaced by one of 8 elements: INVALID_ARGUMENT, the shapes named
  *   step 6     a value of 4 elements again: right
+ *   step 7     replica 1 passes replica 0's value 0, which has no component on its device: refused
+ *              (a replica checks its values again whenever one is not what it passed last time)
+ *   step 8     its own values again: the plan of step 6 found, right
  * Every step that runs is checked.
  */
 static void test_all_reduce_loop_replaced(void)
@@ -293,8 +298,9 @@ static void test_all_reduce_loop_replaced(void)
     starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
     loop_arg_t a;
     loop_values_make(&a);
-    static const unsigned long long expect_found[7] = { 0, 1, 1, 0, 1, 0, 0 };
-    for (a.step = 0; a.step < 7; a.step++) {
+    static const unsigned long long expect_found[9] = { 0, 1, 1, 0, 1, 0, 0, 0, 1 };
+    for (a.step = 0; a.step < 9; a.step++) {
+        a.stray = a.step == 7 ? a.mine[0][0] : NULL;
         if (a.step == 3 || a.step == 5 || a.step == 6) {
             starfold_value_destroy(a.mine[1][2]);
             CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &dev01[1], STARFOLD_FLOAT32,
@@ -306,6 +312,11 @@ static void test_all_reduce_loop_replaced(void)
         if (a.step == 5) {
             CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
             CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "the shapes must be the same on every replica"));
+            continue;
+        }
+        if (a.step == 7) {
+            CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+            CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "value 0 has no component on this replica's device"));
             continue;
         }
         CU_ASSERT_EQUAL(st, STARFOLD_OK);

@@ -464,21 +464,22 @@ static void ar_inputs_clear(ar_inputs_t *a)
 }
 
 /*
- * Whether replica @r passed the values and components it passed to the last all_reduce (none
- * regrouped). Each replica asks this of its own row while it checks its values, in its own thread,
- * before it joins (the kept pairs change only while every replica waits in the rendezvous); the
- * leader then only reads the answers.
+ * Whether replica @r passed the very values it passed to the last all_reduce: every stamp as kept.
+ * Those values passed the checks then, and still would: a stamp is never given twice and changes
+ * with a value's storage, a value's context and devices never change, and kept pairs never hold a
+ * regrouped value (whose stamp does not follow its parts). Their components are then the kept
+ * ones, copied to @comps. A step of a training loop reads one word of each value here instead of
+ * checking it again. Each replica asks this of its own row, in its own thread, before it joins (the
+ * kept pairs change only while every replica waits in the rendezvous); the leader then only reads
+ * the answers.
  */
-static int ar_inputs_row_match(const ar_inputs_t *a, int r, int n, size_t nv, const starfold_value_t *values,
-                               const int *comps)
+static int ar_inputs_row_same(const ar_inputs_t *a, int r, int n, size_t nv, const starfold_value_t *values, int *comps)
 {
     if (!a || !a->pairs || a->nv != nv || a->n != n) return 0;
     const unsigned long long *stamps = &a->src[(size_t)r * nv];
-    const int *kept_comps = &a->comps[(size_t)r * nv];
-    for (size_t i = 0; i < nv; i++) {
-        const starfold_value_t v = values[i];
-        if (v->origin || __atomic_load_n(&v->stamp, __ATOMIC_RELAXED) != stamps[i] || comps[i] != kept_comps[i]) return 0;
-    }
+    for (size_t i = 0; i < nv; i++)
+        if (!values[i] || __atomic_load_n(&values[i]->stamp, __ATOMIC_RELAXED) != stamps[i]) return 0;
+    memcpy(comps, &a->comps[(size_t)r * nv], sizeof *comps * nv);
     return 1;
 }
 
@@ -881,7 +882,9 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
         slot_fail(&sl, starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
     else {
         timeout = sl.options.timeout_seconds;
-        for (size_t i = 0; i < num_values && sl.local_status == STARFOLD_OK; i++) {
+        sl.same_as_last = ar_inputs_row_same(pool_ar_inputs(context->strategy), context->id, context->strategy->n,
+                                             num_values, values, sl.comps);
+        for (size_t i = 0; !sl.same_as_last && i < num_values && sl.local_status == STARFOLD_OK; i++) {
             const starfold_value_t v = values[i];
             const int c = v ? starfold__value_component_on(v, context->device) : -1;
             if (!v)
@@ -895,9 +898,6 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
             else
                 sl.comps[i] = c;
         }
-        if (sl.local_status == STARFOLD_OK)
-            sl.same_as_last = ar_inputs_row_match(pool_ar_inputs(context->strategy), context->id, context->strategy->n,
-                                                  num_values, values, sl.comps);
     }
     st = rendezvous(context, COLL_ALL_REDUCE, &sl, timeout, fn);
     free(sl.comps);
