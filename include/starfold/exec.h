@@ -318,7 +318,11 @@ STARFOLD_API starfold_status_t starfold_persistent_start(starfold_persistent_t p
  */
 STARFOLD_API void starfold_persistent_destroy(starfold_persistent_t persistent);
 
-/** @brief Waits until every task of the request has run; the first failure, or ::STARFOLD_OK. */
+/**
+ * @brief Waits until every task of the request has run; the first failure, or ::STARFOLD_OK.
+ *
+ * Several threads may wait on one request at once (not while another destroys it).
+ */
 STARFOLD_API starfold_status_t starfold_request_wait(starfold_request_t request);
 
 /**

@@ -588,8 +588,6 @@ static starfold_status_t record_group(const item_t *items, group_t *g, starfold_
         starfold_request_destroy(req);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    /* One reference per result, taken at once. */
-    starfold__dist_req_retain_n(g->req, g->nmembers * (size_t)(split_n ? split_n : 1));
     for (size_t t = 0; t < g->nmembers; t++) {
         const size_t i = g->members[t];
         if (!split_n) starfold__value_set_first_writer(results[i], g->req);

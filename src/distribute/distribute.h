@@ -31,15 +31,15 @@
  *
  * One starfold_submit() may write several values (a batch reduce writes one result per pair), and a
  * value may be written by several submissions (starfold_update_assign): values keep shared,
- * reference-counted records of the submissions writing them. A record is waited at most once with
- * the executor (under its lock: the executor's wait is not meant for two threads at once); the
- * outcome is kept for the later waiters.
+ * reference-counted records of the submissions writing them. Several threads may wait on a record
+ * at once (the executor's wait is safe from several threads); the first outcome is kept, and the
+ * waiters after a success return without the executor.
  */
 typedef struct starfold__dist_req {
     int refs;                 /* atomic */
     pthread_mutex_t lock;
     starfold_request_t req;   /* destroyed with the last reference */
-    int finished;             /* under lock: waited, status final */
+    int finished;             /* under lock: waited, status final (the first outcome) */
     starfold_status_t status; /* under lock */
     int done_ok;              /* atomic: finished with STARFOLD_OK (set once, after finished and status) */
 } starfold__dist_req_t;
@@ -47,8 +47,6 @@ typedef struct starfold__dist_req {
 /* A record over @req with @refs references (the executor request is owned from now on); NULL when out of memory. */
 starfold__dist_req_t *starfold__dist_req_new(starfold_request_t req, int refs);
 void starfold__dist_req_release(starfold__dist_req_t *r);
-/* @k more references at once. */
-void starfold__dist_req_retain_n(starfold__dist_req_t *r, size_t k);
 /* Waits (seconds < 0: without limit); the submission's outcome, or STARFOLD_ERR_TIMEOUT. */
 starfold_status_t starfold__dist_req_wait(starfold__dist_req_t *r, double seconds);
 
@@ -217,8 +215,8 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r);
 /*
  * The first record of a value nobody else sees yet (a result being made: no writer, no other
- * thread): @r recorded without lock or allocation. The value's reference to @r is the caller's,
- * taken before (starfold__dist_req_retain_n() once for a whole batch of results).
+ * thread): @r recorded without lock or allocation, with a reference of its own, or one its slab
+ * holds for all of the slab's values (one per block of results, whatever their number).
  */
 void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r);
 /*

@@ -72,19 +72,22 @@ void starfold__dist_req_release(starfold__dist_req_t *r)
 
 starfold_status_t starfold__dist_req_wait(starfold__dist_req_t *r, double seconds)
 {
-    pthread_mutex_lock(&r->lock);
-    if (!r->finished) {
-        starfold_status_t st = seconds < 0 ? starfold_request_wait(r->req) : starfold_request_wait_timeout(r->req, seconds);
-        if (st == STARFOLD_ERR_TIMEOUT) {
-            pthread_mutex_unlock(&r->lock);
-            return STARFOLD_ERR_TIMEOUT; /* detail recorded by the executor */
+    /* Waited beside the others, not behind them on the record's lock: the replicas of a run all wait
+     * for the one submission writing their results, and each would otherwise wake only when the one
+     * before it let go. */
+    starfold_status_t st = STARFOLD_OK;
+    if (!__atomic_load_n(&r->done_ok, __ATOMIC_ACQUIRE)) {
+        st = seconds < 0 ? starfold_request_wait(r->req) : starfold_request_wait_timeout(r->req, seconds);
+        if (st == STARFOLD_ERR_TIMEOUT) return STARFOLD_ERR_TIMEOUT; /* detail recorded by the executor */
+        pthread_mutex_lock(&r->lock);
+        if (!r->finished) {
+            r->finished = 1;
+            r->status = st;
+            if (st == STARFOLD_OK) __atomic_store_n(&r->done_ok, 1, __ATOMIC_RELEASE);
         }
-        r->finished = 1;
-        r->status = st;
-        if (st == STARFOLD_OK) __atomic_store_n(&r->done_ok, 1, __ATOMIC_RELEASE);
+        st = r->status;
+        pthread_mutex_unlock(&r->lock);
     }
-    const starfold_status_t st = r->status;
-    pthread_mutex_unlock(&r->lock);
     if (st != STARFOLD_OK) starfold__error(st, "a task of a reduction writing this value failed on its device");
     return st;
 }
@@ -103,13 +106,15 @@ static int req_finished_ok(starfold__dist_req_t *r)
     return ok;
 }
 
+static void writer_drop(starfold_value_t v, starfold__dist_req_t *r);
+
 /* Records that @r writes @v (lock held), forgetting the submissions that finished well. */
 static starfold_status_t add_writer_locked(starfold_value_t v, starfold__dist_req_t *r)
 {
     /* Forget the submissions that finished well, so a value updated every step keeps a short list. */
     size_t k = 0;
     for (size_t i = 0; i < v->nwriters; i++) {
-        if (v->writers[i] != r && req_finished_ok(v->writers[i])) starfold__dist_req_release(v->writers[i]);
+        if (v->writers[i] != r && req_finished_ok(v->writers[i])) writer_drop(v, v->writers[i]);
         else v->writers[k++] = v->writers[i];
     }
     v->nwriters = k;
@@ -186,6 +191,12 @@ static unsigned long long new_stamp(void)
 typedef struct starfold__value_slab {
     int refs;                                    /* atomic: values of the slab not freed */
     int n;
+    /*
+     * The submission that writes the slab's values, their first writer record: one reference for
+     * all of them (starfold__value_set_first_writer()), released with the slab. A replica's results
+     * then free without touching the count that every replica's results share. NULL: none.
+     */
+    starfold__dist_req_t *writer;
     starfold__range_t *ranges[STARFOLD_MAX_DEVICES]; /* one reference each */
     size_t base[STARFOLD_MAX_DEVICES];           /* where the block starts in each range's bucket */
     size_t nonempty;                             /* values of elements the slab has room for */
@@ -214,9 +225,22 @@ static value_slab_t *slab_new(starfold_context_t ctx, size_t nvalues, size_t eac
 static void slab_release(value_slab_t *s)
 {
     if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    starfold__dist_req_release(s->writer); /* first: the last reference waits for what writes the ranges */
     for (int c = 0; c < s->n; c++) starfold__range_release(s->ranges[c]);
     if (s->ctx) starfold__arena_mem_give(s->ctx, s, s->bytes);
     else free(s);
+}
+
+/* Whether @v's record of @r is its slab's reference (value_slab_t::writer) rather than its own. */
+static int slab_holds(starfold_value_t v, const starfold__dist_req_t *r)
+{
+    return v->slab && v->slab->writer == r;
+}
+
+/* Drops @v's record of @r: its own reference, or nothing when the slab holds it. */
+static void writer_drop(starfold_value_t v, starfold__dist_req_t *r)
+{
+    if (!slab_holds(v, r)) starfold__dist_req_release(r);
 }
 
 /* Bytes of a shell of @n components: the struct, then its rows by decreasing alignment. */
@@ -286,7 +310,7 @@ static void drop_range(starfold_value_t v, int c)
  */
 static void value_free(starfold_value_t v)
 {
-    for (size_t i = 0; i < v->nwriters; i++) starfold__dist_req_release(v->writers[i]);
+    for (size_t i = 0; i < v->nwriters; i++) writer_drop(v, v->writers[i]);
     if (v->var) {
         starfold_cross_device_ops_destroy(v->var->ops);
         starfold_topology_destroy(v->var->topology);
@@ -827,13 +851,13 @@ starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_
     return st;
 }
 
-void starfold__dist_req_retain_n(starfold__dist_req_t *r, size_t k)
-{
-    __atomic_add_fetch(&r->refs, (int)k, __ATOMIC_RELAXED);
-}
-
 void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *r)
 {
+    /* A slab's values share one reference, taken by the first of them (no other thread sees them). */
+    if (!slab_holds(v, r)) {
+        if (v->slab && !v->slab->writer) v->slab->writer = r;
+        req_retain(r);
+    }
     v->writer0 = r;
     v->writers = &v->writer0;
     v->nwriters = 1;
