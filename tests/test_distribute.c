@@ -835,6 +835,91 @@ static size_t reduce_runs(starfold_cross_device_ops_t ops, const starfold_commun
     return last_trace().num_graph_tensors;
 }
 
+/* Component @c of @v holds exactly @n floats @want. */
+static int holds_f32(starfold_value_t v, int c, size_t n, const float *want)
+{
+    float got[8] = { 0 };
+    if (n > 8 || starfold_value_read(v, c, got, n * sizeof(float)) != STARFOLD_OK) return 0;
+    return memcmp(got, want, n * sizeof(float)) == 0;
+}
+
+/*
+ * starfold_value_write_many(): every write lands where starfold_value_write() would put it (values
+ * sharing buckets, a component moved out to its own handle, all components, a partial write, an
+ * overlap the later write wins, another dtype); a bad write anywhere changes nothing; a write after
+ * a reduction reading the value does not change what the reduction read.
+ */
+static void test_write_many(void)
+{
+    const int d01[2] = { 0, 1 };
+    starfold_value_t a = make_f32(STARFOLD_VALUE_PER_REPLICA, 2, d01, 4, 0.0f);
+    starfold_value_t b = make_f32(STARFOLD_VALUE_PER_REPLICA, 2, d01, 4, 100.0f);
+    starfold_value_t c = make_f32(STARFOLD_VALUE_PER_REPLICA, 2, d01, 4, 200.0f);
+    starfold_value_t e = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, d01, STARFOLD_INT64, 2, NULL, &e),
+                          STARFOLD_OK);
+    CU_ASSERT_PTR_NOT_NULL(starfold_value_handle(b, 1)); /* b's component 1 moved out of the arena */
+    const float fa[4] = { 1, 2, 3, 4 }, fb[4] = { 5, 6, 7, 8 }, fc[2] = { 9, 10 }, fa0[4] = { 10, 20, 30, 40 };
+    const int64_t ie[2] = { 1ll << 40, -3 };
+    const starfold_value_t vals[5] = { a, b, c, a, e };
+    const int comps[5] = { STARFOLD_ALL_COMPONENTS, 1, 0, 0, 0 };
+    const void *const srcs[5] = { fa, fb, fc, fa0, ie };
+    const size_t bytes[5] = { sizeof fa, sizeof fb, sizeof fc, sizeof fa0, sizeof ie };
+    CU_ASSERT_EQUAL(starfold_value_write_many(5, vals, comps, srcs, bytes), STARFOLD_OK);
+    const float c_old1[4] = { 210, 211, 212, 213 }, b_old0[4] = { 100, 101, 102, 103 }, c_new0[4] = { 9, 10, 202, 203 };
+    CU_ASSERT_TRUE(holds_f32(a, 0, 4, fa0)); /* the later write wins */
+    CU_ASSERT_TRUE(holds_f32(a, 1, 4, fa));
+    CU_ASSERT_TRUE(holds_f32(b, 0, 4, b_old0));
+    CU_ASSERT_TRUE(holds_f32(b, 1, 4, fb));
+    CU_ASSERT_TRUE(holds_f32(c, 0, 4, c_new0)); /* a partial write keeps the rest */
+    CU_ASSERT_TRUE(holds_f32(c, 1, 4, c_old1));
+    int64_t got[2] = { 0, 0 };
+    CU_ASSERT_EQUAL(starfold_value_read(e, 0, got, sizeof got), STARFOLD_OK);
+    CU_ASSERT_TRUE(got[0] == ie[0] && got[1] == ie[1]);
+
+    /* A bad write (component 2 of a two-component value, or too many bytes) changes nothing. */
+    const float z[8] = { 0 };
+    const void *const zs[3] = { z, z, z };
+    const starfold_value_t bad_vals[3] = { a, c, b };
+    const int bad_comps[3] = { 0, 2, 0 };
+    const size_t bad_bytes[3] = { 16, 16, 16 }, big_bytes[3] = { 16, 16, 32 };
+    const int ok_comps[3] = { 0, 0, 0 };
+    CU_ASSERT_EQUAL(starfold_value_write_many(3, bad_vals, bad_comps, zs, bad_bytes), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "write 1"));
+    CU_ASSERT_EQUAL(starfold_value_write_many(3, bad_vals, ok_comps, zs, big_bytes), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "write 2"));
+    CU_ASSERT_EQUAL(starfold_value_write_many(1, NULL, ok_comps, zs, bad_bytes), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_value_write_many(0, NULL, NULL, NULL, NULL), STARFOLD_OK);
+    CU_ASSERT_TRUE(holds_f32(a, 0, 4, fa0));
+    CU_ASSERT_TRUE(holds_f32(c, 0, 4, c_new0));
+    CU_ASSERT_TRUE(holds_f32(b, 0, 4, b_old0));
+
+    /* Written right after a reduction that reads a and c was submitted: the reduction read the old content. */
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, NULL, &ops), STARFOLD_OK);
+    starfold_value_destination_pair_t pairs[2] = { { a, starfold_destination_value(a) }, { c, starfold_destination_value(c) } };
+    starfold_value_t res[2] = { NULL, NULL };
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(ops, STARFOLD_OP_SUM, 2, pairs, NULL, res), STARFOLD_OK);
+    const starfold_value_t ac[4] = { a, a, c, c };
+    const int ac_comps[4] = { 0, 1, 0, 1 };
+    const void *const zz[4] = { z, z, z, z };
+    const size_t zb[4] = { 16, 16, 16, 16 };
+    CU_ASSERT_EQUAL(starfold_value_write_many(4, ac, ac_comps, zz, zb), STARFOLD_OK);
+    const float sum_a[4] = { 11, 22, 33, 44 }, sum_c[4] = { 219, 221, 414, 416 };
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_TRUE(holds_f32(res[0], k, 4, sum_a));
+        CU_ASSERT_TRUE(holds_f32(res[1], k, 4, sum_c));
+    }
+    CU_ASSERT_TRUE(holds_f32(a, 1, 4, z));
+    CU_ASSERT_TRUE(holds_f32(c, 0, 4, z));
+    for (int i = 0; i < 2; i++) starfold_value_destroy(res[i]);
+    starfold_cross_device_ops_destroy(ops);
+    starfold_value_destroy(a);
+    starfold_value_destroy(b);
+    starfold_value_destroy(c);
+    starfold_value_destroy(e);
+}
+
 /*
  * A list made one after another lies as one stretch of every replica's bucket, and a batch reduces
  * each stretch (run) as one tensor, with the same results. A value made after one that is gone goes
@@ -1279,6 +1364,7 @@ int main(int argc, char **argv)
         { "reduce op strings", test_reduce_op_strings },
         { "communication options and merge", test_options },
         { "values", test_values },
+        { "values written many at once", test_write_many },
         { "wrapped handles", test_wrap },
         { "regroup", test_regroup },
         { "cross-device ops objects", test_ops_objects },

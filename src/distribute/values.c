@@ -32,6 +32,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -968,6 +969,73 @@ STARFOLD_API starfold_status_t starfold_value_write(starfold_value_t value, int 
             if ((st = starfold__vector_write_range(view.handle, view.offset * elem, src, bytes)) != STARFOLD_OK) return st;
         }
     return STARFOLD_OK;
+}
+
+/* A piece of one write of starfold_value_write_many(), and where it goes. */
+typedef struct write_piece {
+    starpu_data_handle_t handle;
+    size_t order; /* its place among the writes: the later of two overlapping pieces wins */
+    starfold__host_piece_t piece;
+} write_piece_t;
+
+static int by_handle_then_order(const void *a, const void *b)
+{
+    const write_piece_t *x = a, *y = b;
+    if (x->handle != y->handle) return (uintptr_t)x->handle < (uintptr_t)y->handle ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * Every write checked first (a bad one changes nothing), then cut into pieces of the StarPU vectors
+ * the components lie in, sorted by vector, and each vector written under one acquire: the values of
+ * a list share a few buckets (starfold_value_create()).
+ */
+STARFOLD_API starfold_status_t starfold_value_write_many(size_t num_writes, const starfold_value_t *values,
+                                                         const int *components, const void *const *srcs,
+                                                         const size_t *bytes)
+{
+    static const char fn[] = "starfold_value_write_many";
+    if (num_writes == 0) return STARFOLD_OK;
+    if (!values || !components || !srcs || !bytes)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                               !values ? "values" : !components ? "components" : !srcs ? "srcs" : "bytes");
+    size_t npieces = 0;
+    for (size_t k = 0; k < num_writes; k++) {
+        const starfold_status_t st = check_io(fn, values[k], components[k], srcs[k], bytes[k], 1);
+        if (st != STARFOLD_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", starfold_last_error());
+            return starfold__error(st, "%s (write %zu)", why, k);
+        }
+        if (bytes[k]) npieces += components[k] == STARFOLD_ALL_COMPONENTS ? (size_t)values[k]->n : 1;
+    }
+    if (npieces == 0) return STARFOLD_OK;
+    write_piece_t *w = malloc(sizeof *w * npieces);
+    if (!w) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu writes", fn, num_writes);
+    size_t m = 0;
+    for (size_t k = 0; k < num_writes; k++) {
+        const starfold_value_t v = values[k];
+        const size_t elem = starfold_dtype_size(v->dtype);
+        for (int c = 0; bytes[k] && c < v->n; c++) {
+            if (components[k] != STARFOLD_ALL_COMPONENTS && c != components[k]) continue;
+            const starfold_view_t view = starfold__value_view(v, c);
+            w[m] = (write_piece_t){ view.handle, m, { view.offset * elem, srcs[k], bytes[k] } };
+            m++;
+        }
+    }
+    qsort(w, m, sizeof *w, by_handle_then_order);
+    starfold_status_t st = STARFOLD_OK;
+    starfold__host_piece_t *pieces = malloc(sizeof *pieces * m);
+    if (!pieces) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu writes", fn, num_writes);
+    for (size_t i = 0; st == STARFOLD_OK && i < m;) {
+        size_t j = i;
+        for (; j < m && w[j].handle == w[i].handle; j++) pieces[j - i] = w[j].piece;
+        st = starfold__vector_write_pieces(w[i].handle, j - i, pieces);
+        i = j;
+    }
+    free(pieces);
+    free(w);
+    return st;
 }
 
 STARFOLD_API starfold_status_t starfold_value_read(starfold_value_t value, int component, void *dst, size_t bytes)

@@ -38,6 +38,19 @@ starfold_status_t starfold__vector_read_range(starpu_data_handle_t handle, size_
 starfold_status_t starfold__vector_write_range(starpu_data_handle_t handle, size_t offset, const void *host,
                                                size_t bytes);
 
+/* @bytes of host memory at @host for the bytes from @offset of a vector. */
+typedef struct starfold__host_piece {
+    size_t offset;
+    const void *host;
+    size_t bytes;
+} starfold__host_piece_t;
+
+/*
+ * starfold__vector_write_range() of @n pieces of one vector under one acquire, in order (where two
+ * overlap the later wins). Every piece must lie within the vector; nothing is written otherwise.
+ */
+starfold_status_t starfold__vector_write_pieces(starpu_data_handle_t handle, size_t n, const starfold__host_piece_t *pieces);
+
 /*
  * The upper layer's slot in a context (struct starfold_context's ext): starfold__context_ext() reads
  * it; starfold__context_ext_set() stores @ext with @fini when the slot is still empty and returns 1,
