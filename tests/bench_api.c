@@ -6,6 +6,7 @@
  * API").
  *
  *   bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]
+ *             [--write many|each] [--only MODE]
  *
  * Each round times, in turn, the per-step cost (median over ITERS steps after WARMUP) of:
  *
@@ -22,6 +23,12 @@
  * and prints every round's values and the ratios to "exec fused tensor" in the same round. The
  * gradients are created once (starfold_value_create(), as a program does before its loop) and hold
  * values whose sums are exact in float32, which every step checks on one element of each result.
+ *
+ * --write: every step first writes its gradients from the host, as a loop whose gradients come from
+ * host code does, the same bytes in every mode: the API's lists with starfold_value_write_many()
+ * (many; run + all_reduce: each replica its own, in its thread) or one starfold_value_write() per
+ * gradient and replica (each), the fused value with one write per replica, the executor's modes
+ * with one starfold_vector_write() per device.
  *
  * Exit status: 0, 1 on a failure or a wrong sum, 77 when StarPU has no worker for the mode.
  */
@@ -46,6 +53,14 @@ typedef struct bench {
     starfold_value_t fused;      /* one per-replica value of total elements */
     starfold_value_t *mine;      /* [n * nt] replica r's own one-component gradients (run + all_reduce) */
     int failed;
+    /* --write: 0 none, 1 many, 2 each; replica r's data (total floats) and the writes made of it */
+    int write;
+    float *src[STARFOLD_MAX_DEVICES];
+    int *comps;                  /* [n * nt] the component each write goes to */
+    const void **srcs;           /* [n * nt] write r * nt + i: gradient i of replica r */
+    size_t *bytes;               /* [n * nt] */
+    starfold_value_t *list;      /* [n * nt] the list's writes: grads[i], component r */
+    int *zeros;                  /* [nt] component 0 (a replica's writes into its own values) */
 } bench_t;
 
 static double now(void)
@@ -98,8 +113,22 @@ static void check_sum(bench_t *b, starfold_value_t v)
  * The API's steps
  */
 
+/* The writes of --write: many at once, or one by one. */
+static starfold_status_t write_values(const bench_t *b, size_t n, const starfold_value_t *values, const int *comps,
+                                      const void *const *srcs, const size_t *bytes)
+{
+    if (b->write == 1) return starfold_value_write_many(n, values, comps, srcs, bytes);
+    starfold_status_t st = STARFOLD_OK;
+    for (size_t k = 0; k < n && st == STARFOLD_OK; k++) st = starfold_value_write(values[k], comps[k], srcs[k], bytes[k]);
+    return st;
+}
+
 static void step_batch_reduce_to(bench_t *b, starfold_value_t *grads, size_t nt, int check)
 {
+    if (b->write && nt == b->nt) CHECK(write_values(b, nt * (size_t)b->n, b->list, b->comps, b->srcs, b->bytes));
+    if (b->write && nt == 1) { /* the fused value: one write per replica */
+        for (int r = 0; r < b->n; r++) CHECK(starfold_value_write(grads[0], r, b->src[r], sizeof(float) * b->total));
+    }
     starfold_value_destination_pair_t *pairs = calloc(nt, sizeof *pairs);
     starfold_value_t *res = malloc(sizeof *res * nt);
     if (!pairs || !res) exit(1);
@@ -118,7 +147,9 @@ static starfold_status_t replica_all_reduce(starfold_replica_context_t rc, void 
     const int r = starfold_replica_context_replica_id_in_sync_group(rc);
     starfold_value_t *res = malloc(sizeof *res * b->nt);
     if (!res) return STARFOLD_ERR_OUT_OF_MEMORY;
-    starfold_status_t st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, b->nt, &b->mine[(size_t)r * b->nt],
+    const size_t at = (size_t)r * b->nt; /* this replica's writes: component 0 of its own values */
+    starfold_status_t st = b->write ? write_values(b, b->nt, &b->mine[at], b->zeros, &b->srcs[at], &b->bytes[at]) : STARFOLD_OK;
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, b->nt, &b->mine[(size_t)r * b->nt],
                                                                NULL, res);
     for (size_t i = 0; st == STARFOLD_OK && i < b->nt; i++) st = starfold_value_wait(res[i]);
     for (size_t i = 0; st == STARFOLD_OK && i < b->nt; i++) starfold_value_destroy(res[i]);
@@ -195,8 +226,15 @@ static void exec_teardown(bench_t *b, exec_side_t *x)
     starfold_graph_destroy(x->fused_graph);
 }
 
-static void step_exec_persistent(exec_side_t *x)
+/* --write for the executor's modes: one write of every element per device. */
+static void exec_write(const bench_t *b, starpu_data_handle_t *vectors)
 {
+    for (int d = 0; b->write && d < b->n; d++) CHECK(starfold_vector_write(vectors[d], b->src[d], sizeof(float) * b->total));
+}
+
+static void step_exec_persistent(const bench_t *b, exec_side_t *x)
+{
+    exec_write(b, x->in);
     starfold_request_t req;
     CHECK(starfold_persistent_start(x->persistent, &req));
     CHECK(starfold_request_wait(req));
@@ -205,6 +243,7 @@ static void step_exec_persistent(exec_side_t *x)
 
 static void step_exec_fused(bench_t *b, exec_side_t *x)
 {
+    exec_write(b, x->fin);
     starfold_request_t req;
     CHECK(starfold_submit(b->ctx, x->fused_graph, x->fin, x->fout, &req));
     CHECK(starfold_request_wait(req));
@@ -224,15 +263,51 @@ static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
     case M_API_BATCH: step_batch_reduce_to(b, b->grads, b->nt, check); break;
     case M_API_RUN: step_run_all_reduce(b); break;
     case M_API_FUSED: step_batch_reduce_to(b, &b->fused, 1, check); break;
-    case M_EXEC_PERSISTENT: step_exec_persistent(x); break;
+    case M_EXEC_PERSISTENT: step_exec_persistent(b, x); break;
     case M_EXEC_FUSED: step_exec_fused(b, x); break;
     }
+}
+
+/* --write: replica r's data, fill_of(r) everywhere, and the list's writes made of it (gradient i of
+ * replica r at the elements where i starts). */
+static void write_setup(bench_t *b)
+{
+    const size_t m = b->nt * (size_t)b->n;
+    b->comps = malloc(sizeof *b->comps * m);
+    b->srcs = malloc(sizeof *b->srcs * m);
+    b->bytes = malloc(sizeof *b->bytes * m);
+    b->list = malloc(sizeof *b->list * m);
+    b->zeros = calloc(b->nt ? b->nt : 1, sizeof *b->zeros);
+    if (!b->comps || !b->srcs || !b->bytes || !b->list || !b->zeros) exit(1);
+    for (int r = 0; r < b->n; r++) {
+        if (!(b->src[r] = malloc(sizeof(float) * (b->total ? b->total : 1)))) exit(1);
+        for (size_t k = 0; k < b->total; k++) b->src[r][k] = fill_of(r);
+        size_t at = 0;
+        for (size_t i = 0; i < b->nt; i++) {
+            const size_t w = (size_t)r * b->nt + i;
+            b->list[w] = b->grads[i];
+            b->comps[w] = r;
+            b->srcs[w] = &b->src[r][at];
+            b->bytes[w] = sizeof(float) * b->tensors[i].count;
+            at += b->tensors[i].count;
+        }
+    }
+}
+
+static void write_teardown(bench_t *b)
+{
+    for (int r = 0; r < b->n; r++) free(b->src[r]);
+    free(b->comps);
+    free(b->srcs);
+    free(b->bytes);
+    free(b->list);
+    free(b->zeros);
 }
 
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]\n"
-                    "                 [--only MODE]   (MODE: the start of a mode's name, e.g. 'api batch'; the exec\n"
+                    "                 [--write many|each] [--only MODE]   (MODE: the start of a mode's name, e.g. 'api batch'; the exec\n"
                     "                                  fused tensor is measured too, as the ratios' reference)\n");
     exit(2);
 }
@@ -242,6 +317,7 @@ int main(int argc, char **argv)
     const char *spec = "1000x4KiB";
     int ndev = 8, iters = 30, warmup = 5, rounds = 3, emulated = 0;
     const char *only = NULL; /* --only: one mode (and the reference), e.g. to profile it */
+    int write = 0;           /* --write */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--emulated")) emulated = 1;
@@ -252,12 +328,18 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-w")) warmup = atoi(argv[++i]);
         else if (!strcmp(a, "--rounds")) rounds = atoi(argv[++i]);
         else if (!strcmp(a, "--only")) only = argv[++i];
-        else usage();
+        else if (!strcmp(a, "--write")) {
+            const char *w = argv[++i];
+            if (!strcmp(w, "many")) write = 1;
+            else if (!strcmp(w, "each")) write = 2;
+            else usage();
+        } else usage();
     }
     if (ndev < 1 || ndev > STARFOLD_MAX_DEVICES || iters < 1 || warmup < 0 || rounds < 1) usage();
 
     bench_t b = { 0 };
     b.n = ndev;
+    b.write = write;
     CHECK(starfold_tools_tensors_parse(spec, STARFOLD_FLOAT32, &b.tensors, &b.nt));
     for (size_t i = 0; i < b.nt; i++) b.total += b.tensors[i].count;
 
@@ -297,13 +379,16 @@ int main(int argc, char **argv)
         CHECK(starfold_value_write(b.fused, r, ones, sizeof *ones * b.total));
     }
     free(ones);
+    if (write) write_setup(&b);
 
     exec_side_t x;
     memset(&x, 0, sizeof x);
     exec_setup(&b, &x);
 
-    printf("# bench_api: %s, %zu tensors, %zu bytes per replica, %d replicas (%s), %d steps after %d warm-up, %d rounds\n",
-           spec, b.nt, b.total * sizeof(float), ndev, emulated ? "OpenCL" : "CPU", iters, warmup, rounds);
+    printf("# bench_api: %s, %zu tensors, %zu bytes per replica, %d replicas (%s), %d steps after %d warm-up, %d rounds%s\n",
+           spec, b.nt, b.total * sizeof(float), ndev, emulated ? "OpenCL" : "CPU", iters, warmup, rounds,
+           write == 1 ? ", gradients written every step (many at once)"
+                      : write == 2 ? ", gradients written every step (one by one)" : "");
     printf("# per-step time (ms, median of the steps); ratio = mode / exec fused tensor of the same round\n");
     printf("# %-22s", "mode");
     for (int r = 0; r < rounds; r++) printf("  round %d        ", r + 1);
@@ -338,6 +423,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < ndev; r++) starfold_value_destroy(b.mine[(size_t)r * b.nt + i]);
     }
     starfold_value_destroy(b.fused);
+    write_teardown(&b);
     free(b.grads);
     free(b.mine);
     starfold_strategy_destroy(b.strategy);
