@@ -283,7 +283,7 @@ STARFOLD_API starfold_status_t starfold_value_write(starfold_value_t value, int 
  * @p values[k] (every component for ::STARFOLD_ALL_COMPONENTS). Values made by
  * starfold_value_create() share a few StarPU vectors (see there); each of those is acquired once for
  * all the writes into it, where starfold_value_write() acquires it once per write (a StarPU acquire
- * and release cost microseconds: 8,000 writes of 4 KiB one by one took about 65 ms on a 2-core
+ * and release cost microseconds: 8,000 writes of 4 KiB one by one took 50-70 ms a step on a 2-core
  * machine, BENCHMARKS.md). Where two writes overlap, the later one wins.
  *
  * Every write is checked before anything is written: a bad one changes nothing. A failure of StarPU
