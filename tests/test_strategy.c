@@ -205,10 +205,11 @@ static void test_seed_all_reduce_list(void)
 }
 
 /*
- * A training loop's all_reduce: each replica's own three values, made once, written and all-reduced
- * every step. From the second step on the leader finds the batch plan of the step before (its values
- * over the replicas' carry the same stamps); once a replica's value moved out of the arena, it plans
- * every step (a plan is only kept over views of the arena). Every step's sums are checked.
+ * A training loop's all_reduce: each replica's own three values, made once, written (one by one, or
+ * with starfold_value_write_many() every other step) and all-reduced every step. From the second
+ * step on the leader finds the batch plan of the step before (its values over the replicas' carry
+ * the same stamps); once a replica's value moved out of the arena, it plans every step (a plan is
+ * only kept over views of the arena). Every step's sums are checked.
  */
 typedef struct loop_arg {
     starfold_value_t mine[2][3];
@@ -222,10 +223,19 @@ static starfold_status_t step_all_reduce_loop(starfold_replica_context_t rc, voi
     loop_arg_t *a = arg;
     const int r = starfold_replica_context_replica_id_in_sync_group(rc);
     starfold_status_t st = STARFOLD_OK;
-    for (int i = 0; i < 3 && st == STARFOLD_OK; i++) {
-        const float x[4] = { (float)(a->step * 10 + r * 3 + i), 1, 2, 3 };
-        st = starfold_value_write(a->mine[r][i], 0, x, sizeof x);
+    /* The replicas write at the same time: one value at a time on even steps, all three at once on odd ones. */
+    float x[3][4];
+    const void *srcs[3];
+    static const int comps[3] = { 0, 0, 0 };
+    static const size_t bytes[3] = { sizeof x[0], sizeof x[0], sizeof x[0] };
+    for (int i = 0; i < 3; i++) {
+        const float row[4] = { (float)(a->step * 10 + r * 3 + i), 1, 2, 3 };
+        memcpy(x[i], row, sizeof row);
+        srcs[i] = x[i];
     }
+    if (a->step % 2) st = starfold_value_write_many(3, a->mine[r], comps, srcs, bytes);
+    for (int i = 0; a->step % 2 == 0 && i < 3 && st == STARFOLD_OK; i++)
+        st = starfold_value_write(a->mine[r][i], 0, x[i], sizeof x[i]);
     starfold_value_t res[3] = { NULL, NULL, NULL }, pass[3] = { a->mine[r][0], a->mine[r][1], a->mine[r][2] };
     if (r == 1 && a->stray) pass[0] = a->stray;
     if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 3, pass, NULL, res);
