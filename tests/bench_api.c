@@ -123,12 +123,20 @@ static starfold_status_t write_values(const bench_t *b, size_t n, const starfold
     return st;
 }
 
+/* --write for the list modes' batch_reduce_to: every gradient of every replica. */
+static void write_list(const bench_t *b)
+{
+    if (b->write) CHECK(write_values(b, b->nt * (size_t)b->n, b->list, b->comps, b->srcs, b->bytes));
+}
+
+/* --write for the fused value: one write per replica. */
+static void write_fused(const bench_t *b)
+{
+    for (int r = 0; b->write && r < b->n; r++) CHECK(starfold_value_write(b->fused, r, b->src[r], sizeof(float) * b->total));
+}
+
 static void step_batch_reduce_to(bench_t *b, starfold_value_t *grads, size_t nt, int check)
 {
-    if (b->write && nt == b->nt) CHECK(write_values(b, nt * (size_t)b->n, b->list, b->comps, b->srcs, b->bytes));
-    if (b->write && nt == 1) { /* the fused value: one write per replica */
-        for (int r = 0; r < b->n; r++) CHECK(starfold_value_write(grads[0], r, b->src[r], sizeof(float) * b->total));
-    }
     starfold_value_destination_pair_t *pairs = calloc(nt, sizeof *pairs);
     starfold_value_t *res = malloc(sizeof *res * nt);
     if (!pairs || !res) exit(1);
@@ -149,8 +157,7 @@ static starfold_status_t replica_all_reduce(starfold_replica_context_t rc, void 
     if (!res) return STARFOLD_ERR_OUT_OF_MEMORY;
     const size_t at = (size_t)r * b->nt; /* this replica's writes: component 0 of its own values */
     starfold_status_t st = b->write ? write_values(b, b->nt, &b->mine[at], b->zeros, &b->srcs[at], &b->bytes[at]) : STARFOLD_OK;
-    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, b->nt, &b->mine[(size_t)r * b->nt],
-                                                               NULL, res);
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, b->nt, &b->mine[at], NULL, res);
     for (size_t i = 0; st == STARFOLD_OK && i < b->nt; i++) st = starfold_value_wait(res[i]);
     for (size_t i = 0; st == STARFOLD_OK && i < b->nt; i++) starfold_value_destroy(res[i]);
     free(res);
@@ -260,9 +267,15 @@ static const char *const mode_name[M_COUNT] = {
 static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
 {
     switch (mode) {
-    case M_API_BATCH: step_batch_reduce_to(b, b->grads, b->nt, check); break;
+    case M_API_BATCH:
+        write_list(b);
+        step_batch_reduce_to(b, b->grads, b->nt, check);
+        break;
     case M_API_RUN: step_run_all_reduce(b); break;
-    case M_API_FUSED: step_batch_reduce_to(b, &b->fused, 1, check); break;
+    case M_API_FUSED:
+        write_fused(b);
+        step_batch_reduce_to(b, &b->fused, 1, check);
+        break;
     case M_EXEC_PERSISTENT: step_exec_persistent(b, x); break;
     case M_EXEC_FUSED: step_exec_fused(b, x); break;
     }

@@ -451,14 +451,22 @@ STARFOLD_API starfold_status_t starfold_vector_write(starpu_data_handle_t handle
     return STARFOLD_OK;
 }
 
-/* Acquires @handle in main memory with @mode; *p = the range [offset, offset + bytes) there. */
-static starfold_status_t acquire_range(starpu_data_handle_t handle, size_t offset, size_t bytes,
-                                       enum starpu_data_access_mode mode, const char *fn, unsigned char **p)
+/* The bytes [@offset, @offset + @bytes) lie within vector @handle. */
+static starfold_status_t check_range(starpu_data_handle_t handle, size_t offset, size_t bytes, const char *fn)
 {
     const size_t size = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);
     if (offset > size || bytes > size - offset)
         return starfold__error(STARFOLD_ERR_INTERNAL, "%s: bytes [%zu, %zu) outside a vector of %zu", fn, offset,
                                offset + bytes, size);
+    return STARFOLD_OK;
+}
+
+/* Acquires @handle in main memory with @mode; *p = the range [offset, offset + bytes) there. */
+static starfold_status_t acquire_range(starpu_data_handle_t handle, size_t offset, size_t bytes,
+                                       enum starpu_data_access_mode mode, const char *fn, unsigned char **p)
+{
+    const starfold_status_t st = check_range(handle, offset, bytes, fn);
+    if (st != STARFOLD_OK) return st;
     int ret = starpu_data_acquire_on_node(handle, STARPU_MAIN_RAM, mode);
     if (ret != 0) return starfold__error(STARFOLD_ERR_RUNTIME, "%s: starpu_data_acquire_on_node failed (%d)", fn, ret);
     *p = (unsigned char *)main_ram_ptr(handle) + offset;
@@ -496,11 +504,9 @@ starfold_status_t starfold__vector_write_pieces(starpu_data_handle_t handle, siz
     const size_t size = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);
     size_t nonempty = 0;
     for (size_t k = 0; k < n; k++) {
-        const starfold__host_piece_t *w = &pieces[k];
-        if (w->offset > size || w->bytes > size - w->offset)
-            return starfold__error(STARFOLD_ERR_INTERNAL, "%s: bytes [%zu, %zu) outside a vector of %zu", fn, w->offset,
-                                   w->offset + w->bytes, size);
-        nonempty += w->bytes > 0;
+        const starfold_status_t st = check_range(handle, pieces[k].offset, pieces[k].bytes, fn);
+        if (st != STARFOLD_OK) return st;
+        nonempty += pieces[k].bytes > 0;
     }
     if (nonempty == 0) return STARFOLD_OK;
     const int whole = n == 1 && pieces[0].offset == 0 && pieces[0].bytes == size;
