@@ -28,6 +28,7 @@
 #include <starfold.h>
 
 #include "distribute/distribute.h"
+#include "exec/vectors.h"
 #include "util.h"
 
 #define NDEV 8
@@ -921,6 +922,80 @@ static void test_write_many(void)
 }
 
 /*
+ * Buckets stay partitioned between starts (exec/partitions.c): the same batch started again
+ * switches nothing, and whatever needs a bucket whole or cut otherwise switches it back first and
+ * still sees every value right - a read, a write from the host, a batch of another shape. Sums from
+ * make_f32(): element i of a four-replica SUM over base b is 4b + 60 + 4i.
+ */
+static void kept_step(starfold_cross_device_ops_t ops, size_t n, starfold_value_t *in, starfold_value_t *res)
+{
+    starfold_value_destination_pair_t pairs[3];
+    for (size_t i = 0; i < n; i++) pairs[i] = (starfold_value_destination_pair_t){ in[i], starfold_destination_value(in[i]) };
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(ops, STARFOLD_OP_SUM, n, pairs, NULL, res), STARFOLD_OK);
+}
+
+static void test_kept_partitions(void)
+{
+    starfold_value_t in[3], res[3];
+    for (int i = 0; i < 3; i++) in[i] = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 4, 100.0f * (float)i);
+    const float sum[3][4] = { { 60, 64, 68, 72 }, { 460, 464, 468, 472 }, { 860, 864, 868, 872 } };
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, host4, &ops), STARFOLD_OK);
+
+    /* Steps without a read: from the third on, the persistent submission is found again and its
+     * buckets are still cut its way. */
+    for (int k = 0; k < 4; k++) {
+        const unsigned long long before = starfold__kept_switches();
+        starfold__trace_reset();
+        kept_step(ops, 3, in, res);
+        if (k >= 2) {
+            CU_ASSERT_TRUE(last_trace().reused);
+            CU_ASSERT_EQUAL(starfold__kept_switches(), before);
+        }
+        if (k < 3)
+            for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+    }
+    /* A read makes the buckets whole first, and sees the sums. */
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < 4; c++) CU_ASSERT_TRUE(holds_f32(res[i], c, 4, sum[i]));
+    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+
+    /* The next start cuts them again; a batch of another shape (one value) cuts them its way. */
+    kept_step(ops, 3, in, res);
+    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+    unsigned long long before = starfold__kept_switches();
+    kept_step(ops, 1, &in[1], res);
+    CU_ASSERT_TRUE(starfold__kept_switches() > before);
+    for (int c = 0; c < 4; c++) CU_ASSERT_TRUE(holds_f32(res[0], c, 4, sum[1]));
+    starfold_value_destroy(res[0]);
+
+    /* Host writes between starts: the next start reduces what was written. */
+    kept_step(ops, 3, in, res);
+    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+    /* in[2]'s components 0 and 1 written; 2 and 3 keep 220 + i and 230 + i. */
+    const float w0[4] = { 1, 2, 3, 4 }, w1[4] = { 1000, 2000, 3000, 4000 }, want[4] = { 1451, 2454, 3457, 4460 };
+    const starfold_value_t wv[2] = { in[2], in[2] };
+    const int wc[2] = { 0, 1 };
+    const void *const ws[2] = { w0, w1 };
+    const size_t wb[2] = { sizeof w0, sizeof w1 };
+    before = starfold__kept_switches();
+    CU_ASSERT_EQUAL(starfold_value_write_many(2, wv, wc, ws, wb), STARFOLD_OK);
+    CU_ASSERT_TRUE(starfold__kept_switches() > before);
+    kept_step(ops, 3, in, res);
+    for (int c = 0; c < 4; c++) {
+        CU_ASSERT_TRUE(holds_f32(res[0], c, 4, sum[0]));
+        CU_ASSERT_TRUE(holds_f32(res[1], c, 4, sum[1]));
+        CU_ASSERT_TRUE(holds_f32(res[2], c, 4, want));
+    }
+    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+
+    /* The ops' persistent submissions go (their partitions with them) while the buckets live on. */
+    starfold_cross_device_ops_destroy(ops);
+    CU_ASSERT_TRUE(holds_f32(in[2], 1, 4, w1));
+    for (int i = 0; i < 3; i++) starfold_value_destroy(in[i]);
+}
+
+/*
  * A list made one after another lies as one stretch of every replica's bucket, and a batch reduces
  * each stretch (run) as one tensor, with the same results. A value made after one that is gone goes
  * by first fit, so a loop remaking its values keeps their places. The values are the first int64 ones on
@@ -1365,6 +1440,7 @@ int main(int argc, char **argv)
         { "communication options and merge", test_options },
         { "values", test_values },
         { "values written many at once", test_write_many },
+        { "buckets kept partitioned between starts", test_kept_partitions },
         { "wrapped handles", test_wrap },
         { "regroup", test_regroup },
         { "cross-device ops objects", test_ops_objects },

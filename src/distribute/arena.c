@@ -21,7 +21,9 @@
  *
  * Invariants.
  * - A bucket is registered once and unregistered only when its context is destroyed (after every
- *   persistent submission, which holds partition plans on it). Reusing its front is safe at any time
+ *   persistent submission, which holds partition plans on it). It is kept partitioned between
+ *   starts (exec/partitions.c): the next step's start finds its pieces in place, and a read or
+ *   write from the host, or another graph's shape, switches it back first. Reusing its front is safe at any time
  *   because every access to it goes through StarPU with sequential consistency: a new value's first
  *   write is ordered after the tasks still reading the range's previous owner.
  * - A range's refs count the value components in it (a group's results share one range per device);
@@ -213,8 +215,12 @@ static starfold_status_t bucket_new(arena_t *a, int device, starfold_dtype_t dty
         free(b);
         return st;
     }
-    b->arena = a;
     b->device = device;
+    if ((st = starfold__vector_keep_partitions(b->handle)) != STARFOLD_OK) {
+        bucket_destroy(a->ctx, b);
+        return st;
+    }
+    b->arena = a;
     b->dtype = dtype;
     b->lane = lane;
     b->capacity = capacity;

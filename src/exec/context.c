@@ -24,6 +24,8 @@
 
 #include "base/common.h"
 #include "exec/exec.h"
+#include "exec/partitions.h"
+#include "exec/vectors.h"
 #include "topology/topology.h"
 
 /* Host-to-host "link" of logical devices sharing one memory node: a memcpy, not a transfer. */
@@ -383,6 +385,7 @@ STARFOLD_API void starfold_vector_destroy(starfold_context_t context, starpu_dat
         const struct starpu_vector_interface *v = starpu_data_get_interface_on_node(handle, (unsigned)home);
         ptr = v->ptr;
     }
+    starfold__vector_forget_partitions(handle);
     /* Waits for the tasks using it; no write-back to a home buffer that is freed next. */
     starpu_data_unregister_no_coherency(handle);
     if (home < 0 || !ptr || !bytes) return;
@@ -413,6 +416,7 @@ starfold_status_t starfold__host_vector_register(void *mem, size_t count, size_t
 
 void starfold__vector_unregister_discard(starpu_data_handle_t handle)
 {
+    starfold__vector_forget_partitions(handle);
     starpu_data_unregister_no_coherency(handle);
 }
 
@@ -442,7 +446,7 @@ STARFOLD_API starfold_status_t starfold_vector_write(starpu_data_handle_t handle
     const size_t size = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);
     /* A partial write keeps the rest: read-write; a full one need not fetch the old value. */
     const enum starpu_data_access_mode mode = bytes == size ? STARPU_W : STARPU_RW;
-    int ret = starpu_data_acquire_on_node(handle, STARPU_MAIN_RAM, mode);
+    int ret = starfold__acquire_main(handle, mode);
     if (ret != 0) return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_vector_write: starpu_data_acquire_on_node failed (%d)", ret);
     SF_TSAN_ACQUIRE();
     memcpy(main_ram_ptr(handle), src, bytes);
@@ -467,7 +471,7 @@ static starfold_status_t acquire_range(starpu_data_handle_t handle, size_t offse
 {
     const starfold_status_t st = check_range(handle, offset, bytes, fn);
     if (st != STARFOLD_OK) return st;
-    int ret = starpu_data_acquire_on_node(handle, STARPU_MAIN_RAM, mode);
+    int ret = starfold__acquire_main(handle, mode);
     if (ret != 0) return starfold__error(STARFOLD_ERR_RUNTIME, "%s: starpu_data_acquire_on_node failed (%d)", fn, ret);
     *p = (unsigned char *)main_ram_ptr(handle) + offset;
     return STARFOLD_OK;
@@ -538,7 +542,7 @@ STARFOLD_API starfold_status_t starfold_vector_read(starpu_data_handle_t handle,
 {
     starfold_status_t st = check_vector(handle, dst, bytes, "starfold_vector_read");
     if (st != STARFOLD_OK || bytes == 0) return st;
-    int ret = starpu_data_acquire_on_node(handle, STARPU_MAIN_RAM, STARPU_R);
+    int ret = starfold__acquire_main(handle, STARPU_R);
     if (ret != 0) return starfold__error(STARFOLD_ERR_RUNTIME, "starfold_vector_read: starpu_data_acquire_on_node failed (%d)", ret);
     SF_TSAN_ACQUIRE();
     memcpy(dst, main_ram_ptr(handle), bytes);

@@ -61,6 +61,7 @@
 #include "exec/group.h"
 #include "exec/group_call.h"
 #include "exec/group_plan.h"
+#include "exec/partitions.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Steps 2 and 4: the local graphs
@@ -191,7 +192,7 @@ static starfold_status_t cross_ranks(starfold_group_t g, starfold_graph_t across
     for (int dt = 0; st == STARFOLD_OK && op == STARFOLD_OP_MEAN && g->total_devices > 1 && dt < STARFOLD_DTYPE_COUNT;
          dt++) {
         if (!out->total[dt]) continue;
-        if (starpu_data_acquire_on_node(out->vec[dt], STARPU_MAIN_RAM, STARPU_RW) != 0) {
+        if (starfold__acquire_main(out->vec[dt], STARPU_RW) != 0) {
             st = starfold__error(STARFOLD_ERR_RUNTIME, "starfold_group_all_reduce: cannot acquire the results");
             break;
         }

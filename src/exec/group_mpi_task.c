@@ -25,6 +25,7 @@
 #include "base/common.h"
 #include "exec/group.h"
 #include "exec/group_plan.h"
+#include "exec/vectors.h"
 
 static MPI_Datatype mpi_type(starfold_dtype_t t)
 {
@@ -135,6 +136,12 @@ static struct starpu_codelet mpi_allreduce_cl = {
 starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct starpu_task *task, const char *fn,
                                                   const char *which)
 {
+    /* Its vectors whole: a bucket may still be partitioned by the last graph started on it. */
+    const int nbuf = STARPU_TASK_GET_NBUFFERS(task);
+    for (int b = 0; b < nbuf; b++) {
+        starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, b);
+        if (h != g->token) starfold__vectors_whole(1, &h);
+    }
     const int err = starpu_task_submit(task);
     if (err == 0) return STARFOLD_OK;
     task->destroy = 0;

@@ -48,6 +48,7 @@
 #include "base/common.h"
 #include "exec/group.h"
 #include "exec/kernels.h"
+#include "exec/vectors.h"
 #include "graph/graph.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -234,9 +235,10 @@ static starfold_status_t make_handles(run_t *R, const starpu_data_handle_t *inpu
     for (size_t b = 0; b < G->nbufs; b++) {
         const starfold__buffer_t *B = &G->bufs[b];
         if (B->device != me || !B->count) continue;
-        if (B->kind == SF_BUF_INPUT) R->whole[b] = inputs[B->tensor];
-        else if (B->kind == SF_BUF_OUTPUT) R->whole[b] = outputs[B->tensor];
-        else {
+        if (B->kind == SF_BUF_INPUT || B->kind == SF_BUF_OUTPUT) {
+            R->whole[b] = B->kind == SF_BUF_INPUT ? inputs[B->tensor] : outputs[B->tensor];
+            starfold__vectors_whole(1, &R->whole[b]); /* a bucket left partitioned by its last graph */
+        } else {
             starpu_vector_data_register(&R->whole[b], -1, 0, (uint32_t)B->count, starfold_dtype_size(B->dtype));
             R->temporary[b] = 1;
         }

@@ -46,18 +46,17 @@
 #include <errno.h>
 
 #include "base/common.h"
+#include "exec/partitions.h"
 #include "exec/submit.h"
 
 _Static_assert(STARPU_MAIN_RAM == SF_PLAN_MAIN_NODE, "plan.h's main memory node");
-
-/* Serialises the submission windows of start() (see there). */
-static pthread_mutex_t starfold__submit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A caller's vector of several pieces, partition-planned: its children are its pieces. */
 typedef struct partition {
     size_t res;                     /* its resource (= its vector's number) */
     starpu_data_handle_t *children; /* [npieces] */
     long *lengths;                  /* [npieces] the filter's argument, kept until the plan is cleaned */
+    int kept;                       /* its vector is kept partitioned between starts (partitions.c) */
 } partition_t;
 
 /*
@@ -88,6 +87,7 @@ struct starfold_persistent {
     starpu_data_handle_t *uh;
     partition_t *parts;                 /* [nparts] partitioned by each start, in resource order */
     size_t nparts;
+    size_t nunkept;                     /* of them, those each start unpartitions again (not kept) */
     /*
      * Kept temporaries (starfold_persistent_create*() only; NULL for a submission started once, which
      * registers them per request): registered once with sequential consistency on, so StarPU orders
@@ -106,8 +106,10 @@ struct starfold_persistent {
 /*
  * Partition plans, made once per persistent submission: a caller's vector of several pieces gets a
  * partition plan (starpu_data_partition_plan()), its children being the pieces. Each start partitions
- * it and unpartitions it again around its tasks; the plan is cleaned when the persistent submission is
- * destroyed (persistent_free()). On failure what was planned stays recorded for persistent_free().
+ * it and unpartitions it again around its tasks; a kept vector (an arena's bucket, partitions.c) is
+ * partitioned by the first start and left so until something else needs it. The plan is cleaned when
+ * the persistent submission is destroyed (persistent_free()). On failure what was planned stays
+ * recorded for persistent_free().
  */
 static starfold_status_t partition_plans(struct starfold_persistent *P)
 {
@@ -134,22 +136,31 @@ static starfold_status_t partition_plans(struct starfold_persistent *P)
             .filter_arg_ptr = part->lengths,
         };
         starpu_data_partition_plan(P->vectors[r], &f, part->children);
+        pthread_mutex_lock(&starfold__submit_lock);
+        part->kept = starfold__kept_find(P->vectors[r]) != NULL;
+        pthread_mutex_unlock(&starfold__submit_lock);
+        P->nunkept += !part->kept;
         P->nparts++;
         for (size_t k = 0; k < x->npieces; k++) P->uh[x->unit0 + k] = part->children[k];
     }
     return STARFOLD_OK;
 }
 
-/* Drops the partition plans (their children are unregistered once the tasks using them are done). */
+/*
+ * Drops the partition plans (their children are unregistered once the tasks using them are done); a
+ * kept vector still partitioned by one of them is made whole first. Lock held.
+ */
 static void partition_clean(struct starfold_persistent *P)
 {
     for (size_t i = 0; i < P->nparts; i++) {
         partition_t *part = &P->parts[i];
+        if (part->kept) starfold__kept_drop(starfold__kept_find(P->vectors[part->res]), part->children);
         starpu_data_partition_clean(P->vectors[part->res], (unsigned)P->plan.res[part->res].npieces, part->children);
         free(part->children);
         free(part->lengths);
     }
     P->nparts = 0;
+    P->nunkept = 0;
 }
 
 static void persistent_free(struct starfold_persistent *P)
@@ -494,7 +505,7 @@ static void launch_discard(launch_t *L)
  */
 static void declare_deps(const struct starfold_persistent *P, launch_t *L)
 {
-    L->req->pending = P->ntasks + 1 + P->nparts;
+    L->req->pending = P->ntasks + 1 + P->nunkept;
     for (size_t k = 0; k < P->ntasks; k++) {
         const starfold__task_tmpl_t *tt = &P->tasks[k];
         size_t nd = 0;
@@ -534,12 +545,49 @@ typedef struct refusal {
 } refusal_t;
 
 /*
+ * The vectors in the shape the tasks use (lock held): each vector of several pieces partitioned, a
+ * kept one only when another shape is active; a kept vector used whole made whole.
+ */
+static void shape_vectors(const struct starfold_persistent *P)
+{
+    for (size_t i = 0; i < P->nparts; i++) {
+        const partition_t *part = &P->parts[i];
+        const unsigned n = (unsigned)P->plan.res[part->res].npieces;
+        starfold__kept_t *k = part->kept ? starfold__kept_find(P->vectors[part->res]) : NULL;
+        if (k) starfold__kept_partition(k, n, part->children);
+        else starpu_data_partition_submit(P->vectors[part->res], n, part->children);
+    }
+    for (size_t r = 0; r < P->plan.nvectors; r++)
+        if (P->plan.res[r].npieces < 2) starfold__kept_settle(starfold__kept_find(P->vectors[r]));
+}
+
+/*
+ * The vectors that are not kept, unpartitioned on their home nodes after the graph's last task on
+ * them, each counted in @req (lock held). A kept vector whose record is gone (unregistered while this
+ * submission lived: the caller's error) is unpartitioned uncounted rather than left partitioned.
+ */
+static void unshape_vectors(const struct starfold_persistent *P, starfold_request_t req)
+{
+    for (size_t i = 0; i < P->nparts; i++) {
+        const partition_t *part = &P->parts[i];
+        const unsigned n = (unsigned)P->plan.res[part->res].npieces;
+        if (!part->kept)
+            starpu_data_unpartition_submit_sequential_consistency_cb(P->vectors[part->res], n, part->children, -1, 1,
+                                                                     starfold__request_task_done, req);
+        else if (!starfold__kept_find(P->vectors[part->res]))
+            starpu_data_unpartition_submit(P->vectors[part->res], n, part->children, -1);
+    }
+}
+
+/*
  * The submission window. The caller's partitioned vectors are partitioned first (after the caller's
  * earlier tasks on them, through sequential consistency), then the tasks go in, then the vectors are
  * unpartitioned on their home nodes (after the graph's last task on them); the unpartitions count in
- * the request. One window at a time in the process: StarPU allows one active partition per vector,
- * and another graph touching the same vector whole in the middle of this window would unpartition it
- * under our tasks. A refused task cancels the request: it and the rest go in as empty tasks.
+ * the request. A kept vector (an arena's bucket) stays partitioned after the window, for the next
+ * start (partitions.c). One window at a time in the process: StarPU allows one active partition per
+ * vector, and another graph touching the same vector whole in the middle of this window would
+ * unpartition it under our tasks. A refused task cancels the request: it and the rest go in as empty
+ * tasks.
  */
 static refusal_t submit_window(const struct starfold_persistent *P, launch_t *L)
 {
@@ -549,11 +597,7 @@ static refusal_t submit_window(const struct starfold_persistent *P, launch_t *L)
     refusal_t rf = { SF_NONE, 0, 0 };
     pthread_mutex_lock(&starfold__submit_lock);
     SF_TSAN_RELEASE(); /* the tasks' arguments, written above, go to StarPU's workers */
-    for (size_t i = 0; i < P->nparts; i++) {
-        const partition_t *part = &P->parts[i];
-        starpu_data_partition_submit(P->vectors[part->res], (unsigned)P->plan.res[part->res].npieces,
-                                     part->children);
-    }
+    shape_vectors(P);
     for (size_t k = 0; k < ntasks; k++) {
         int ret;
         if (rf.at == SF_NONE) {
@@ -574,13 +618,7 @@ static refusal_t submit_window(const struct starfold_persistent *P, launch_t *L)
     }
     L->gate->destroy = 1;
     if (starpu_task_submit(L->gate) != 0) rf.lost++;
-    for (size_t i = 0; i < P->nparts; i++) {
-        const partition_t *part = &P->parts[i];
-        starpu_data_unpartition_submit_sequential_consistency_cb(P->vectors[part->res],
-                                                                 (unsigned)P->plan.res[part->res].npieces,
-                                                                 part->children, -1, 1, starfold__request_task_done,
-                                                                 L->req);
-    }
+    unshape_vectors(P, L->req);
     pthread_mutex_unlock(&starfold__submit_lock);
     return rf;
 }

@@ -52,6 +52,22 @@ typedef struct starfold__host_piece {
 starfold_status_t starfold__vector_write_pieces(starpu_data_handle_t handle, size_t n, const starfold__host_piece_t *pieces);
 
 /*
+ * Marks @vector (a bucket the caller owns and nobody else touches) as kept partitioned: a persistent
+ * submission cutting it into pieces leaves it partitioned after its start, and the next start of the
+ * same submission finds it so. Every other use switches it back first (partitions.c). Must be
+ * called before any graph uses it; starfold__vector_forget_partitions() before it is unregistered
+ * (starfold_vector_destroy() and starfold__vector_unregister_discard() do).
+ */
+starfold_status_t starfold__vector_keep_partitions(starpu_data_handle_t vector);
+void starfold__vector_forget_partitions(starpu_data_handle_t vector);
+
+/* The @n vectors (NULL ones skipped) whole again, for a use outside the submission windows. */
+void starfold__vectors_whole(size_t n, const starpu_data_handle_t *vectors);
+
+/* Partitions and unpartitions submitted so far on kept vectors, in the process (for the tests). */
+unsigned long long starfold__kept_switches(void);
+
+/*
  * The upper layer's slot in a context (struct starfold_context's ext): starfold__context_ext() reads
  * it; starfold__context_ext_set() stores @ext with @fini when the slot is still empty and returns 1,
  * else leaves it and returns 0 (another thread was first). @fini runs at the start of

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * The submission windows' lock, and vectors kept partitioned between starts.
+ *
+ * A caller's vector of several pieces is partitioned around each start (submit.c): a partition, the
+ * tasks on its children, an unpartition. For the caller's own vectors that is the contract: their
+ * tasks before and after a graph see the whole vector. For the arena's buckets (distribute/arena.c)
+ * it is pure cost: nobody but starfold ever touches a bucket, and a training loop starts the same
+ * persistent submission on the same buckets every step. One 4 KiB tensor through batch_reduce_to
+ * spent most of its 0.2 ms partitioning and unpartitioning. So a bucket is registered here as kept:
+ *
+ *     start k       [partition P] tasks of P ...                    (P stays active)
+ *     start k + 1                  tasks of P ...                   (nothing to switch)
+ *     a host read   [unpartition P] acquire whole ... release       (whole again)
+ *     start of Q    [unpartition P] [partition Q] tasks of Q ...    (Q stays active)
+ *
+ * The partition stays until something needs the vector whole or in another shape: a read or write
+ * from the host, a graph using it whole or cut otherwise, a collective across processes, the
+ * persistent submission's end, the vector's unregistration. Each of those switches it back here
+ * first, explicitly: StarPU 1.3 would switch on its own, but gathers the vector in main memory to do
+ * it, which is wrong for a bucket living on an OpenCL device.
+ *
+ * Invariants. Every switch of a kept vector (partition, unpartition, and the acquires that need it
+ * whole) is submitted under starfold__submit_lock, the lock of the submission windows, so no window
+ * sees a kept vector change shape under its tasks. StarPU's sequential consistency orders each
+ * switch after the tasks submitted before it on the vector or its children, so a switch never waits
+ * here. A kept vector's record names its active partition by its children array (owned by the
+ * persistent submission whose plan it is, which switches it back before cleaning the plan).
+ *
+ * The acquires that need the whole vector are submitted with the lock held and waited for outside
+ * it (starpu_data_acquire_on_node_cb), so a thread waiting for its data never holds the windows.
+ * The collectives across processes (rank_graph.c, group_*.c) only switch the vectors they get back
+ * to whole before using them; a bucket must not be given to one of them while another thread starts
+ * a graph on it (as for any caller's vector they partition).
+ */
+#include "config.h"
+
+#include "base/common.h"
+#include "exec/partitions.h"
+#include "exec/vectors.h"
+
+pthread_mutex_t starfold__submit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A kept vector: its active partition, if any. */
+struct starfold__kept {
+    starpu_data_handle_t vector;
+    starpu_data_handle_t *children; /* the active partition's children, NULL when whole */
+    unsigned n;                     /* their number */
+};
+
+/* The kept vectors, under starfold__submit_lock; a handful per device. */
+static starfold__kept_t **starfold__kept_list;
+static size_t starfold__kept_count, starfold__kept_cap;
+/* How many there are, read without the lock: 0 spares the lock to a process without an arena. */
+static size_t starfold__kept_any;
+/* Partitions and unpartitions submitted on kept vectors, for the tests. */
+static unsigned long long starfold__kept_nswitches;
+
+unsigned long long starfold__kept_switches(void)
+{
+    return __atomic_load_n(&starfold__kept_nswitches, __ATOMIC_RELAXED);
+}
+
+starfold__kept_t *starfold__kept_find(starpu_data_handle_t vector)
+{
+    for (size_t i = 0; i < starfold__kept_count; i++)
+        if (starfold__kept_list[i]->vector == vector) return starfold__kept_list[i];
+    return NULL;
+}
+
+void starfold__kept_settle(starfold__kept_t *k)
+{
+    if (!k || !k->children) return;
+    starpu_data_unpartition_submit(k->vector, k->n, k->children, -1); /* gathered where it is valid */
+    __atomic_add_fetch(&starfold__kept_nswitches, 1, __ATOMIC_RELAXED);
+    k->children = NULL;
+    k->n = 0;
+}
+
+void starfold__kept_partition(starfold__kept_t *k, unsigned n, starpu_data_handle_t *children)
+{
+    if (k->children == children) return;
+    starfold__kept_settle(k);
+    starpu_data_partition_submit(k->vector, n, children);
+    __atomic_add_fetch(&starfold__kept_nswitches, 1, __ATOMIC_RELAXED);
+    k->children = children;
+    k->n = n;
+}
+
+void starfold__kept_drop(starfold__kept_t *k, starpu_data_handle_t *children)
+{
+    if (k && k->children == children) starfold__kept_settle(k);
+}
+
+starfold_status_t starfold__vector_keep_partitions(starpu_data_handle_t vector)
+{
+    starfold__kept_t *k = calloc(1, sizeof *k);
+    if (!k) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory for a bucket's record");
+    k->vector = vector;
+    pthread_mutex_lock(&starfold__submit_lock);
+    if (starfold__kept_count == starfold__kept_cap) {
+        const size_t cap = starfold__kept_cap ? 2 * starfold__kept_cap : 16;
+        starfold__kept_t **list = realloc(starfold__kept_list, sizeof *list * cap);
+        if (!list) {
+            pthread_mutex_unlock(&starfold__submit_lock);
+            free(k);
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory for a bucket's record");
+        }
+        starfold__kept_list = list;
+        starfold__kept_cap = cap;
+    }
+    starfold__kept_list[starfold__kept_count++] = k;
+    __atomic_store_n(&starfold__kept_any, starfold__kept_count, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&starfold__submit_lock);
+    return STARFOLD_OK;
+}
+
+/* Whether a kept vector may exist: when not, no handle needs the lock to be looked up. */
+static int any_kept(void)
+{
+    return __atomic_load_n(&starfold__kept_any, __ATOMIC_ACQUIRE) != 0;
+}
+
+void starfold__vector_forget_partitions(starpu_data_handle_t vector)
+{
+    if (!any_kept()) return;
+    pthread_mutex_lock(&starfold__submit_lock);
+    for (size_t i = 0; i < starfold__kept_count; i++) {
+        starfold__kept_t *k = starfold__kept_list[i];
+        if (k->vector != vector) continue;
+        starfold__kept_settle(k); /* persistent submissions settle theirs first; this is the backstop */
+        starfold__kept_list[i] = starfold__kept_list[--starfold__kept_count];
+        free(k);
+        break;
+    }
+    if (starfold__kept_count == 0) {
+        free(starfold__kept_list);
+        starfold__kept_list = NULL;
+        starfold__kept_cap = 0;
+    }
+    __atomic_store_n(&starfold__kept_any, starfold__kept_count, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&starfold__submit_lock);
+}
+
+void starfold__vectors_whole(size_t n, const starpu_data_handle_t *vectors)
+{
+    if (!any_kept()) return;
+    pthread_mutex_lock(&starfold__submit_lock);
+    for (size_t i = 0; i < n; i++)
+        if (vectors[i]) starfold__kept_settle(starfold__kept_find(vectors[i]));
+    pthread_mutex_unlock(&starfold__submit_lock);
+}
+
+/* An acquire submitted under the lock, granted on a StarPU thread, waited for by its caller. */
+typedef struct acquired {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int done;
+} acquired_t;
+
+static void acquired_cb(void *arg)
+{
+    acquired_t *a = arg;
+    pthread_mutex_lock(&a->mutex);
+    a->done = 1;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->mutex);
+}
+
+int starfold__acquire_main(starpu_data_handle_t vector, enum starpu_data_access_mode mode)
+{
+    if (!any_kept()) return starpu_data_acquire_on_node(vector, STARPU_MAIN_RAM, mode);
+    pthread_mutex_lock(&starfold__submit_lock);
+    starfold__kept_t *k = starfold__kept_find(vector);
+    if (!k) {
+        pthread_mutex_unlock(&starfold__submit_lock);
+        return starpu_data_acquire_on_node(vector, STARPU_MAIN_RAM, mode);
+    }
+    starfold__kept_settle(k);
+    acquired_t a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+    const int ret = starpu_data_acquire_on_node_cb(vector, STARPU_MAIN_RAM, mode, acquired_cb, &a);
+    pthread_mutex_unlock(&starfold__submit_lock);
+    if (ret == 0) {
+        pthread_mutex_lock(&a.mutex);
+        while (!a.done) pthread_cond_wait(&a.cond, &a.mutex);
+        pthread_mutex_unlock(&a.mutex);
+    }
+    pthread_cond_destroy(&a.cond);
+    pthread_mutex_destroy(&a.mutex);
+    return ret;
+}
