@@ -956,24 +956,30 @@ static void test_kept_partitions(void)
         if (k < 3)
             for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
     }
-    /* A read makes the buckets whole first, and sees the sums. */
+    /* Reads between starts go through the pieces in place: nothing switches, the sums are right. */
+    unsigned long long before = starfold__kept_switches();
     for (int i = 0; i < 3; i++)
         for (int c = 0; c < 4; c++) CU_ASSERT_TRUE(holds_f32(res[i], c, 4, sum[i]));
+    CU_ASSERT_EQUAL(starfold__kept_switches(), before);
+    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+    starfold__trace_reset();
+    kept_step(ops, 3, in, res);
+    CU_ASSERT_TRUE(last_trace().reused);
+    CU_ASSERT_EQUAL(starfold__kept_switches(), before);
     for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
 
-    /* The next start cuts them again; a batch of another shape (one value) cuts them its way. */
-    kept_step(ops, 3, in, res);
-    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
-    unsigned long long before = starfold__kept_switches();
+    /* A batch of another shape (one value) cuts the buckets its way, and the list's next start back. */
     kept_step(ops, 1, &in[1], res);
     CU_ASSERT_TRUE(starfold__kept_switches() > before);
     for (int c = 0; c < 4; c++) CU_ASSERT_TRUE(holds_f32(res[0], c, 4, sum[1]));
     starfold_value_destroy(res[0]);
-
-    /* Host writes between starts: the next start reduces what was written. */
+    before = starfold__kept_switches();
     kept_step(ops, 3, in, res);
+    CU_ASSERT_TRUE(starfold__kept_switches() > before);
     for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
-    /* in[2]'s components 0 and 1 written; 2 and 3 keep 220 + i and 230 + i. */
+
+    /* Host writes between starts go through the pieces too: the next start, switching nothing,
+     * reduces what was written. in[2]'s components 0 and 1 written; 2 and 3 keep 220 + i, 230 + i. */
     const float w0[4] = { 1, 2, 3, 4 }, w1[4] = { 1000, 2000, 3000, 4000 }, want[4] = { 1451, 2454, 3457, 4460 };
     const starfold_value_t wv[2] = { in[2], in[2] };
     const int wc[2] = { 0, 1 };
@@ -981,13 +987,16 @@ static void test_kept_partitions(void)
     const size_t wb[2] = { sizeof w0, sizeof w1 };
     before = starfold__kept_switches();
     CU_ASSERT_EQUAL(starfold_value_write_many(2, wv, wc, ws, wb), STARFOLD_OK);
-    CU_ASSERT_TRUE(starfold__kept_switches() > before);
     kept_step(ops, 3, in, res);
+    CU_ASSERT_EQUAL(starfold__kept_switches(), before);
     for (int c = 0; c < 4; c++) {
         CU_ASSERT_TRUE(holds_f32(res[0], c, 4, sum[0]));
         CU_ASSERT_TRUE(holds_f32(res[1], c, 4, sum[1]));
         CU_ASSERT_TRUE(holds_f32(res[2], c, 4, want));
     }
+    CU_ASSERT_TRUE(holds_f32(in[2], 0, 4, w0));
+    CU_ASSERT_TRUE(holds_f32(in[2], 2, 4, (const float[4]){ 220, 221, 222, 223 }));
+    CU_ASSERT_EQUAL(starfold__kept_switches(), before);
     for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
 
     /* The ops' persistent submissions go (their partitions with them) while the buckets live on. */
@@ -997,9 +1006,11 @@ static void test_kept_partitions(void)
 }
 
 /*
- * One thread reduces two values again and again while another writes and reads a third lying in the
- * same buckets: the writer's acquires make the buckets whole under the windows' lock, the reducer's
- * starts cut them again, and neither ever sees the other's bytes (TSan runs this in check-tsan).
+ * One thread reduces again and again, two values and one of them in turn, while another writes and
+ * reads a third lying in the same buckets: the writer acquires the pieces of whichever partition is
+ * active (under the windows' lock, so none switches under it), the reducer's starts switch the
+ * buckets between its two shapes, and neither ever sees the other's bytes (TSan runs this in
+ * check-tsan).
  */
 typedef struct kept_writer {
     starfold_value_t v;
@@ -1038,11 +1049,12 @@ static void test_kept_concurrent(void)
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, kept_writer_main, &w), 0);
     int bad = 0;
     for (int k = 0; k < 40; k++) {
-        kept_step(ops, 2, in, res);
-        if (k % 2 == 0) /* every other step read: the buckets stay cut over the odd ones */
-            for (int i = 0; i < 2; i++)
-                for (int c = 0; c < 4; c++) bad += !holds_f32(res[i], c, 4, sum[i]);
-        for (int i = 0; i < 2; i++) starfold_value_destroy(res[i]);
+        const size_t n = k % 3 == 2 ? 1 : 2; /* [in0, in1], [in0, in1], [in1], ... */
+        kept_step(ops, n, n == 2 ? in : &in[1], res);
+        if (k % 2 == 0)
+            for (size_t i = 0; i < n; i++)
+                for (int c = 0; c < 4; c++) bad += !holds_f32(res[i], c, 4, sum[n == 2 ? i : 1]);
+        for (size_t i = 0; i < n; i++) starfold_value_destroy(res[i]);
     }
     pthread_join(t, NULL);
     CU_ASSERT_EQUAL(bad, 0);

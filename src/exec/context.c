@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "base/common.h"
 #include "exec/exec.h"
@@ -465,28 +466,65 @@ static starfold_status_t check_range(starpu_data_handle_t handle, size_t offset,
     return STARFOLD_OK;
 }
 
-/* Acquires @handle in main memory with @mode; *p = the range [offset, offset + bytes) there. */
-static starfold_status_t acquire_range(starpu_data_handle_t handle, size_t offset, size_t bytes,
-                                       enum starpu_data_access_mode mode, const char *fn, unsigned char **p)
+/*
+ * Acquires in main memory, with @mode, what holds the bytes [@lo, @hi) of @handle: the vector, or
+ * the pieces of a kept vector's active partition (partitions.c), so reading or writing a value between
+ * two starts leaves its bucket cut. *@spans is the caller's to release and free.
+ */
+static starfold_status_t acquire_spans(starpu_data_handle_t handle, size_t lo, size_t hi,
+                                       enum starpu_data_access_mode mode, const char *fn, starfold__held_t **spans,
+                                       size_t *nspans)
 {
-    const starfold_status_t st = check_range(handle, offset, bytes, fn);
+    const starfold_status_t st = check_range(handle, lo, hi - lo, fn);
     if (st != STARFOLD_OK) return st;
-    int ret = starfold__acquire_main(handle, mode);
+    const int ret = starfold__acquire_main_range(handle, lo, hi, mode, spans, nspans);
+    if (ret == -ENOMEM) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     if (ret != 0) return starfold__error(STARFOLD_ERR_RUNTIME, "%s: starpu_data_acquire_on_node failed (%d)", fn, ret);
-    *p = (unsigned char *)main_ram_ptr(handle) + offset;
     return STARFOLD_OK;
+}
+
+static void release_spans(starfold__held_t *spans, size_t nspans)
+{
+    starfold__release_main_range(spans, nspans);
+    free(spans);
+}
+
+/*
+ * Copies between @host and the bytes [@offset, @offset + @bytes) of a vector, through its acquired
+ * @spans (by offset; together they hold the range): into @host when @to_host.
+ */
+static void copy_spans(const starfold__held_t *spans, size_t nspans, size_t offset, void *host, size_t bytes,
+                       int to_host)
+{
+    size_t i = 0, hi = nspans; /* the first span ending after @offset */
+    while (i < hi) {
+        const size_t mid = i + (hi - i) / 2;
+        if (spans[mid].offset + spans[mid].bytes <= offset) i = mid + 1;
+        else hi = mid;
+    }
+    for (; i < nspans && spans[i].offset < offset + bytes; i++) {
+        const size_t a = spans[i].offset > offset ? spans[i].offset : offset;
+        const size_t b = spans[i].offset + spans[i].bytes < offset + bytes ? spans[i].offset + spans[i].bytes
+                                                                            : offset + bytes;
+        unsigned char *mem = (unsigned char *)main_ram_ptr(spans[i].child) + (a - spans[i].offset);
+        unsigned char *h = (unsigned char *)host + (a - offset);
+        if (to_host) memcpy(h, mem, b - a);
+        else memcpy(mem, h, b - a);
+    }
 }
 
 starfold_status_t starfold__vector_read_range(starpu_data_handle_t handle, size_t offset, void *host, size_t bytes)
 {
     if (bytes == 0) return STARFOLD_OK;
-    unsigned char *p = NULL;
-    const starfold_status_t st = acquire_range(handle, offset, bytes, STARPU_R, "reading a value", &p);
+    starfold__held_t *spans = NULL;
+    size_t nspans = 0;
+    const starfold_status_t st = acquire_spans(handle, offset, offset + bytes, STARPU_R, "reading a value", &spans,
+                                               &nspans);
     if (st != STARFOLD_OK) return st;
     SF_TSAN_ACQUIRE();
-    memcpy(host, p, bytes);
+    copy_spans(spans, nspans, offset, host, bytes, 1);
     SF_TSAN_RELEASE();
-    starpu_data_release_on_node(handle, STARPU_MAIN_RAM);
+    release_spans(spans, nspans);
     return STARFOLD_OK;
 }
 
@@ -499,29 +537,31 @@ starfold_status_t starfold__vector_write_range(starpu_data_handle_t handle, size
 
 /*
  * One acquire for every piece: a StarPU acquire and release cost microseconds, and 1,000 values of
- * a bucket written one by one paid them 1,000 times. Read-write unless one piece is the whole vector
- * (then its old content need not be fetched).
+ * a bucket written one by one paid them 1,000 times. What is acquired spans the pieces' bytes: the
+ * vector, or the pieces of a kept vector's partition they touch. Read-write, but where one piece is
+ * all that is written (then what lies wholly inside it need not be fetched).
  */
 starfold_status_t starfold__vector_write_pieces(starpu_data_handle_t handle, size_t n, const starfold__host_piece_t *pieces)
 {
     static const char fn[] = "writing a value";
-    const size_t size = (size_t)starpu_vector_get_nx(handle) * starpu_vector_get_elemsize(handle);
-    size_t nonempty = 0;
+    size_t lo = SIZE_MAX, hi = 0;
     for (size_t k = 0; k < n; k++) {
         const starfold_status_t st = check_range(handle, pieces[k].offset, pieces[k].bytes, fn);
         if (st != STARFOLD_OK) return st;
-        nonempty += pieces[k].bytes > 0;
+        if (!pieces[k].bytes) continue;
+        if (pieces[k].offset < lo) lo = pieces[k].offset;
+        if (pieces[k].offset + pieces[k].bytes > hi) hi = pieces[k].offset + pieces[k].bytes;
     }
-    if (nonempty == 0) return STARFOLD_OK;
-    const int whole = n == 1 && pieces[0].offset == 0 && pieces[0].bytes == size;
-    unsigned char *p = NULL;
-    const starfold_status_t st = acquire_range(handle, 0, size, whole ? STARPU_W : STARPU_RW, fn, &p);
+    if (hi == 0) return STARFOLD_OK;
+    starfold__held_t *spans = NULL;
+    size_t nspans = 0;
+    const starfold_status_t st = acquire_spans(handle, lo, hi, n == 1 ? STARPU_W : STARPU_RW, fn, &spans, &nspans);
     if (st != STARFOLD_OK) return st;
     SF_TSAN_ACQUIRE();
     for (size_t k = 0; k < n; k++)
-        if (pieces[k].bytes) memcpy(p + pieces[k].offset, pieces[k].host, pieces[k].bytes);
+        if (pieces[k].bytes) copy_spans(spans, nspans, pieces[k].offset, (void *)pieces[k].host, pieces[k].bytes, 0);
     SF_TSAN_RELEASE();
-    starpu_data_release_on_node(handle, STARPU_MAIN_RAM);
+    release_spans(spans, nspans);
     return STARFOLD_OK;
 }
 

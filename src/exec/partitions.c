@@ -36,6 +36,8 @@
  */
 #include "config.h"
 
+#include <errno.h>
+
 #include "base/common.h"
 #include "exec/partitions.h"
 #include "exec/vectors.h"
@@ -152,20 +154,30 @@ void starfold__vectors_whole(size_t n, const starpu_data_handle_t *vectors)
     pthread_mutex_unlock(&starfold__submit_lock);
 }
 
-/* An acquire submitted under the lock, granted on a StarPU thread, waited for by its caller. */
+/* Acquires submitted under the lock, granted on StarPU threads, waited for by their caller. */
 typedef struct acquired {
     pthread_mutex_t mutex;
     pthread_cond_t cond;
-    int done;
+    size_t pending;
 } acquired_t;
 
 static void acquired_cb(void *arg)
 {
     acquired_t *a = arg;
     pthread_mutex_lock(&a->mutex);
-    a->done = 1;
-    pthread_cond_signal(&a->cond);
+    if (--a->pending == 0) pthread_cond_signal(&a->cond);
     pthread_mutex_unlock(&a->mutex);
+}
+
+/* Waits for the @a->pending acquires that were submitted, of @nsubmitted; then frees @a's sync. */
+static void acquired_wait(acquired_t *a, size_t nsubmitted, size_t ntried)
+{
+    pthread_mutex_lock(&a->mutex);
+    a->pending -= ntried - nsubmitted; /* the ones StarPU refused will never call back */
+    while (a->pending) pthread_cond_wait(&a->cond, &a->mutex);
+    pthread_mutex_unlock(&a->mutex);
+    pthread_cond_destroy(&a->cond);
+    pthread_mutex_destroy(&a->mutex);
 }
 
 int starfold__acquire_main(starpu_data_handle_t vector, enum starpu_data_access_mode mode)
@@ -178,15 +190,98 @@ int starfold__acquire_main(starpu_data_handle_t vector, enum starpu_data_access_
         return starpu_data_acquire_on_node(vector, STARPU_MAIN_RAM, mode);
     }
     starfold__kept_settle(k);
-    acquired_t a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+    acquired_t a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1 };
     const int ret = starpu_data_acquire_on_node_cb(vector, STARPU_MAIN_RAM, mode, acquired_cb, &a);
     pthread_mutex_unlock(&starfold__submit_lock);
-    if (ret == 0) {
-        pthread_mutex_lock(&a.mutex);
-        while (!a.done) pthread_cond_wait(&a.cond, &a.mutex);
-        pthread_mutex_unlock(&a.mutex);
-    }
-    pthread_cond_destroy(&a.cond);
-    pthread_mutex_destroy(&a.mutex);
+    acquired_wait(&a, ret == 0, 1);
     return ret;
+}
+
+/*
+ * The children of @k's active partition that bytes [@lo, @hi) overlap, into @spans (malloc'ed), in
+ * order; each child's bytes from the vector's start. Lock held, a partition active.
+ */
+static size_t overlapping_children(const starfold__kept_t *k, size_t lo, size_t hi, starfold__held_t **spans)
+{
+    const size_t elem = starpu_vector_get_elemsize(k->vector);
+    size_t first = k->n, last = 0, at = 0;
+    for (unsigned c = 0; c < k->n; c++) {
+        const size_t bytes = (size_t)starpu_vector_get_nx(k->children[c]) * elem;
+        if (at < hi && at + bytes > lo) {
+            if (first == k->n) first = c;
+            last = c;
+        }
+        at += bytes;
+    }
+    if (first == k->n) return 0;
+    *spans = malloc(sizeof **spans * (last - first + 1));
+    if (!*spans) return (size_t)-1;
+    at = 0;
+    size_t n = 0;
+    for (unsigned c = 0; c <= last; c++) {
+        const size_t bytes = (size_t)starpu_vector_get_nx(k->children[c]) * elem;
+        if (c >= first) (*spans)[n++] = (starfold__held_t){ k->children[c], at, bytes };
+        at += bytes;
+    }
+    return n;
+}
+
+/* A child written whole by the caller (@mode W for all of [@lo, @hi)) may skip fetching; else RW. */
+static enum starpu_data_access_mode child_mode(enum starpu_data_access_mode mode, const starfold__held_t *s, size_t lo,
+                                               size_t hi)
+{
+    if (mode != STARPU_W) return mode;
+    return s->offset >= lo && s->offset + s->bytes <= hi ? STARPU_W : STARPU_RW;
+}
+
+int starfold__acquire_main_range(starpu_data_handle_t vector, size_t lo, size_t hi, enum starpu_data_access_mode mode,
+                                 starfold__held_t **spans, size_t *nspans)
+{
+    *spans = NULL;
+    *nspans = 0;
+    if (any_kept()) {
+        pthread_mutex_lock(&starfold__submit_lock);
+        const starfold__kept_t *k = starfold__kept_find(vector);
+        const size_t n = k && k->children && hi > lo ? overlapping_children(k, lo, hi, spans) : 0;
+        if (n == (size_t)-1) {
+            pthread_mutex_unlock(&starfold__submit_lock);
+            return -ENOMEM;
+        }
+        if (n > 0) {
+            /* The active partition's children, acquired before any switch can be submitted. */
+            acquired_t a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, n };
+            size_t ok = 0;
+            int ret = 0;
+            for (; ok < n && ret == 0; ok += ret == 0)
+                ret = starpu_data_acquire_on_node_cb((*spans)[ok].child, STARPU_MAIN_RAM,
+                                                     child_mode(mode, &(*spans)[ok], lo, hi), acquired_cb, &a);
+            pthread_mutex_unlock(&starfold__submit_lock);
+            acquired_wait(&a, ok, n);
+            if (ret != 0) {
+                starfold__release_main_range(*spans, ok);
+                free(*spans);
+                *spans = NULL;
+                return ret;
+            }
+            *nspans = n;
+            return 0;
+        }
+        pthread_mutex_unlock(&starfold__submit_lock);
+    }
+    /* Not kept partitioned: the vector whole (made whole first if kept). */
+    if (!(*spans = malloc(sizeof **spans))) return -ENOMEM;
+    **spans = (starfold__held_t){ vector, 0, (size_t)starpu_vector_get_nx(vector) * starpu_vector_get_elemsize(vector) };
+    const int ret = starfold__acquire_main(vector, child_mode(mode, *spans, lo, hi));
+    if (ret != 0) {
+        free(*spans);
+        *spans = NULL;
+        return ret;
+    }
+    *nspans = 1;
+    return 0;
+}
+
+void starfold__release_main_range(const starfold__held_t *spans, size_t nspans)
+{
+    for (size_t i = 0; i < nspans; i++) starpu_data_release_on_node(spans[i].child, STARPU_MAIN_RAM);
 }

@@ -35,4 +35,23 @@ void starfold__kept_drop(starfold__kept_t *k, starpu_data_handle_t *children);
  */
 int starfold__acquire_main(starpu_data_handle_t vector, enum starpu_data_access_mode mode);
 
+/* Bytes [offset, offset + bytes) of a vector, held by @child (the vector itself, or a piece). */
+typedef struct starfold__held {
+    starpu_data_handle_t child;
+    size_t offset;
+    size_t bytes;
+} starfold__held_t;
+
+/*
+ * Acquires on main memory what holds bytes [@lo, @hi) of @vector: when it is kept partitioned, the
+ * children of the active partition that the range overlaps, so a host read or write between two
+ * starts switches nothing; otherwise the vector whole (a kept one made whole first). @mode STARPU_W
+ * promises that all of [@lo, @hi) is written (a child only partly inside it is acquired RW). *@spans
+ * (malloc'ed, the caller's to free after starfold__release_main_range()) lists them by offset.
+ * Returns 0, or StarPU's error (nothing left acquired).
+ */
+int starfold__acquire_main_range(starpu_data_handle_t vector, size_t lo, size_t hi, enum starpu_data_access_mode mode,
+                                 starfold__held_t **spans, size_t *nspans);
+void starfold__release_main_range(const starfold__held_t *spans, size_t nspans);
+
 #endif /* STARFOLD_SRC_EXEC_PARTITIONS_H */
