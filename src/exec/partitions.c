@@ -12,14 +12,16 @@
  *
  *     start k       [partition P] tasks of P ...                    (P stays active)
  *     start k + 1                  tasks of P ...                   (nothing to switch)
- *     a host read   [unpartition P] acquire whole ... release       (whole again)
+ *     a host read                  acquire the pieces it touches    (P still active)
  *     start of Q    [unpartition P] [partition Q] tasks of Q ...    (Q stays active)
+ *     an MPI task   [unpartition Q] the task on the whole vector    (whole again)
  *
- * The partition stays until something needs the vector whole or in another shape: a read or write
- * from the host, a graph using it whole or cut otherwise, a collective across processes, the
- * persistent submission's end, the vector's unregistration. Each of those switches it back here
- * first, explicitly: StarPU 1.3 would switch on its own, but gathers the vector in main memory to do
- * it, which is wrong for a bucket living on an OpenCL device.
+ * The partition stays until something needs the vector whole or in another shape: a graph using it
+ * whole or cut otherwise, a collective across processes, the persistent submission's end, the
+ * vector's unregistration. Each of those switches it back here first, explicitly: StarPU 1.3 would
+ * switch on its own, but gathers the vector in main memory to do it, which is wrong for a bucket
+ * living on an OpenCL device. Reads and writes from the host go through the pieces of the active
+ * partition that their bytes touch (starfold__acquire_main_range()).
  *
  * Invariants. Every switch of a kept vector (partition, unpartition, and the acquires that need it
  * whole) is submitted under starfold__submit_lock, the lock of the submission windows, so no window
@@ -28,8 +30,9 @@
  * here. A kept vector's record names its active partition by its children array (owned by the
  * persistent submission whose plan it is, which switches it back before cleaning the plan).
  *
- * The acquires that need the whole vector are submitted with the lock held and waited for outside
- * it (starpu_data_acquire_on_node_cb), so a thread waiting for its data never holds the windows.
+ * The acquires (of the pieces, or of the whole vector after a switch) are submitted with the lock
+ * held and waited for outside it (starpu_data_acquire_on_node_cb), so a thread waiting for its data
+ * never holds the windows, and no switch can be submitted between the acquire and its release.
  * The collectives across processes (rank_graph.c, group_*.c) only switch the vectors they get back
  * to whole before using them; a bucket must not be given to one of them while another thread starts
  * a graph on it (as for any caller's vector they partition).
