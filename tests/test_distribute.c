@@ -1006,6 +1006,56 @@ static void test_kept_partitions(void)
 }
 
 /*
+ * A list whose values are not one stretch (made between other values) cuts each bucket into a piece
+ * per value and per gap: reads and writes between starts of the values in the list and of those
+ * between them go through the right pieces, and switch nothing.
+ */
+static void test_kept_fragmented(void)
+{
+    starfold_value_t v[6], res[3];
+    for (int i = 0; i < 6; i++) v[i] = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 4, 100.0f * (float)i);
+    starfold_value_t list[3] = { v[0], v[2], v[4] }; /* v[1], v[3] and v[5] lie between them */
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, host4, &ops), STARFOLD_OK);
+    for (int k = 0; k < 3; k++) {
+        kept_step(ops, 3, list, res);
+        if (k < 2)
+            for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+    }
+    const unsigned long long before = starfold__kept_switches();
+    for (int i = 0; i < 3; i++) {
+        const float base = 200.0f * (float)i, want[4] = { 4 * base + 60, 4 * base + 64, 4 * base + 68, 4 * base + 72 };
+        for (int c = 0; c < 4; c++) CU_ASSERT_TRUE(holds_f32(res[i], c, 4, want));
+        starfold_value_destroy(res[i]);
+    }
+    /* Each value between the list's is written whole on one replica, and v[2] in part. */
+    const float w[4] = { -1, -2, -3, -4 }, half[2] = { 7, 8 };
+    const starfold_value_t wv[4] = { v[1], v[3], v[5], v[2] };
+    const int wc[4] = { 3, 0, 2, 1 };
+    const void *const ws[4] = { w, w, w, half };
+    const size_t wb[4] = { sizeof w, sizeof w, sizeof w, sizeof half };
+    CU_ASSERT_EQUAL(starfold_value_write_many(4, wv, wc, ws, wb), STARFOLD_OK);
+    const float v1c2[4] = { 120, 121, 122, 123 }, v2c1[4] = { 7, 8, 212, 213 };
+    CU_ASSERT_TRUE(holds_f32(v[1], 3, 4, w));
+    CU_ASSERT_TRUE(holds_f32(v[1], 2, 4, v1c2));
+    CU_ASSERT_TRUE(holds_f32(v[3], 0, 4, w));
+    CU_ASSERT_TRUE(holds_f32(v[5], 2, 4, w));
+    CU_ASSERT_TRUE(holds_f32(v[2], 1, 4, v2c1));
+    kept_step(ops, 3, list, res);
+    /* v[2]: 200 + 210 + 220 + 230 in full, but component 1 now starts 7, 8. */
+    const float sum0[4] = { 60, 64, 68, 72 }, sum2[4] = { 657, 661, 868, 872 }, sum4[4] = { 1660, 1664, 1668, 1672 };
+    for (int c = 0; c < 4; c++) {
+        CU_ASSERT_TRUE(holds_f32(res[0], c, 4, sum0));
+        CU_ASSERT_TRUE(holds_f32(res[1], c, 4, sum2));
+        CU_ASSERT_TRUE(holds_f32(res[2], c, 4, sum4));
+    }
+    CU_ASSERT_EQUAL(starfold__kept_switches(), before);
+    for (int i = 0; i < 3; i++) starfold_value_destroy(res[i]);
+    starfold_cross_device_ops_destroy(ops);
+    for (int i = 0; i < 6; i++) starfold_value_destroy(v[i]);
+}
+
+/*
  * One thread reduces again and again, two values and one of them in turn, while another writes and
  * reads a third lying in the same buckets: the writer acquires the pieces of whichever partition is
  * active (under the windows' lock, so none switches under it), the reducer's starts switch the
@@ -1509,6 +1559,7 @@ int main(int argc, char **argv)
         { "values", test_values },
         { "values written many at once", test_write_many },
         { "buckets kept partitioned between starts", test_kept_partitions },
+        { "buckets kept partitioned: a list in pieces, and the values between", test_kept_fragmented },
         { "buckets kept partitioned: a writer beside a reducer", test_kept_concurrent },
         { "wrapped handles", test_wrap },
         { "regroup", test_regroup },

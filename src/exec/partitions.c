@@ -52,6 +52,7 @@ struct starfold__kept {
     starpu_data_handle_t vector;
     starpu_data_handle_t *children; /* the active partition's children, NULL when whole */
     unsigned n;                     /* their number */
+    size_t *starts;                 /* [n + 1] the byte each child starts at, then the end; made on first use */
 };
 
 /* The kept vectors, under starfold__submit_lock; a handful per device. */
@@ -79,6 +80,8 @@ void starfold__kept_settle(starfold__kept_t *k)
     if (!k || !k->children) return;
     starpu_data_unpartition_submit(k->vector, k->n, k->children, -1); /* gathered where it is valid */
     __atomic_add_fetch(&starfold__kept_nswitches, 1, __ATOMIC_RELAXED);
+    free(k->starts);
+    k->starts = NULL;
     k->children = NULL;
     k->n = 0;
 }
@@ -202,31 +205,33 @@ int starfold__acquire_main(starpu_data_handle_t vector, enum starpu_data_access_
 
 /*
  * The children of @k's active partition that bytes [@lo, @hi) overlap, into @spans (malloc'ed), in
- * order; each child's bytes from the vector's start. Lock held, a partition active.
+ * order; each child's bytes from the vector's start. A binary search over the children's starts
+ * (made once per partition): a list of values that are not one stretch cuts a bucket into thousands
+ * of pieces, and each of its values is read on its own. (size_t)-1 when out of memory. Lock held, a
+ * partition active.
  */
-static size_t overlapping_children(const starfold__kept_t *k, size_t lo, size_t hi, starfold__held_t **spans)
+static size_t overlapping_children(starfold__kept_t *k, size_t lo, size_t hi, starfold__held_t **spans)
 {
-    const size_t elem = starpu_vector_get_elemsize(k->vector);
-    size_t first = k->n, last = 0, at = 0;
-    for (unsigned c = 0; c < k->n; c++) {
-        const size_t bytes = (size_t)starpu_vector_get_nx(k->children[c]) * elem;
-        if (at < hi && at + bytes > lo) {
-            if (first == k->n) first = c;
-            last = c;
-        }
-        at += bytes;
+    if (!k->starts) {
+        if (!(k->starts = malloc(sizeof *k->starts * (k->n + 1)))) return (size_t)-1;
+        const size_t elem = starpu_vector_get_elemsize(k->vector);
+        k->starts[0] = 0;
+        for (unsigned c = 0; c < k->n; c++)
+            k->starts[c + 1] = k->starts[c] + (size_t)starpu_vector_get_nx(k->children[c]) * elem;
     }
-    if (first == k->n) return 0;
-    *spans = malloc(sizeof **spans * (last - first + 1));
-    if (!*spans) return (size_t)-1;
-    at = 0;
-    size_t n = 0;
-    for (unsigned c = 0; c <= last; c++) {
-        const size_t bytes = (size_t)starpu_vector_get_nx(k->children[c]) * elem;
-        if (c >= first) (*spans)[n++] = (starfold__held_t){ k->children[c], at, bytes };
-        at += bytes;
+    size_t first = 0, end = k->n; /* the first child ending after @lo */
+    while (first < end) {
+        const size_t mid = first + (end - first) / 2;
+        if (k->starts[mid + 1] <= lo) first = mid + 1;
+        else end = mid;
     }
-    return n;
+    size_t last = first; /* one past the last child starting before @hi */
+    while (last < k->n && k->starts[last] < hi) last++;
+    if (last == first) return 0;
+    if (!(*spans = malloc(sizeof **spans * (last - first)))) return (size_t)-1;
+    for (size_t c = first; c < last; c++)
+        (*spans)[c - first] = (starfold__held_t){ k->children[c], k->starts[c], k->starts[c + 1] - k->starts[c] };
+    return last - first;
 }
 
 /* A child written whole by the caller (@mode W for all of [@lo, @hi)) may skip fetching; else RW. */
@@ -244,7 +249,7 @@ int starfold__acquire_main_range(starpu_data_handle_t vector, size_t lo, size_t 
     *nspans = 0;
     if (any_kept()) {
         pthread_mutex_lock(&starfold__submit_lock);
-        const starfold__kept_t *k = starfold__kept_find(vector);
+        starfold__kept_t *k = starfold__kept_find(vector);
         const size_t n = k && k->children && hi > lo ? overlapping_children(k, lo, hi, spans) : 0;
         if (n == (size_t)-1) {
             pthread_mutex_unlock(&starfold__submit_lock);
