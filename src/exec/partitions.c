@@ -175,7 +175,7 @@ static void acquired_cb(void *arg)
     pthread_mutex_unlock(&a->mutex);
 }
 
-/* Waits for the @a->pending acquires that were submitted, of @nsubmitted; then frees @a's sync. */
+/* Waits for the @nsubmitted acquires StarPU took, of the @ntried @a counts; then destroys @a's sync. */
 static void acquired_wait(acquired_t *a, size_t nsubmitted, size_t ntried)
 {
     pthread_mutex_lock(&a->mutex);
