@@ -23,9 +23,10 @@
  * - A bucket is registered once and unregistered only when its context is destroyed (after every
  *   persistent submission, which holds partition plans on it). It is kept partitioned between
  *   starts (exec/partitions.c): the next step's start finds its pieces in place, a read or write
- *   from the host goes through them, and another graph's shape switches it first. Reusing its front is safe at any time
- *   because every access to it goes through StarPU with sequential consistency: a new value's first
- *   write is ordered after the tasks still reading the range's previous owner.
+ *   from the host goes through them, and another graph's shape switches it first. Reusing its
+ *   front is safe at any time because every access to it goes through StarPU with sequential
+ *   consistency: a new value's first write is ordered after the tasks still reading the range's
+ *   previous owner.
  * - A range's refs count the value components in it (a group's results share one range per device);
  *   the last release removes it from its bucket's live list, under the arena's lock, and only then
  *   can an allocation hand its elements out again.

@@ -137,11 +137,8 @@ starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct sta
                                                   const char *which)
 {
     /* Its vectors whole: a bucket may still be partitioned by the last graph started on it. */
-    const int nbuf = STARPU_TASK_GET_NBUFFERS(task);
-    for (int b = 0; b < nbuf; b++) {
-        starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, b);
-        if (h != g->token) starfold__vectors_whole(1, &h);
-    }
+    for (unsigned b = 0; b < (unsigned)STARPU_TASK_GET_NBUFFERS(task); b++)
+        starfold__vector_whole(STARPU_TASK_GET_HANDLE(task, b));
     const int err = starpu_task_submit(task);
     if (err == 0) return STARFOLD_OK;
     task->destroy = 0;

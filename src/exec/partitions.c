@@ -151,12 +151,11 @@ void starfold__vector_forget_partitions(starpu_data_handle_t vector)
     pthread_mutex_unlock(&starfold__submit_lock);
 }
 
-void starfold__vectors_whole(size_t n, const starpu_data_handle_t *vectors)
+void starfold__vector_whole(starpu_data_handle_t vector)
 {
     if (!any_kept()) return;
     pthread_mutex_lock(&starfold__submit_lock);
-    for (size_t i = 0; i < n; i++)
-        if (vectors[i]) starfold__kept_settle(starfold__kept_find(vectors[i]));
+    starfold__kept_settle(starfold__kept_find(vector));
     pthread_mutex_unlock(&starfold__submit_lock);
 }
 
@@ -184,23 +183,6 @@ static void acquired_wait(acquired_t *a, size_t nsubmitted, size_t ntried)
     pthread_mutex_unlock(&a->mutex);
     pthread_cond_destroy(&a->cond);
     pthread_mutex_destroy(&a->mutex);
-}
-
-int starfold__acquire_main(starpu_data_handle_t vector, enum starpu_data_access_mode mode)
-{
-    if (!any_kept()) return starpu_data_acquire_on_node(vector, STARPU_MAIN_RAM, mode);
-    pthread_mutex_lock(&starfold__submit_lock);
-    starfold__kept_t *k = starfold__kept_find(vector);
-    if (!k) {
-        pthread_mutex_unlock(&starfold__submit_lock);
-        return starpu_data_acquire_on_node(vector, STARPU_MAIN_RAM, mode);
-    }
-    starfold__kept_settle(k);
-    acquired_t a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1 };
-    const int ret = starpu_data_acquire_on_node_cb(vector, STARPU_MAIN_RAM, mode, acquired_cb, &a);
-    pthread_mutex_unlock(&starfold__submit_lock);
-    acquired_wait(&a, ret == 0, 1);
-    return ret;
 }
 
 /*
@@ -242,50 +224,63 @@ static enum starpu_data_access_mode child_mode(enum starpu_data_access_mode mode
     return s->offset >= lo && s->offset + s->bytes <= hi ? STARPU_W : STARPU_RW;
 }
 
+/*
+ * Lock held: acquires each of @spans on main memory (child_mode() of @mode over [@lo, @hi)), then
+ * lets the lock go and waits for them, so no switch comes between and no thread waits holding the
+ * windows. 0, or StarPU's error with nothing left acquired.
+ */
+static int acquire_unlock(const starfold__held_t *spans, size_t n, enum starpu_data_access_mode mode, size_t lo,
+                          size_t hi)
+{
+    acquired_t a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, n };
+    size_t ok = 0;
+    int ret = 0;
+    for (; ok < n && ret == 0; ok += ret == 0)
+        ret = starpu_data_acquire_on_node_cb(spans[ok].child, STARPU_MAIN_RAM, child_mode(mode, &spans[ok], lo, hi),
+                                             acquired_cb, &a);
+    pthread_mutex_unlock(&starfold__submit_lock);
+    acquired_wait(&a, ok, n);
+    if (ret != 0) starfold__release_main_range(spans, ok);
+    return ret;
+}
+
+int starfold__acquire_main(starpu_data_handle_t vector, enum starpu_data_access_mode mode)
+{
+    if (!any_kept()) return starpu_data_acquire_on_node(vector, STARPU_MAIN_RAM, mode);
+    const starfold__held_t whole = { vector, 0, (size_t)starpu_vector_get_nx(vector) * starpu_vector_get_elemsize(vector) };
+    pthread_mutex_lock(&starfold__submit_lock);
+    starfold__kept_settle(starfold__kept_find(vector));
+    return acquire_unlock(&whole, 1, mode, 0, whole.bytes);
+}
+
 int starfold__acquire_main_range(starpu_data_handle_t vector, size_t lo, size_t hi, enum starpu_data_access_mode mode,
                                  starfold__held_t **spans, size_t *nspans)
 {
-    *spans = NULL;
+    const size_t size = (size_t)starpu_vector_get_nx(vector) * starpu_vector_get_elemsize(vector);
     *nspans = 0;
-    if (any_kept()) {
-        pthread_mutex_lock(&starfold__submit_lock);
-        starfold__kept_t *k = starfold__kept_find(vector);
-        const size_t n = k && k->children && hi > lo ? overlapping_children(k, lo, hi, spans) : 0;
-        if (n == (size_t)-1) {
-            pthread_mutex_unlock(&starfold__submit_lock);
-            return -ENOMEM;
-        }
-        if (n > 0) {
-            /* The active partition's children, acquired before any switch can be submitted. */
-            acquired_t a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, n };
-            size_t ok = 0;
-            int ret = 0;
-            for (; ok < n && ret == 0; ok += ret == 0)
-                ret = starpu_data_acquire_on_node_cb((*spans)[ok].child, STARPU_MAIN_RAM,
-                                                     child_mode(mode, &(*spans)[ok], lo, hi), acquired_cb, &a);
-            pthread_mutex_unlock(&starfold__submit_lock);
-            acquired_wait(&a, ok, n);
-            if (ret != 0) {
-                starfold__release_main_range(*spans, ok);
-                free(*spans);
-                *spans = NULL;
-                return ret;
-            }
-            *nspans = n;
-            return 0;
-        }
-        pthread_mutex_unlock(&starfold__submit_lock);
+    const int locked = any_kept();
+    if (locked) pthread_mutex_lock(&starfold__submit_lock);
+    starfold__kept_t *k = locked ? starfold__kept_find(vector) : NULL;
+    size_t n = k && k->children && hi > lo ? overlapping_children(k, lo, hi, spans) : 0;
+    if (n == 0 && (*spans = malloc(sizeof **spans))) {
+        /* Not cut: the vector whole (a kept one made whole first). */
+        **spans = (starfold__held_t){ vector, 0, size };
+        starfold__kept_settle(k);
+        n = 1;
     }
-    /* Not kept partitioned: the vector whole (made whole first if kept). */
-    if (!(*spans = malloc(sizeof **spans))) return -ENOMEM;
-    **spans = (starfold__held_t){ vector, 0, (size_t)starpu_vector_get_nx(vector) * starpu_vector_get_elemsize(vector) };
-    const int ret = starfold__acquire_main(vector, child_mode(mode, *spans, lo, hi));
+    if (n == 0 || n == (size_t)-1) {
+        if (locked) pthread_mutex_unlock(&starfold__submit_lock);
+        *spans = NULL;
+        return -ENOMEM;
+    }
+    const int ret = locked ? acquire_unlock(*spans, n, mode, lo, hi)
+                           : starpu_data_acquire_on_node(vector, STARPU_MAIN_RAM, child_mode(mode, *spans, lo, hi));
     if (ret != 0) {
         free(*spans);
         *spans = NULL;
         return ret;
     }
-    *nspans = 1;
+    *nspans = n;
     return 0;
 }
 

@@ -237,7 +237,7 @@ static starfold_status_t make_handles(run_t *R, const starpu_data_handle_t *inpu
         if (B->device != me || !B->count) continue;
         if (B->kind == SF_BUF_INPUT || B->kind == SF_BUF_OUTPUT) {
             R->whole[b] = B->kind == SF_BUF_INPUT ? inputs[B->tensor] : outputs[B->tensor];
-            starfold__vectors_whole(1, &R->whole[b]); /* a bucket left partitioned by its last graph */
+            starfold__vector_whole(R->whole[b]); /* a bucket left partitioned by its last graph */
         } else {
             starpu_vector_data_register(&R->whole[b], -1, 0, (uint32_t)B->count, starfold_dtype_size(B->dtype));
             R->temporary[b] = 1;

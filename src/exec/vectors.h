@@ -61,8 +61,8 @@ starfold_status_t starfold__vector_write_pieces(starpu_data_handle_t handle, siz
 starfold_status_t starfold__vector_keep_partitions(starpu_data_handle_t vector);
 void starfold__vector_forget_partitions(starpu_data_handle_t vector);
 
-/* The @n vectors (NULL ones skipped) whole again, for a use outside the submission windows. */
-void starfold__vectors_whole(size_t n, const starpu_data_handle_t *vectors);
+/* @vector whole again if it is kept partitioned, for a use outside the submission windows. */
+void starfold__vector_whole(starpu_data_handle_t vector);
 
 /* Partitions and unpartitions submitted so far on kept vectors, in the process (for the tests). */
 unsigned long long starfold__kept_switches(void);
