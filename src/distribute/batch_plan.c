@@ -66,7 +66,7 @@ static int pairs_match(const starfold__batch_plan_t *p, const starfold__pair_t *
 int starfold__plan_keyable(size_t n, const starfold__pair_t *pairs)
 {
     for (size_t i = 0; i < n; i++)
-        if (pairs[i].value->origin) return 0;
+        if (starfold__value_regrouped(pairs[i].value)) return 0;
     return 1;
 }
 

@@ -378,7 +378,7 @@ static int source_views(const starfold__pair_t *p, const item_t *mine, const ite
 {
     const starfold_value_t v = p->value;
     starfold_view_t vv[STARFOLD_MAX_DEVICES];
-    if (v->origin || v->count == 0 || !starfold__value_views(v, vv)) return 0;
+    if (starfold__value_regrouped(v) || v->count == 0 || !starfold__value_views(v, vv)) return 0;
     for (int s = 0; s < it->nsrc; s++) {
         const int c = component_for(v->devices, v->n, it->src[s], mine->host_as);
         if (c < 0) return 0;

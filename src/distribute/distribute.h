@@ -89,8 +89,32 @@ typedef struct starfold__variable {
     starfold_communication_options_t options; /* the strategy's when the variable was made */
 } starfold__variable_t;
 
+/*
+ * What a regrouped value (starfold_value_regroup()) has beyond a plain one, and what a component
+ * taken from it keeps: NULL in every other value, so that the values a training step makes by the
+ * thousand stay small.
+ */
+typedef struct starfold__value_group {
+    /*
+     * Component c is component origin_comp[c] of origin[c] (one of the parts, which hold the
+     * references), looked up at every use, so that a part moving out of the arena moves for the
+     * group too. NULL: not regrouped (a component taken from a regrouped value keeps only parts).
+     */
+    starfold_value_t *origin;
+    int *origin_comp;
+    starfold_value_t *parts; /* values whose handles this one borrows, one reference each */
+    int nparts;
+} starfold__value_group_t;
+
+/*
+ * A value: this struct, then its rows (values.c's shell_init(), n entries each, by decreasing
+ * alignment): handles, host buffers, ranges, offsets, devices, ownership, and for a value that is
+ * not in a slab its own mutex. A one-component value of a slab is 160 bytes: a replica's 1,000
+ * results of a step are made, waited for and freed in as few cache lines as they can be.
+ */
 struct starfold_value {
     int refs;                     /* atomic */
+    int n;                        /* components */
     /*
      * atomic: names this value's storage as it is now, never the same for two values or two layouts:
      * given at creation and again whenever a component's handle or offset changes (a move out of the
@@ -99,45 +123,36 @@ struct starfold_value {
      * follow their parts' moves: plans are never made over them.
      */
     unsigned long long stamp;
-    starfold__variable_t *var;    /* NULL: not a variable; owned */
     starfold_context_t ctx;
+    size_t count;
     starfold_value_kind_t kind;
     starfold_dtype_t dtype;
-    size_t count;
-    int n;                        /* components */
-    int *devices;                 /* [n] device or STARFOLD_DEVICE_HOST */
-    starpu_data_handle_t *handles;/* [n] */
-    unsigned char *own;           /* [n] SF_OWN_* */
-    void **host_mem;              /* [n] host buffer of SF_OWN_HOST components */
-    /*
-     * [n] Components in the context's arena: range[c] holds one reference on the range of a bucket
-     * the component lies in, and handles[c] is the bucket's vector (never a tensor's handle by
-     * itself), the tensor being elements
-     * [offset[c], offset[c] + count) of it. NULL / 0 for a component with a handle of its own.
-     */
-    starfold__range_t **range;
-    size_t *offset;
+    int *devices;                 /* [n] device or STARFOLD_DEVICE_HOST (a row of the shell) */
     /*
      * A value made in a block (starfold__values_alloc_block()) lives in its block's slab, which holds
-     * the references on the ranges of its components (range[c] then holds none) and is freed with
-     * its last value. NULL for other values.
+     * the references on the ranges of its components (its ranges row then holds none) and is freed
+     * with its last value. NULL for other values.
      */
     struct starfold__value_slab *slab;
     /*
-     * A regrouped value (starfold_value_regroup()) is its parts' storage: component c is component
-     * origin_comp[c] of origin[c] (one of the parts, which hold the references), looked up at every
-     * use, so that a part moving out of the arena moves for the group too. NULL for other values.
+     * Guards the records below and the rows: the slab's for a value of a slab (its values are made,
+     * used and freed by one thread at a time in the common case, and no path holds two values'
+     * locks unless the second is a value of its own, not of a slab), else the value's own.
      */
-    starfold_value_t *origin;
-    int *origin_comp;
-    starfold_value_t *parts;      /* values whose handles this one borrows (regroup), one reference each */
-    int nparts;
-    pthread_mutex_t lock;         /* guards the records below */
+    pthread_mutex_t *lock;
+    starfold__variable_t *var;    /* NULL: not a variable; owned */
+    starfold__value_group_t *group; /* NULL: not regrouped, no parts; owned */
     starfold__dist_req_t **writers;      /* submissions writing this value, one reference each */
     size_t nwriters, capwriters;
     starfold__dist_req_t *writer0;       /* writers' first storage (a result has one): writers == &writer0
                                             until a second record, then a malloc'ed array */
 };
+
+/* Whether @v is a regrouped value (whose components follow its parts). */
+static inline int starfold__value_regrouped(starfold_value_t v)
+{
+    return v->group && v->group->origin;
+}
 
 /* A value of @n components in the context's arena (views of its buckets), content undefined. */
 starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,

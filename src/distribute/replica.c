@@ -513,7 +513,7 @@ static starfold_status_t make_pairs(starfold_strategy_t s, const slot_t *sl, int
             const size_t k = (size_t)r * nv + i;
             src[k] = sl[r].values[i];
             comps[k] = sl[r].comps[i];
-            *regrouped |= src[k]->origin != NULL;
+            *regrouped |= starfold__value_regrouped(src[k]);
             if (stamps) stamps[k] = __atomic_load_n(&src[k]->stamp, __ATOMIC_RELAXED);
             if (comps_out) comps_out[k] = comps[k];
         }

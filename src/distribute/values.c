@@ -198,6 +198,7 @@ typedef struct starfold__value_slab {
      * then free without touching the count that every replica's results share. NULL: none.
      */
     starfold__dist_req_t *writer;
+    pthread_mutex_t lock;                        /* its values' (struct starfold_value::lock) */
     starfold__range_t *ranges[STARFOLD_MAX_DEVICES]; /* one reference each */
     size_t base[STARFOLD_MAX_DEVICES];           /* where the block starts in each range's bucket */
     size_t nonempty;                             /* values of elements the slab has room for */
@@ -218,6 +219,11 @@ static value_slab_t *slab_new(starfold_context_t ctx, size_t nvalues, size_t eac
     value_slab_t *s = ctx ? starfold__arena_mem_take(ctx, bytes, &got) : malloc(got = bytes);
     if (!s) return NULL;
     memset(s, 0, SLAB_HEAD); /* each shell is zeroed by shell_init(), while it is in the cache */
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        if (ctx) starfold__arena_mem_give(ctx, s, got);
+        else free(s);
+        return NULL;
+    }
     s->ctx = ctx;
     s->bytes = got;
     return s;
@@ -228,6 +234,7 @@ static void slab_release(value_slab_t *s)
     if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     starfold__dist_req_release(s->writer); /* first: the last reference waits for what writes the ranges */
     for (int c = 0; c < s->n; c++) starfold__range_release(s->ranges[c]);
+    pthread_mutex_destroy(&s->lock);
     if (s->ctx) starfold__arena_mem_give(s->ctx, s, s->bytes);
     else free(s);
 }
@@ -244,36 +251,80 @@ static void writer_drop(starfold_value_t v, starfold__dist_req_t *r)
     if (!slab_holds(v, r)) starfold__dist_req_release(r);
 }
 
-/* Bytes of a shell of @n components: the struct, then its rows by decreasing alignment. */
-static size_t shell_size(int n)
+/*
+ * A shell: the struct, then its rows, n entries each, by decreasing alignment, then (a value not in
+ * a slab) its own mutex:
+ *
+ *   | struct starfold_value | handles | host_mem | range | offset | devices | own | (mutex) |
+ *
+ * The rows are found from n (handles_of() ...), not kept as pointers: a one-component value of a
+ * slab is 160 bytes, not 272, and a training step makes, waits for and frees 8,000 of them.
+ */
+static starpu_data_handle_t *handles_of(starfold_value_t v)
+{
+    return (starpu_data_handle_t *)(v + 1);
+}
+
+static void **host_mem_of(starfold_value_t v)
+{
+    return (void **)(handles_of(v) + v->n);
+}
+
+static starfold__range_t **range_of(starfold_value_t v)
+{
+    return (starfold__range_t **)(host_mem_of(v) + v->n);
+}
+
+static size_t *offset_of(starfold_value_t v)
+{
+    return (size_t *)(range_of(v) + v->n);
+}
+
+static unsigned char *own_of(starfold_value_t v)
+{
+    return (unsigned char *)(v->devices + v->n);
+}
+
+/* Bytes of the struct and rows of a shell of @n components. */
+static size_t rows_end(int n)
 {
     const size_t un = (size_t)n;
-    const size_t size = sizeof(struct starfold_value) + un * (sizeof(starpu_data_handle_t) + sizeof(void *) +
-                                                              sizeof(starfold__range_t *) + sizeof(size_t) + sizeof(int) + 1);
+    return sizeof(struct starfold_value) + un * (sizeof(starpu_data_handle_t) + sizeof(void *) + sizeof(starfold__range_t *) +
+                                                 sizeof(size_t) + sizeof(int) + 1);
+}
+
+/* Where a shell of @n components keeps its own mutex, from its start. */
+static size_t own_lock_at(int n)
+{
+    const size_t a = _Alignof(pthread_mutex_t);
+    return (rows_end(n) + a - 1) / a * a;
+}
+
+/* Bytes of a shell of @n components; @own_lock: with a mutex of its own (a value not in a slab). */
+static size_t shell_size(int n, int own_lock)
+{
+    const size_t size = own_lock ? own_lock_at(n) + sizeof(pthread_mutex_t) : rows_end(n);
     return (size + 15) & ~(size_t)15;
 }
 
-/* Lays an empty shell (handles NULL, nothing owned) out in @mem, shell_size(@n) bytes. */
-static starfold_value_t shell_init(void *mem, unsigned long long stamp, starfold_context_t ctx, starfold_value_kind_t kind,
-                                   int n, const int *devices, starfold_dtype_t dtype, size_t count)
+/*
+ * Lays an empty shell (handles NULL, nothing owned) out in @mem, shell_size(@n, !@lock) bytes:
+ * guarded by @lock (its slab's), or by a mutex of its own when @lock is NULL.
+ */
+static starfold_value_t shell_init(void *mem, pthread_mutex_t *lock, unsigned long long stamp, starfold_context_t ctx,
+                                   starfold_value_kind_t kind, int n, const int *devices, starfold_dtype_t dtype,
+                                   size_t count)
 {
-    const size_t un = (size_t)n;
     struct starfold_value *v = mem;
-    memset(mem, 0, shell_size(n));
-    if (pthread_mutex_init(&v->lock, NULL) != 0) return NULL;
-    unsigned char *p = (unsigned char *)(v + 1);
-    v->handles = (starpu_data_handle_t *)p;
-    p += un * sizeof *v->handles;
-    v->host_mem = (void **)p;
-    p += un * sizeof *v->host_mem;
-    v->range = (starfold__range_t **)p;
-    p += un * sizeof *v->range;
-    v->offset = (size_t *)p;
-    p += un * sizeof *v->offset;
-    v->devices = (int *)p;
-    p += un * sizeof *v->devices;
-    v->own = p;
-    memcpy(v->devices, devices, sizeof *v->devices * un);
+    memset(mem, 0, shell_size(n, !lock));
+    if (!lock) {
+        lock = (pthread_mutex_t *)((unsigned char *)mem + own_lock_at(n));
+        if (pthread_mutex_init(lock, NULL) != 0) return NULL;
+    }
+    v->lock = lock;
+    v->n = n;
+    v->devices = (int *)(offset_of(v) + n);
+    memcpy(v->devices, devices, sizeof *v->devices * (size_t)n);
     v->writers = &v->writer0;
     v->capwriters = 1;
     v->stamp = stamp;
@@ -282,7 +333,6 @@ static starfold_value_t shell_init(void *mem, unsigned long long stamp, starfold
     v->kind = kind;
     v->dtype = dtype;
     v->count = count;
-    v->n = n;
     return v;
 }
 
@@ -290,9 +340,9 @@ static starfold_value_t shell_init(void *mem, unsigned long long stamp, starfold
 static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                     starfold_dtype_t dtype, size_t count)
 {
-    void *mem = malloc(shell_size(n));
+    void *mem = malloc(shell_size(n, 1));
     if (!mem) return NULL;
-    starfold_value_t v = shell_init(mem, new_stamp(), ctx, kind, n, devices, dtype, count);
+    starfold_value_t v = shell_init(mem, NULL, new_stamp(), ctx, kind, n, devices, dtype, count);
     if (!v) free(mem);
     return v;
 }
@@ -300,8 +350,26 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
 /* Gives up the range of component @c: its own reference, or (a slab's value) the slab's. Lock held or no sharing. */
 static void drop_range(starfold_value_t v, int c)
 {
-    if (!v->slab) starfold__range_release(v->range[c]);
-    v->range[c] = NULL;
+    if (!v->slab) starfold__range_release(range_of(v)[c]);
+    range_of(v)[c] = NULL;
+}
+
+/* A zeroed group (starfold__value_group_t) for @v, made on first need; NULL: out of memory. */
+static starfold__value_group_t *group_of(starfold_value_t v)
+{
+    if (!v->group) v->group = calloc(1, sizeof *v->group);
+    return v->group;
+}
+
+/* Drops @g's parts (one reference each) and frees it. */
+static void group_free(starfold__value_group_t *g)
+{
+    if (!g) return;
+    for (int p = 0; p < g->nparts; p++) starfold_value_destroy(g->parts[p]);
+    free(g->parts);
+    free(g->origin);
+    free(g->origin_comp);
+    free(g);
 }
 
 /*
@@ -318,18 +386,18 @@ static void value_free(starfold_value_t v)
         free(v->var);
     }
     for (int c = 0; c < v->n; c++) {
-        if (v->own[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, v->handles[c]);
-        else if (v->own[c] == SF_OWN_HOST) host_vector_destroy(v->handles[c], v->host_mem[c]);
-        if (v->range[c]) drop_range(v, c);
+        if (own_of(v)[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, handles_of(v)[c]);
+        else if (own_of(v)[c] == SF_OWN_HOST) host_vector_destroy(handles_of(v)[c], host_mem_of(v)[c]);
+        if (range_of(v)[c]) drop_range(v, c);
     }
-    for (int p = 0; p < v->nparts; p++) starfold_value_destroy(v->parts[p]);
-    free(v->parts);
+    group_free(v->group);
     if (v->writers != &v->writer0) free(v->writers);
-    free(v->origin);
-    free(v->origin_comp);
-    pthread_mutex_destroy(&v->lock);
-    if (v->slab) slab_release(v->slab);
-    else free(v);
+    if (v->slab) {
+        slab_release(v->slab);
+    } else {
+        pthread_mutex_destroy(v->lock);
+        free(v);
+    }
 }
 
 /* As starfold__value_alloc(); @follow: the caller's value goes after the last one it made (arena.h). */
@@ -342,9 +410,9 @@ static starfold_status_t value_alloc(starfold_context_t ctx, starfold_value_kind
     starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int c = 0; c < n && st == STARFOLD_OK; c++) {
-        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, count, follow, &v->range[c],
-                                   &v->offset[c]);
-        if (st == STARFOLD_OK) v->handles[c] = v->range[c]->bucket->handle;
+        st = starfold__arena_alloc(ctx, devices[c], dtype, n > 1 ? SF_LANE_MULTI : SF_LANE_SINGLE, count, follow, &range_of(v)[c],
+                                   &offset_of(v)[c]);
+        if (st == STARFOLD_OK) handles_of(v)[c] = range_of(v)[c]->bucket->handle;
     }
     if (st != STARFOLD_OK) {
         value_free(v);
@@ -381,7 +449,7 @@ starfold_status_t starfold__values_block_reserve(starfold_context_t ctx, int n, 
     if (blocks) memset(blocks, 0, sizeof *blocks * (size_t)n);
     if (nonempty == 0) return STARFOLD_OK; /* values of no element: handles of their own, made by fill */
     /* The values of elements in one slab, which takes the blocks' references. */
-    value_slab_t *slab = slab_new(ctx, nonempty, shell_size(n));
+    value_slab_t *slab = slab_new(ctx, nonempty, shell_size(n, 0));
     if (!slab) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nonempty);
     slab->n = n;
     slab->nonempty = nonempty;
@@ -414,7 +482,7 @@ starfold_status_t starfold__values_block_fill(starfold__values_block_t *block, s
 {
     value_slab_t *slab = block;
     starfold_status_t st = STARFOLD_OK;
-    const size_t each = shell_size(n);
+    const size_t each = shell_size(n, 0);
     unsigned char *mem = slab ? (unsigned char *)slab + SLAB_HEAD : NULL;
     memset(values, 0, sizeof *values * num_values);
     const size_t nonempty = slab ? slab->nonempty : 0;
@@ -426,7 +494,7 @@ starfold_status_t starfold__values_block_fill(starfold__values_block_t *block, s
             st = starfold__value_alloc_own(ctx, kind, n, vdev, dtype, 0, &values[i]);
             continue;
         }
-        starfold_value_t v = shell_init(mem + each * made, ++stamp, ctx, kind, n, vdev, dtype, counts[i]);
+        starfold_value_t v = shell_init(mem + each * made, &slab->lock, ++stamp, ctx, kind, n, vdev, dtype, counts[i]);
         if (!v) {
             st = starfold__error(STARFOLD_ERR_RUNTIME, "cannot create a mutex");
             break;
@@ -440,9 +508,9 @@ starfold_status_t starfold__values_block_fill(starfold__values_block_t *block, s
                 b = 0;
                 while (b < n - 1 && devices[b] != vdev[c]) b++; /* the block on this component's device */
             }
-            v->range[c] = slab->ranges[b];
-            v->handles[c] = slab->ranges[b]->bucket->handle;
-            v->offset[c] = slab->base[b] + at;
+            range_of(v)[c] = slab->ranges[b];
+            handles_of(v)[c] = slab->ranges[b]->bucket->handle;
+            offset_of(v)[c] = slab->base[b] + at;
         }
         at += counts[i];
         values[i] = v;
@@ -486,11 +554,11 @@ starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_val
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int c = 0; c < n; c++) {
         if (devices[c] == STARFOLD_DEVICE_HOST) {
-            SF_CHECK_GOTO(host_vector_create(dtype, count, &v->handles[c], &v->host_mem[c]), st, fail);
-            v->own[c] = SF_OWN_HOST;
+            SF_CHECK_GOTO(host_vector_create(dtype, count, &handles_of(v)[c], &host_mem_of(v)[c]), st, fail);
+            own_of(v)[c] = SF_OWN_HOST;
         } else {
-            SF_CHECK_GOTO(starfold_vector_create(ctx, devices[c], dtype, count, &v->handles[c]), st, fail);
-            v->own[c] = SF_OWN_DEVICE;
+            SF_CHECK_GOTO(starfold_vector_create(ctx, devices[c], dtype, count, &handles_of(v)[c]), st, fail);
+            own_of(v)[c] = SF_OWN_DEVICE;
         }
     }
     *value = v;
@@ -506,7 +574,7 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
 {
     starfold_value_t v = value_shell(ctx, kind, n, devices, dtype, count);
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
-    memcpy(v->handles, handles, sizeof *handles * (size_t)n);
+    memcpy(handles_of(v), handles, sizeof *handles * (size_t)n);
     *value = v;
     return STARFOLD_OK;
 }
@@ -514,9 +582,9 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
 /* The value that holds component @c of @v (@v itself unless regrouped); *c becomes its index there. */
 static starfold_value_t root_of(starfold_value_t v, int *c)
 {
-    while (v->origin && v->origin[*c]) {
-        const int k = v->origin_comp[*c];
-        v = v->origin[*c];
+    while (starfold__value_regrouped(v) && v->group->origin[*c]) {
+        const int k = v->group->origin_comp[*c];
+        v = v->group->origin[*c];
         *c = k;
     }
     return v;
@@ -531,11 +599,11 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
     for (int i = 0; i < n; i++) {
         int c = comps[i];
         const starfold_value_t s = root_of(srcs[i], &c);
-        pthread_mutex_lock(&s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
-        v->handles[i] = s->handles[c];
-        v->offset[i] = s->offset[c];
-        if ((v->range[i] = s->range[c])) starfold__range_retain(v->range[i]);
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_lock(s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
+        handles_of(v)[i] = handles_of(s)[c];
+        offset_of(v)[i] = offset_of(s)[c];
+        if ((range_of(v)[i] = range_of(s)[c])) starfold__range_retain(range_of(v)[i]);
+        pthread_mutex_unlock(s->lock);
     }
     *value = v;
     return STARFOLD_OK;
@@ -544,7 +612,7 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
 starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int n, const int *devices, size_t nv,
                                                 const starfold_value_t *srcs, const int *comps, starfold_value_t *values)
 {
-    const size_t each = shell_size(n);
+    const size_t each = shell_size(n, 0);
     value_slab_t *slab = slab_new(NULL, nv, each);
     if (!slab) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating %zu values", nv);
     slab->n = 0; /* no reference on the sources' ranges: they outlive the values */
@@ -553,17 +621,17 @@ starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int 
     size_t made = 0;
     for (; made < nv; made++) {
         const starfold_value_t s0 = srcs[made];
-        starfold_value_t v = shell_init(mem + each * made, ++stamp, s0->ctx, kind, n, devices, s0->dtype, s0->count);
+        starfold_value_t v = shell_init(mem + each * made, &slab->lock, ++stamp, s0->ctx, kind, n, devices, s0->dtype, s0->count);
         if (!v) break;
         v->slab = slab;
         for (int i = 0; i < n; i++) {
             int c = comps[(size_t)i * nv + made];
             const starfold_value_t s = root_of(srcs[(size_t)i * nv + made], &c);
-            pthread_mutex_lock(&s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
-            v->handles[i] = s->handles[c];
-            v->offset[i] = s->offset[c];
-            v->range[i] = s->range[c];
-            pthread_mutex_unlock(&s->lock);
+            pthread_mutex_lock(s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
+            handles_of(v)[i] = handles_of(s)[c];
+            offset_of(v)[i] = offset_of(s)[c];
+            range_of(v)[i] = range_of(s)[c];
+            pthread_mutex_unlock(s->lock);
         }
         values[made] = v;
     }
@@ -579,9 +647,9 @@ starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int 
 starfold_view_t starfold__value_view(starfold_value_t v, int c)
 {
     v = root_of(v, &c);
-    pthread_mutex_lock(&v->lock);
-    const starfold_view_t view = { v->handles[c], v->offset[c] };
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_lock(v->lock);
+    const starfold_view_t view = { handles_of(v)[c], offset_of(v)[c] };
+    pthread_mutex_unlock(v->lock);
     return view;
 }
 
@@ -600,7 +668,7 @@ static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
                                : starfold_vector_create(v->ctx, v->devices[c], v->dtype, v->count, &h);
     if (st != STARFOLD_OK) return st;
     starfold__dist_req_t *req = NULL;
-    const starfold_view_t from = { v->handles[c], v->offset[c] }, to = { h, 0 };
+    const starfold_view_t from = { handles_of(v)[c], offset_of(v)[c] }, to = { h, 0 };
     if ((st = starfold__copy_view(v->ctx, v->dtype, v->count, from, v->devices[c], to, v->devices[c], &req)) == STARFOLD_OK)
         st = add_writer_locked(v, req);
     starfold__dist_req_release(req);
@@ -611,10 +679,10 @@ static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
         return st;
     }
     drop_range(v, c);
-    v->offset[c] = 0;
-    v->handles[c] = h;
-    v->own[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
-    v->host_mem[c] = host_mem;
+    offset_of(v)[c] = 0;
+    handles_of(v)[c] = h;
+    own_of(v)[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
+    host_mem_of(v)[c] = host_mem;
     __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
     return STARFOLD_OK;
 }
@@ -622,38 +690,38 @@ static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
 int starfold__value_views(starfold_value_t v, starfold_view_t *views)
 {
     int in_arena = 1;
-    if (v->origin) { /* regrouped: each component where its part keeps it */
+    if (starfold__value_regrouped(v)) { /* each component where its part keeps it */
         for (int c = 0; c < v->n; c++) {
             views[c] = starfold__value_view(v, c);
             in_arena &= starfold__value_in_arena(v, c);
         }
         return in_arena;
     }
-    pthread_mutex_lock(&v->lock);
+    pthread_mutex_lock(v->lock);
     for (int c = 0; c < v->n; c++) {
-        views[c] = (starfold_view_t){ v->handles[c], v->offset[c] };
-        in_arena &= v->range[c] != NULL;
+        views[c] = (starfold_view_t){ handles_of(v)[c], offset_of(v)[c] };
+        in_arena &= range_of(v)[c] != NULL;
     }
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_unlock(v->lock);
     return in_arena;
 }
 
 int starfold__value_in_arena(starfold_value_t v, int c)
 {
     v = root_of(v, &c);
-    pthread_mutex_lock(&v->lock);
-    const int in = v->range[c] != NULL;
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_lock(v->lock);
+    const int in = range_of(v)[c] != NULL;
+    pthread_mutex_unlock(v->lock);
     return in;
 }
 
 starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c)
 {
     v = root_of(v, &c);
-    pthread_mutex_lock(&v->lock);
-    const starfold_status_t st = v->range[c] ? move_out_of_arena(v, c) : STARFOLD_OK;
-    starpu_data_handle_t h = st == STARFOLD_OK ? v->handles[c] : NULL;
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_lock(v->lock);
+    const starfold_status_t st = range_of(v)[c] ? move_out_of_arena(v, c) : STARFOLD_OK;
+    starpu_data_handle_t h = st == STARFOLD_OK ? handles_of(v)[c] : NULL;
+    pthread_mutex_unlock(v->lock);
     return h;
 }
 
@@ -713,7 +781,7 @@ static starfold_status_t value_create(const char *fn, starfold_context_t context
     st = own ? starfold__value_alloc_own(context, kind, num_components, devices, dtype, count, &v)
              : value_alloc(context, kind, num_components, devices, dtype, count, 1, &v);
     for (int c = 0; st == STARFOLD_OK && c < num_components && bytes > 0; c++)
-        st = starfold__vector_write_range(v->handles[c], v->offset[c] * elem, init, bytes);
+        st = starfold__vector_write_range(handles_of(v)[c], offset_of(v)[c] * elem, init, bytes);
     free(zeros);
     if (st != STARFOLD_OK) {
         if (v) value_free(v);
@@ -821,20 +889,21 @@ STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind
     starfold_value_t v = NULL;
     starfold_status_t st = starfold__value_borrow_components(v0->ctx, kind, num_values, devices, values, comps, &v);
     if (st != STARFOLD_OK) return st;
-    v->origin = malloc(sizeof *v->origin * (size_t)num_values);
-    v->origin_comp = calloc((size_t)num_values, sizeof *v->origin_comp);
-    if (!v->origin || !v->origin_comp || !(v->parts = malloc(sizeof *v->parts * (size_t)num_values))) {
+    starfold__value_group_t *g = group_of(v);
+    if (!g || !(g->origin = malloc(sizeof *g->origin * (size_t)num_values)) ||
+        !(g->origin_comp = calloc((size_t)num_values, sizeof *g->origin_comp)) ||
+        !(g->parts = malloc(sizeof *g->parts * (size_t)num_values))) {
         value_free(v);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
     /* The group waits for what writes its parts: share their writer records. */
     for (int i = 0; i < num_values; i++) {
-        v->origin[i] = values[i];
-        v->parts[v->nparts++] = starfold_value_retain(values[i]);
-        pthread_mutex_lock(&values[i]->lock);
+        g->origin[i] = values[i];
+        g->parts[g->nparts++] = starfold_value_retain(values[i]);
+        pthread_mutex_lock(values[i]->lock);
         for (size_t w = 0; w < values[i]->nwriters && st == STARFOLD_OK; w++)
             st = starfold__value_add_writer(v, values[i]->writers[w]);
-        pthread_mutex_unlock(&values[i]->lock);
+        pthread_mutex_unlock(values[i]->lock);
         if (st != STARFOLD_OK) {
             value_free(v);
             return st;
@@ -846,9 +915,9 @@ STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind
 
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r)
 {
-    pthread_mutex_lock(&v->lock);
+    pthread_mutex_lock(v->lock);
     const starfold_status_t st = add_writer_locked(v, r);
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_unlock(v->lock);
     return st;
 }
 
@@ -869,33 +938,35 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
     starfold_value_t o = value_shell(v->ctx, v->kind, 1, &v->devices[c], v->dtype, v->count);
     if (!o) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory splitting a value");
     starfold_status_t st = STARFOLD_OK;
-    if (v->nparts > 0) {
-        if (!(o->parts = malloc(sizeof *o->parts * (size_t)v->nparts))) {
+    if (v->group && v->group->nparts > 0) {
+        const starfold__value_group_t *from = v->group;
+        starfold__value_group_t *g = group_of(o);
+        if (!g || !(g->parts = malloc(sizeof *g->parts * (size_t)from->nparts))) {
             value_free(o);
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory splitting a value");
         }
-        for (int p = 0; p < v->nparts; p++) o->parts[o->nparts++] = starfold_value_retain(v->parts[p]);
+        for (int p = 0; p < from->nparts; p++) g->parts[g->nparts++] = starfold_value_retain(from->parts[p]);
     }
-    pthread_mutex_lock(&v->lock);
+    pthread_mutex_lock(v->lock);
     for (size_t w = 0; w < v->nwriters && st == STARFOLD_OK; w++) st = starfold__value_add_writer(o, v->writers[w]);
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_unlock(v->lock);
     if (st != STARFOLD_OK) {
         value_free(o);
         return st;
     }
     /* Ownership of the handle moves last: nothing can fail after it. */
-    pthread_mutex_lock(&v->lock);
-    o->handles[0] = v->handles[c];
-    o->own[0] = v->own[c];
-    o->host_mem[0] = v->host_mem[c];
-    o->range[0] = v->range[c];
-    if (v->slab && o->range[0]) starfold__range_retain(o->range[0]); /* o's own: the slab keeps v's */
-    o->offset[0] = v->offset[c];
-    v->own[c] = SF_OWN_NONE;
-    v->host_mem[c] = NULL;
-    v->range[c] = NULL;
+    pthread_mutex_lock(v->lock);
+    handles_of(o)[0] = handles_of(v)[c];
+    own_of(o)[0] = own_of(v)[c];
+    host_mem_of(o)[0] = host_mem_of(v)[c];
+    range_of(o)[0] = range_of(v)[c];
+    if (v->slab && range_of(o)[0]) starfold__range_retain(range_of(o)[0]); /* o's own: the slab keeps v's */
+    offset_of(o)[0] = offset_of(v)[c];
+    own_of(v)[c] = SF_OWN_NONE;
+    host_mem_of(v)[c] = NULL;
+    range_of(v)[c] = NULL;
     __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_unlock(v->lock);
     *out = o;
     return STARFOLD_OK;
 }
@@ -1053,25 +1124,25 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
 {
     /* Snapshot under the lock (records may be added meanwhile); wait without holding it. */
     starfold__dist_req_t *few[4];
-    pthread_mutex_lock(&v->lock);
+    pthread_mutex_lock(v->lock);
     /* Every writer already waited for with success (the results of one submission after the first): done. */
     size_t ok = 0;
     while (ok < v->nwriters && __atomic_load_n(&v->writers[ok]->done_ok, __ATOMIC_ACQUIRE)) ok++;
     if (ok == v->nwriters) {
-        pthread_mutex_unlock(&v->lock);
+        pthread_mutex_unlock(v->lock);
         return STARFOLD_OK;
     }
     const size_t n = v->nwriters;
     starfold__dist_req_t **w = n > 4 ? malloc(sizeof *w * n) : few;
     if (n && !w) {
-        pthread_mutex_unlock(&v->lock);
+        pthread_mutex_unlock(v->lock);
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_value_wait: out of memory");
     }
     for (size_t i = 0; i < n; i++) {
         w[i] = v->writers[i];
         req_retain(w[i]);
     }
-    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_unlock(v->lock);
 
     starfold_status_t first = STARFOLD_OK;
     const double t0 = seconds >= 0 ? starfold__now_s() : 0.0;
