@@ -108,10 +108,12 @@ static int req_finished_ok(starfold__dist_req_t *r)
 }
 
 static void writer_drop(starfold_value_t v, starfold__dist_req_t *r);
+static void slab_mark_mixed(struct starfold__value_slab *s);
 
 /* Records that @r writes @v (lock held), forgetting the submissions that finished well. */
 static starfold_status_t add_writer_locked(starfold_value_t v, starfold__dist_req_t *r)
 {
+    if (v->slab) slab_mark_mixed(v->slab); /* before the list changes: value_settled() */
     /* Forget the submissions that finished well, so a value updated every step keeps a short list. */
     size_t k = 0;
     for (size_t i = 0; i < v->nwriters; i++) {
@@ -198,6 +200,14 @@ typedef struct starfold__value_slab {
      * then free without touching the count that every replica's results share. NULL: none.
      */
     starfold__dist_req_t *writer;
+    /*
+     * atomic: set once any value of the slab is recorded with a writer other than @writer (a first
+     * writer of its own, or one more: add_writer_locked()); never cleared. While it is 0, every
+     * value of the slab is written by @writer alone, so a wait on one of them is a look at @writer
+     * (value_settled()), without the value's lock: a replica waits for its 1,000 results of a step
+     * that way.
+     */
+    int mixed;
     pthread_mutex_t lock;                        /* its values' (struct starfold_value::lock) */
     starfold__range_t *ranges[STARFOLD_MAX_DEVICES]; /* one reference each */
     size_t base[STARFOLD_MAX_DEVICES];           /* where the block starts in each range's bucket */
@@ -243,6 +253,24 @@ static void slab_release(value_slab_t *s)
 static int slab_holds(starfold_value_t v, const starfold__dist_req_t *r)
 {
     return v->slab && v->slab->writer == r;
+}
+
+static void slab_mark_mixed(struct starfold__value_slab *s)
+{
+    __atomic_store_n(&s->mixed, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Whether every writer of @v finished well, known without its lock: @v is in a slab whose values
+ * have its one writer alone (value_slab_t::mixed), and that writer is done. The slab and its
+ * writer are fixed before the values are handed out; a writer recorded on a value later marks the
+ * slab first. 0 says nothing: value_wait() then looks under the lock.
+ */
+static int value_settled(starfold_value_t v)
+{
+    const value_slab_t *s = v->slab;
+    return s && s->writer && !__atomic_load_n(&s->mixed, __ATOMIC_SEQ_CST) &&
+           __atomic_load_n(&s->writer->done_ok, __ATOMIC_ACQUIRE);
 }
 
 /* Drops @v's record of @r: its own reference, or nothing when the slab holds it. */
@@ -926,6 +954,7 @@ void starfold__value_set_first_writer(starfold_value_t v, starfold__dist_req_t *
     /* A slab's values share one reference, taken by the first of them (no other thread sees them). */
     if (!slab_holds(v, r)) {
         if (v->slab && !v->slab->writer) v->slab->writer = r;
+        else if (v->slab) slab_mark_mixed(v->slab);
         req_retain(r);
     }
     v->writer0 = r;
@@ -1124,6 +1153,7 @@ static starfold_status_t value_wait(starfold_value_t v, double seconds)
 {
     /* Snapshot under the lock (records may be added meanwhile); wait without holding it. */
     starfold__dist_req_t *few[4];
+    if (value_settled(v)) return STARFOLD_OK;
     pthread_mutex_lock(v->lock);
     /* Every writer already waited for with success (the results of one submission after the first): done. */
     size_t ok = 0;
