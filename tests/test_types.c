@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
-/* Status strings, dtype and op names: the shared vocabulary, including TensorFlow's case-insensitive ops. */
+/*
+ * Status strings, dtype and op names: the shared vocabulary, including TensorFlow's case-insensitive ops;
+ * and the base layer's event (base/event.h), which the replica threads and requests wait on.
+ */
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <errno.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include <starfold.h>
+
+#include "base/event.h"
 
 static void test_status_strings(void)
 {
@@ -73,6 +81,100 @@ static void test_version(void)
     CU_ASSERT_STRING_EQUAL(starfold_version(), PACKAGE_VERSION);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Events
+ */
+
+static struct timespec after_ms(long ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_nsec += ms * 1000000L;
+    t.tv_sec += t.tv_nsec / 1000000000L;
+    t.tv_nsec %= 1000000000L;
+    return t;
+}
+
+static int passed(const struct timespec *deadline)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > deadline->tv_sec || (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+static void test_event_moved(void)
+{
+    starfold__event_t e = { 0, 0 };
+    const unsigned seen = starfold__event_seq(&e);
+    starfold__event_post(&e);
+    CU_ASSERT_NOT_EQUAL(starfold__event_seq(&e), seen);
+    /* A wait for a sequence already moved returns at once, not at the deadline an hour away. */
+    const struct timespec hour = after_ms(3600L * 1000L);
+    CU_ASSERT_EQUAL(starfold__event_wait(&e, seen, &hour), 0);
+    CU_ASSERT_EQUAL(e.waiters, 0);
+}
+
+static void test_event_deadline(void)
+{
+    starfold__event_t e = { 0, 0 };
+    const struct timespec deadline = after_ms(30);
+    int rc = 0;
+    /* A wait may end early (a spurious wake-up), never with ETIMEDOUT before its deadline. */
+    while ((rc = starfold__event_wait(&e, starfold__event_seq(&e), &deadline)) == 0 && !passed(&deadline)) continue;
+    CU_ASSERT_EQUAL(rc, ETIMEDOUT);
+    CU_ASSERT(passed(&deadline));
+    CU_ASSERT_EQUAL(e.waiters, 0);
+}
+
+enum { EVENT_THREADS = 8, EVENT_ROUNDS = 200 };
+
+typedef struct {
+    starfold__event_t go, back;
+    int round;                 /* atomic: the round posted on go */
+    int data[EVENT_ROUNDS];    /* written before each post: read by every waiter after it */
+    int arrived;               /* atomic: waiters done with the round (the last one posts back) */
+    int seen_bad;              /* atomic: a waiter read data the poster had not published */
+} event_race_t;
+
+static void *event_waiter(void *p)
+{
+    event_race_t *x = p;
+    for (int r = 1; r <= EVENT_ROUNDS; r++) {
+        for (;;) {
+            const unsigned seen = starfold__event_seq(&x->go);
+            if (__atomic_load_n(&x->round, __ATOMIC_ACQUIRE) >= r) break;
+            starfold__event_wait(&x->go, seen, NULL);
+        }
+        if (x->data[r - 1] != r * 7) __atomic_store_n(&x->seen_bad, 1, __ATOMIC_RELAXED);
+        if (__atomic_add_fetch(&x->arrived, 1, __ATOMIC_ACQ_REL) == EVENT_THREADS * r) starfold__event_post(&x->back);
+    }
+    return NULL;
+}
+
+/* Every post wakes every waiter (none is lost: a lost one would hang here), and they see what was
+ * published before it. */
+static void test_event_wakes_all(void)
+{
+    static event_race_t x;
+    memset(&x, 0, sizeof x);
+    pthread_t t[EVENT_THREADS];
+    for (int i = 0; i < EVENT_THREADS; i++) CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, event_waiter, &x), 0);
+    for (int r = 1; r <= EVENT_ROUNDS; r++) {
+        x.data[r - 1] = r * 7;
+        __atomic_store_n(&x.round, r, __ATOMIC_RELEASE);
+        starfold__event_post(&x.go);
+        for (;;) {
+            const unsigned seen = starfold__event_seq(&x.back);
+            if (__atomic_load_n(&x.arrived, __ATOMIC_ACQUIRE) == EVENT_THREADS * r) break;
+            starfold__event_wait(&x.back, seen, NULL);
+        }
+    }
+    for (int i = 0; i < EVENT_THREADS; i++) pthread_join(t[i], NULL);
+    CU_ASSERT_EQUAL(x.arrived, EVENT_THREADS * EVENT_ROUNDS);
+    CU_ASSERT_EQUAL(x.seen_bad, 0);
+    CU_ASSERT_EQUAL(x.go.waiters, 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -81,6 +183,10 @@ int main(void)
     CU_add_test(s, "dtypes", test_dtypes);
     CU_add_test(s, "reduce ops", test_ops);
     CU_add_test(s, "version", test_version);
+    CU_pSuite ev = CU_add_suite("events", NULL, NULL);
+    CU_add_test(ev, "a moved sequence: no sleep", test_event_moved);
+    CU_add_test(ev, "a deadline: ETIMEDOUT, never before it", test_event_deadline);
+    CU_add_test(ev, "a post wakes every waiter, with what was published", test_event_wakes_all);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

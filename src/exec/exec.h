@@ -16,6 +16,8 @@
 #include <starpu.h>
 #include <starfold/exec.h>
 
+#include "base/event.h"
+
 #include "exec/pool.h"
 #include "exec/kernels.h"
 #include "exec/vectors.h"
@@ -50,8 +52,9 @@ struct starfold_context {
 
 struct starfold_request {
     pthread_mutex_t lock;
-    pthread_cond_t done;          /* signalled when pending reaches 0 (CLOCK_MONOTONIC for timed waits) */
-    size_t pending;               /* tasks not yet completed (callbacks not yet run), gate included */
+    starfold__event_t done;       /* posted when pending reaches 0: every waiter wakes at once */
+    size_t pending;               /* atomic, decremented under lock: tasks not yet completed (callbacks
+                                     not yet run), gate included */
     int cancelled;                /* __atomic: kernels do nothing when set (a refused submission) */
     int status;                   /* __atomic: first kernel failure, STARFOLD_OK while none */
     starpu_data_handle_t *temps;  /* registered temporaries, released without write-back */

@@ -9,10 +9,12 @@
  * main-memory block from the context's pool).
  *
  * Completion. Every callback StarPU runs for the request - one per task, the gate's, one per
- * unpartition of a caller's vector - decrements `pending` under the mutex and broadcasts at zero:
+ * unpartition of a caller's vector - decrements `pending` under the mutex and posts the `done` event
+ * at zero (base/event.h: the replicas of a run all wait for one request, and wake together rather
+ * than one after the other on the mutex of a condition variable):
  *
  *     pending = tasks + gate + unpartitions      (set before the first submission)
- *         task_done() ... task_done()  -> 0  -> cond broadcast -> waiters return
+ *         task_done() ... task_done()  -> 0  -> post done -> waiters return
  *
  * Invariants. `pending` reaches zero once, after every kernel ran: what the kernels wrote is then
  * visible to the waiter. The temporaries are unregistered (without coherency: nothing of them is
@@ -27,13 +29,15 @@
 #include <time.h>
 
 #include "base/common.h"
+#include "base/event.h"
 #include "exec/submit.h"
 
 void starfold__request_task_done(void *arg)
 {
     struct starfold_request *r = arg;
     pthread_mutex_lock(&r->lock);
-    if (r->pending > 0 && --r->pending == 0) pthread_cond_broadcast(&r->done);
+    /* Posted under the lock: a waiter that saw zero takes the lock before it may free the request. */
+    if (r->pending > 0 && __atomic_sub_fetch(&r->pending, 1, __ATOMIC_RELEASE) == 0) starfold__event_post(&r->done);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -41,20 +45,7 @@ struct starfold_request *starfold__request_new(void)
 {
     struct starfold_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0) {
-        free(r);
-        return NULL;
-    }
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int ok = pthread_cond_init(&r->done, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-    if (!ok) {
-        free(r);
-        return NULL;
-    }
     if (pthread_mutex_init(&r->lock, NULL) != 0) {
-        pthread_cond_destroy(&r->done);
         free(r);
         return NULL;
     }
@@ -85,16 +76,30 @@ void starfold__request_free(struct starfold_request *r)
     for (size_t i = 0; i < r->nargs; i++) free(r->args[i]);
     free(r->args);
     free(r->temps);
-    pthread_cond_destroy(&r->done);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
 
+/* Whether every callback of @r ran, waiting at most until @deadline (NULL: no limit). */
+static int wait_finished(struct starfold_request *r, const struct timespec *deadline)
+{
+    for (;;) {
+        const unsigned seen = starfold__event_seq(&r->done);
+        if (__atomic_load_n(&r->pending, __ATOMIC_ACQUIRE) == 0) break;
+        if (starfold__event_wait(&r->done, seen, deadline) == ETIMEDOUT &&
+            __atomic_load_n(&r->pending, __ATOMIC_ACQUIRE) != 0)
+            return 0;
+    }
+    /* The last callback may still be inside the lock, posting: the waiter, which may free the
+     * request next, waits for it to let go. */
+    pthread_mutex_lock(&r->lock);
+    pthread_mutex_unlock(&r->lock);
+    return 1;
+}
+
 void starfold__request_wait_all(struct starfold_request *r)
 {
-    pthread_mutex_lock(&r->lock);
-    while (r->pending > 0) pthread_cond_wait(&r->done, &r->lock);
-    pthread_mutex_unlock(&r->lock);
+    wait_finished(r, NULL);
     SF_TSAN_ACQUIRE(); /* what the kernels wrote */
 }
 
@@ -130,13 +135,7 @@ STARFOLD_API starfold_status_t starfold_request_wait_timeout(starfold_request_t 
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000L;
     }
-    int timed_out = 0;
-    pthread_mutex_lock(&request->lock);
-    while (request->pending > 0 && !timed_out)
-        timed_out = pthread_cond_timedwait(&request->done, &request->lock, &deadline) == ETIMEDOUT;
-    const int finished = request->pending == 0;
-    pthread_mutex_unlock(&request->lock);
-    if (!finished)
+    if (!wait_finished(request, &deadline))
         return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_request_wait_timeout: still running after %g s", seconds);
     SF_TSAN_ACQUIRE();
     request_release_temps(request);
