@@ -50,6 +50,7 @@
 #include <time.h>
 
 #include "base/common.h"
+#include "base/event.h"
 #include "distribute/distribute.h"
 
 #define MSG_LEN 512
@@ -113,7 +114,12 @@ struct starfold__run {
     void *arg;
     int n;
     pthread_mutex_t lock;
-    pthread_cond_t cond;           /* CLOCK_MONOTONIC, for the timeouts */
+    /*
+     * Posted (lock held) when a collective completes or the run breaks. Waiters sleep on it without
+     * the lock, so that the replicas leave a collective together; a replica whose collective
+     * succeeded leaves without taking the lock again (rendezvous()).
+     */
+    starfold__event_t ev;
     struct starfold_replica_context *rcs;
     /* per replica */
     long *ncalls;                  /* collectives entered */
@@ -123,7 +129,7 @@ struct starfold__run {
     int *secondary;                /* its error is a consequence of another replica's */
     starfold_status_t *got_status; /* the last collective error it received */
     int *got_secondary;            /* ... and whether that was a consequence of another replica's */
-    /* the collective in progress: its index is gen */
+    /* the collective in progress: its index is gen (atomic; written under the lock) */
     long gen;
     coll_kind_t kind;
     int arrived;
@@ -302,7 +308,7 @@ static void break_run(starfold__run_t *run, starfold_status_t st, int secondary,
     run->broken = 1;
     run->broken_status = st;
     run->broken_secondary = secondary;
-    pthread_cond_broadcast(&run->cond);
+    starfold__event_post(&run->ev);
 }
 
 static const char mismatch[] = "Some replicas made a different number of replica_context().merge_call() calls.";
@@ -384,8 +390,8 @@ static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t k
         run->kind = COLL_NONE;
         run->coll_status = st;
         snprintf(run->coll_msg, sizeof run->coll_msg, "%s", msg);
-        run->gen++;
-        pthread_cond_broadcast(&run->cond);
+        __atomic_store_n(&run->gen, run->gen + 1, __ATOMIC_RELEASE); /* publishes the outcome and results */
+        starfold__event_post(&run->ev);
         goto out;
     }
 
@@ -393,17 +399,19 @@ static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t k
     const int timed = starfold__timeout_in_force(timeout);
     if (timed) deadline_after(timeout, &deadline);
     while (run->gen == k && !run->broken) {
-        if (timed && !run->executing) {
-            const int rc_wait = pthread_cond_timedwait(&run->cond, &run->lock, &deadline);
-            if (rc_wait == ETIMEDOUT && run->gen == k && !run->broken && !run->executing) {
-                char who[256];
-                missing_replicas(run, k, who, sizeof who);
-                break_run(run, STARFOLD_ERR_TIMEOUT, 0,
-                          "%s #%ld: only %d of %d replicas joined within %g s (missing: %s); nothing was submitted",
-                          coll_name(kind), k, run->arrived, run->n, timeout, who);
-            }
-        } else {
-            pthread_cond_wait(&run->cond, &run->lock);
+        const unsigned seen = starfold__event_seq(&run->ev);
+        const int limited = timed && !run->executing;
+        pthread_mutex_unlock(&run->lock);
+        const int rc_wait = starfold__event_wait(&run->ev, seen, limited ? &deadline : NULL);
+        /* Done, and well: the outcome stays until this replica joins the next collective. */
+        if (__atomic_load_n(&run->gen, __ATOMIC_ACQUIRE) > k && run->coll_status == STARFOLD_OK) return STARFOLD_OK;
+        pthread_mutex_lock(&run->lock);
+        if (limited && rc_wait == ETIMEDOUT && run->gen == k && !run->broken && !run->executing) {
+            char who[256];
+            missing_replicas(run, k, who, sizeof who);
+            break_run(run, STARFOLD_ERR_TIMEOUT, 0,
+                      "%s #%ld: only %d of %d replicas joined within %g s (missing: %s); nothing was submitted",
+                      coll_name(kind), k, run->arrived, run->n, timeout, who);
         }
     }
     if (run->gen > k) {
@@ -1061,21 +1069,24 @@ static void replica_body(struct starfold_replica_context *rc)
  * strategy.run every step, and creating and joining n threads each time cost more than the step's
  * reductions. Created by the first run (strategy->run_lock held), stopped by starfold_strategy_destroy().
  *
- *   runner:  post run, gen++, busy = n, wake all  ->  wait until busy == 0
- *   thread r: wait for gen to move  ->  replica r's function  ->  busy--, the last one wakes the runner
+ *   runner:  run, busy = n, gen++, post wake  ->  wait on idle until busy == 0
+ *   thread r: wait on wake for gen to move  ->  replica r's function  ->  busy--, the last one posts idle
+ *
+ * Without a lock: the runner publishes run and busy before it moves gen (release), a thread reads
+ * them after it saw gen move (acquire), and the events (base/event.h) wake every thread at once
+ * rather than one after the other on a condition variable's mutex.
  */
 struct starfold__replica_pool {
-    pthread_mutex_t lock;
-    pthread_cond_t wake;           /* a run was posted, or quit */
-    pthread_cond_t idle;           /* busy reached 0 */
+    starfold__event_t wake;        /* a run was posted, or quit */
+    starfold__event_t idle;        /* busy reached 0 */
     int n;                         /* replicas */
     int nthreads;                  /* threads running */
     pthread_t *threads;
     struct pool_arg { struct starfold__replica_pool *pool; int r; unsigned long seen; } *args;
-    unsigned long gen;             /* runs posted */
+    unsigned long gen;             /* atomic: runs posted */
     starfold__run_t *run;          /* the run of generation gen */
-    int busy;                      /* threads still in it */
-    int quit;
+    int busy;                      /* atomic: threads still in it */
+    int quit;                      /* atomic */
     ar_inputs_t ar;                /* the leaders' last all_reduce (execute_all_reduce()) */
 };
 
@@ -1088,33 +1099,28 @@ static void *pool_main(void *p)
 {
     const struct pool_arg *a = p;
     struct starfold__replica_pool *pool = a->pool;
-    pthread_mutex_lock(&pool->lock);
     unsigned long seen = a->seen; /* the generation when it was made: a run posted since is for it */
     for (;;) {
-        while (pool->gen == seen && !pool->quit) pthread_cond_wait(&pool->wake, &pool->lock);
-        if (pool->quit) break;
-        seen = pool->gen;
-        starfold__run_t *run = pool->run;
-        pthread_mutex_unlock(&pool->lock);
-        replica_body(&run->rcs[a->r]);
-        pthread_mutex_lock(&pool->lock);
-        if (--pool->busy == 0) pthread_cond_signal(&pool->idle);
+        const unsigned ev = starfold__event_seq(&pool->wake);
+        if (__atomic_load_n(&pool->quit, __ATOMIC_ACQUIRE)) break;
+        const unsigned long gen = __atomic_load_n(&pool->gen, __ATOMIC_ACQUIRE);
+        if (gen == seen) {
+            starfold__event_wait(&pool->wake, ev, NULL);
+            continue;
+        }
+        seen = gen;
+        replica_body(&pool->run->rcs[a->r]);
+        if (__atomic_sub_fetch(&pool->busy, 1, __ATOMIC_ACQ_REL) == 0) starfold__event_post(&pool->idle);
     }
-    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
 void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
 {
     if (!pool) return;
-    pthread_mutex_lock(&pool->lock);
-    pool->quit = 1;
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->lock);
+    __atomic_store_n(&pool->quit, 1, __ATOMIC_RELEASE);
+    starfold__event_post(&pool->wake);
     for (int r = 0; r < pool->nthreads; r++) pthread_join(pool->threads[r], NULL);
-    pthread_cond_destroy(&pool->wake);
-    pthread_cond_destroy(&pool->idle);
-    pthread_mutex_destroy(&pool->lock);
     ar_inputs_clear(&pool->ar);
     free(pool->threads);
     free(pool->args);
@@ -1130,14 +1136,12 @@ static starfold_status_t pool_ready(const char *name, starfold_strategy_t s)
         pool->n = s->n;
         pool->threads = calloc((size_t)s->n, sizeof *pool->threads);
         pool->args = calloc((size_t)s->n, sizeof *pool->args);
-        if (!pool->threads || !pool->args || pthread_mutex_init(&pool->lock, NULL) != 0) {
+        if (!pool->threads || !pool->args) {
             free(pool->threads);
             free(pool->args);
             free(pool);
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
         }
-        pthread_cond_init(&pool->wake, NULL);
-        pthread_cond_init(&pool->idle, NULL);
         s->pool = pool;
     }
     while (pool->nthreads < pool->n) {
@@ -1155,21 +1159,22 @@ static starfold_status_t pool_ready(const char *name, starfold_strategy_t s)
 /* Runs every replica of @run in the pool's threads and returns when all have returned. */
 static void pool_run(struct starfold__replica_pool *pool, starfold__run_t *run)
 {
-    pthread_mutex_lock(&pool->lock);
     pool->run = run;
-    pool->busy = pool->n;
-    pool->gen++;
-    pthread_cond_broadcast(&pool->wake);
-    while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
+    __atomic_store_n(&pool->busy, pool->n, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool->gen, pool->gen + 1, __ATOMIC_RELEASE);
+    starfold__event_post(&pool->wake);
+    for (;;) {
+        const unsigned ev = starfold__event_seq(&pool->idle);
+        if (__atomic_load_n(&pool->busy, __ATOMIC_ACQUIRE) == 0) break;
+        starfold__event_wait(&pool->idle, ev, NULL);
+    }
     pool->run = NULL;
-    pthread_mutex_unlock(&pool->lock);
 }
 
 static void run_free(starfold__run_t *run)
 {
     live_remove(run);
     for (int r = 0; run->rcs && r < run->n; r++) starfold_value_destroy(run->rcs[r].result);
-    pthread_cond_destroy(&run->cond);
     pthread_mutex_destroy(&run->lock);
     free(run->rcs);
     free(run->ncalls);
@@ -1187,20 +1192,7 @@ static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn,
 {
     starfold__run_t *run = calloc(1, sizeof *run);
     if (!run) return NULL;
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0) {
-        free(run);
-        return NULL;
-    }
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    const int cond_ok = pthread_cond_init(&run->cond, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-    if (!cond_ok) {
-        free(run);
-        return NULL;
-    }
     if (pthread_mutex_init(&run->lock, NULL) != 0) {
-        pthread_cond_destroy(&run->cond);
         free(run);
         return NULL;
     }
