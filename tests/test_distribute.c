@@ -1550,6 +1550,38 @@ static void test_arena_move_out(void)
     starfold_cross_device_ops_destroy(ops);
 }
 
+/*
+ * The results of one batch share a slab whose one writer settles them all: a wait on any of them
+ * looks at that writer alone. A writer recorded on one of them later (the copy of a component
+ * moved out of the arena) makes the wait on it wait for that writer too: after the wait, every
+ * writer it records finished well.
+ */
+static void test_arena_wait_later_writer(void)
+{
+    starfold_value_t v = make_f32(STARFOLD_VALUE_PER_REPLICA, 4, dev0123, 1500, 1.0f), res[3] = { NULL };
+    starfold_cross_device_ops_t ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_create("one-pass", NULL, host4, &ops), STARFOLD_OK);
+    const starfold_destination_t dst = starfold_destination_value(v);
+    const starfold_value_destination_pair_t pairs[3] = { { v, dst }, { v, dst }, { v, dst } };
+    CU_ASSERT_EQUAL_FATAL(starfold_cross_device_ops_batch_reduce(ops, STARFOLD_OP_SUM, 3, pairs, NULL, res), STARFOLD_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(res[0]->slab);
+    CU_ASSERT_PTR_EQUAL(res[1]->slab, res[0]->slab);
+    CU_ASSERT_EQUAL(starfold_value_wait(res[0]), STARFOLD_OK); /* the slab's writer done */
+    CU_ASSERT_PTR_NOT_NULL(starfold_value_handle(res[1], 2)); /* one more writer: the copy out of the arena */
+    CU_ASSERT_EQUAL(starfold_value_wait(res[1]), STARFOLD_OK);
+    pthread_mutex_lock(res[1]->lock);
+    CU_ASSERT_TRUE(res[1]->nwriters >= 1);
+    for (size_t w = 0; w < res[1]->nwriters; w++) CU_ASSERT_TRUE(__atomic_load_n(&res[1]->writers[w]->done_ok, __ATOMIC_ACQUIRE));
+    pthread_mutex_unlock(res[1]->lock);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(starfold_value_wait(res[i]), STARFOLD_OK);
+        CU_ASSERT_TRUE(check_f32(res[i], STARFOLD_OP_SUM, 4, 1.0f));
+        starfold_value_destroy(res[i]);
+    }
+    starfold_value_destroy(v);
+    starfold_cross_device_ops_destroy(ops);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -1577,6 +1609,7 @@ int main(int argc, char **argv)
         { "arena: twenty steps, persistent reused, double buffering", test_arena_steps },
         { "batch plans: found again, never over a remade or moved value", test_batch_plan },
         { "arena: handles move components out", test_arena_move_out },
+        { "arena: a wait covers a writer recorded after the batch's", test_arena_wait_later_writer },
     };
     if (suite_init() != 0) {
         fprintf(stderr, "test_distribute: cannot create the context: %s\n", starfold_last_error());
