@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 
 #include "base/common.h"
 #include "base/event.h"
@@ -55,6 +56,19 @@ static void futex_wake_all(unsigned *addr)
     (void)addr; /* the waiters poll */
 }
 #endif
+
+void starfold__deadline_after(double seconds, struct timespec *deadline)
+{
+    clock_gettime(CLOCK_MONOTONIC, deadline);
+    double whole = floor(seconds);
+    if (whole > 1e9) whole = 1e9; /* ~30 years: as good as forever, and no time_t overflow */
+    deadline->tv_sec += (time_t)whole;
+    deadline->tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
+    if (deadline->tv_nsec >= 1000000000L) {
+        deadline->tv_sec++;
+        deadline->tv_nsec -= 1000000000L;
+    }
+}
 
 int starfold__event_wait(starfold__event_t *e, unsigned seen, const struct timespec *deadline)
 {

@@ -45,6 +45,9 @@ static inline unsigned starfold__event_seq(const starfold__event_t *e)
  */
 int starfold__event_wait(starfold__event_t *e, unsigned seen, const struct timespec *deadline);
 
+/* The absolute CLOCK_MONOTONIC deadline @seconds (>= 0, finite) from now, for starfold__event_wait(). */
+void starfold__deadline_after(double seconds, struct timespec *deadline);
+
 /* Moves the sequence number (release) and wakes every waiter. */
 void starfold__event_post(starfold__event_t *e);
 

@@ -44,7 +44,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -324,19 +323,6 @@ static void missing_replicas(const starfold__run_t *run, long k, char *buf, size
         }
 }
 
-static void deadline_after(double seconds, struct timespec *ts)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    double whole = floor(seconds);
-    if (whole > 1e9) whole = 1e9;
-    ts->tv_sec += (time_t)whole;
-    ts->tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static starfold_status_t execute(starfold__run_t *run, long k, char *msg);
 
 /*
@@ -397,7 +383,7 @@ static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t k
 
     struct timespec deadline;
     const int timed = starfold__timeout_in_force(timeout);
-    if (timed) deadline_after(timeout, &deadline);
+    if (timed) starfold__deadline_after(timeout, &deadline);
     while (run->gen == k && !run->broken) {
         const unsigned seen = starfold__event_seq(&run->ev);
         const int limited = timed && !run->executing;

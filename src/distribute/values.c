@@ -336,19 +336,15 @@ static size_t shell_size(int n, int own_lock)
 }
 
 /*
- * Lays an empty shell (handles NULL, nothing owned) out in @mem, shell_size(@n, !@lock) bytes:
- * guarded by @lock (its slab's), or by a mutex of its own when @lock is NULL.
+ * Lays an empty shell (handles NULL, nothing owned) out in @mem, its struct and rows
+ * (rows_end(@n) bytes), guarded by @lock: its slab's, or the one after its rows (value_shell()).
  */
 static starfold_value_t shell_init(void *mem, pthread_mutex_t *lock, unsigned long long stamp, starfold_context_t ctx,
                                    starfold_value_kind_t kind, int n, const int *devices, starfold_dtype_t dtype,
                                    size_t count)
 {
     struct starfold_value *v = mem;
-    memset(mem, 0, shell_size(n, !lock));
-    if (!lock) {
-        lock = (pthread_mutex_t *)((unsigned char *)mem + own_lock_at(n));
-        if (pthread_mutex_init(lock, NULL) != 0) return NULL;
-    }
+    memset(mem, 0, rows_end(n));
     v->lock = lock;
     v->n = n;
     v->devices = (int *)(offset_of(v) + n);
@@ -370,9 +366,12 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
 {
     void *mem = malloc(shell_size(n, 1));
     if (!mem) return NULL;
-    starfold_value_t v = shell_init(mem, NULL, new_stamp(), ctx, kind, n, devices, dtype, count);
-    if (!v) free(mem);
-    return v;
+    pthread_mutex_t *lock = (pthread_mutex_t *)((unsigned char *)mem + own_lock_at(n));
+    if (pthread_mutex_init(lock, NULL) != 0) {
+        free(mem);
+        return NULL;
+    }
+    return shell_init(mem, lock, new_stamp(), ctx, kind, n, devices, dtype, count);
 }
 
 /* Gives up the range of component @c: its own reference, or (a slab's value) the slab's. Lock held or no sharing. */
@@ -523,10 +522,6 @@ starfold_status_t starfold__values_block_fill(starfold__values_block_t *block, s
             continue;
         }
         starfold_value_t v = shell_init(mem + each * made, &slab->lock, ++stamp, ctx, kind, n, vdev, dtype, counts[i]);
-        if (!v) {
-            st = starfold__error(STARFOLD_ERR_RUNTIME, "cannot create a mutex");
-            break;
-        }
         made++;
         v->slab = slab;
         const int same_order = vdev == devices || !memcmp(vdev, devices, sizeof *vdev * (size_t)n);
@@ -650,7 +645,6 @@ starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int 
     for (; made < nv; made++) {
         const starfold_value_t s0 = srcs[made];
         starfold_value_t v = shell_init(mem + each * made, &slab->lock, ++stamp, s0->ctx, kind, n, devices, s0->dtype, s0->count);
-        if (!v) break;
         v->slab = slab;
         for (int i = 0; i < n; i++) {
             int c = comps[(size_t)i * nv + made];
@@ -663,13 +657,9 @@ starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int 
         }
         values[made] = v;
     }
-    slab->refs = (int)made + 1;
-    if (made < nv) {
-        for (size_t k = 0; k < made; k++) value_free(values[k]);
-        memset(values, 0, sizeof *values * nv);
-    }
+    slab->refs = (int)nv + 1; /* one per value, and one given back now */
     slab_release(slab);
-    return made < nv ? starfold__error(STARFOLD_ERR_RUNTIME, "cannot create a mutex") : STARFOLD_OK;
+    return STARFOLD_OK;
 }
 
 starfold_view_t starfold__value_view(starfold_value_t v, int c)

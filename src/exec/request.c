@@ -126,15 +126,7 @@ STARFOLD_API starfold_status_t starfold_request_wait_timeout(starfold_request_t 
     if (isinf(seconds)) return starfold_request_wait(request);
 
     struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    double whole = floor(seconds);
-    if (whole > 1e9) whole = 1e9; /* ~30 years: as good as forever, and no time_t overflow */
-    deadline.tv_sec += (time_t)whole;
-    deadline.tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    starfold__deadline_after(seconds, &deadline);
     if (!wait_finished(request, &deadline))
         return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_request_wait_timeout: still running after %g s", seconds);
     SF_TSAN_ACQUIRE();
