@@ -1540,7 +1540,10 @@ STARFOLD_API starfold_status_t starfold_replica_context_select(starfold_replica_
  * A rendezvous of all replicas: each must call it (in the same order relative to its other
  * collectives) with as many values, of the same dtypes and counts, and the same op. The last replica
  * to arrive compiles and submits the graph (the strategy's batch_reduce_to with each value as its own
- * destination) and returns without waiting for the graph to run. Each value must have a component on
+ * destination). Every replica returns without waiting for the graph to run, unless the collective
+ * is small (64 KiB per replica or less): then the last replica waits for it before the others leave,
+ * since the reduction takes less time than waking every replica once more, and the results are
+ * ready when it returns (a failed reduction is this call's error). Each value must have a component on
  * this replica's device (a one-component value there, or a mirrored variable: its component on this
  * device is used, so all_reduce of a mirrored variable sums every replica's copy).
  *
@@ -1569,7 +1572,8 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
  * the same order as its other collectives, with a value of the same dtype; the counts may differ (as
  * TensorFlow's shapes may differ along the gathered axis), replica r's block following those of
  * replicas 0 .. r-1. The last to arrive compiles and submits one gather graph and returns without
- * waiting for it. The value must have a component on this replica's device.
+ * waiting for it, unless the gathered value is 64 KiB or less (then, as for all_reduce, the results
+ * are ready when every replica returns). The value must have a component on this replica's device.
  * @param [in]  context this replica's context (the calling thread's own)
  * @param [in]  value this replica's value (not written)
  * @param [in]  axis 0 or -1 (values are 1-D tensors)

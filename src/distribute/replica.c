@@ -572,6 +572,33 @@ static starfold_status_t refuse(starfold__run_t *run, starfold_status_t st, cons
     return st;
 }
 
+/*
+ * A collective this small (bytes per replica) is settled by its leader before the others leave the
+ * rendezvous. Its reduction takes less time than waking the replicas once more: left to themselves,
+ * each would wake from the rendezvous, find its results unfinished, sleep on them and be woken again
+ * when they are. With the leader waiting, each is woken once and finds its results done (on this
+ * 2-core machine, a step of run + all_reduce of one 4 KiB tensor on 8 replicas: 0.12 ms instead of
+ * 0.14, BENCHMARKS.md). A larger one returns at once, so that a replica submits its next tasks while
+ * the reduction runs.
+ */
+#define SF_SETTLED_COLLECTIVE_BYTES ((size_t)64 << 10)
+
+static int small_collective(const starfold_value_t *values, size_t nv)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < nv && bytes <= SF_SETTLED_COLLECTIVE_BYTES; i++)
+        bytes += values[i]->count * starfold_dtype_size(values[i]->dtype);
+    return bytes <= SF_SETTLED_COLLECTIVE_BYTES;
+}
+
+/* Waits for the @m results of a small collective (small_collective()); the first error. */
+static starfold_status_t settle(const starfold_value_t *results, size_t m)
+{
+    starfold_status_t st = STARFOLD_OK;
+    for (size_t i = 0; i < m && st == STARFOLD_OK; i++) st = starfold_value_wait(results[i]);
+    return st;
+}
+
 static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *msg)
 {
     slot_t *sl = run->slots;
@@ -630,6 +657,7 @@ static starfold_status_t execute_all_reduce(starfold__run_t *run, long k, char *
     } else if (st != STARFOLD_OK) {
         goto out;
     }
+    if (small_collective(sl[0].values, nv)) SF_CHECK_GOTO(settle(mine, nv * (size_t)n), st, out);
     for (int r = 0; r < n; r++) memcpy(sl[r].results, &mine[(size_t)r * nv], sizeof *mine * nv);
     memset(mine, 0, sizeof *mine * nv * (size_t)n);
 out:
@@ -680,6 +708,7 @@ static starfold_status_t execute_all_gather(starfold__run_t *run, long k, char *
     else
         st = starfold__gather_parts(s->ops, s->topology, dest.ctx, sl[0].values[0]->dtype, n, s->devices, views, counts,
                                     &dest, "all_gather", &res);
+    if (st == STARFOLD_OK && small_collective(&res, 1)) st = settle(&res, 1);
     for (int r = 0; r < n && st == STARFOLD_OK; r++) st = starfold__value_take_component(res, r, &sl[r].results[0]);
     if (st != STARFOLD_OK) {
         snprintf(msg, MSG_LEN, "%s", starfold_last_error());
