@@ -15,6 +15,7 @@
 #include <starfold.h>
 
 #include "base/event.h"
+#include "base/fiber.h"
 
 static void test_status_strings(void)
 {
@@ -175,6 +176,113 @@ static void test_event_wakes_all(void)
     CU_ASSERT_EQUAL(x.go.waiters, 0);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Fibers
+ */
+
+typedef struct fiber_log {
+    char trace[64];
+    int len;
+    starfold__fiber_t *self[2];
+    int saw_self[2];
+} fiber_log_t;
+
+typedef struct fiber_arg {
+    fiber_log_t *log;
+    int id;
+    int yields;
+} fiber_arg_t;
+
+static void fiber_body(void *p)
+{
+    fiber_arg_t *a = p;
+    a->log->saw_self[a->id] = starfold__fiber_current() == a->log->self[a->id];
+    for (int k = 0; k <= a->yields; k++) {
+        a->log->trace[a->log->len++] = (char)((a->id ? 'a' : 'A') + k); /* A B C for fiber 0, a b for 1 */
+        if (k < a->yields) starfold__fiber_yield();
+    }
+}
+
+/* Two fibers resumed in turn: each runs until it yields, goes on where it left off, and reports
+ * when it has returned; a finished fiber starts again. */
+static void test_fiber_turns(void)
+{
+    fiber_log_t log;
+    memset(&log, 0, sizeof log);
+    starfold__fiber_t *f[2] = { starfold__fiber_create(), starfold__fiber_create() };
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f[1]);
+    log.self[0] = f[0];
+    log.self[1] = f[1];
+    for (int round = 0; round < 2; round++) {
+        fiber_arg_t a0 = { &log, 0, 2 }, a1 = { &log, 1, 1 };
+        log.len = 0;
+        starfold__fiber_start(f[0], fiber_body, &a0);
+        starfold__fiber_start(f[1], fiber_body, &a1);
+        CU_ASSERT_PTR_NULL(starfold__fiber_current());
+        CU_ASSERT_EQUAL(starfold__fiber_resume(f[0]), 0);
+        CU_ASSERT_EQUAL(starfold__fiber_resume(f[1]), 0);
+        CU_ASSERT_EQUAL(starfold__fiber_resume(f[0]), 0);
+        CU_ASSERT_EQUAL(starfold__fiber_resume(f[1]), 1); /* a: yielded once, then returned */
+        CU_ASSERT_EQUAL(starfold__fiber_resume(f[0]), 1);
+        CU_ASSERT_PTR_NULL(starfold__fiber_current());
+        log.trace[log.len] = 0;
+        CU_ASSERT_STRING_EQUAL(log.trace, "AaBbC");
+        CU_ASSERT_TRUE(log.saw_self[0] && log.saw_self[1]);
+    }
+    starfold__fiber_destroy(f[0]);
+    starfold__fiber_destroy(f[1]);
+    starfold__fiber_destroy(NULL);
+}
+
+/* A fiber's stack holds what a thread's would: 1 MiB of locals, touched, across a yield. */
+static void fiber_deep(void *p)
+{
+    int *ok = p;
+    volatile unsigned char big[(size_t)1 << 20];
+    for (size_t i = 0; i < sizeof big; i += 4096) big[i] = (unsigned char)(i >> 12);
+    starfold__fiber_yield();
+    int good = 1;
+    for (size_t i = 0; i < sizeof big; i += 4096) good &= big[i] == (unsigned char)(i >> 12);
+    *ok = good;
+}
+
+static void test_fiber_deep_stack(void)
+{
+    int ok = 0;
+    starfold__fiber_t *f = starfold__fiber_create();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    starfold__fiber_start(f, fiber_deep, &ok);
+    CU_ASSERT_EQUAL(starfold__fiber_resume(f), 0);
+    CU_ASSERT_EQUAL(starfold__fiber_resume(f), 1);
+    CU_ASSERT_EQUAL(ok, 1);
+    starfold__fiber_destroy(f);
+}
+
+/* Many switches: nothing leaks or drifts (the sanitizers' and Valgrind's bookkeeping included). */
+static void fiber_count(void *p)
+{
+    int *n = p;
+    for (int k = 0; k < 10000; k++) {
+        (*n)++;
+        starfold__fiber_yield();
+    }
+}
+
+static void test_fiber_many_switches(void)
+{
+    int n = 0, resumes = 0;
+    starfold__fiber_t *f = starfold__fiber_create();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (int run = 0; run < 3; run++) {
+        starfold__fiber_start(f, fiber_count, &n);
+        while (!starfold__fiber_resume(f)) resumes++;
+    }
+    CU_ASSERT_EQUAL(n, 30000);
+    CU_ASSERT_EQUAL(resumes, 30000);
+    starfold__fiber_destroy(f);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -187,6 +295,10 @@ int main(void)
     CU_add_test(ev, "a moved sequence: no sleep", test_event_moved);
     CU_add_test(ev, "a deadline: ETIMEDOUT, never before it", test_event_deadline);
     CU_add_test(ev, "a post wakes every waiter, with what was published", test_event_wakes_all);
+    CU_pSuite fb = CU_add_suite("fibers", NULL, NULL);
+    CU_add_test(fb, "two fibers in turn, started again", test_fiber_turns);
+    CU_add_test(fb, "1 MiB of locals on a fiber's stack", test_fiber_deep_stack);
+    CU_add_test(fb, "30,000 switches", test_fiber_many_switches);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

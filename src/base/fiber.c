@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 The starfold authors */
+/*
+ * Fibers (fiber.h) on ucontext, with their switches announced to ASan, TSan and Valgrind.
+ *
+ *   resumer's stack                    fiber's stack (mapped, guard page below)
+ *   resume(f): current = f  --swap-->  trampoline: fn(arg) ... yield(): --swap--> back in resume()
+ *              ... returns 0                                  (f->ctx saved, f->back restored)
+ *   resume(f)               --swap-->  ... yield() returns, fn goes on, returns:
+ *              ... returns 1 <--set--  finished = 1, back to f->back for good
+ *
+ * The sanitizers' protocol for a switch from A to B: A calls start_switch(where to keep A's fake
+ * stack, B's stack bounds) just before, B calls finish_switch(what B kept when it left, where to
+ * put A's bounds) just after. A fiber learns its resumer's stack bounds on each arrival, so a
+ * fiber resumed by another thread next time yields back to the right stack. A finished fiber
+ * passes NULL: its fake stack dies with it. ThreadSanitizer gets a fiber of its own per start
+ * (its shadow call stack would keep the finished trampoline's frame otherwise).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "base/fiber.h"
+
+#ifdef __has_feature
+#define SF_HAS_FEATURE(x) __has_feature(x)
+#else
+#define SF_HAS_FEATURE(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || SF_HAS_FEATURE(address_sanitizer)
+#define SF_FIBER_ASAN 1
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(__SANITIZE_THREAD__) || SF_HAS_FEATURE(thread_sanitizer)
+#define SF_FIBER_TSAN 1
+#include <sanitizer/tsan_interface.h>
+#endif
+#ifdef HAVE_VALGRIND_VALGRIND_H
+#include <valgrind/valgrind.h>
+#endif
+
+#define SF_FIBER_STACK_BYTES ((size_t)8 << 20)
+
+struct starfold__fiber {
+    ucontext_t ctx;              /* the fiber's, while it is yielded */
+    ucontext_t back;             /* its resumer's, while it runs */
+    void *map;                   /* guard page, then the stack */
+    size_t map_bytes;
+    void *stack;
+    size_t stack_bytes;
+    void (*fn)(void *);
+    void *arg;
+    int finished;
+    const void *back_bottom;     /* the resumer's stack (ASan) */
+    size_t back_size;
+#ifdef SF_FIBER_TSAN
+    void *tsan_fiber, *tsan_back;
+#endif
+#ifdef HAVE_VALGRIND_VALGRIND_H
+    unsigned vg_stack;
+#endif
+};
+
+static _Thread_local starfold__fiber_t *current;
+
+starfold__fiber_t *starfold__fiber_current(void)
+{
+    return current;
+}
+
+/* The sanitizers' half of a switch, before and after it (see the top of the file). */
+static void switch_out(void **fake, const void *bottom, size_t size)
+{
+#ifdef SF_FIBER_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+    (void)fake, (void)bottom, (void)size;
+#endif
+}
+
+static void switch_in(void *fake, const void **from_bottom, size_t *from_size)
+{
+#ifdef SF_FIBER_ASAN
+    __sanitizer_finish_switch_fiber(fake, from_bottom, from_size);
+#else
+    (void)fake, (void)from_bottom, (void)from_size;
+#endif
+}
+
+static void trampoline(void)
+{
+    starfold__fiber_t *f = current;
+    switch_in(NULL, &f->back_bottom, &f->back_size);
+    f->fn(f->arg);
+    f->finished = 1;
+    switch_out(NULL, f->back_bottom, f->back_size); /* this stack's frames are over */
+#ifdef SF_FIBER_TSAN
+    __tsan_switch_to_fiber(f->tsan_back, 0);
+#endif
+    setcontext(&f->back);
+}
+
+starfold__fiber_t *starfold__fiber_create(void)
+{
+    starfold__fiber_t *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    const long page = sysconf(_SC_PAGESIZE);
+    const size_t guard = page > 0 ? (size_t)page : 4096;
+    f->map_bytes = guard + SF_FIBER_STACK_BYTES;
+    f->map = mmap(NULL, f->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (f->map == MAP_FAILED) {
+        free(f);
+        return NULL;
+    }
+    if (mprotect(f->map, guard, PROT_NONE) != 0) {
+        munmap(f->map, f->map_bytes);
+        free(f);
+        return NULL;
+    }
+    f->stack = (char *)f->map + guard;
+    f->stack_bytes = SF_FIBER_STACK_BYTES;
+    f->finished = 1; /* not started */
+#ifdef HAVE_VALGRIND_VALGRIND_H
+    f->vg_stack = VALGRIND_STACK_REGISTER(f->stack, (char *)f->stack + f->stack_bytes);
+#endif
+    return f;
+}
+
+void starfold__fiber_destroy(starfold__fiber_t *f)
+{
+    if (!f) return;
+#ifdef SF_FIBER_TSAN
+    if (f->tsan_fiber) __tsan_destroy_fiber(f->tsan_fiber);
+#endif
+#ifdef HAVE_VALGRIND_VALGRIND_H
+    VALGRIND_STACK_DEREGISTER(f->vg_stack);
+#endif
+    munmap(f->map, f->map_bytes);
+    free(f);
+}
+
+void starfold__fiber_start(starfold__fiber_t *f, void (*fn)(void *), void *arg)
+{
+    f->fn = fn;
+    f->arg = arg;
+    f->finished = 0;
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = f->stack;
+    f->ctx.uc_stack.ss_size = f->stack_bytes;
+    f->ctx.uc_link = NULL; /* the trampoline leaves with setcontext() */
+    makecontext(&f->ctx, trampoline, 0);
+#ifdef SF_FIBER_TSAN
+    if (f->tsan_fiber) __tsan_destroy_fiber(f->tsan_fiber);
+    f->tsan_fiber = __tsan_create_fiber(0);
+#endif
+}
+
+int starfold__fiber_resume(starfold__fiber_t *f)
+{
+    void *fake = NULL;
+    current = f;
+    switch_out(&fake, f->stack, f->stack_bytes);
+#ifdef SF_FIBER_TSAN
+    f->tsan_back = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(f->tsan_fiber, 0);
+#endif
+    swapcontext(&f->back, &f->ctx);
+    switch_in(fake, NULL, NULL);
+    current = NULL;
+    return f->finished;
+}
+
+void starfold__fiber_yield(void)
+{
+    starfold__fiber_t *f = current;
+    void *fake = NULL;
+    switch_out(&fake, f->back_bottom, f->back_size);
+#ifdef SF_FIBER_TSAN
+    __tsan_switch_to_fiber(f->tsan_back, 0);
+#endif
+    swapcontext(&f->ctx, &f->back);
+    switch_in(fake, &f->back_bottom, &f->back_size);
+}
