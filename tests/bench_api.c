@@ -14,7 +14,10 @@
  *                         the list of per-replica values, each its own destination; results waited
  *                         for, then freed (a training loop's step)
  *   api run + all_reduce  strategy.run(fn) with fn = replica_context.all_reduce(SUM, my gradients),
- *                         results waited for and freed inside fn
+ *                         results waited for and freed inside fn (a thread per replica, the default)
+ *   api run in turn + all_reduce
+ *                         the same with the replicas in turn on the calling thread
+ *                         (starfold_strategy_set_replica_mode(STARFOLD_REPLICAS_IN_TURN))
  *   api fused tensor      batch_reduce_to of one per-replica value holding every gradient's elements
  *   exec persistent views the same graph bound once to the list laid out as views of one vector per
  *                         device (starfold_persistent_create_views()), started every step
@@ -259,10 +262,18 @@ static void step_exec_fused(bench_t *b, exec_side_t *x)
 
 /* ------------------------------------------------------------------------------------------------ */
 
-enum { M_API_BATCH, M_API_RUN, M_API_FUSED, M_EXEC_PERSISTENT, M_EXEC_FUSED, M_COUNT };
+enum { M_API_BATCH, M_API_RUN, M_API_RUN_TURN, M_API_FUSED, M_EXEC_PERSISTENT, M_EXEC_FUSED, M_COUNT };
 static const char *const mode_name[M_COUNT] = {
-    "api batch_reduce_to", "api run + all_reduce", "api fused tensor", "exec persistent views", "exec fused tensor",
+    "api batch_reduce_to", "api run + all_reduce", "api run in turn + all_reduce", "api fused tensor",
+    "exec persistent views", "exec fused tensor",
 };
+
+/* The strategy's replica mode for @mode's steps: in turn for its own mode, threads for the rest. */
+static void replica_mode_for(bench_t *b, int mode)
+{
+    CHECK(starfold_strategy_set_replica_mode(b->strategy, mode == M_API_RUN_TURN ? STARFOLD_REPLICAS_IN_TURN
+                                                                                 : STARFOLD_REPLICAS_THREADS));
+}
 
 static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
 {
@@ -271,7 +282,8 @@ static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
         write_list(b);
         step_batch_reduce_to(b, b->grads, b->nt, check);
         break;
-    case M_API_RUN: step_run_all_reduce(b); break;
+    case M_API_RUN:
+    case M_API_RUN_TURN: step_run_all_reduce(b); break;
     case M_API_FUSED:
         write_fused(b);
         step_batch_reduce_to(b, &b->fused, 1, check);
@@ -403,7 +415,7 @@ int main(int argc, char **argv)
            write == 1 ? ", gradients written every step (many at once)"
                       : write == 2 ? ", gradients written every step (one by one)" : "");
     printf("# per-step time (ms, median of the steps); ratio = mode / exec fused tensor of the same round\n");
-    printf("# %-22s", "mode");
+    printf("# %-30s", "mode");
     for (int r = 0; r < rounds; r++) printf("  round %d        ", r + 1);
     printf("\n");
 
@@ -414,6 +426,7 @@ int main(int argc, char **argv)
         for (int m = 0; m < M_COUNT; m++) {
             ms[m][r] = -1;
             if (only && m != M_EXEC_FUSED && strncmp(mode_name[m], only, strlen(only)) != 0) continue;
+            replica_mode_for(&b, m);
             for (int i = 0; i < warmup; i++) run_step(&b, &x, m, i == 0);
             for (int i = 0; i < iters; i++) {
                 const double t0 = now();
@@ -424,7 +437,7 @@ int main(int argc, char **argv)
         }
     for (int m = 0; m < M_COUNT; m++) {
         if (ms[m][0] < 0) continue;
-        printf("  %-22s", mode_name[m]);
+        printf("  %-30s", mode_name[m]);
         for (int r = 0; r < rounds; r++) printf("  %8.3f (%5.2fx)", ms[m][r], ms[m][r] / ms[M_EXEC_FUSED][r]);
         printf("\n");
     }

@@ -102,10 +102,14 @@ static starfold_status_t local_value(starfold_replica_context_t rc, const float 
                                  STARFOLD_VALUE_PER_REPLICA, 1, &dev, STARFOLD_FLOAT32, n, xs, v);
 }
 
+/* The replica mode of the strategies mirrored() makes: the in-turn suite runs the same tests again. */
+static starfold_replica_mode_t tests_replica_mode = STARFOLD_REPLICAS_THREADS;
+
 static starfold_strategy_t mirrored(int n, const int *devices, starfold_topology_t topo, starfold_cross_device_ops_t ops)
 {
     starfold_strategy_t s = NULL;
     CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, topo, n, devices, ops, &s), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_set_replica_mode(s, tests_replica_mode), STARFOLD_OK);
     return s;
 }
 
@@ -2672,6 +2676,125 @@ static void test_variables_of_other_strategies(void)
     starfold_strategy_destroy(s);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Replicas in turn (STARFOLD_REPLICAS_IN_TURN)
+ */
+
+typedef struct turn_arg {
+    pthread_t caller;
+    int on_caller[NDEV];
+    int inside, most_inside;   /* replicas between their entry and their collective, or after it */
+    char order[4 * NDEV + 1];  /* ids as the replicas start, then as they leave the collective */
+    int len;
+    float sum[NDEV];
+    starfold_status_t set_mode;
+    starfold_replica_mode_t mode_seen;
+    int own_error_kept;        /* replica 0's starfold_last_error() after its collective is its own */
+    int threads;               /* the replicas run at once: no bookkeeping of turns */
+} turn_arg_t;
+
+static void turn_enter(turn_arg_t *a, int r)
+{
+    if (a->threads) return;
+    if (++a->inside > a->most_inside) a->most_inside = a->inside;
+    a->order[a->len++] = (char)('0' + r);
+}
+
+static starfold_status_t step_in_turn(starfold_replica_context_t rc, void *arg)
+{
+    turn_arg_t *a = arg;
+    const int r = starfold_replica_context_replica_id_in_sync_group(rc);
+    a->on_caller[r] = pthread_equal(pthread_self(), a->caller);
+    turn_enter(a, r);
+    /* Asked from a replica: refused, nothing changed (its run holds the strategy). */
+    if (r == 0) {
+        a->set_mode = starfold_strategy_set_replica_mode(starfold_replica_context_strategy(rc), STARFOLD_REPLICAS_THREADS);
+        a->mode_seen = starfold_strategy_replica_mode(starfold_replica_context_strategy(rc));
+    }
+    /* Another error text on replica 1 meanwhile: each replica keeps its own, as a thread would. */
+    if (r == 1) starfold_strategy_set_replica_mode(starfold_replica_context_strategy(rc), (starfold_replica_mode_t)7);
+    const float x = (float)(r + 1);
+    starfold_value_t v = NULL, res = NULL;
+    starfold_status_t st = local_value(rc, &x, 1, &v);
+    if (!a->threads) a->inside--;
+    if (st == STARFOLD_OK) st = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &res);
+    turn_enter(a, r);
+    if (r == 0) a->own_error_kept = strstr(starfold_last_error(), "called from a replica function") != NULL;
+    if (!a->threads) a->inside--;
+    if (st == STARFOLD_OK) st = starfold_value_read(res, 0, &a->sum[r], sizeof(float));
+    starfold_value_destroy(res);
+    starfold_value_destroy(v);
+    return st;
+}
+
+/* One replica at a time, on the calling thread, in replica order; the last to arrive runs the
+ * collective and goes on first. 3 replicas (odd), then 8. */
+static void test_in_turn_order(void)
+{
+    const int devs[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const int counts[2] = { 3, 8 };
+    for (int k = 0; k < 2; k++) {
+        const int n = counts[k];
+        starfold_strategy_t s = NULL;
+        CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, NULL, n, devs, NULL, &s), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_strategy_replica_mode(s), STARFOLD_REPLICAS_THREADS); /* the default */
+        CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_IN_TURN), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_strategy_replica_mode(s), STARFOLD_REPLICAS_IN_TURN);
+        for (int step = 0; step < 3; step++) {
+            turn_arg_t a;
+            memset(&a, 0, sizeof a);
+            a.caller = pthread_self();
+            CU_ASSERT_EQUAL(starfold_strategy_run(s, step_in_turn, &a), STARFOLD_OK);
+            char want[4 * NDEV + 1] = "";
+            for (int r = 0; r < n; r++) want[r] = (char)('0' + r);       /* in order to the collective */
+            want[n] = (char)('0' + n - 1);                               /* the leader goes on */
+            for (int r = 0; r < n - 1; r++) want[n + 1 + r] = (char)('0' + r); /* then the others */
+            a.order[a.len] = 0;
+            CU_ASSERT_STRING_EQUAL(a.order, want);
+            CU_ASSERT_EQUAL(a.most_inside, 1);
+            CU_ASSERT_EQUAL(a.set_mode, STARFOLD_ERR_INVALID_ARGUMENT);
+            CU_ASSERT_EQUAL(a.mode_seen, STARFOLD_REPLICAS_IN_TURN);
+            CU_ASSERT_TRUE(a.own_error_kept);
+            for (int r = 0; r < n; r++) {
+                CU_ASSERT_TRUE(a.on_caller[r]);
+                CU_ASSERT_EQUAL(a.sum[r], (float)(n * (n + 1) / 2));
+            }
+        }
+        CU_ASSERT_PTR_NULL(starfold_get_replica_context()); /* the caller's own context is back */
+        /* Back to threads: the same step on the pool's threads, not the caller. */
+        CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_THREADS), STARFOLD_OK);
+        turn_arg_t a;
+        memset(&a, 0, sizeof a);
+        a.caller = pthread_self();
+        a.threads = 1;
+        CU_ASSERT_EQUAL(starfold_strategy_run(s, step_in_turn, &a), STARFOLD_OK);
+        for (int r = 0; r < n; r++) {
+            CU_ASSERT_FALSE(a.on_caller[r]);
+            CU_ASSERT_EQUAL(a.sum[r], (float)(n * (n + 1) / 2));
+        }
+        starfold_strategy_destroy(s);
+    }
+    CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(NULL, STARFOLD_REPLICAS_IN_TURN), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_strategy_replica_mode(NULL), STARFOLD_REPLICAS_THREADS);
+    starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
+    CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, (starfold_replica_mode_t)7), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "unknown replica mode 7"));
+    CU_ASSERT_EQUAL(starfold_strategy_replica_mode(s), tests_replica_mode); /* unchanged */
+    starfold_strategy_destroy(s);
+}
+
+static int in_turn_suite_init(void)
+{
+    tests_replica_mode = STARFOLD_REPLICAS_IN_TURN;
+    return 0;
+}
+
+static int in_turn_suite_cleanup(void)
+{
+    tests_replica_mode = STARFOLD_REPLICAS_THREADS;
+    return 0;
+}
+
 typedef struct named_test {
     const char *name;
     CU_TestFunc fn;
@@ -2730,6 +2853,39 @@ int main(int argc, char **argv)
     if (!s) return 1;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
+    /* Replicas in turn: their own test, then every test above whose replicas need not run at once
+     * (not the concurrency one, not timeouts: a replica in turn cannot wait for one that is running). */
+    static const named_test_t in_turn_tests[] = {
+        { "in turn: one replica at a time on the caller, in order", test_in_turn_order },
+        { "in turn: seed: all_reduce of 1.0 over 2 replicas", test_seed_all_reduce },
+        { "in turn: seed: all_reduce of [1, 2] in one collective", test_seed_all_reduce_list },
+        { "in turn: all_reduce in a loop: the step's plan found again", test_all_reduce_loop_plans },
+        { "in turn: all_reduce in a loop: a replaced value replans", test_all_reduce_loop_replaced },
+        { "in turn: seed: batch_reduce_to + merge_call + update", test_seed_batch_reduce_to },
+        { "in turn: all_reduce on the DGX-1 plan, 8 replicas", test_dgx1_all_reduce },
+        { "in turn: many steps, 3 and 4 replicas", test_many_steps },
+        { "in turn: mismatched merge_call counts", test_mismatched_merge_calls },
+        { "in turn: mismatched collective kinds", test_mismatched_kinds },
+        { "in turn: a replica fails while others wait", test_replica_failure },
+        { "in turn: replicas disagree on the values", test_bad_structure },
+        { "in turn: a failing kernel", test_failing_kernel },
+        { "in turn: replica and cross-replica contexts", test_contexts },
+        { "in turn: a replica context used after its run", test_context_after_run },
+        { "in turn: merge_call results and errors", test_merge_call },
+        { "in turn: all_reduce of a mirrored variable", test_all_reduce_mirrored_variable },
+        { "in turn: strategy.run returns per-replica results", test_run_results },
+        { "in turn: Strategy.gather and ReplicaContext.all_gather", test_gather },
+        { "in turn: mirrored variable, SUM, replica context", test_mirrored_sum_in_replica_context },
+        { "in turn: mirrored variable, MEAN, replica context", test_mirrored_mean_in_replica_context },
+        { "in turn: mirrored variable, ONLY_FIRST_REPLICA", test_mirrored_only_first_replica },
+        { "in turn: mirrored variable, the same value on every replica", test_mirrored_same_value_on_every_replica },
+        { "in turn: sync-on-read variable, replica context", test_sync_on_read_replica_context },
+    };
+    CU_pSuite t = CU_add_suite("distribute: replicas in turn (CPU-only)", in_turn_suite_init, in_turn_suite_cleanup);
+    if (!t) return 1;
+    for (size_t i = 0; i < sizeof in_turn_tests / sizeof in_turn_tests[0]; i++)
+        if ((!only || strstr(in_turn_tests[i].name, only)) && !CU_add_test(t, in_turn_tests[i].name, in_turn_tests[i].fn))
+            return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
     const double t0 = starfold_tools_now();
     CU_basic_run_tests();

@@ -1197,11 +1197,57 @@ STARFOLD_API starfold_status_t starfold_variable_read_value(starfold_value_t var
 typedef starfold_status_t (*starfold_replica_fn_t)(starfold_replica_context_t context, void *arg);
 
 /**
+ * @brief How starfold_strategy_run() runs the replica functions (starfold_strategy_set_replica_mode()).
+ */
+typedef enum starfold_replica_mode {
+    /**
+     * One thread per replica, all at once (the default). A replica may compute, block or wait on
+     * its own while the others go on; each of its collectives wakes the others' threads.
+     */
+    STARFOLD_REPLICAS_THREADS = 0,
+    /**
+     * One replica at a time, on the thread that calls starfold_strategy_run(), each on a stack of
+     * its own (8 MiB, mapped as used), switching to the next when a replica waits in a collective:
+     * TensorFlow's eager MirroredStrategy, which resumes its replica threads one at a time. No
+     * thread is woken, so a step of a small collective costs little more than the collective
+     * (BENCHMARKS.md: run + all_reduce of one 4 KiB tensor on 8 replicas, 0.05-0.06 ms against
+     * 0.11-0.14 ms with threads). The replicas share the calling thread: its thread-local state
+     * (a CUDA current device, errno) is every replica's, their host computations do not overlap
+     * (the StarPU tasks they submit still do), a replica that blocks on something only a later
+     * replica provides outside a collective never returns, and timeout_seconds does not apply to
+     * a collective (the replica not yet there is running on this very thread). A replica that
+     * returns while others wait in a collective still fails them at once.
+     */
+    STARFOLD_REPLICAS_IN_TURN
+} starfold_replica_mode_t;
+
+/**
+ * @brief Sets how the strategy's later runs run their replicas (::STARFOLD_REPLICAS_THREADS unless set).
+ *
+ * Waits for a run in progress on another thread to end.
+ * @param [in] strategy the strategy
+ * @param [in] mode the mode
+ * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL, an unknown mode, or a call from a replica or a
+ *         merge function (nothing changed)
+ */
+STARFOLD_API starfold_status_t starfold_strategy_set_replica_mode(starfold_strategy_t strategy,
+                                                                  starfold_replica_mode_t mode);
+
+/**
+ * @brief The strategy's replica mode.
+ * @param [in] strategy the strategy
+ * @return the mode; ::STARFOLD_REPLICAS_THREADS for NULL
+ */
+STARFOLD_API starfold_replica_mode_t starfold_strategy_replica_mode(starfold_strategy_t strategy);
+
+/**
  * @brief TensorFlow's `strategy.run(fn, args)`: calls @p fn once per replica, **concurrently**, one
  *        thread per replica, and returns when every replica has returned.
  *
  * Unlike TensorFlow (whose replica threads run one at a time, so a blocking collective issued
- * directly from a replica deadlocks), all replicas run at once; collectives are rendezvous of all
+ * directly from a replica deadlocks), all replicas run at once - unless the strategy's replica mode
+ * is ::STARFOLD_REPLICAS_IN_TURN, where they take turns on the calling thread, switching at
+ * collectives (so that a collective never deadlocks either); collectives are rendezvous of all
  * replicas. Each replica must make the same sequence of all_reduce and merge_call calls. A replica
  * that returns while the others wait in a collective (or that skips one) makes them fail at once
  * with "Some replicas made a different number of replica_context().merge_call() calls." - never a
@@ -1215,7 +1261,8 @@ typedef starfold_status_t (*starfold_replica_fn_t)(starfold_replica_context_t co
  * @return ::STARFOLD_OK when every replica returned ::STARFOLD_OK; else the error of the lowest
  *         replica whose failure is not a consequence of another replica's (starfold_last_error()
  *         names the replica); ::STARFOLD_ERR_INVALID_ARGUMENT when called from a replica or merge
- *         function; ::STARFOLD_ERR_RUNTIME when the threads cannot be started (nothing ran).
+ *         function; ::STARFOLD_ERR_RUNTIME when the threads cannot be started, ::STARFOLD_ERR_OUT_OF_MEMORY
+ *         when the stacks of replicas in turn cannot be mapped (nothing ran either way).
  */
 STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg);
 

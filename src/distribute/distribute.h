@@ -397,7 +397,8 @@ struct starfold_strategy {
     starfold_cross_device_ops_t nccl_ops;     /* implementation NCCL with default ops: hierarchical-copy */
     starfold_communication_options_t options; /* defaults for every call */
     pthread_mutex_t run_lock;                 /* one run at a time */
-    struct starfold__replica_pool *pool;      /* the replica threads, made by the first run (replica.c) */
+    struct starfold__replica_pool *pool;      /* the replica threads or fibers, made by the first run (replica.c) */
+    starfold_replica_mode_t replica_mode;     /* atomic; changed under run_lock, between runs */
     /*
      * MultiWorkerMirroredStrategy (mwms.c, built with MPI): the replicas of every process are in sync.
      * replica_offset is this process's first global replica id, total_replicas all of them (0: this

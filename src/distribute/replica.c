@@ -4,11 +4,20 @@
  * strategy.run and the replica context: replica threads, the rendezvous behind all_reduce and
  * merge_call, and the errors that replace TensorFlow's hangs.
  *
- * Threads. starfold_strategy_run() starts one thread per replica, all blocked on a start flag until
- * every thread exists (so a failed pthread_create never leaves a replica waiting for a missing one),
- * then releases them together and joins them. Replicas run concurrently - TensorFlow resumes its
- * replica threads one at a time, which is why a blocking collective called from a TensorFlow replica
- * deadlocks in eager mode (tensorflow#53748).
+ * Threads. starfold_strategy_run() runs each replica in a thread of the strategy's pool, made by the
+ * first run (all of them before any replica runs, so a failed pthread_create never leaves a replica
+ * waiting for a missing one), woken together and waited for. Replicas run concurrently - TensorFlow
+ * resumes its replica threads one at a time, which is why a blocking collective called from a
+ * TensorFlow replica deadlocks in eager mode (tensorflow#53748).
+ *
+ * In turn (STARFOLD_REPLICAS_IN_TURN). The replicas are fibers (base/fiber.h) on the calling thread,
+ * resumed one after the other; a replica waiting in a rendezvous yields instead of sleeping, and the
+ * leader, the last to arrive, goes on at once. TensorFlow's order without its deadlock:
+ *
+ *     caller:  resume 0 ... resume 1 ... resume 2 (leader: runs the collective, goes on, returns)
+ *              resume 0 (its results are there, it goes on) ... resume 1 ...
+ *
+ * No thread sleeps or wakes, which is what a small step costs with threads (BENCHMARKS.md).
  *
  * Rendezvous. A collective is the k-th all_reduce, all_gather, merge_call or update of a mirrored
  * variable (assign, assign_add, assign_sub: variables.c) of every replica. Each replica
@@ -50,6 +59,7 @@
 
 #include "base/common.h"
 #include "base/event.h"
+#include "base/fiber.h"
 #include "distribute/distribute.h"
 
 #define MSG_LEN 512
@@ -112,6 +122,7 @@ struct starfold__run {
     starfold_replica_fn_t fn;
     void *arg;
     int n;
+    int in_turn;                   /* the replicas are fibers of the calling thread */
     pthread_mutex_t lock;
     /*
      * Posted (lock held) when a collective completes or the run breaks. Waiters sleep on it without
@@ -325,6 +336,20 @@ static void missing_replicas(const starfold__run_t *run, long k, char *buf, size
 
 static starfold_status_t execute(starfold__run_t *run, long k, char *msg);
 
+/* In turn: lets the next replica run. What is the thread's own for a replica with a thread of its
+ * own comes back with it: its context, and starfold_last_error()'s text. */
+static void turn_yield(void)
+{
+    struct starfold_replica_context *rc = tls_rc;
+    starfold__run_t *run = tls_run;
+    char why[MSG_LEN];
+    snprintf(why, sizeof why, "%s", starfold_last_error());
+    starfold__fiber_yield();
+    tls_rc = rc;
+    tls_run = run;
+    starfold__error(STARFOLD_OK, "%s", why);
+}
+
 /*
  * Joins collective number ncalls[rc->id] with slot @mine; returns its outcome for this replica (the
  * replica's results are in its slot's output fields).
@@ -381,8 +406,17 @@ static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t k
         goto out;
     }
 
+    if (run->in_turn) {
+        /* The replicas not here yet run on this thread: the next one's turn. No timeout: the one
+         * missing is running (or has returned, which breaks the run). */
+        while (run->gen == k && !run->broken) {
+            pthread_mutex_unlock(&run->lock);
+            turn_yield();
+            pthread_mutex_lock(&run->lock);
+        }
+    }
     struct timespec deadline;
-    const int timed = starfold__timeout_in_force(timeout);
+    const int timed = !run->in_turn && starfold__timeout_in_force(timeout);
     if (timed) starfold__deadline_after(timeout, &deadline);
     while (run->gen == k && !run->broken) {
         const unsigned seen = starfold__event_seq(&run->ev);
@@ -1071,6 +1105,7 @@ static void replica_body(struct starfold_replica_context *rc)
     starfold__run_t *run = rc->run;
     tls_rc = rc;
     tls_run = run;
+    starfold__error(STARFOLD_OK, "%s", ""); /* a failure's detail is what this replica's function set */
     const starfold_status_t st = run->fn(rc, run->arg);
     char why[MSG_LEN] = "";
     if (st != STARFOLD_OK) snprintf(why, sizeof why, "%s", starfold_last_error());
@@ -1102,6 +1137,7 @@ struct starfold__replica_pool {
     starfold__run_t *run;          /* the run of generation gen */
     int busy;                      /* atomic: threads still in it */
     int quit;                      /* atomic */
+    starfold__fiber_t **fibers;    /* [n] replicas in turn, made by the first such run */
     ar_inputs_t ar;                /* the leaders' last all_reduce (execute_all_reduce()) */
 };
 
@@ -1136,14 +1172,16 @@ void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
     __atomic_store_n(&pool->quit, 1, __ATOMIC_RELEASE);
     starfold__event_post(&pool->wake);
     for (int r = 0; r < pool->nthreads; r++) pthread_join(pool->threads[r], NULL);
+    for (int r = 0; pool->fibers && r < pool->n; r++) starfold__fiber_destroy(pool->fibers[r]);
+    free(pool->fibers);
     ar_inputs_clear(&pool->ar);
     free(pool->threads);
     free(pool->args);
     free(pool);
 }
 
-/* The strategy's pool with its n threads (run_lock held); an error naming the thread that could not start. */
-static starfold_status_t pool_ready(const char *name, starfold_strategy_t s)
+/* The strategy's pool, made on first use (run_lock held). */
+static starfold_status_t pool_get(const char *name, starfold_strategy_t s, struct starfold__replica_pool **out)
 {
     struct starfold__replica_pool *pool = s->pool;
     if (!pool) {
@@ -1159,6 +1197,13 @@ static starfold_status_t pool_ready(const char *name, starfold_strategy_t s)
         }
         s->pool = pool;
     }
+    *out = pool;
+    return STARFOLD_OK;
+}
+
+/* The pool's n threads (run_lock held); an error naming the thread that could not start. */
+static starfold_status_t threads_ready(const char *name, struct starfold__replica_pool *pool)
+{
     while (pool->nthreads < pool->n) {
         const int r = pool->nthreads;
         pool->args[r] = (struct pool_arg){ pool, r, pool->gen }; /* no run is posted meanwhile: run_lock */
@@ -1168,6 +1213,18 @@ static starfold_status_t pool_ready(const char *name, starfold_strategy_t s)
                                    name, r, strerror(err));
         pool->nthreads++;
     }
+    return STARFOLD_OK;
+}
+
+/* The pool's n fibers (run_lock held); an error naming the replica whose stack could not be mapped. */
+static starfold_status_t fibers_ready(const char *name, struct starfold__replica_pool *pool)
+{
+    if (!pool->fibers && !(pool->fibers = calloc((size_t)pool->n, sizeof *pool->fibers)))
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+    for (int r = 0; r < pool->n; r++)
+        if (!pool->fibers[r] && !(pool->fibers[r] = starfold__fiber_create()))
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: cannot map a stack for replica %d; no replica ran",
+                                   name, r);
     return STARFOLD_OK;
 }
 
@@ -1184,6 +1241,54 @@ static void pool_run(struct starfold__replica_pool *pool, starfold__run_t *run)
         starfold__event_wait(&pool->idle, ev, NULL);
     }
     pool->run = NULL;
+}
+
+static void turn_main(void *rc)
+{
+    replica_body(rc);
+}
+
+/* What moves a run on: collectives joined and completed, replicas returned, a break. Lock held. */
+static long run_progress(const starfold__run_t *run)
+{
+    long p = run->gen + run->broken;
+    for (int r = 0; r < run->n; r++) p += run->ncalls[r] + run->done[r];
+    return p;
+}
+
+/*
+ * Runs every replica of @run in turn on this thread (the pool's fibers) and returns when all have
+ * returned. A replica runs until it returns or waits in a collective; then the next one still
+ * running gets its turn. A whole round in which no replica moved would be a bug (a collective
+ * every waiting replica waits for, with none left to join it): the run is broken so that every
+ * replica leaves with an error rather than the loop spinning.
+ */
+static void turns_run(struct starfold__replica_pool *pool, starfold__run_t *run)
+{
+    const int n = run->n;
+    unsigned char finished[STARFOLD_MAX_DEVICES] = { 0 };
+    char callers[MSG_LEN]; /* the caller's starfold_last_error(), as a run on other threads leaves it */
+    snprintf(callers, sizeof callers, "%s", starfold_last_error());
+    for (int r = 0; r < n; r++) starfold__fiber_start(pool->fibers[r], turn_main, &run->rcs[r]);
+    for (int left = n; left > 0;) {
+        pthread_mutex_lock(&run->lock);
+        const long before = run_progress(run);
+        pthread_mutex_unlock(&run->lock);
+        for (int r = 0; r < n; r++) {
+            if (finished[r]) continue;
+            if (starfold__fiber_resume(pool->fibers[r])) {
+                finished[r] = 1;
+                left--;
+            }
+            tls_rc = NULL; /* the caller's own, outside any replica */
+            tls_run = NULL;
+        }
+        pthread_mutex_lock(&run->lock);
+        if (left > 0 && run_progress(run) == before)
+            break_run(run, STARFOLD_ERR_INTERNAL, 0, "replicas in turn: none of the %d still running can go on", left);
+        pthread_mutex_unlock(&run->lock);
+    }
+    starfold__error(STARFOLD_OK, "%s", callers);
 }
 
 static void run_free(starfold__run_t *run)
@@ -1281,8 +1386,14 @@ static starfold_status_t run_replicas(const char *name, starfold_strategy_t stra
     if (!run) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
 
     pthread_mutex_lock(&strategy->run_lock);
-    starfold_status_t st = pool_ready(name, strategy);
-    if (st == STARFOLD_OK) pool_run(strategy->pool, run);
+    struct starfold__replica_pool *pool = NULL;
+    run->in_turn = strategy->replica_mode == STARFOLD_REPLICAS_IN_TURN;
+    starfold_status_t st = pool_get(name, strategy, &pool);
+    if (st == STARFOLD_OK) st = run->in_turn ? fibers_ready(name, pool) : threads_ready(name, pool);
+    if (st == STARFOLD_OK) {
+        if (run->in_turn) turns_run(pool, run);
+        else pool_run(pool, run);
+    }
     pthread_mutex_unlock(&strategy->run_lock);
 
     if (st == STARFOLD_OK) {
@@ -1302,6 +1413,27 @@ static starfold_status_t run_replicas(const char *name, starfold_strategy_t stra
     if (st == STARFOLD_OK && result) st = regroup_results(name, run, result);
     run_free(run);
     return st;
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_set_replica_mode(starfold_strategy_t strategy,
+                                                                  starfold_replica_mode_t mode)
+{
+    static const char fn[] = "starfold_strategy_set_replica_mode";
+    if (!strategy) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL strategy", fn);
+    if (mode != STARFOLD_REPLICAS_THREADS && mode != STARFOLD_REPLICAS_IN_TURN)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown replica mode %d", fn, (int)mode);
+    if (tls_run) /* its run holds run_lock */
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: called from a replica function or a merge function", fn);
+    pthread_mutex_lock(&strategy->run_lock); /* after a run in progress */
+    __atomic_store_n(&strategy->replica_mode, mode, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&strategy->run_lock);
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_replica_mode_t starfold_strategy_replica_mode(starfold_strategy_t strategy)
+{
+    /* No lock: a replica function may ask, while its run holds run_lock. */
+    return strategy ? __atomic_load_n(&strategy->replica_mode, __ATOMIC_RELAXED) : STARFOLD_REPLICAS_THREADS;
 }
 
 STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg)
