@@ -2727,6 +2727,21 @@ static starfold_status_t step_in_turn(starfold_replica_context_t rc, void *arg)
     return st;
 }
 
+/* A run in turn from another thread than the last one's: the replicas go to that thread. */
+typedef struct turn_thread {
+    starfold_strategy_t s;
+    turn_arg_t a;
+    starfold_status_t st;
+} turn_thread_t;
+
+static void *run_in_turn_elsewhere(void *p)
+{
+    turn_thread_t *t = p;
+    t->a.caller = pthread_self();
+    t->st = starfold_strategy_run(t->s, step_in_turn, &t->a);
+    return NULL;
+}
+
 /* One replica at a time, on the calling thread, in replica order; the last to arrive runs the
  * collective and goes on first. 3 replicas (odd), then 8. */
 static void test_in_turn_order(void)
@@ -2761,6 +2776,17 @@ static void test_in_turn_order(void)
             }
         }
         CU_ASSERT_PTR_NULL(starfold_get_replica_context()); /* the caller's own context is back */
+        static turn_thread_t elsewhere;
+        memset(&elsewhere, 0, sizeof elsewhere);
+        elsewhere.s = s;
+        pthread_t t;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, run_in_turn_elsewhere, &elsewhere), 0);
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(elsewhere.st, STARFOLD_OK);
+        for (int r = 0; r < n; r++) {
+            CU_ASSERT_TRUE(elsewhere.a.on_caller[r]);
+            CU_ASSERT_EQUAL(elsewhere.a.sum[r], (float)(n * (n + 1) / 2));
+        }
         /* Back to threads: the same step on the pool's threads, not the caller. */
         CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_THREADS), STARFOLD_OK);
         turn_arg_t a;

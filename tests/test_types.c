@@ -283,6 +283,47 @@ static void test_fiber_many_switches(void)
     starfold__fiber_destroy(f);
 }
 
+/* A fiber that finished on one thread starts again on another (a strategy run from another thread). */
+static void *fiber_elsewhere(void *p)
+{
+    starfold__fiber_t *f = p;
+    static fiber_log_t log;
+    static fiber_arg_t a;
+    memset(&log, 0, sizeof log);
+    log.self[1] = f;
+    a = (fiber_arg_t){ &log, 1, 1 };
+    starfold__fiber_start(f, fiber_body, &a);
+    int ok = starfold__fiber_resume(f) == 0 && starfold__fiber_current() == NULL;
+    ok &= starfold__fiber_resume(f) == 1;
+    log.trace[log.len] = 0;
+    ok &= strcmp(log.trace, "ab") == 0 && log.saw_self[1];
+    return ok ? f : NULL;
+}
+
+static void test_fiber_other_thread(void)
+{
+    fiber_log_t log;
+    memset(&log, 0, sizeof log);
+    starfold__fiber_t *f = starfold__fiber_create();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    log.self[0] = f;
+    fiber_arg_t a = { &log, 0, 0 };
+    starfold__fiber_start(f, fiber_body, &a);
+    CU_ASSERT_EQUAL(starfold__fiber_resume(f), 1);
+    for (int k = 0; k < 2; k++) { /* on another thread, then on another again */
+        pthread_t t;
+        void *back = NULL;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, fiber_elsewhere, f), 0);
+        pthread_join(t, &back);
+        CU_ASSERT_PTR_EQUAL(back, f);
+    }
+    starfold__fiber_start(f, fiber_body, &a); /* and back here */
+    log.len = 0;
+    CU_ASSERT_EQUAL(starfold__fiber_resume(f), 1);
+    CU_ASSERT_EQUAL(log.trace[0], 'A');
+    starfold__fiber_destroy(f);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -299,6 +340,7 @@ int main(void)
     CU_add_test(fb, "two fibers in turn, started again", test_fiber_turns);
     CU_add_test(fb, "1 MiB of locals on a fiber's stack", test_fiber_deep_stack);
     CU_add_test(fb, "30,000 switches", test_fiber_many_switches);
+    CU_add_test(fb, "started again on other threads", test_fiber_other_thread);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

@@ -529,7 +529,8 @@ typedef struct starfold_communication_options {
     /**
      * Seconds a replica waits for the other replicas to join a collective (all_reduce, merge_call)
      * before the collective fails with ::STARFOLD_ERR_TIMEOUT; >= 0; 0 or +infinity = no limit
-     * (wait as long as it takes). No thread is created for it.
+     * (wait as long as it takes). No thread is created for it. It does not apply to
+     * replicas in turn (::STARFOLD_REPLICAS_IN_TURN): the replica missing runs on the very thread.
      */
     double timeout_seconds;
     /** Which algorithm a strategy with default cross-device ops uses (see the enum). */

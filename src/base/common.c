@@ -9,9 +9,10 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
-static _Thread_local char starfold__last_error[512];
+static _Thread_local char starfold__last_error[STARFOLD_ERROR_LEN];
 
 starfold_status_t starfold__error(starfold_status_t status, const char *fmt, ...)
 {
@@ -25,6 +26,18 @@ starfold_status_t starfold__error(starfold_status_t status, const char *fmt, ...
 STARFOLD_API const char *starfold_last_error(void)
 {
     return starfold__last_error;
+}
+
+void starfold__error_save(char saved[STARFOLD_ERROR_LEN])
+{
+    memcpy(saved, starfold__last_error, strnlen(starfold__last_error, STARFOLD_ERROR_LEN - 1) + 1);
+}
+
+void starfold__error_restore(const char *saved)
+{
+    const size_t n = strnlen(saved, STARFOLD_ERROR_LEN - 1);
+    memcpy(starfold__last_error, saved, n);
+    starfold__last_error[n] = 0;
 }
 
 int starfold__grow(void **items, size_t *cap, size_t n, size_t elem_size)

@@ -24,6 +24,12 @@ starfold_status_t starfold__error(starfold_status_t status, const char *fmt, ...
 
 /* Clears nothing: a success leaves the last detail in place, like errno. */
 
+/* The detail's text kept aside, and put back (a replica in turn keeps its own across its turns) or
+ * cleared (restore("")), without printf's cost. STARFOLD_ERROR_LEN bytes hold any detail. */
+#define STARFOLD_ERROR_LEN 512
+void starfold__error_save(char saved[STARFOLD_ERROR_LEN]);
+void starfold__error_restore(const char *saved);
+
 /*
  * Evaluates @expr into the status variable named at the call site and jumps to the label named at the
  * call site when it is not STARFOLD_OK. Both names are explicit: no hidden control flow.

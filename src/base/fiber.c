@@ -7,14 +7,14 @@
  *   resume(f): current = f  --swap-->  trampoline: fn(arg) ... yield(): --swap--> back in resume()
  *              ... returns 0                                  (f->ctx saved, f->back restored)
  *   resume(f)               --swap-->  ... yield() returns, fn goes on, returns:
- *              ... returns 1 <--set--  finished = 1, back to f->back for good
+ *              ... returns 1 <--swap-- finished = 1, parked in the trampoline's loop
+ *   start(f, fn2); resume(f) --swap--> the loop goes round: fn2(arg2) ...
  *
  * The sanitizers' protocol for a switch from A to B: A calls start_switch(where to keep A's fake
  * stack, B's stack bounds) just before, B calls finish_switch(what B kept when it left, where to
  * put A's bounds) just after. A fiber learns its resumer's stack bounds on each arrival, so a
- * fiber resumed by another thread next time yields back to the right stack. A finished fiber
- * passes NULL: its fake stack dies with it. ThreadSanitizer gets a fiber of its own per start
- * (its shadow call stack would keep the finished trampoline's frame otherwise).
+ * fiber started by another thread next time yields back to the right stack. ThreadSanitizer gets
+ * a fiber of its own for each.
  */
 #include "config.h"
 
@@ -90,17 +90,29 @@ static void switch_in(void *fake, const void **from_bottom, size_t *from_size)
 #endif
 }
 
+/* The fiber's whole life: each start's function, then parked (finished) until the next start. Its
+ * context is made once, so that a start costs no getcontext() (a system call: the signal mask). */
 static void trampoline(void)
 {
-    starfold__fiber_t *f = current;
+    /* Read once: a later start may resume the loop on another thread, whose `current` the
+     * compiler might not read again (a thread-local's address may be kept within a function). */
+    starfold__fiber_t *const f = current;
     switch_in(NULL, &f->back_bottom, &f->back_size);
-    f->fn(f->arg);
-    f->finished = 1;
-    switch_out(NULL, f->back_bottom, f->back_size); /* this stack's frames are over */
-#ifdef SF_FIBER_TSAN
-    __tsan_switch_to_fiber(f->tsan_back, 0);
-#endif
-    setcontext(&f->back);
+    for (;;) {
+        f->fn(f->arg);
+        f->finished = 1;
+        starfold__fiber_yield();
+    }
+}
+
+/* The context that enters the trampoline on @f's stack (apart: getcontext() returns twice). */
+static void make_context(starfold__fiber_t *const f)
+{
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = f->stack;
+    f->ctx.uc_stack.ss_size = f->stack_bytes;
+    f->ctx.uc_link = NULL; /* the trampoline never returns */
+    makecontext(&f->ctx, trampoline, 0);
 }
 
 starfold__fiber_t *starfold__fiber_create(void)
@@ -123,6 +135,10 @@ starfold__fiber_t *starfold__fiber_create(void)
     f->stack = (char *)f->map + guard;
     f->stack_bytes = SF_FIBER_STACK_BYTES;
     f->finished = 1; /* not started */
+    make_context(f);
+#ifdef SF_FIBER_TSAN
+    f->tsan_fiber = __tsan_create_fiber(0);
+#endif
 #ifdef HAVE_VALGRIND_VALGRIND_H
     f->vg_stack = VALGRIND_STACK_REGISTER(f->stack, (char *)f->stack + f->stack_bytes);
 #endif
@@ -146,16 +162,7 @@ void starfold__fiber_start(starfold__fiber_t *f, void (*fn)(void *), void *arg)
 {
     f->fn = fn;
     f->arg = arg;
-    f->finished = 0;
-    getcontext(&f->ctx);
-    f->ctx.uc_stack.ss_sp = f->stack;
-    f->ctx.uc_stack.ss_size = f->stack_bytes;
-    f->ctx.uc_link = NULL; /* the trampoline leaves with setcontext() */
-    makecontext(&f->ctx, trampoline, 0);
-#ifdef SF_FIBER_TSAN
-    if (f->tsan_fiber) __tsan_destroy_fiber(f->tsan_fiber);
-    f->tsan_fiber = __tsan_create_fiber(0);
-#endif
+    f->finished = 0; /* the next resume enters the trampoline, or wakes it where it parked */
 }
 
 int starfold__fiber_resume(starfold__fiber_t *f)

@@ -34,7 +34,7 @@ starfold__fiber_t *starfold__fiber_create(void);
  * is dropped as it is, so a yielded fiber must hold nothing that needs its function to go on). */
 void starfold__fiber_destroy(starfold__fiber_t *fiber);
 
-/* Starts @fn(@arg) on the fiber when it next resumes; the fiber must not be running or yielded. */
+/* Starts @fn(@arg) on the fiber when it next resumes; the fiber is new or its last function returned. */
 void starfold__fiber_start(starfold__fiber_t *fiber, void (*fn)(void *), void *arg);
 
 /* Runs the fiber until it yields (returns 0) or its function returns (returns 1; it may be started

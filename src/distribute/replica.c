@@ -342,12 +342,12 @@ static void turn_yield(void)
 {
     struct starfold_replica_context *rc = tls_rc;
     starfold__run_t *run = tls_run;
-    char why[MSG_LEN];
-    snprintf(why, sizeof why, "%s", starfold_last_error());
+    char why[STARFOLD_ERROR_LEN];
+    starfold__error_save(why);
     starfold__fiber_yield();
     tls_rc = rc;
     tls_run = run;
-    starfold__error(STARFOLD_OK, "%s", why);
+    starfold__error_restore(why);
 }
 
 /*
@@ -1105,7 +1105,7 @@ static void replica_body(struct starfold_replica_context *rc)
     starfold__run_t *run = rc->run;
     tls_rc = rc;
     tls_run = run;
-    starfold__error(STARFOLD_OK, "%s", ""); /* a failure's detail is what this replica's function set */
+    starfold__error_restore(""); /* a failure's detail is what this replica's function set */
     const starfold_status_t st = run->fn(rc, run->arg);
     char why[MSG_LEN] = "";
     if (st != STARFOLD_OK) snprintf(why, sizeof why, "%s", starfold_last_error());
@@ -1267,8 +1267,8 @@ static void turns_run(struct starfold__replica_pool *pool, starfold__run_t *run)
 {
     const int n = run->n;
     unsigned char finished[STARFOLD_MAX_DEVICES] = { 0 };
-    char callers[MSG_LEN]; /* the caller's starfold_last_error(), as a run on other threads leaves it */
-    snprintf(callers, sizeof callers, "%s", starfold_last_error());
+    char callers[STARFOLD_ERROR_LEN]; /* the caller's starfold_last_error(), as a run on other threads leaves it */
+    starfold__error_save(callers);
     for (int r = 0; r < n; r++) starfold__fiber_start(pool->fibers[r], turn_main, &run->rcs[r]);
     for (int left = n; left > 0;) {
         pthread_mutex_lock(&run->lock);
@@ -1288,7 +1288,7 @@ static void turns_run(struct starfold__replica_pool *pool, starfold__run_t *run)
             break_run(run, STARFOLD_ERR_INTERNAL, 0, "replicas in turn: none of the %d still running can go on", left);
         pthread_mutex_unlock(&run->lock);
     }
-    starfold__error(STARFOLD_OK, "%s", callers);
+    starfold__error_restore(callers);
 }
 
 static void run_free(starfold__run_t *run)

@@ -1041,6 +1041,19 @@ static void test_mwms(void)
         CU_ASSERT_EQUAL(out.sum[d], (float)(T * (T + 1) / 2));
         CU_ASSERT_EQUAL(out.mean[d], (float)(T + 1) / 2.0f);
     }
+    /* The same step with each process's replicas in turn on its calling thread. */
+    CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_IN_TURN), STARFOLD_OK);
+    mw_out_t turns;
+    memset(&turns, 0, sizeof turns);
+    starfold_value_t turns_result = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, mw_step, &turns, &turns_result), STARFOLD_OK);
+    for (int d = 0; d < NDEV; d++) {
+        CU_ASSERT_EQUAL(turns.st[d], STARFOLD_OK);
+        CU_ASSERT_EQUAL(turns.sum[d], (float)(T * (T + 1) / 2));
+        CU_ASSERT_EQUAL(turns.mean[d], (float)(T + 1) / 2.0f);
+    }
+    starfold_value_destroy(turns_result);
+    CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_THREADS), STARFOLD_OK);
     /* Cross-replica: reduce_to one device, to the host, and batch_reduce_to back onto the replicas. */
     starfold_value_t r = NULL;
     starfold_destination_t d1 = starfold_destination_device(1);
