@@ -400,7 +400,7 @@ static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t k
         run->arrived = 0;
         run->kind = COLL_NONE;
         run->coll_status = st;
-        snprintf(run->coll_msg, sizeof run->coll_msg, "%s", msg);
+        if (st != STARFOLD_OK) snprintf(run->coll_msg, sizeof run->coll_msg, "%s", msg);
         __atomic_store_n(&run->gen, run->gen + 1, __ATOMIC_RELEASE); /* publishes the outcome and results */
         starfold__event_post(&run->ev);
         goto out;
@@ -413,6 +413,10 @@ static starfold_status_t rendezvous(starfold_replica_context_t rc, coll_kind_t k
             pthread_mutex_unlock(&run->lock);
             turn_yield();
             pthread_mutex_lock(&run->lock);
+        }
+        if (run->gen > k && run->coll_status == STARFOLD_OK) {
+            pthread_mutex_unlock(&run->lock);
+            return STARFOLD_OK;
         }
     }
     struct timespec deadline;

@@ -1019,6 +1019,24 @@ static starfold_status_t mw_step(starfold_replica_context_t rc, void *arg)
     return out->st[local] = st;
 }
 
+/* One run of mw_step on @s (@T replicas in sync): TensorFlow's values on every replica of this
+ * process; its per-replica result (NULL if the run failed). */
+static starfold_value_t mw_run_checked(starfold_strategy_t s, int T)
+{
+    mw_out_t out;
+    memset(&out, 0, sizeof out);
+    starfold_value_t per_replica = NULL;
+    CU_ASSERT_EQUAL(starfold_strategy_run_results(s, mw_step, &out, &per_replica), STARFOLD_OK);
+    for (int d = 0; d < NDEV; d++) {
+        CU_ASSERT_EQUAL(out.st[d], STARFOLD_OK);
+        CU_ASSERT_EQUAL(out.ids[d], world_rank * NDEV + d);
+        CU_ASSERT_EQUAL(out.nsync[d], T);
+        CU_ASSERT_EQUAL(out.sum[d], (float)(T * (T + 1) / 2));
+        CU_ASSERT_EQUAL(out.mean[d], (float)(T + 1) / 2.0f);
+    }
+    return per_replica;
+}
+
 static void test_mwms(void)
 {
     starfold_group_t g = make_group(60);
@@ -1030,29 +1048,11 @@ static void test_mwms(void)
     CU_ASSERT_STRING_EQUAL(starfold_strategy_kind_name(starfold_strategy_kind(s)), "MultiWorkerMirroredStrategy");
     CU_ASSERT_EQUAL(starfold_strategy_num_replicas_in_sync(s), T);
 
-    mw_out_t out;
-    memset(&out, 0, sizeof out);
-    starfold_value_t per_replica = NULL;
-    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, mw_step, &out, &per_replica), STARFOLD_OK);
-    for (int d = 0; d < NDEV; d++) {
-        CU_ASSERT_EQUAL(out.st[d], STARFOLD_OK);
-        CU_ASSERT_EQUAL(out.ids[d], world_rank * NDEV + d);
-        CU_ASSERT_EQUAL(out.nsync[d], T);
-        CU_ASSERT_EQUAL(out.sum[d], (float)(T * (T + 1) / 2));
-        CU_ASSERT_EQUAL(out.mean[d], (float)(T + 1) / 2.0f);
-    }
+    starfold_value_t per_replica = mw_run_checked(s, T);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(per_replica);
     /* The same step with each process's replicas in turn on its calling thread. */
     CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_IN_TURN), STARFOLD_OK);
-    mw_out_t turns;
-    memset(&turns, 0, sizeof turns);
-    starfold_value_t turns_result = NULL;
-    CU_ASSERT_EQUAL_FATAL(starfold_strategy_run_results(s, mw_step, &turns, &turns_result), STARFOLD_OK);
-    for (int d = 0; d < NDEV; d++) {
-        CU_ASSERT_EQUAL(turns.st[d], STARFOLD_OK);
-        CU_ASSERT_EQUAL(turns.sum[d], (float)(T * (T + 1) / 2));
-        CU_ASSERT_EQUAL(turns.mean[d], (float)(T + 1) / 2.0f);
-    }
-    starfold_value_destroy(turns_result);
+    starfold_value_destroy(mw_run_checked(s, T));
     CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_THREADS), STARFOLD_OK);
     /* Cross-replica: reduce_to one device, to the host, and batch_reduce_to back onto the replicas. */
     starfold_value_t r = NULL;
