@@ -1211,8 +1211,8 @@ typedef enum starfold_replica_mode {
      * its own (8 MiB, mapped as used), switching to the next when a replica waits in a collective:
      * TensorFlow's eager MirroredStrategy, which resumes its replica threads one at a time. No
      * thread is woken, so a step of a small collective costs little more than the collective
-     * (BENCHMARKS.md: run + all_reduce of one 4 KiB tensor on 8 replicas, 0.05-0.06 ms against
-     * 0.11-0.14 ms with threads). The replicas share the calling thread: its thread-local state
+     * (BENCHMARKS.md: run + all_reduce of one 4 KiB tensor on 8 replicas, 0.035-0.055 ms against
+     * 0.09-0.13 ms with threads). The replicas share the calling thread: its thread-local state
      * (a CUDA current device, errno) is every replica's, their host computations do not overlap
      * (the StarPU tasks they submit still do), a replica that blocks on something only a later
      * replica provides outside a collective never returns, and timeout_seconds does not apply to
