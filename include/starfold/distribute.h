@@ -21,9 +21,9 @@
  *    implementation, with TensorFlow's merge rule.
  *  - **Strategies** (::starfold_strategy_t): MirroredStrategy, OneDeviceStrategy,
  *    CentralStorageStrategy; starfold_strategy_run() calls one replica function per device
- *    concurrently, each with a replica context (::starfold_replica_context_t) offering all_reduce and
- *    merge_call; the cross-replica methods reduce_to, batch_reduce_to, update, broadcast_to and
- *    Strategy.reduce.
+ *    concurrently (or in turn on the calling thread: starfold_strategy_set_replica_mode()), each with
+ *    a replica context (::starfold_replica_context_t) offering all_reduce and merge_call; the
+ *    cross-replica methods reduce_to, batch_reduce_to, update, broadcast_to and Strategy.reduce.
  *  - **Variables** (starfold_strategy_create_variable_with_options()): TensorFlow's MirroredVariable
  *    and SyncOnReadVariable with their aggregation; assign, assign_add, assign_sub and read_value in
  *    the replica and the cross-replica context (starfold_variable_assign() and the functions beside it).
