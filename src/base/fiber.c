@@ -15,9 +15,24 @@
  * put A's bounds) just after. A fiber learns its resumer's stack bounds on each arrival, so a
  * fiber started by another thread next time yields back to the right stack. ThreadSanitizer gets
  * a fiber of its own for each.
+ *
+ * The switch. A fiber is entered the first time by setcontext() into the context makecontext()
+ * made; after that every switch is _setjmp() on one side and _longjmp() to the other (the
+ * "sjlj" machine context of GNU Pth; R. S. Engelschall, "Portable Multithreading", USENIX 2000).
+ * Unlike swapcontext(), _setjmp() keeps no signal mask, so a switch is a few dozen nanoseconds
+ * rather than a system call each way, and a fiber runs with the mask of the thread that resumed
+ * it. Two builds keep swapcontext() for every switch:
+ *  - ThreadSanitizer, whose longjmp() interceptor looks for the jump's target on the current
+ *    fiber's shadow stack;
+ *  - x86 shadow stacks (compiled with -fcf-protection=return: __CET__ & 2), where a _longjmp()
+ *    cannot cross onto another stack's shadow stack and glibc's swapcontext() switches both.
+ * glibc's _FORTIFY_SOURCE turns _longjmp() into __longjmp_chk(), which takes a jump onto a stack
+ * lower in memory for a corrupted frame and aborts: it is off in this file.
  */
+#undef _FORTIFY_SOURCE
 #include "config.h"
 
+#include <setjmp.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -42,11 +57,21 @@
 #include <valgrind/valgrind.h>
 #endif
 
+#if defined(SF_FIBER_TSAN) || (defined(__CET__) && (__CET__ & 2))
+#define SF_FIBER_SWAPCONTEXT 1
+#endif
+
 #define SF_FIBER_STACK_BYTES ((size_t)8 << 20)
 
 struct starfold__fiber {
-    ucontext_t ctx;              /* the fiber's, while it is yielded */
+    ucontext_t ctx;              /* the trampoline's entry (and, with swapcontext, the fiber's while it is yielded) */
+#ifdef SF_FIBER_SWAPCONTEXT
     ucontext_t back;             /* its resumer's, while it runs */
+#else
+    jmp_buf at;                  /* the fiber's, while it is yielded */
+    jmp_buf back;                /* its resumer's, while it runs */
+    int entered;                 /* the trampoline has been entered: later resumes jump to `at` */
+#endif
     void *map;                   /* guard page, then the stack */
     size_t map_bytes;
     void *stack;
@@ -89,6 +114,33 @@ static void switch_in(void *fake, const void **from_bottom, size_t *from_size)
     (void)fake, (void)from_bottom, (void)from_size;
 #endif
 }
+
+#ifdef SF_FIBER_SWAPCONTEXT
+/* Into @f, from its resumer; returns when @f yields. */
+static void go_in(starfold__fiber_t *f)
+{
+    swapcontext(&f->back, &f->ctx);
+}
+
+/* Out of @f, to its resumer; returns when @f is resumed. */
+static void go_out(starfold__fiber_t *f)
+{
+    swapcontext(&f->ctx, &f->back);
+}
+#else
+static void go_in(starfold__fiber_t *f)
+{
+    if (_setjmp(f->back) != 0) return; /* @f jumped back */
+    if (f->entered) _longjmp(f->at, 1);
+    f->entered = 1;
+    setcontext(&f->ctx); /* the trampoline, once per fiber */
+}
+
+static void go_out(starfold__fiber_t *f)
+{
+    if (_setjmp(f->at) == 0) _longjmp(f->back, 1);
+}
+#endif
 
 /* The fiber's whole life: each start's function, then parked (finished) until the next start. Its
  * context is made once, so that a start costs no getcontext() (a system call: the signal mask). */
@@ -174,7 +226,7 @@ int starfold__fiber_resume(starfold__fiber_t *f)
     f->tsan_back = __tsan_get_current_fiber();
     __tsan_switch_to_fiber(f->tsan_fiber, 0);
 #endif
-    swapcontext(&f->back, &f->ctx);
+    go_in(f);
     switch_in(fake, NULL, NULL);
     current = NULL;
     return f->finished;
@@ -188,6 +240,6 @@ void starfold__fiber_yield(void)
 #ifdef SF_FIBER_TSAN
     __tsan_switch_to_fiber(f->tsan_back, 0);
 #endif
-    swapcontext(&f->ctx, &f->back);
+    go_out(f);
     switch_in(fake, &f->back_bottom, &f->back_size);
 }

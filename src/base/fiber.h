@@ -11,9 +11,9 @@
  *   f1:                              fn(arg) - yield
  *
  * Every resume of one start of a fiber comes from the same thread, outside any fiber; a later start
- * may be on another thread (a strategy's runs start their fibers afresh). A switch costs a few
- * hundred nanoseconds (glibc's swapcontext() saves the signal mask with a system call), where
- * waking a sleeping thread costs microseconds on a loaded machine.
+ * may be on another thread (a strategy's runs start their fibers afresh). A switch costs some
+ * tens of nanoseconds (_setjmp/_longjmp, no system call; fiber.c says which builds keep
+ * swapcontext()), where waking a sleeping thread costs microseconds on a loaded machine.
  *
  * Stacks are mapped, not allocated: 8 MiB each (a thread's default), committed only as used, below
  * a guard page that turns an overflow into a fault rather than silent corruption. Under ASan, TSan
