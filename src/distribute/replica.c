@@ -1088,7 +1088,8 @@ static void replica_done(starfold__run_t *run, int r, starfold_status_t st, cons
     pthread_mutex_lock(&run->lock);
     run->done[r] = 1;
     run->status[r] = st;
-    snprintf(run->msg[r], MSG_LEN, "%s", why);
+    if (why[0]) snprintf(run->msg[r], MSG_LEN, "%s", why);
+    else run->msg[r][0] = '\0';
     run->secondary[r] = st != STARFOLD_OK && run->got_status[r] == st && run->got_secondary[r];
     if (!run->broken && run->arrived > 0) {
         if (st == STARFOLD_OK)
@@ -1111,7 +1112,8 @@ static void replica_body(struct starfold_replica_context *rc)
     tls_run = run;
     starfold__error_restore(""); /* a failure's detail is what this replica's function set */
     const starfold_status_t st = run->fn(rc, run->arg);
-    char why[MSG_LEN] = "";
+    char why[MSG_LEN];
+    why[0] = '\0';
     if (st != STARFOLD_OK) snprintf(why, sizeof why, "%s", starfold_last_error());
     tls_rc = NULL;
     tls_run = NULL;
@@ -1142,6 +1144,7 @@ struct starfold__replica_pool {
     int busy;                      /* atomic: threads still in it */
     int quit;                      /* atomic */
     starfold__fiber_t **fibers;    /* [n] replicas in turn, made by the first such run */
+    starfold__run_t *spare;        /* the last run's storage, for the next (run_take()) */
     ar_inputs_t ar;                /* the leaders' last all_reduce (execute_all_reduce()) */
 };
 
@@ -1170,6 +1173,8 @@ static void *pool_main(void *p)
     return NULL;
 }
 
+static void run_free(starfold__run_t *run);
+
 void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
 {
     if (!pool) return;
@@ -1178,6 +1183,7 @@ void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
     for (int r = 0; r < pool->nthreads; r++) pthread_join(pool->threads[r], NULL);
     for (int r = 0; pool->fibers && r < pool->n; r++) starfold__fiber_destroy(pool->fibers[r]);
     free(pool->fibers);
+    run_free(pool->spare);
     ar_inputs_clear(&pool->ar);
     free(pool->threads);
     free(pool->args);
@@ -1295,10 +1301,16 @@ static void turns_run(struct starfold__replica_pool *pool, starfold__run_t *run)
     starfold__error_restore(callers);
 }
 
+/*
+ * A run's storage: the run, its replica contexts and its per-replica arrays, a few KiB in all
+ * (slots and messages). A strategy's pool keeps the last run's storage for the next (run_take(),
+ * run_give_back()): allocating it afresh every step made glibc consolidate its free lists each
+ * time, a tenth of a small step's cost in turn (BENCHMARKS.md). Everything a run changes is set
+ * again by run_reset(); the lock and the event are made once.
+ */
 static void run_free(starfold__run_t *run)
 {
-    live_remove(run);
-    for (int r = 0; run->rcs && r < run->n; r++) starfold_value_destroy(run->rcs[r].result);
+    if (!run) return;
     pthread_mutex_destroy(&run->lock);
     free(run->rcs);
     free(run->ncalls);
@@ -1312,7 +1324,7 @@ static void run_free(starfold__run_t *run)
     free(run);
 }
 
-static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn, void *arg)
+static starfold__run_t *run_alloc(starfold_strategy_t s)
 {
     starfold__run_t *run = calloc(1, sizeof *run);
     if (!run) return NULL;
@@ -1322,8 +1334,6 @@ static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn,
     }
     const size_t n = (size_t)s->n;
     run->strategy = s;
-    run->fn = fn;
-    run->arg = arg;
     run->n = s->n;
     run->rcs = calloc(n, sizeof *run->rcs);
     run->ncalls = calloc(n, sizeof *run->ncalls);
@@ -1339,14 +1349,70 @@ static starfold__run_t *run_new(starfold_strategy_t s, starfold_replica_fn_t fn,
         run_free(run);
         return NULL;
     }
-    for (int r = 0; r < s->n; r++) {
+    for (int r = 0; r < run->n; r++) {
         run->rcs[r].run = run;
         run->rcs[r].id = r;
         run->rcs[r].device = s->devices[r];
         run->rcs[r].strategy = s;
     }
+    return run;
+}
+
+/* Everything a run of @fn changes, as run_alloc() left it. */
+static void run_reset(starfold__run_t *run, starfold_replica_fn_t fn, void *arg)
+{
+    const size_t n = (size_t)run->n;
+    run->fn = fn;
+    run->arg = arg;
+    run->in_turn = 0;
+    memset(run->ncalls, 0, n * sizeof *run->ncalls);
+    memset(run->done, 0, n * sizeof *run->done);
+    memset(run->status, 0, n * sizeof *run->status);
+    memset(run->secondary, 0, n * sizeof *run->secondary);
+    memset(run->got_status, 0, n * sizeof *run->got_status);
+    memset(run->got_secondary, 0, n * sizeof *run->got_secondary);
+    memset(run->slots, 0, n * sizeof *run->slots);
+    for (size_t r = 0; r < n; r++) {
+        run->msg[r][0] = '\0';
+        run->rcs[r].result = NULL;
+    }
+    run->gen = 0;
+    run->kind = COLL_NONE;
+    run->arrived = 0;
+    run->first = 0;
+    run->executing = 0;
+    run->coll_status = STARFOLD_OK;
+    run->coll_msg[0] = '\0';
+    run->broken = 0;
+    run->broken_status = STARFOLD_OK;
+    run->broken_secondary = 0;
+    run->broken_msg[0] = '\0';
+    run->next_live = NULL;
+}
+
+/* A run of @fn(@arg) for the pool's strategy, live; NULL when out of memory (run_lock held). */
+static starfold__run_t *run_take(struct starfold__replica_pool *pool, starfold_strategy_t s, starfold_replica_fn_t fn,
+                                 void *arg)
+{
+    starfold__run_t *run = pool->spare;
+    pool->spare = NULL;
+    if (!run && !(run = run_alloc(s))) return NULL;
+    run_reset(run, fn, arg);
     live_add(run);
     return run;
+}
+
+/* Ends @run: no longer live, its replicas' results released, its storage kept for the next run
+ * (run_lock held). */
+static void run_give_back(struct starfold__replica_pool *pool, starfold__run_t *run)
+{
+    live_remove(run);
+    for (int r = 0; r < run->n; r++) {
+        starfold_value_destroy(run->rcs[r].result);
+        run->rcs[r].result = NULL;
+    }
+    if (!pool->spare) pool->spare = run;
+    else run_free(run);
 }
 
 /*
@@ -1386,14 +1452,18 @@ static starfold_status_t run_replicas(const char *name, starfold_strategy_t stra
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", name, !strategy ? "strategy" : "fn");
     if (tls_run)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: called from a replica function or a merge function", name);
-    starfold__run_t *run = run_new(strategy, fn, arg);
-    if (!run) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
-
     pthread_mutex_lock(&strategy->run_lock);
     struct starfold__replica_pool *pool = NULL;
-    run->in_turn = strategy->replica_mode == STARFOLD_REPLICAS_IN_TURN;
+    starfold__run_t *run = NULL;
     starfold_status_t st = pool_get(name, strategy, &pool);
-    if (st == STARFOLD_OK) st = run->in_turn ? fibers_ready(name, pool) : threads_ready(name, pool);
+    if (st == STARFOLD_OK && !(run = run_take(pool, strategy, fn, arg)))
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+    if (st != STARFOLD_OK) {
+        pthread_mutex_unlock(&strategy->run_lock);
+        return st;
+    }
+    run->in_turn = strategy->replica_mode == STARFOLD_REPLICAS_IN_TURN;
+    st = run->in_turn ? fibers_ready(name, pool) : threads_ready(name, pool);
     if (st == STARFOLD_OK) {
         if (run->in_turn) turns_run(pool, run);
         else pool_run(pool, run);
@@ -1415,7 +1485,9 @@ static starfold_status_t run_replicas(const char *name, starfold_strategy_t stra
                                  run->rcs[pick].device, starfold_status_string(run->status[pick]));
     }
     if (st == STARFOLD_OK && result) st = regroup_results(name, run, result);
-    run_free(run);
+    pthread_mutex_lock(&strategy->run_lock);
+    run_give_back(pool, run);
+    pthread_mutex_unlock(&strategy->run_lock);
     return st;
 }
 
