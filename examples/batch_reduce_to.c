@@ -19,7 +19,7 @@
  *       return v
  *
  *   run(tf.distribute.MirroredStrategy(["GPU:0", "GPU:1"]))                     -> 2.0 on both copies
- *     (twice: replicas in threads of their own, then in turn on the calling thread)
+ *     (twice: replicas in turn on the calling thread, the default, then in threads of their own)
  *   run(tf.distribute.experimental.CentralStorageStrategy(
  *       compute_devices=["GPU:0", "GPU:1"], parameter_device="CPU:0"))         -> 2.0
  *   run(tf.distribute.OneDeviceStrategy("GPU:0"))                              -> 1.0
@@ -144,10 +144,11 @@ int main(void)
     starfold_strategy_t s = NULL;
 
     if (starfold_mirrored_strategy_create(ctx, NULL, 2, gpus, NULL, &s) == STARFOLD_OK) {
-        ok &= run(s, "MirroredStrategy([0, 1])", 2.0f);
         /* The replicas one at a time on this thread, switching at merge_call: TensorFlow's eager order. */
-        ok &= starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_IN_TURN) == STARFOLD_OK;
-        ok &= run(s, "MirroredStrategy([0, 1]), replicas in turn", 2.0f);
+        ok &= run(s, "MirroredStrategy([0, 1])", 2.0f);
+        /* A thread per replica, all at once. */
+        ok &= starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_THREADS) == STARFOLD_OK;
+        ok &= run(s, "MirroredStrategy([0, 1]), replicas in threads", 2.0f);
         starfold_strategy_destroy(s);
     } else ok = 0;
     if (starfold_central_storage_strategy_create(ctx, NULL, 2, gpus, STARFOLD_DEVICE_HOST, &s) == STARFOLD_OK) {

@@ -13,11 +13,13 @@
  *   api batch_reduce_to   strategy.extended.batch_reduce_to(SUM, [(g_i, g_i) for each gradient]):
  *                         the list of per-replica values, each its own destination; results waited
  *                         for, then freed (a training loop's step)
- *   api run + all_reduce  strategy.run(fn) with fn = replica_context.all_reduce(SUM, my gradients),
- *                         results waited for and freed inside fn (a thread per replica, the default)
  *   api run in turn + all_reduce
- *                         the same with the replicas in turn on the calling thread
- *                         (starfold_strategy_set_replica_mode(STARFOLD_REPLICAS_IN_TURN))
+ *                         strategy.run(fn) with fn = replica_context.all_reduce(SUM, my gradients),
+ *                         results waited for and freed inside fn, the replicas in turn on the
+ *                         calling thread (the default, STARFOLD_REPLICAS_IN_TURN)
+ *   api run threads + all_reduce
+ *                         the same with a thread per replica
+ *                         (starfold_strategy_set_replica_mode(STARFOLD_REPLICAS_THREADS))
  *   api fused tensor      batch_reduce_to of one per-replica value holding every gradient's elements
  *   exec persistent views the same graph bound once to the list laid out as views of one vector per
  *                         device (starfold_persistent_create_views()), started every step
@@ -29,7 +31,7 @@
  *
  * --write: every step first writes its gradients from the host, as a loop whose gradients come from
  * host code does, the same bytes in every mode: the API's lists with starfold_value_write_many()
- * (many; run + all_reduce: each replica its own, in its thread) or one starfold_value_write() per
+ * (many; run + all_reduce: each replica its own, in its function) or one starfold_value_write() per
  * gradient and replica (each), the fused value with one write per replica, the executor's modes
  * with one starfold_vector_write() per device.
  *
@@ -262,17 +264,17 @@ static void step_exec_fused(bench_t *b, exec_side_t *x)
 
 /* ------------------------------------------------------------------------------------------------ */
 
-enum { M_API_BATCH, M_API_RUN, M_API_RUN_TURN, M_API_FUSED, M_EXEC_PERSISTENT, M_EXEC_FUSED, M_COUNT };
+enum { M_API_BATCH, M_API_RUN_TURN, M_API_RUN_THREADS, M_API_FUSED, M_EXEC_PERSISTENT, M_EXEC_FUSED, M_COUNT };
 static const char *const mode_name[M_COUNT] = {
-    "api batch_reduce_to", "api run + all_reduce", "api run in turn + all_reduce", "api fused tensor",
+    "api batch_reduce_to", "api run in turn + all_reduce", "api run threads + all_reduce", "api fused tensor",
     "exec persistent views", "exec fused tensor",
 };
 
-/* The strategy's replica mode for @mode's steps: in turn for its own mode, threads for the rest. */
+/* The strategy's replica mode for @mode's steps: threads for their own mode, the default for the rest. */
 static void replica_mode_for(bench_t *b, int mode)
 {
-    CHECK(starfold_strategy_set_replica_mode(b->strategy, mode == M_API_RUN_TURN ? STARFOLD_REPLICAS_IN_TURN
-                                                                                 : STARFOLD_REPLICAS_THREADS));
+    CHECK(starfold_strategy_set_replica_mode(b->strategy, mode == M_API_RUN_THREADS ? STARFOLD_REPLICAS_THREADS
+                                                                                    : STARFOLD_REPLICAS_IN_TURN));
 }
 
 static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
@@ -282,8 +284,8 @@ static void run_step(bench_t *b, exec_side_t *x, int mode, int check)
         write_list(b);
         step_batch_reduce_to(b, b->grads, b->nt, check);
         break;
-    case M_API_RUN:
-    case M_API_RUN_TURN: step_run_all_reduce(b); break;
+    case M_API_RUN_TURN:
+    case M_API_RUN_THREADS: step_run_all_reduce(b); break;
     case M_API_FUSED:
         write_fused(b);
         step_batch_reduce_to(b, &b->fused, 1, check);

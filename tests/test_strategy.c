@@ -102,7 +102,9 @@ static starfold_status_t local_value(starfold_replica_context_t rc, const float 
                                  STARFOLD_VALUE_PER_REPLICA, 1, &dev, STARFOLD_FLOAT32, n, xs, v);
 }
 
-/* The replica mode of the strategies mirrored() makes: the in-turn suite runs the same tests again. */
+/* The replica mode of the strategies mirrored() makes: threads in the first suite (whose timeouts and
+ * concurrent replicas need them), in turn, the default, when the second suite runs the same tests again.
+ * Strategies made otherwise (OneDevice, CentralStorage) run in turn. */
 static starfold_replica_mode_t tests_replica_mode = STARFOLD_REPLICAS_THREADS;
 
 static starfold_strategy_t mirrored(int n, const int *devices, starfold_topology_t topo, starfold_cross_device_ops_t ops)
@@ -2752,7 +2754,9 @@ static void test_in_turn_order(void)
         const int n = counts[k];
         starfold_strategy_t s = NULL;
         CU_ASSERT_EQUAL_FATAL(starfold_mirrored_strategy_create(ctx, NULL, n, devs, NULL, &s), STARFOLD_OK);
-        CU_ASSERT_EQUAL(starfold_strategy_replica_mode(s), STARFOLD_REPLICAS_THREADS); /* the default */
+        CU_ASSERT_EQUAL(starfold_strategy_replica_mode(s), STARFOLD_REPLICAS_IN_TURN); /* the default */
+        CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_THREADS), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_strategy_replica_mode(s), STARFOLD_REPLICAS_THREADS);
         CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_IN_TURN), STARFOLD_OK);
         CU_ASSERT_EQUAL(starfold_strategy_replica_mode(s), STARFOLD_REPLICAS_IN_TURN);
         for (int step = 0; step < 3; step++) {
@@ -2801,7 +2805,7 @@ static void test_in_turn_order(void)
         starfold_strategy_destroy(s);
     }
     CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(NULL, STARFOLD_REPLICAS_IN_TURN), STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_EQUAL(starfold_strategy_replica_mode(NULL), STARFOLD_REPLICAS_THREADS);
+    CU_ASSERT_EQUAL(starfold_strategy_replica_mode(NULL), STARFOLD_REPLICAS_IN_TURN); /* the default */
     starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
     CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, (starfold_replica_mode_t)7), STARFOLD_ERR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "unknown replica mode 7"));

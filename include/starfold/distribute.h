@@ -20,9 +20,9 @@
  *  - **Communication options** (::starfold_communication_options_t): bytes_per_pack, timeout_seconds,
  *    implementation, with TensorFlow's merge rule.
  *  - **Strategies** (::starfold_strategy_t): MirroredStrategy, OneDeviceStrategy,
- *    CentralStorageStrategy; starfold_strategy_run() calls one replica function per device
- *    concurrently (or in turn on the calling thread: starfold_strategy_set_replica_mode()), each with
- *    a replica context (::starfold_replica_context_t) offering all_reduce and merge_call; the
+ *    CentralStorageStrategy; starfold_strategy_run() calls one replica function per device, in
+ *    turn on the calling thread as TensorFlow does (or concurrently, one thread each:
+ *    starfold_strategy_set_replica_mode()), each with a replica context (::starfold_replica_context_t) offering all_reduce and merge_call; the
  *    cross-replica methods reduce_to, batch_reduce_to, update, broadcast_to and Strategy.reduce.
  *  - **Variables** (starfold_strategy_create_variable_with_options()): TensorFlow's MirroredVariable
  *    and SyncOnReadVariable with their aggregation; assign, assign_add, assign_sub and read_value in
@@ -529,8 +529,9 @@ typedef struct starfold_communication_options {
     /**
      * Seconds a replica waits for the other replicas to join a collective (all_reduce, merge_call)
      * before the collective fails with ::STARFOLD_ERR_TIMEOUT; >= 0; 0 or +infinity = no limit
-     * (wait as long as it takes). No thread is created for it. It does not apply to
-     * replicas in turn (::STARFOLD_REPLICAS_IN_TURN): the replica missing runs on the very thread.
+     * (wait as long as it takes). No thread is created for it. It applies to replicas in threads
+     * (::STARFOLD_REPLICAS_THREADS) and to a collective across processes, not to the wait of
+     * replicas in turn (the default) for each other: the replica missing runs on the very thread.
      */
     double timeout_seconds;
     /** Which algorithm a strategy with default cross-device ops uses (see the enum). */
@@ -1120,8 +1121,9 @@ STARFOLD_API starfold_variable_aggregation_t starfold_variable_aggregation(starf
  * non-DistributedValues value ... cannot be reduced with the given reduce op ReduceOp.SUM").
  * The last replica to arrive submits **one graph**, the cross-device ops' all-reduce (or reduce to the
  * parameter device, or copy of replica 0's value) followed by the update of every copy, and every
- * replica returns without waiting for it. The wait for the others is bounded by the strategy's
- * timeout_seconds (::STARFOLD_ERR_TIMEOUT for every replica, nothing submitted).
+ * replica returns without waiting for it. With replicas in threads, the wait for the others is
+ * bounded by the strategy's timeout_seconds (::STARFOLD_ERR_TIMEOUT for every replica, nothing
+ * submitted).
  *
  * **Mirrored variable, cross-replica context** (outside a run, or in a merge function): every copy is
  * assigned the same value, TensorFlow's `strategy.extended.update`: @p value has one component (any
@@ -1202,28 +1204,31 @@ typedef starfold_status_t (*starfold_replica_fn_t)(starfold_replica_context_t co
  */
 typedef enum starfold_replica_mode {
     /**
-     * One thread per replica, all at once (the default). A replica may compute, block or wait on
-     * its own while the others go on; each of its collectives wakes the others' threads.
+     * One thread per replica, all at once. A replica may compute, block or wait on its own while
+     * the others go on, and keeps its own thread-local state; each of its collectives wakes the
+     * others' threads, which costs a small step 3-5x batch_reduce_to of the same values on a
+     * loaded machine (BENCHMARKS.md). timeout_seconds applies to the replicas' wait for each other.
      */
     STARFOLD_REPLICAS_THREADS = 0,
     /**
      * One replica at a time, on the thread that calls starfold_strategy_run(), each on a stack of
      * its own (8 MiB, mapped as used), switching to the next when a replica waits in a collective:
-     * TensorFlow's eager MirroredStrategy, which resumes its replica threads one at a time. No
-     * thread is woken, so a step of a small collective costs little more than the collective
-     * (BENCHMARKS.md: run + all_reduce of one 4 KiB tensor on 8 replicas, 0.035-0.055 ms against
-     * 0.09-0.13 ms with threads). The replicas share the calling thread: its thread-local state
-     * (a CUDA current device, errno) is every replica's, their host computations do not overlap
-     * (the StarPU tasks they submit still do), a replica that blocks on something only a later
-     * replica provides outside a collective never returns, and timeout_seconds does not apply to
-     * a collective (the replica not yet there is running on this very thread). A replica that
-     * returns while others wait in a collective still fails them at once.
+     * TensorFlow's eager MirroredStrategy, which resumes its replica threads one at a time. The
+     * default. No thread is woken, so a step of a small collective costs little more than the
+     * collective (BENCHMARKS.md: run + all_reduce of one 4 KiB tensor on 8 replicas, 1.1-1.3x
+     * batch_reduce_to of it, against 3-5x with threads). The replicas share the calling thread:
+     * its thread-local state (a CUDA current device, errno) is every replica's, their host
+     * computations do not overlap (the StarPU tasks they submit still do), a replica that blocks
+     * on something only a later replica provides outside a collective never returns (as in
+     * TensorFlow), and timeout_seconds does not apply to the replicas' wait for each other (the
+     * replica not yet there is running on this very thread). A replica that returns while others
+     * wait in a collective still fails them at once.
      */
     STARFOLD_REPLICAS_IN_TURN
 } starfold_replica_mode_t;
 
 /**
- * @brief Sets how the strategy's later runs run their replicas (::STARFOLD_REPLICAS_THREADS unless set).
+ * @brief Sets how the strategy's later runs run their replicas (::STARFOLD_REPLICAS_IN_TURN unless set).
  *
  * Waits for a run in progress on another thread to end.
  * @param [in] strategy the strategy
@@ -1237,24 +1242,24 @@ STARFOLD_API starfold_status_t starfold_strategy_set_replica_mode(starfold_strat
 /**
  * @brief The strategy's replica mode.
  * @param [in] strategy the strategy
- * @return the mode; ::STARFOLD_REPLICAS_THREADS for NULL
+ * @return the mode; the default, ::STARFOLD_REPLICAS_IN_TURN, for NULL
  */
 STARFOLD_API starfold_replica_mode_t starfold_strategy_replica_mode(starfold_strategy_t strategy);
 
 /**
- * @brief TensorFlow's `strategy.run(fn, args)`: calls @p fn once per replica, **concurrently**, one
- *        thread per replica, and returns when every replica has returned.
+ * @brief TensorFlow's `strategy.run(fn, args)`: calls @p fn once per replica, one at a time on
+ *        the calling thread, and returns when every replica has returned.
  *
- * Unlike TensorFlow (whose replica threads run one at a time, so a blocking collective issued
- * directly from a replica deadlocks), all replicas run at once - unless the strategy's replica mode
- * is ::STARFOLD_REPLICAS_IN_TURN, where they take turns on the calling thread, switching at
- * collectives (so that a collective never deadlocks either); collectives are rendezvous of all
- * replicas. Each replica must make the same sequence of all_reduce and merge_call calls. A replica
+ * As TensorFlow's eager mode, the replicas take turns (::STARFOLD_REPLICAS_IN_TURN, the default);
+ * unlike it, a replica switches to the next at every collective, so that a collective issued
+ * directly from a replica never deadlocks (tensorflow#53748). With ::STARFOLD_REPLICAS_THREADS
+ * (starfold_strategy_set_replica_mode()) they run at once, one thread each. Collectives are
+ * rendezvous of all replicas. Each replica must make the same sequence of all_reduce and merge_call calls. A replica
  * that returns while the others wait in a collective (or that skips one) makes them fail at once
  * with "Some replicas made a different number of replica_context().merge_call() calls." - never a
- * deadlock. A replica waiting longer than the options' timeout_seconds for the others fails with
- * ::STARFOLD_ERR_TIMEOUT, and so does every replica of that collective; after either failure every
- * later collective of the run fails at once.
+ * deadlock. With threads, a replica waiting longer than the options' timeout_seconds for the
+ * others fails with ::STARFOLD_ERR_TIMEOUT, and so does every replica of that collective; after
+ * either failure every later collective of the run fails at once.
  *
  * @param [in] strategy the strategy
  * @param [in] fn the replica function
@@ -1600,6 +1605,7 @@ STARFOLD_API starfold_status_t starfold_replica_context_select(starfold_replica_
  * @param [in]  num_values >= 1
  * @param [in]  values this replica's values (not written)
  * @param [in]  options merged over the strategy's; its timeout_seconds bounds the wait for the others
+ *              (replicas in threads: ::STARFOLD_REPLICAS_THREADS)
  * @param [out] results @p num_values new one-component values on this replica's device, owned by the
  *              caller; untouched on failure
  * @return ::STARFOLD_ERR_TIMEOUT (not every replica joined in time; nothing was submitted, so no
@@ -1626,6 +1632,7 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
  * @param [in]  value this replica's value (not written)
  * @param [in]  axis 0 or -1 (values are 1-D tensors)
  * @param [in]  options merged over the strategy's; its timeout_seconds bounds the wait for the others
+ *              (replicas in threads: ::STARFOLD_REPLICAS_THREADS)
  * @param [out] result a new one-component value on this replica's device holding every replica's
  *              elements, owned by the caller; untouched on failure
  * @return ::STARFOLD_ERR_TIMEOUT (not every replica joined in time), ::STARFOLD_ERR_INVALID_ARGUMENT
@@ -1657,8 +1664,8 @@ typedef starfold_status_t (*starfold_merge_fn_t)(starfold_strategy_t strategy, i
  *        in the cross-replica context, in the thread of the last replica to arrive; then each replica
  *        continues with its result.
  *
- * The wait for the other replicas is bounded by the strategy's timeout_seconds
- * (starfold_strategy_set_communication_options()).
+ * With replicas in threads (::STARFOLD_REPLICAS_THREADS), the wait for the other replicas is
+ * bounded by the strategy's timeout_seconds (starfold_strategy_set_communication_options()).
  *
  * @param [in]  context this replica's context (the calling thread's own)
  * @param [in]  fn the merge function

@@ -4,20 +4,21 @@
  * strategy.run and the replica context: replica threads, the rendezvous behind all_reduce and
  * merge_call, and the errors that replace TensorFlow's hangs.
  *
- * Threads. starfold_strategy_run() runs each replica in a thread of the strategy's pool, made by the
- * first run (all of them before any replica runs, so a failed pthread_create never leaves a replica
- * waiting for a missing one), woken together and waited for. Replicas run concurrently - TensorFlow
- * resumes its replica threads one at a time, which is why a blocking collective called from a
- * TensorFlow replica deadlocks in eager mode (tensorflow#53748).
- *
- * In turn (STARFOLD_REPLICAS_IN_TURN). The replicas are fibers (base/fiber.h) on the calling thread,
- * resumed one after the other; a replica waiting in a rendezvous yields instead of sleeping, and the
- * leader, the last to arrive, goes on at once. TensorFlow's order without its deadlock:
+ * In turn (STARFOLD_REPLICAS_IN_TURN, the default). The replicas are fibers (base/fiber.h) on the
+ * calling thread, resumed one after the other; a replica waiting in a rendezvous yields instead of
+ * sleeping, and the leader, the last to arrive, goes on at once. TensorFlow's order (it resumes its
+ * replica threads one at a time) without its deadlock (a blocking collective called from a
+ * TensorFlow replica waits for replicas that never run: tensorflow#53748):
  *
  *     caller:  resume 0 ... resume 1 ... resume 2 (leader: runs the collective, goes on, returns)
  *              resume 0 (its results are there, it goes on) ... resume 1 ...
  *
  * No thread sleeps or wakes, which is what a small step costs with threads (BENCHMARKS.md).
+ *
+ * Threads (STARFOLD_REPLICAS_THREADS). starfold_strategy_run() runs each replica in a thread of the
+ * strategy's pool, made by the first such run (all of them before any replica runs, so a failed
+ * pthread_create never leaves a replica waiting for a missing one), woken together and waited for.
+ * Replicas run concurrently, each with its own thread-local state.
  *
  * Rendezvous. A collective is the k-th all_reduce, all_gather, merge_call or update of a mirrored
  * variable (assign, assign_add, assign_sub: variables.c) of every replica. Each replica
@@ -1509,7 +1510,7 @@ STARFOLD_API starfold_status_t starfold_strategy_set_replica_mode(starfold_strat
 STARFOLD_API starfold_replica_mode_t starfold_strategy_replica_mode(starfold_strategy_t strategy)
 {
     /* No lock: a replica function may ask, while its run holds run_lock. */
-    return strategy ? __atomic_load_n(&strategy->replica_mode, __ATOMIC_RELAXED) : STARFOLD_REPLICAS_THREADS;
+    return strategy ? __atomic_load_n(&strategy->replica_mode, __ATOMIC_RELAXED) : STARFOLD_REPLICAS_IN_TURN;
 }
 
 STARFOLD_API starfold_status_t starfold_strategy_run(starfold_strategy_t strategy, starfold_replica_fn_t fn, void *arg)

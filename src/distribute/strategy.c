@@ -81,6 +81,7 @@ static starfold_status_t strategy_new(const char *fn, starfold_context_t ctx, st
     s->kind = kind;
     s->ctx = ctx;
     s->n = n;
+    s->replica_mode = STARFOLD_REPLICAS_IN_TURN; /* TensorFlow's order, and a small step's speed (replica.c) */
     s->nvar = var_devices ? nvar : n;
     s->devices = malloc(sizeof(int) * (size_t)n);
     s->var_devices = malloc(sizeof(int) * (size_t)s->nvar);
