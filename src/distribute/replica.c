@@ -932,6 +932,7 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
     sl.values = values;
     sl.results = results;
     double timeout = 0;
+    int few[16]; /* the components of a short list: no allocation in a small step */
     /* Local checks: a failure still joins, so that every replica fails together instead of waiting. */
     if (!results || !values || num_values == 0)
         slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %s", fn,
@@ -940,7 +941,7 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
         slot_fail(&sl, starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown reduce op %d", fn, (int)op));
     else if ((st = starfold__strategy_options(context->strategy, options, &sl.options)) != STARFOLD_OK)
         slot_fail(&sl, st);
-    else if (!(sl.comps = malloc(sizeof *sl.comps * num_values)))
+    else if (!(sl.comps = num_values <= sizeof few / sizeof *few ? few : malloc(sizeof *sl.comps * num_values)))
         slot_fail(&sl, starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
     else {
         timeout = sl.options.timeout_seconds;
@@ -962,7 +963,7 @@ STARFOLD_API starfold_status_t starfold_replica_context_all_reduce(starfold_repl
         }
     }
     st = rendezvous(context, COLL_ALL_REDUCE, &sl, timeout, fn);
-    free(sl.comps);
+    if (sl.comps != few) free(sl.comps);
     return st;
 }
 
