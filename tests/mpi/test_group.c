@@ -1050,10 +1050,11 @@ static void test_mwms(void)
 
     starfold_value_t per_replica = mw_run_checked(s, T);
     CU_ASSERT_PTR_NOT_NULL_FATAL(per_replica);
-    /* The same step with each process's replicas in turn on its calling thread. */
-    CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_IN_TURN), STARFOLD_OK);
-    starfold_value_destroy(mw_run_checked(s, T));
+    /* That was each process's replicas in turn on its calling thread (the default); the same step
+     * with a thread per replica. */
     CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_THREADS), STARFOLD_OK);
+    starfold_value_destroy(mw_run_checked(s, T));
+    CU_ASSERT_EQUAL(starfold_strategy_set_replica_mode(s, STARFOLD_REPLICAS_IN_TURN), STARFOLD_OK);
     /* Cross-replica: reduce_to one device, to the host, and batch_reduce_to back onto the replicas. */
     starfold_value_t r = NULL;
     starfold_destination_t d1 = starfold_destination_device(1);
