@@ -334,6 +334,54 @@ static void test_device_rank(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "rank must be"));
 }
 
+/*
+ * A device's memory: GPU devices given one memory share it (the StarPU workers of one GPU), of one
+ * rank only; CPU devices share the host memory whatever it says; the DOT text keeps it.
+ *
+ *     g0, g1: gpu, memory 1      g2: gpu, memory 2      g3: gpu (its own)      g4: gpu, memory 1, rank 1
+ */
+static void test_device_memory(void)
+{
+    const char *dot = "graph m { g0 [memory=1]; g1 [memory=1]; g2 [memory=2]; g3; g4 [memory=1, rank=1]; "
+                      "g0 -- g1 [kind=host, bandwidth=800]; g1 -- g2 [bandwidth=50]; g2 -- g3 [bandwidth=50]; "
+                      "g3 -- g4 [kind=network, bandwidth=5]; }";
+    starfold_topology_t t = NULL, back = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_load_string(dot, "memory.dot", &t), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_topology_device_memory(t, 0), 1);
+    CU_ASSERT_EQUAL(starfold_topology_device_memory(t, 3), -1);
+    CU_ASSERT_EQUAL(starfold_topology_device_memory(t, 5), -1);
+    CU_ASSERT_EQUAL(starfold_topology_device_memory(NULL, 0), -1);
+    CU_ASSERT(starfold_topology_same_memory(t, 0, 1));
+    CU_ASSERT(!starfold_topology_same_memory(t, 1, 2));
+    CU_ASSERT(!starfold_topology_same_memory(t, 2, 3));
+    CU_ASSERT(!starfold_topology_same_memory(t, 0, 4)); /* same memory number, another rank */
+    CU_ASSERT(starfold_topology_same_memory(t, 3, 3));
+    char path[] = "/tmp/starfold-memory-XXXXXX";
+    const int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    CU_ASSERT_EQUAL(starfold_topology_write_dot(t, path), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_load(path, &back), STARFOLD_OK);
+    for (int d = 0; d < 5; d++) CU_ASSERT_EQUAL(starfold_topology_device_memory(back, d), starfold_topology_device_memory(t, d));
+    CU_ASSERT(starfold_topology_same_memory(back, 0, 1));
+    unlink(path);
+    starfold_topology_destroy(back);
+    /* A subset keeps it; setting it checks its arguments and changes nothing on a refusal. */
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_subset(t, 2, &back), STARFOLD_OK);
+    CU_ASSERT(starfold_topology_same_memory(back, 0, 1));
+    starfold_topology_destroy(back);
+    CU_ASSERT_EQUAL(starfold_topology_set_device_memory(t, 2, -2), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_set_device_memory(t, 5, 1), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_set_device_memory(NULL, 0, 1), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_topology_device_memory(t, 2), 2);
+    CU_ASSERT_EQUAL(starfold_topology_set_device_memory(t, 2, 1), STARFOLD_OK);
+    CU_ASSERT(starfold_topology_same_memory(t, 1, 2));
+    starfold_topology_destroy(t);
+    CU_ASSERT_EQUAL(starfold_topology_load_string("graph c { a [memory=-2]; }", "bad.dot", &t), STARFOLD_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "memory must be"));
+    CU_ASSERT_EQUAL(starfold_topology_load_string("graph c { a [memory=x]; }", "bad.dot", &t), STARFOLD_ERR_PARSE);
+}
+
 static void test_build_and_query(void)
 {
     starfold_topology_t t = NULL, keep;
@@ -1138,6 +1186,7 @@ int main(void)
         { "model", "subset", test_subset },
         { "model", "ranks: one device per rank", test_ranks },
         { "model", "device ranks: memory, DOT", test_device_rank },
+        { "model", "device memories: GPUs sharing one, DOT", test_device_memory },
         { "model", "retain/destroy", test_refcount },
         { "bisect", "dgx1", test_bisect_dgx1 },
         { "bisect", "uniform, odd, n=1, pcie4", test_bisect_uniform_and_small },

@@ -302,11 +302,26 @@ STARFOLD_API const char *starfold_topology_origin(starfold_topology_t topology);
 STARFOLD_API int starfold_topology_device_line(starfold_topology_t topology, int device);
 
 /**
- * @brief Whether devices @p a and @p b share one memory: the same device, or two CPU devices (logical
- *        devices in host memory) of the same rank (starfold_topology_device_rank()). A task may write any buffer of a device sharing its memory, and
- *        reads between such devices move nothing over a link. 0 when out of range.
+ * @brief Whether devices @p a and @p b share one memory: the same device, two CPU devices (logical
+ *        devices in host memory), or two devices given the same memory (starfold_topology_set_device_memory():
+ *        several StarPU workers of one GPU), in each case of the same rank (starfold_topology_device_rank()).
+ *        A task may write any buffer of a device sharing its memory, and reads between such devices
+ *        move nothing over a link. 0 when out of range.
  */
 STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b);
+/**
+ * @brief Says that device @p device's memory is memory @p memory: devices of one rank given the same
+ *        memory share it, whatever their kind (starfold_topology_same_memory()). -1, every device's
+ *        default, gives a GPU a memory of its own and a CPU device the host memory.
+ *
+ * starfold_context_topology() sets it to the StarPU memory node of each GPU device, so that the
+ * StarPU workers of one GPU (STARPU_NWORKER_PER_CUDA) share its memory: one-pass runs there, and
+ * nothing moves between them. A DOT file gives it as the node attribute "memory".
+ * @return ::STARFOLD_OK; ::STARFOLD_ERR_INVALID_ARGUMENT for a device out of range or @p memory < -1.
+ */
+STARFOLD_API starfold_status_t starfold_topology_set_device_memory(starfold_topology_t topology, int device, int memory);
+/** @brief Device @p device's memory (starfold_topology_set_device_memory()); -1 when its own or out of range. */
+STARFOLD_API int starfold_topology_device_memory(starfold_topology_t topology, int device);
 /** @brief Device socket; -1 when unknown or out of range. */
 STARFOLD_API int starfold_topology_device_socket(starfold_topology_t topology, int device);
 /**

@@ -296,14 +296,20 @@ STARFOLD_API starfold_status_t starfold_context_topology(starfold_context_t cont
         starpu_worker_get_name(context->workers[i], wname, sizeof wname);
         snprintf(dev, sizeof dev, "dev%d (%s)", i, wname);
         SF_CHECK_GOTO(starfold_topology_set_device(t, i, dev, kind, -1), st, fail);
+        /* A GPU device's memory is its StarPU memory node: the workers of one GPU share it. */
+        if (kind == STARFOLD_DEVICE_GPU) SF_CHECK_GOTO(starfold_topology_set_device_memory(t, i, context->nodes[i]), st, fail);
     }
+    starfold_cost_params_t params;
+    starfold_cost_params_init(&params);
+    if (context->calibrated) params = context->calibration;
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++) {
             starfold_link_t l = { .a = a, .b = b, .lanes = 1 };
             const int na = context->nodes[a], nb = context->nodes[b];
             if (na == nb) {
+                /* One memory: nothing moves; a copy between them is a memcpy in that memory. */
                 l.kind = STARFOLD_LINK_HOST;
-                l.bandwidth_GBps = SF_HOST_COPY_GBPS;
+                l.bandwidth_GBps = kind == STARFOLD_DEVICE_GPU ? params.gpu_memory_GBps : SF_HOST_COPY_GBPS;
                 l.latency_us = 0.0;
             } else {
                 /* StarPU 1.3 stages OpenCL-to-OpenCL transfers through main memory. */

@@ -56,7 +56,7 @@ void starfold__cgraph_unlock(void) { pthread_mutex_unlock(&cgraph_mutex); }
  */
 
 static const char *const graph_attrs[] = { "name", NULL };
-static const char *const node_attrs[] = { "id", "name", "label", "kind", "socket", "rank", NULL };
+static const char *const node_attrs[] = { "id", "name", "label", "kind", "socket", "rank", "memory", NULL };
 static const char *const edge_attrs[] = { "kind", "bandwidth", "latency", "lanes", NULL };
 static const char *const graph_style[] = { "label", "rankdir", "layout", "splines", "overlap", "fontname",
                                            "fontsize", NULL };
@@ -363,7 +363,7 @@ static starfold_status_t check_attributes(const starfold__dot_t *d)
         const char *list;
     } kinds[] = {
         { AGRAPH, "graph", graph_attrs, graph_style, "name" },
-        { AGNODE, "node", node_attrs, node_style, "id, name, label, kind, socket, rank" },
+        { AGNODE, "node", node_attrs, node_style, "id, name, label, kind, socket, rank, memory" },
         { AGEDGE, "edge", edge_attrs, edge_style, "kind, bandwidth, latency, lanes" },
     };
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
@@ -432,8 +432,13 @@ static starfold_status_t read_device(const starfold__dot_t *d, starfold_topology
     if (attr(v, "rank") && parse_int(attr(v, "rank"), 0, 1 << 24, &rank) != 0)
         return dot_error(STARFOLD_ERR_PARSE, d->origin, node_line(d, v),
                          "node '%s': rank must be an integer >= 0, got '%s'", agnameof(v), attr(v, "rank"));
+    int memory = -1;
+    if (attr(v, "memory") && parse_int(attr(v, "memory"), -1, 1 << 24, &memory) != 0)
+        return dot_error(STARFOLD_ERR_PARSE, d->origin, node_line(d, v),
+                         "node '%s': memory must be an integer >= -1, got '%s'", agnameof(v), attr(v, "memory"));
     starfold_status_t st = starfold_topology_set_device(t, dev, name, kind, socket);
     if (st == STARFOLD_OK) starfold__topology_set_rank(t, dev, rank);
+    if (st == STARFOLD_OK) st = starfold_topology_set_device_memory(t, dev, memory);
     return st;
 }
 

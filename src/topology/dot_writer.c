@@ -39,6 +39,7 @@ static Agnode_t *add_device_node(Agraph_t *g, starfold_topology_t t, int i)
     starfold__agset(node, "kind", "%s", starfold__device_kind_name(t->devices[i].kind));
     if (t->devices[i].socket >= 0) starfold__agset(node, "socket", "%d", t->devices[i].socket);
     if (t->devices[i].rank > 0) starfold__agset(node, "rank", "%d", t->devices[i].rank);
+    if (t->devices[i].memory >= 0) starfold__agset(node, "memory", "%d", t->devices[i].memory);
     return node;
 }
 

@@ -65,6 +65,7 @@ STARFOLD_API starfold_status_t starfold_topology_create(const char *name, int nu
         snprintf(label, sizeof label, "dev%d", i);
         t->devices[i].kind = STARFOLD_DEVICE_GPU;
         t->devices[i].socket = -1;
+        t->devices[i].memory = -1;
         if (!(t->devices[i].name = starfold__strdup(label))) {
             st = STARFOLD_ERR_OUT_OF_MEMORY;
             goto fail;
@@ -203,8 +204,28 @@ STARFOLD_API int starfold_topology_device_line(starfold_topology_t topology, int
 STARFOLD_API int starfold_topology_same_memory(starfold_topology_t topology, int a, int b)
 {
     if (!topology || !valid_device(topology, a) || !valid_device(topology, b)) return 0;
-    return a == b || (topology->devices[a].kind == STARFOLD_DEVICE_CPU && topology->devices[b].kind == STARFOLD_DEVICE_CPU &&
-                      topology->devices[a].rank == topology->devices[b].rank);
+    const starfold__device_t *x = &topology->devices[a], *y = &topology->devices[b];
+    if (a == b) return 1;
+    if (x->rank != y->rank) return 0;
+    return (x->kind == STARFOLD_DEVICE_CPU && y->kind == STARFOLD_DEVICE_CPU) || (x->memory >= 0 && x->memory == y->memory);
+}
+
+STARFOLD_API starfold_status_t starfold_topology_set_device_memory(starfold_topology_t topology, int device, int memory)
+{
+    if (!topology) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_topology_set_device_memory: NULL topology");
+    if (!valid_device(topology, device))
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "device %d is not in topology '%s' (0..%d)", device,
+                               topology->name, topology->num_devices - 1);
+    if (memory < -1)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "device %d: memory must be >= 0 or -1 (its own), got %d",
+                               device, memory);
+    topology->devices[device].memory = memory;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API int starfold_topology_device_memory(starfold_topology_t topology, int device)
+{
+    return topology && valid_device(topology, device) ? topology->devices[device].memory : -1;
 }
 
 STARFOLD_API int starfold_topology_device_rank(starfold_topology_t topology, int device)
@@ -425,6 +446,7 @@ STARFOLD_API starfold_status_t starfold_topology_subset(starfold_topology_t topo
         SF_CHECK_GOTO(starfold_topology_set_device(s, i, d->name, d->kind, d->socket), st, fail);
         s->devices[i].line = d->line;
         s->devices[i].rank = d->rank;
+        s->devices[i].memory = d->memory;
     }
     if (topology->origin && !(s->origin = starfold__strdup(topology->origin))) {
         st = STARFOLD_ERR_OUT_OF_MEMORY;

@@ -15,6 +15,8 @@ typedef struct starfold__device {
     int socket;
     int line;                 /* line of its node in the topology file, 0 when unknown */
     int rank;                 /* the MPI rank holding it (a cluster topology), 0 otherwise */
+    int memory;               /* >= 0: devices of one rank with the same memory share it (several StarPU
+                                 workers on one GPU); -1: its own, or host memory for a CPU device */
 } starfold__device_t;
 
 struct starfold_topology {
