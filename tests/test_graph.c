@@ -529,6 +529,53 @@ static void test_one_pass_cuts(void)
     starfold_topology_destroy(tp);
 }
 
+/*
+ * On GPU devices sharing one memory (StarPU's workers of one GPU: starfold_topology_set_device_memory())
+ * one-pass compiles, moves nothing between them, and gives a tensor of its own one task: one 1 MiB
+ * tensor is one task on 8 replicas, 4 x 1 MiB four, 16 x 2 MiB sixteen (a kernel already fills the
+ * GPU, and StarPU runs a GPU's tasks one at a time); 3 GiB, past ONE_PASS_GPU_CHUNK, is 3. Small
+ * tensors are grouped as on CPU devices (1,000 x 4 KiB: 8 groups). "auto" leaves one-pass out there.
+ * GPUs of memories of their own refuse it.
+ */
+static void test_one_pass_shared_gpu(void)
+{
+    starfold_topology_t tp = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_topology_create("one-gpu", 8, &tp), STARFOLD_OK);
+    for (int a = 0; a < 8; a++)
+        for (int b = a + 1; b < 8; b++) {
+            const starfold_link_t l = { .a = a, .b = b, .kind = STARFOLD_LINK_HOST, .lanes = 1, .bandwidth_GBps = 800.0 };
+            CU_ASSERT_EQUAL_FATAL(starfold_topology_add_link(tp, &l), STARFOLD_OK);
+        }
+    starfold_tensor_desc_t one = { STARFOLD_FLOAT32, 262144 };
+    const starfold_collective_desc_t d1 = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 8, iota, 1, &one };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL(starfold_graph_compile(tp, "one-pass", &d1, NULL, &g), STARFOLD_ERR_NOT_SUPPORTED);
+    for (int dev = 0; dev < 8; dev++) CU_ASSERT_EQUAL_FATAL(starfold_topology_set_device_memory(tp, dev, 1), STARFOLD_OK);
+    static const struct { size_t n, count, tasks; } cases[] = {
+        { 1, 262144, 1 }, { 4, 262144, 4 }, { 16, 524288, 16 }, { 1000, 1024, 8 }, { 1, (size_t)3 << 28, 3 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        starfold_tensor_desc_t *t = malloc(cases[c].n * sizeof *t);
+        for (size_t i = 0; i < cases[c].n; i++) t[i] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, cases[c].count };
+        const starfold_collective_desc_t d = { STARFOLD_COLL_REDUCE, STARFOLD_OP_SUM, 8, iota, 8, iota, cases[c].n, t };
+        CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "one-pass", &d, NULL, &g), STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_graph_num_tasks(g), cases[c].tasks);
+        CU_ASSERT_EQUAL(starfold_graph_check(g), STARFOLD_OK);
+        starfold_graph_stats_t st;
+        CU_ASSERT_EQUAL(starfold_graph_stats(g, &st), STARFOLD_OK);
+        CU_ASSERT_EQUAL(st.bytes_moved, 0);
+        if (cases[c].n * cases[c].count <= 262144 * 4) CU_ASSERT_EQUAL(interp_verify(g, 0), 0);
+        starfold_graph_destroy(g);
+        if (c == 0) {
+            CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(tp, "auto", &d, NULL, &g), STARFOLD_OK);
+            CU_ASSERT_PTR_NULL(strstr(starfold_graph_algorithm(g), "one-pass"));
+            starfold_graph_destroy(g);
+        }
+        free(t);
+    }
+    starfold_topology_destroy(tp);
+}
+
 /* Size-based packs: whole tensors, a pack closed once over bytes_per_pack, per dtype. */
 static void test_bytes_per_pack(void)
 {
@@ -851,6 +898,7 @@ int main(void)
     CU_add_test(s, "concat-and-split pack counts", test_pack_counts);
     CU_add_test(s, "task count follows packs, not tensors", test_task_count_follows_packs);
     CU_add_test(s, "one-pass cuts for the workers only where tasks are too few", test_one_pass_cuts);
+    CU_add_test(s, "one-pass on the workers of one GPU: a task per run of tensors", test_one_pass_shared_gpu);
     CU_add_test(s, "reduce_to_device", test_reduce_to_device);
     CU_add_test(s, "bytes_per_pack", test_bytes_per_pack);
     CU_add_test(s, "promoting integer MEAN", test_promote_integer_mean);

@@ -19,7 +19,7 @@
  *     memory traffic: n reads + m writes per element, nothing else (an all-reduce of 8 replicas:
  *     16 x S, against 8 x S more per extra pass a hierarchy of copies adds)
  *
- * Chunks: chunk_bytes of one replica's tensor (default 8 MiB: fewer pieces for StarPU to track;
+ * Chunks: chunk_bytes of one replica's tensor (default 8 MiB on CPU devices: fewer pieces for StarPU to track;
  * 1 MiB chunks measured 25 % slower at 64 MiB). Where the whole graph would have fewer chunks than
  * sources (one tensor of 1 MiB, a list of small ones), a tensor or batch of at least n x 64 KiB gets n
  * chunks, so every worker has work; a graph with enough chunks of its own is not cut further (cutting
@@ -45,6 +45,15 @@
  *     pack_0 .. pack_n-1 --reduce, chunk by chunk--> sum --/n (float64)--> result
  *     result --UNPACK (one task per destination)--> out_d[t0..tk]    (every destination d)
  *
+ * GPU devices sharing one memory (the StarPU workers of one GPU, STARPU_NWORKER_PER_CUDA): one
+ * kernel already spreads over the whole GPU, and StarPU drives a GPU's workers from one thread, a task
+ * at a time. Cut for CPU workers, 1 GiB on 8 replicas made 128 tasks of 90 us each, 0.35 of the copy
+ * bound on an H200, where one task per tensor reached 0.75-0.81 (1 GiB). There a tensor of its own
+ * is one task up to ONE_PASS_GPU_CHUNK, never cut to give every source a task. Small tensors are
+ * batched and grouped as on CPU devices: one task for all of ResNet-50's 161 gradients, 2,576 StarPU
+ * handles, took 6.3 ms a step where other graphs took 3.6 (StarPU fetches a task's handles one by
+ * one before it starts). "auto" leaves one-pass out on GPU devices (compile.c).
+ *
  * In place: the task reading in_d[c] is the task writing out_d[c], element for element, so the same
  * handle may be both (a batch's UNPACK into out_d runs after every PACK has read the inputs). Devices
  * that do not share one memory: STARFOLD_ERR_NOT_SUPPORTED from compile.c (.shared_memory), and "auto"
@@ -58,6 +67,7 @@
 #define ONE_PASS_CHUNK ((size_t)8 << 20)
 #define ONE_PASS_MIN_SPLIT ((size_t)64 << 10)
 #define ONE_PASS_SMALL ((size_t)256 << 10)
+#define ONE_PASS_GPU_CHUNK ((size_t)1 << 30)
 
 typedef struct one_pass {
     starfold_graph_t g;
@@ -65,6 +75,7 @@ typedef struct one_pass {
     int broadcast, mean;
     starfold_op_t acc;  /* the accumulation (SUM for MEAN) */
     size_t target;      /* bytes per chunk */
+    size_t gpu_target;  /* bytes per chunk of a tensor of its own on GPU devices; 0 on CPU devices */
     int split;          /* the graph has fewer natural chunks than sources: cut big enough ones in n */
     size_t turn;        /* round robin of the tasks over the source devices, across tensors */
     starfold__span_t *src, *dst;
@@ -76,10 +87,15 @@ static int promoted(const one_pass_t *o, starfold_dtype_t dt)
     return !o->broadcast && o->mean && starfold__graph_out_dtype(o->g, dt) != dt;
 }
 
-/* Chunks of @count elements of @dt: chunk_bytes each, at least one per source for big enough data. */
-static size_t chunks_of(const one_pass_t *o, size_t count, starfold_dtype_t dt)
+/* Chunks of @count elements of @dt: chunk_bytes each, at least one per source for big enough data;
+ * a tensor of its own (@alone) on GPU devices: gpu_target each, never cut further. */
+static size_t chunks_of(const one_pass_t *o, size_t count, starfold_dtype_t dt, int alone)
 {
     const size_t bytes = count * starfold_dtype_size(dt);
+    if (alone && o->gpu_target) {
+        const size_t chunks = (bytes + o->gpu_target - 1) / o->gpu_target;
+        return chunks > count ? count : chunks;
+    }
     size_t chunks = (bytes + o->target - 1) / o->target;
     if (o->split && chunks < (size_t)o->n && bytes >= (size_t)o->n * ONE_PASS_MIN_SPLIT) chunks = (size_t)o->n;
     return chunks > count ? count : chunks;
@@ -94,7 +110,7 @@ static starfold_status_t one_tensor(one_pass_t *o, size_t t)
     const starfold_dtype_t dt = g->tensors[t].dtype;
     const int prom = promoted(o, dt);
     const uint32_t divisor = o->mean && !prom ? (uint32_t)o->n : 1;
-    const size_t chunks = chunks_of(o, count, dt);
+    const size_t chunks = chunks_of(o, count, dt, 1);
     starfold_status_t reserved = starfold__graph_reserve(o->g, chunks); /* a task per chunk */
     if (reserved != STARFOLD_OK) return reserved;
     for (size_t c = 0; c < chunks; c++) {
@@ -133,7 +149,7 @@ static starfold_status_t batch_segments(one_pass_t *o, size_t t0, size_t t1)
     const uint32_t divisor = o->mean ? (uint32_t)o->n : 1;
     size_t total = 0, nt = 0;
     for (size_t t = t0; t < t1; t++) total += g->tensors[t].count, nt += g->tensors[t].count > 0;
-    const size_t groups = chunks_of(o, total, dt);
+    const size_t groups = chunks_of(o, total, dt, 0);
     starfold__span_t *src = malloc(sizeof *src * nt * (size_t)o->n + 1), *dst = malloc(sizeof *dst * nt * (size_t)o->m + 1);
     starfold_status_t st = STARFOLD_OK;
     if (!src || !dst) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "one-pass: out of memory");
@@ -187,7 +203,7 @@ static starfold_status_t batch_promoted(one_pass_t *o, size_t t0, size_t t1)
     size_t sum, result;
     SF_CHECK_GOTO(starfold__graph_add_temp(g, home, dt, total, tag, &sum), st, out);
     SF_CHECK_GOTO(starfold__graph_add_temp(g, home, out_dt, total, tag, &result), st, out);
-    const size_t chunks = chunks_of(o, total, dt);
+    const size_t chunks = chunks_of(o, total, dt, 0);
     for (size_t c = 0; c < chunks; c++) {
         const size_t lo = starfold__part_start(total, c, chunks), len = starfold__part_start(total, c + 1, chunks) - lo;
         const int device = g->input_devices[o->turn++ % (size_t)o->n];
@@ -241,6 +257,8 @@ static starfold_status_t build(starfold_graph_t g, const starfold_algo_options_t
     o.mean = !o.broadcast && g->op == STARFOLD_OP_MEAN;
     o.acc = o.broadcast ? STARFOLD_OP_SUM : starfold__op_accumulation(g->op);
     o.target = options->chunk_bytes ? options->chunk_bytes : ONE_PASS_CHUNK;
+    if (starfold_topology_device_kind(g->topology, g->input_devices[0]) == STARFOLD_DEVICE_GPU)
+        o.gpu_target = options->chunk_bytes ? options->chunk_bytes : ONE_PASS_GPU_CHUNK;
     o.src = malloc(sizeof *o.src * (size_t)o.n);
     o.dst = malloc(sizeof *o.dst * (size_t)o.m);
     if (!o.src || !o.dst) {
