@@ -10,6 +10,13 @@
  *     8 replicas x 24 MiB, hierarchical-copy: the two group sums on the roots are temporaries of
  *         24 MiB each -> 48 MiB on the one memory node -> OUT_OF_MEMORY, outputs still the sentinel
  *     the same graph at 256 KiB -> runs, every element right
+ *
+ * Then replicas StarPU allocated (starfold_vector_create(), counted under the limit), in place:
+ *
+ *     8 x 3 MiB = 24 MiB of replicas, halving-doubling's 7 x 3 MiB = 21 MiB of temporaries: under the
+ *         32 MiB alone, past the 8 MiB the replicas leave -> OUT_OF_MEMORY, replicas unchanged
+ *         (on a GPU the same graph, checked against the whole memory, waited forever in StarPU)
+ *     the same graph at 256 KiB -> runs, every element right
  */
 #include "config.h"
 
@@ -96,6 +103,58 @@ static void test_refused_then_usable(void)
     CU_ASSERT(right);
 }
 
+/* In-place halving-doubling over 8 replicas of @count float32 made by starfold_vector_create(). */
+static starfold_status_t run_homed(size_t count, int *right)
+{
+    const int n = 8;
+    int devices[8];
+    for (int d = 0; d < n; d++) devices[d] = d;
+    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
+    starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
+                                        .sources = devices, .num_tensors = 1, .tensors = &t };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, "halving-doubling", &desc, NULL, &g), STARFOLD_OK);
+    starpu_data_handle_t h[8];
+    float *host = starfold_tools_alloc(STARFOLD_FLOAT32, count);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+    for (int s = 0; s < n; s++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, s, STARFOLD_FLOAT32, count, &h[s]), STARFOLD_OK);
+        for (size_t i = 0; i < count; i++) host[i] = (float)(s + 1);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_write(h[s], host, count * sizeof(float)), STARFOLD_OK);
+    }
+    starfold_request_t req = NULL;
+    starfold_status_t st = starfold_submit(ctx, g, h, h, &req);
+    if (st == STARFOLD_OK) {
+        st = starfold_request_wait(req);
+        starfold_request_destroy(req);
+    } else {
+        CU_ASSERT_PTR_NULL(req);
+    }
+    /* The sum 36 everywhere, or (refused) each replica its own value still. */
+    *right = 1;
+    for (int s = 0; s < n; s++) {
+        CU_ASSERT_EQUAL(starfold_vector_read(h[s], host, count * sizeof(float)), STARFOLD_OK);
+        for (size_t i = 0; i < count && *right; i++) *right = host[i] == (st == STARFOLD_OK ? 36.0f : (float)(s + 1));
+        starfold_vector_destroy(ctx, h[s]);
+    }
+    free(host);
+    starfold_graph_destroy(g);
+    return st;
+}
+
+static void test_homed_vectors_leave_too_little(void)
+{
+    int right = 0;
+    starfold_status_t st = run_homed((size_t)3 << 18, &right); /* 3 MiB per replica */
+    CU_ASSERT_EQUAL(st, STARFOLD_ERR_OUT_OF_MEMORY);
+    if (st == STARFOLD_ERR_OUT_OF_MEMORY) printf("\n    refused: %s\n", starfold_last_error());
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "beside the graph's own vectors"));
+    CU_ASSERT(right);
+    st = run_homed((size_t)64 << 10, &right);
+    CU_ASSERT_EQUAL(st, STARFOLD_OK);
+    CU_ASSERT(right);
+}
+
 int main(void)
 {
     setenv("STARPU_LIMIT_CPU_MEM", "32", 1); /* MiB, read when StarPU starts */
@@ -111,6 +170,8 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("memory limits (CPU-only, STARPU_LIMIT_CPU_MEM=32)", NULL, NULL);
     CU_add_test(s, "a graph over the limit is refused, then a smaller one runs", test_refused_then_usable);
+    CU_add_test(s, "replicas StarPU holds leave too little: refused, then a smaller one runs",
+                test_homed_vectors_leave_too_little);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     const unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

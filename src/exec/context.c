@@ -348,6 +348,8 @@ fail:
 
 static int uncounted(unsigned node) { return !starfold__host_limit_set && starpu_node_get_kind(node) == STARPU_CPU_RAM; }
 
+int starfold__node_counts_vectors(unsigned node) { return !uncounted(node); }
+
 STARFOLD_API starfold_status_t starfold_vector_create(starfold_context_t context, int device, starfold_dtype_t dtype,
                                                       size_t count, starpu_data_handle_t *handle)
 {

@@ -75,4 +75,11 @@ struct starfold_request {
  * did (starpu_init(conf) then), 0 to keep StarPU's default (starpu_init(NULL)). */
 int starfold__spread_workers(struct starpu_conf *conf);
 
+/*
+ * Whether StarPU counts the vectors it allocates on memory node @node against that node's size: a
+ * device's memory always, main memory only where the user set STARPU_LIMIT_CPU_MEM or
+ * STARPU_LIMIT_CPU_NUMA_MEM (context.c, "Vectors").
+ */
+int starfold__node_counts_vectors(unsigned node);
+
 #endif /* STARFOLD_SRC_EXEC_H */

@@ -459,7 +459,7 @@ starfold_status_t starfold__plan_build(starfold__plan_t *p, const struct starfol
  * Memory a graph needs beyond the caller's data, checked before anything is submitted: on each memory
  * node, its temporaries (allocated there by their first writer) and a copy of every piece its tasks
  * read from another node. When StarPU knows a node's capacity (a GPU's memory, STARPU_LIMIT_*_MEM)
- * and the need exceeds it, the graph is refused with STARFOLD_ERR_OUT_OF_MEMORY instead of leaving
+ * and the need exceeds what the caller's vectors of this graph leave of it, the graph is refused with STARFOLD_ERR_OUT_OF_MEMORY instead of leaving
  * StarPU to run out in the middle of the graph (where StarPU 1.3 waits for memory that never frees).
  * A piece read on a node by several tasks is copied there once: seen[] has a bit per (piece, node).
  */
@@ -505,7 +505,8 @@ starfold_status_t starfold__plan_check_memory(const starfold__plan_t *p)
             while (dev < f->num_devices && (size_t)f->nodes[dev] != node) dev++;
             st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY,
                                  "starfold_submit: device %d (memory node %zu) would need %.1f MiB for this graph's "
-                                 "temporaries and copies, StarPU gives it %.1f MiB: nothing was submitted",
+                                 "temporaries and copies, StarPU gives it %.1f MiB beside the graph's own vectors "
+                                 "there: nothing was submitted",
                                  dev, node, (double)need[node] / 1048576.0, (double)total / 1048576.0);
         }
     }

@@ -43,7 +43,8 @@ typedef struct starfold__plan_facts {
     int num_devices;
     const int *nodes;                       /* [num_devices] memory node of each logical device */
     size_t num_nodes;                       /* every nodes[d] < num_nodes */
-    const int64_t *node_bytes;              /* [num_nodes] what StarPU gives each node; <= 0: not known */
+    const int64_t *node_bytes;              /* [num_nodes] what StarPU gives each node beside the caller's
+                                               vectors homed there; <= 0: not known */
     const starfold__plan_vector_t *vectors; /* [nvectors] */
     size_t nvectors;
     const starfold__plan_ref_t *refs;       /* [nrefs] */

@@ -227,8 +227,17 @@ static int partitionable(starpu_data_handle_t h)
 
 /*
  * What planning needs of StarPU (plan.h), into @f: the context's memory nodes and what StarPU gives
- * each, and each of the caller's vectors (checked to be vectors already) from @views. The arrays are
- * malloc'ed into @f's vectors and node_bytes, the caller's to free; -1 when out of memory.
+ * each beside the caller's vectors of this graph homed there, and each of those vectors (checked to be
+ * vectors already) from @views. The arrays are malloc'ed into @f's vectors and node_bytes, the
+ * caller's to free; -1 when out of memory.
+ *
+ * A vector's home copy stays on its node for the graph's whole run (StarPU never evicts it), so the
+ * temporaries and copies must fit in what is left: 8 replicas taking 94 GiB of an H200's 126 GiB left
+ * 31 GiB, and a graph with 83 GiB of temporaries, checked against the 126, waited in StarPU for memory
+ * that never came. Only where StarPU counts vectors against the node's size (a device's memory, main
+ * memory under a limit the user set): StarPU's default size of main memory is hwloc's, which a
+ * virtual machine reports far too small, and the caller's host data is not counted there. Other data
+ * homed on the node is not seen here; StarPU's caches can be freed.
  */
 static int plan_facts(starfold_context_t context, const starfold__views_t *views, starfold__plan_facts_t *f)
 {
@@ -245,6 +254,12 @@ static int plan_facts(starfold_context_t context, const starfold__views_t *views
         const starpu_data_handle_t h = views->handles[v];
         vectors[v] = (starfold__plan_vector_t){ starpu_vector_get_nx(h), starpu_vector_get_elemsize(h),
                                                 partitionable(h) };
+        const int home = starpu_data_get_home_node(h);
+        if (home < 0 || (size_t)home >= nodes || node_bytes[home] <= 0 || !starfold__node_counts_vectors((unsigned)home))
+            continue;
+        /* Still a known size when the vectors take it all: 1 byte, so that any need is refused. */
+        const int64_t left = node_bytes[home] - (int64_t)(vectors[v].count * vectors[v].elemsize);
+        node_bytes[home] = left > 0 ? left : 1;
     }
     return 0;
 }
