@@ -5,7 +5,7 @@
  * reduction through the executor, measured in one run (BENCHMARKS.md, "Lists of tensors through the
  * API").
  *
- *   bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]
+ *   bench_api [--tensors SPEC] [--devices N] [--emulated|--cuda] [-n ITERS] [-w WARMUP] [--rounds R]
  *             [--write many|each] [--only MODE]
  *
  * Each round times, in turn, the per-step cost (median over ITERS steps after WARMUP) of:
@@ -333,7 +333,7 @@ static void write_teardown(bench_t *b)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_api [--tensors SPEC] [--devices N] [--emulated] [-n ITERS] [-w WARMUP] [--rounds R]\n"
+    fprintf(stderr, "usage: bench_api [--tensors SPEC] [--devices N] [--emulated|--cuda] [-n ITERS] [-w WARMUP] [--rounds R]\n"
                     "                 [--write many|each] [--only MODE]   (MODE: the start of a mode's name, e.g. 'api batch'; the exec\n"
                     "                                  fused tensor is measured too, as the ratios' reference)\n");
     exit(2);
@@ -342,12 +342,13 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     const char *spec = "1000x4KiB";
-    int ndev = 8, iters = 30, warmup = 5, rounds = 3, emulated = 0;
+    int ndev = 8, iters = 30, warmup = 5, rounds = 3, emulated = 0, cuda = 0;
     const char *only = NULL; /* --only: one mode (and the reference), e.g. to profile it */
     int write = 0;           /* --write */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--emulated")) emulated = 1;
+        else if (!strcmp(a, "--cuda")) cuda = 1; /* StarPU's CUDA workers (STARPU_NWORKER_PER_CUDA=8: 8 on one GPU) */
         else if (i + 1 >= argc) usage();
         else if (!strcmp(a, "--tensors")) spec = argv[++i];
         else if (!strcmp(a, "--devices")) ndev = atoi(argv[++i]);
@@ -362,7 +363,7 @@ int main(int argc, char **argv)
             else usage();
         } else usage();
     }
-    if (ndev < 1 || ndev > STARFOLD_MAX_DEVICES || iters < 1 || warmup < 0 || rounds < 1) usage();
+    if (ndev < 1 || ndev > STARFOLD_MAX_DEVICES || iters < 1 || warmup < 0 || rounds < 1 || (emulated && cuda)) usage();
 
     bench_t b = { 0 };
     b.n = ndev;
@@ -372,7 +373,7 @@ int main(int argc, char **argv)
 
     starfold_context_options_t co;
     starfold_context_options_init(&co);
-    co.mode = emulated ? STARFOLD_DEVICES_OPENCL : STARFOLD_DEVICES_CPU;
+    co.mode = emulated ? STARFOLD_DEVICES_OPENCL : cuda ? STARFOLD_DEVICES_CUDA : STARFOLD_DEVICES_CPU;
     co.num_devices = ndev;
     starfold_status_t st = starfold_context_create(&co, &b.ctx);
     if (st == STARFOLD_ERR_NO_DEVICE) {
@@ -413,7 +414,7 @@ int main(int argc, char **argv)
     exec_setup(&b, &x);
 
     printf("# bench_api: %s, %zu tensors, %zu bytes per replica, %d replicas (%s), %d steps after %d warm-up, %d rounds%s\n",
-           spec, b.nt, b.total * sizeof(float), ndev, emulated ? "OpenCL" : "CPU", iters, warmup, rounds,
+           spec, b.nt, b.total * sizeof(float), ndev, emulated ? "OpenCL" : cuda ? "CUDA" : "CPU", iters, warmup, rounds,
            write == 1 ? ", gradients written every step (many at once)"
                       : write == 2 ? ", gradients written every step (one by one)" : "");
     printf("# per-step time (ms, median of the steps); ratio = mode / exec fused tensor of the same round\n");

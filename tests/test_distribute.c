@@ -41,7 +41,7 @@ static int suite_init(void)
 {
     starfold_context_options_t o;
     starfold_context_options_init(&o);
-    o.mode = STARFOLD_DEVICES_CPU;
+    o.mode = starfold__tu_device_mode(); /* CPU workers; CUDA ones on a GPU (tests/device/gpu.sh) */
     o.num_devices = NDEV;
     if (starfold_context_create(&o, &ctx) != STARFOLD_OK) return -1;
     starfold_topology_t host = NULL;

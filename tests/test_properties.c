@@ -225,7 +225,7 @@ static int suite_init(void)
 {
     starfold_context_options_t o;
     starfold_context_options_init(&o);
-    o.mode = STARFOLD_DEVICES_CPU;
+    o.mode = starfold__tu_device_mode(); /* CPU workers; CUDA ones on a GPU (tests/device/gpu.sh) */
     o.num_devices = 8;
     if (starfold_context_create(&o, &ctx) != STARFOLD_OK) return -1;
     static const char *const names[] = { "host", "dgx1-v100", "pcie4" };

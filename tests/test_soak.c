@@ -306,7 +306,7 @@ static int suite_init(void)
 {
     starfold_context_options_t o;
     starfold_context_options_init(&o);
-    o.mode = STARFOLD_DEVICES_CPU;
+    o.mode = starfold__tu_device_mode(); /* CPU workers; CUDA ones on a GPU (tests/device/gpu.sh) */
     o.num_devices = 8;
     if (starfold_context_create(&o, &ctx) != STARFOLD_OK) return -1;
     return starfold_topology_open("host", &topo) == STARFOLD_OK ? 0 : -1;

@@ -204,3 +204,9 @@ int starfold__tu_run_collective(starfold_context_t ctx, starfold_topology_t topo
     starfold_graph_destroy(graph);
     return rc;
 }
+
+starfold_device_mode_t starfold__tu_device_mode(void)
+{
+    const char *d = getenv("SF_TEST_DEVICES");
+    return d && strcmp(d, "cuda") == 0 ? STARFOLD_DEVICES_CUDA : STARFOLD_DEVICES_CPU;
+}

@@ -31,4 +31,11 @@ int starfold__tu_refuses(starfold_topology_t topology, const char *algorithm);
 int starfold__tu_run_collective(starfold_context_t ctx, starfold_topology_t topology, const char *algorithm,
                          const starfold_collective_desc_t *desc, const starfold_algo_options_t *options, int in_place);
 
+/*
+ * The kind of devices a test's own context is made of: CPU workers, or StarPU's CUDA workers when
+ * SF_TEST_DEVICES=cuda (tests/device/gpu.sh runs test_strategy, test_distribute, test_soak and
+ * test_properties that way on a GPU, STARPU_NWORKER_PER_CUDA=8 giving 8 devices in its memory).
+ */
+starfold_device_mode_t starfold__tu_device_mode(void);
+
 #endif /* SF_TEST_UTIL_H */
