@@ -65,7 +65,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 fi
 
-say "Installing the CUDA 11.8 toolkit (about 1.6 GB to download, 4.5 GB installed) and StarPU's build dependencies"
+say "Installing the CUDA 11.8 toolkit (about 1.6 GB to download, 5 GB installed) and StarPU's build dependencies"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # libcuda1 and libnvidia-ml1 come with the toolkit: the driver's user-space libraries, unused
