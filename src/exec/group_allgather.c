@@ -110,7 +110,7 @@ static starfold_status_t all_gather(const char *fn, starfold_group_t g, starfold
     free(a);
     if (st != STARFOLD_OK) {
         starfold_vector_destroy(g->ctx, whole);
-        whole = NULL;
+        return st; /* *out untouched: starfold.h's rule for output parameters */
     }
     *out = whole;
     return st;
@@ -124,7 +124,6 @@ STARFOLD_API starfold_status_t starfold_group_all_gather(starfold_group_t group,
     starfold_status_t st = starfold__group_usable(fn, group);
     if (st != STARFOLD_OK) return st;
     if (!output) st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL output", fn);
-    else *output = NULL;
     if (st == STARFOLD_OK && input && starpu_data_get_interface_id(input) != STARPU_VECTOR_INTERFACE_ID)
         st = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the input is not a StarPU vector", fn);
     const size_t count = st == STARFOLD_OK && input ? starpu_vector_get_nx(input) : 0;

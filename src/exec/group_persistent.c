@@ -30,7 +30,6 @@ STARFOLD_API starfold_status_t starfold_group_all_reduce_init(starfold_group_t g
     static const char fn[] = "starfold_group_all_reduce_init";
     starfold_status_t st = starfold__group_usable(fn, group);
     if (st != STARFOLD_OK) return st;
-    if (persistent) *persistent = NULL;
     const size_t n = (size_t)starfold_context_num_devices(group->ctx) * num_tensors;
     struct starfold_group_persistent *P = calloc(1, sizeof *P);
     if (P) {
