@@ -75,18 +75,6 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 #define CHECK(call)                                                                                         \
     do {                                                                                                    \
         starfold_status_t st_ = (call);                                                                     \
@@ -436,7 +424,7 @@ int main(int argc, char **argv)
                 run_step(&b, &x, m, 0);
                 t[i] = now() - t0;
             }
-            ms[m][r] = 1e3 * median(t, iters);
+            ms[m][r] = 1e3 * starfold_tools_median(t, iters);
         }
     for (int m = 0; m < M_COUNT; m++) {
         if (ms[m][0] < 0) continue;

@@ -61,4 +61,7 @@ int starfold_tools_compare(const void *got, starfold_dtype_t dtype, const double
 /* Monotonic seconds, for timing test sections. */
 double starfold_tools_now(void);
 
+/* The median of @n >= 1 values (sorted in place), for the benchmarks' per-step times. */
+double starfold_tools_median(double *values, int n);
+
 #endif /* STARFOLD_TOOLS_VERIFY_H */

@@ -36,12 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <starpu.h>
 #include <starfold.h>
 
 #include "step_gemm.h"
+#include "tools.h"
 
 #define MAX_REPLICAS 8
 
@@ -64,24 +64,8 @@ static int failures;
         }                                                                                              \
     } while (0)
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static double now(void) { return starfold_tools_now(); }
+static double median(double *v, int n) { return starfold_tools_median(v, n); }
 
 static const char *human(size_t bytes, char *buf, size_t len)
 {
@@ -691,19 +675,6 @@ out:
 
 /* ------------------------------------------------------------------------------------------------ */
 
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'G': case 'g': v *= 1 << 30; break;
-    case 'M': case 'm': v *= 1 << 20; break;
-    case 'K': case 'k': v *= 1 << 10; break;
-    default: break;
-    }
-    return v > 0 ? (size_t)v : 0;
-}
-
 int main(int argc, char **argv)
 {
     size_t max_bytes = 0;
@@ -711,7 +682,11 @@ int main(int argc, char **argv)
     int layers = 8, dim = 0, k = 0, step_n = 4;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) goto usage;
-        if (!strcmp(argv[i], "--max-bytes")) max_bytes = parse_size(argv[++i]);
+        if (!strcmp(argv[i], "--max-bytes")) {
+            uint64_t b = 0;
+            if (starfold_tools_size_parse(argv[++i], &b) != STARFOLD_OK || b < 4096) goto usage;
+            max_bytes = (size_t)b;
+        }
         else if (!strcmp(argv[i], "--only")) only = argv[++i];
         else if (!strcmp(argv[i], "--layers")) layers = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dim")) dim = atoi(argv[++i]);
