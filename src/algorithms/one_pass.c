@@ -51,8 +51,8 @@
  * bound on an H200, where one task per tensor reached 0.75-0.81 (1 GiB). There a tensor of its own
  * is one task up to ONE_PASS_GPU_CHUNK, never cut to give every source a task. Small tensors are
  * batched and grouped as on CPU devices: one task for all of ResNet-50's 161 gradients, 2,576 StarPU
- * handles, took 6.3 ms a step where other graphs took 3.6 (StarPU fetches a task's handles one by
- * one before it starts). "auto" leaves one-pass out on GPU devices (compile.c).
+ * handles, took 6.3 ms a step where other graphs took 3.6. "auto" leaves one-pass out on GPU devices
+ * (compile.c).
  *
  * In place: the task reading in_d[c] is the task writing out_d[c], element for element, so the same
  * handle may be both (a batch's UNPACK into out_d runs after every PACK has read the inputs). Devices

@@ -4,19 +4,21 @@
 #
 # starfold through StarPU's CUDA workers, on the lent GPU machine, from the repository root, after
 # `tests/device/bundle.sh --cuda` here (device tool: carry [".devbundle"], `bash .devbundle/gpu.sh`).
-# One run of at most 10 minutes (about 5 on an H200): every step has a time limit, and a step that would
+# One run of about 2 minutes on an H200 (10 at most): every step has a time limit, and a step that would
 # start past BUDGET seconds (default 480) is skipped. Everything printed also goes to $OUT/log.txt, and
 # each step's own output, in $OUT/steps.tar.gz, to <step>.txt (the device tool brings back 8 files).
 #
 #   1. make check-gpu's program: the CUDA kernels against the CPU kernels, bitwise, without StarPU
 #   2. bench_gpu: replicas in the GPU's memory against cudaMemcpy, GPU + host against PCIe, StarPU's
 #      cost per task on a CUDA worker, a training step's GEMMs overlapped with its bucket all-reduces
-#   3. bench_api --cuda: the TensorFlow layer's batch_reduce_to and strategy.run on 8 GPU replicas
-#   4. the command on the GPU: run (verified) and bench
+#      (twice: a GEMM with k = 256 and one 16 times lighter)
+#   3. the GPU's memory nearly full: a graph whose temporaries do not fit is refused, never stuck
+#   4. bench_api --cuda: the TensorFlow layer's batch_reduce_to and strategy.run on 8 GPU replicas,
+#      and StarPU's task and transfer counts for a step of persistent views
 #   5. make check's programs with StarPU's CUDA worker on (CPU and GPU memory nodes side by side), then
 #      the strategy, distribute, soak and property tests with their replicas on the GPU
 #      (SF_TEST_DEVICES=cuda, 8 CUDA workers on one GPU)
-#   6. the GPU's memory nearly full: a graph whose temporaries do not fit, refused or run, never stuck
+#   6. the command on the GPU: run (verified) and bench
 #
 # Dry run without a GPU: `STARPU_NCUDA=0 bash .devbundle/gpu.sh` runs the same steps on CPU workers.
 set -u
