@@ -98,7 +98,7 @@ static void cache_dir(char *buf, size_t len, const char *sub)
 }
 
 /*
- * The emulated box (see ../shared/reference/starpu-test-rig.md): 8 POCL devices on the CPU, each an
+ * The emulated box (doc/test-machines.md): 8 POCL devices on the CPU, each an
  * OpenCL worker with its own memory node. STARPU_HOME is always a folder of its own, as StarPU's bus
  * calibration records the device count; a POCL kernel cache the user chose is kept.
  */

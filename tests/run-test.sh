@@ -27,6 +27,6 @@ export STARFOLD_CHECK_GRAPHS=1
 export SF_TEST_OUT="$top/tests/out"
 mkdir -p "$STARPU_HOME" "$SF_TEST_OUT" ${POCL_CACHE_DIR:+"$POCL_CACHE_DIR"}
 # One test at a time, whatever make's -j: the programs' StarPU workers busy-spin, and two of them on a
-# small machine starve each other (starpu-test-rig.md); `make -j check` still builds in parallel.
+# small machine starve each other (doc/test-machines.md); `make -j check` still builds in parallel.
 # SF_TEST_WRAPPER (make check-valgrind): a command to run the program under, e.g. valgrind.
 exec flock "$top/tests/.one-at-a-time" ${SF_TEST_WRAPPER:-} "$prog" "$@"

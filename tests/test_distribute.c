@@ -3,7 +3,7 @@
 /*
  * The tf.distribute layer without strategies: reduce ops, communication options, values, and the
  * cross-device ops (reduce, batch_reduce, broadcast) with every dispatch path of TensorFlow's
- * CrossDeviceOps (tf-distribute-semantics.md sections 1-4).
+ * CrossDeviceOps (doc/tensorflow-semantics.md sections 1-4).
  *
  * Runs on CPU-only StarPU (tests/run-test.sh: STARPU_NCPU=2): one context of 8 logical devices on
  * the CPU workers, reductions planned on the built-in "host" topology (subsets of it) or on the

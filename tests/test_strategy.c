@@ -1435,7 +1435,7 @@ static void test_all_reduce_mirrored_variable(void)
 }
 
 /*
- * TensorFlow's reduce_non_distributed_value, from its sources (tf-distribute-semantics.md): with
+ * TensorFlow's reduce_non_distributed_value (doc/tensorflow-semantics.md, section 1): with
  * num_replicas_in_sync != 1, SUM of a value that is not a DistributedValues raises "A
  * non-DistributedValues value %s cannot be reduced with the given reduce op ReduceOp.SUM.", MEAN
  * returns the value; with one replica SUM broadcasts it. Expected values: 7.0 for MEAN (the value),
@@ -1496,7 +1496,7 @@ static void test_non_distributed_values(void)
 }
 
 /*
- * TensorFlow 1.x's choose_the_best (tf-distribute-semantics.md, section 4.5): the DGX-1's _dgx1_links
+ * TensorFlow 1.x's choose_the_best (doc/tensorflow-semantics.md, section 4.5): the DGX-1's _dgx1_links
  * give HierarchicalCopyAllReduce(num_packs = 8); the same machine numbered otherwise (TensorFlow
  * compared the lists), fewer GPUs or other links give NCCL (starfold: ring, one pack); a non-GPU
  * device gives ReductionToOneDevice.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * hierarchical-copy: TensorFlow's HierarchicalCopyAllReduce (tf-distribute-semantics.md 4.4-4.5),
+ * hierarchical-copy: TensorFlow's HierarchicalCopyAllReduce (doc/tensorflow-semantics.md 4.4-4.5),
  * with its defects fixed.
  *
  * The replicas are split into two groups - on a DGX-1 the two quads {0,1,2,3} and {4,5,6,7}; on any

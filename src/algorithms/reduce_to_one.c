@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * reduce-to-one: TensorFlow's ReductionToOneDevice (tf-distribute-semantics.md section 3).
+ * reduce-to-one: TensorFlow's ReductionToOneDevice (doc/tensorflow-semantics.md section 3).
  *
  * Every tensor is reduced on one device R (the reduce_to_device option, else the first destination),
  * reading each replica's tensor over the link to R, in replica order; MEAN divides by the number of

@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 The starfold authors */
 /*
  * Cross-device ops: TensorFlow's CrossDeviceOps, ReductionToOneDevice and AllReduceCrossDeviceOps
- * (HierarchicalCopyAllReduce) over any registered algorithm (tf-distribute-semantics.md sections 1-4).
+ * (HierarchicalCopyAllReduce) over any registered algorithm (doc/tensorflow-semantics.md sections 1-4).
  *
  * Dispatch of one (value, destinations) pair, as TensorFlow's reduce / reduce_implementation:
  *

@@ -3,7 +3,7 @@
 /*
  * Strategies: TensorFlow's MirroredStrategy, OneDeviceStrategy and CentralStorageStrategy, and their
  * cross-replica methods (StrategyExtended.reduce_to, batch_reduce_to, update, broadcast_to and
- * Strategy.reduce), tf-distribute-semantics.md section 6. strategy.run and the replica context are
+ * Strategy.reduce), doc/tensorflow-semantics.md section 6. strategy.run and the replica context are
  * in dist_replica.c.
  *
  *                     replicas on           variables on        cross-device ops
