@@ -33,18 +33,25 @@
 static starfold_context_t ctx;
 static starfold_topology_t topo;
 
+/* The 8-replica SUM all-reduce of one tensor of @count float32, compiled with @algorithm on "host". */
+static starfold_graph_t compile8(const char *algorithm, size_t count)
+{
+    static const int devices[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = 8,
+                                              .sources = devices, .num_tensors = 1, .tensors = &t };
+    starfold_graph_t g = NULL;
+    CU_ASSERT_EQUAL(starfold_graph_compile(topo, algorithm, &desc, NULL, &g), STARFOLD_OK);
+    return g;
+}
+
 /* Runs an 8-replica SUM all-reduce of @count float32 with hierarchical-copy; returns its status. */
 static starfold_status_t run(size_t count, int *right)
 {
     const int n = 8;
-    int devices[8];
-    for (int d = 0; d < n; d++) devices[d] = d;
-    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
-    starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
-                                        .sources = devices, .num_tensors = 1, .tensors = &t };
-    starfold_graph_t g = NULL;
-    starfold_status_t st = starfold_graph_compile(topo, "hierarchical-copy", &desc, NULL, &g);
-    CU_ASSERT_EQUAL_FATAL(st, STARFOLD_OK);
+    starfold_graph_t g = compile8("hierarchical-copy", count);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    starfold_status_t st;
     float *in[8], *out[8];
     starpu_data_handle_t hin[8], hout[8];
     for (int s = 0; s < n; s++) {
@@ -107,13 +114,8 @@ static void test_refused_then_usable(void)
 static starfold_status_t run_homed(size_t count, int *right)
 {
     const int n = 8;
-    int devices[8];
-    for (int d = 0; d < n; d++) devices[d] = d;
-    starfold_tensor_desc_t t = { STARFOLD_FLOAT32, count };
-    starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_SUM, .num_sources = n,
-                                        .sources = devices, .num_tensors = 1, .tensors = &t };
-    starfold_graph_t g = NULL;
-    CU_ASSERT_EQUAL_FATAL(starfold_graph_compile(topo, "halving-doubling", &desc, NULL, &g), STARFOLD_OK);
+    starfold_graph_t g = compile8("halving-doubling", count);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     starpu_data_handle_t h[8];
     float *host = starfold_tools_alloc(STARFOLD_FLOAT32, count);
     CU_ASSERT_PTR_NOT_NULL_FATAL(host);

@@ -64,8 +64,6 @@ static int failures;
         }                                                                                              \
     } while (0)
 
-static double now(void) { return starfold_tools_now(); }
-static double median(double *v, int n) { return starfold_tools_median(v, n); }
 
 static const char *human(size_t bytes, char *buf, size_t len)
 {
@@ -190,7 +188,7 @@ static void replicas_row(starfold_context_t ctx, starfold_topology_t topo, int n
     if (!us) goto out;
     for (int i = -2; i < iters; i++) { /* two warm-up steps */
         starfold_request_t req = NULL;
-        const double t0 = now();
+        const double t0 = starfold_tools_now();
         starfold_status_t st = starfold_persistent_start(p, &req);
         if (st == STARFOLD_OK) st = starfold_request_wait(req);
         starfold_request_destroy(req);
@@ -199,11 +197,11 @@ static void replicas_row(starfold_context_t ctx, starfold_topology_t topo, int n
             free(us);
             goto out;
         }
-        if (i >= 0) us[i] = (now() - t0) * 1e6;
+        if (i >= 0) us[i] = (starfold_tools_now() - t0) * 1e6;
     }
     double mean = 0;
     for (int i = 0; i < iters; i++) mean += us[i] / iters;
-    const double med = median(us, iters);
+    const double med = starfold_tools_median(us, iters);
     free(us);
     const double copy = on_gpu(ctx) ? cuda_copy_us((size_t)n * bytes, cudaMemcpyDeviceToDevice, iters) : -1.0;
     const size_t wrong = check_outputs(out, n, count, host);
@@ -274,7 +272,7 @@ static void host_row(starfold_context_t ctx, starfold_topology_t topo, size_t by
     CK(starfold_persistent_create(ctx, graph, in, out, &p));
     double sum = 0;
     for (int i = -2; i < iters; i++) {
-        const double t0 = now();
+        const double t0 = starfold_tools_now();
         /* A new host input: write access on the host leaves the host copy the only valid one. */
         if (starpu_data_acquire(in[0], STARPU_RW) != 0) {
             FAIL("acquiring the host input failed");
@@ -295,7 +293,7 @@ static void host_row(starfold_context_t ctx, starfold_topology_t topo, size_t by
             goto out;
         }
         starpu_data_release(out[0]);
-        if (i >= 0) sum += now() - t0;
+        if (i >= 0) sum += starfold_tools_now() - t0;
     }
     const double mean = sum / iters * 1e6;
     double h2d = -1, d2h = -1;
@@ -361,7 +359,7 @@ static struct starpu_codelet empty_cl = {
 /* Microseconds per task on @worker: @batch tasks submitted then waited for, or each waited for. */
 static double task_us(int worker, int count, int one_at_a_time)
 {
-    const double t0 = now();
+    const double t0 = starfold_tools_now();
     for (int i = 0; i < count; i++) {
         struct starpu_task *t = starpu_task_create();
         t->cl = &empty_cl;
@@ -371,7 +369,7 @@ static double task_us(int worker, int count, int one_at_a_time)
         if (starpu_task_submit(t) != 0) return -1;
     }
     starpu_task_wait_for_all();
-    return (now() - t0) * 1e6 / count;
+    return (starfold_tools_now() - t0) * 1e6 / count;
 }
 
 static void bench_tasks(void)
@@ -390,7 +388,7 @@ static void bench_tasks(void)
             b[r] = task_us(w, 2000, 0);
             o[r] = task_us(w, 500, 1);
         }
-        printf("   %-22s %9.2f %18.2f   (batch runs:", name, median(b, 5), median(o, 5));
+        printf("   %-22s %9.2f %18.2f   (batch runs:", name, starfold_tools_median(b, 5), starfold_tools_median(o, 5));
         for (int r = 0; r < 5; r++) printf(" %.2f", b[r]);
         printf("; one at a time:");
         for (int r = 0; r < 5; r++) printf(" %.2f", o[r]);
@@ -464,7 +462,7 @@ static double run_step(step_model_t *m, int compute, int reduce)
 {
     starfold_request_t req[64] = { 0 };
     int ok = 1;
-    const double t0 = now();
+    const double t0 = starfold_tools_now();
     for (int l = m->layers - 1, b = 0; l >= 0 && ok; l--) {
         if (compute && submit_layer(m, l) != 0) ok = 0;
         if (reduce && ok && (m->layers - 1 - l) % m->per_bucket == m->per_bucket - 1) {
@@ -478,7 +476,7 @@ static double run_step(step_model_t *m, int compute, int reduce)
             starfold_request_destroy(req[b]);
         }
     starpu_task_wait_for_all();
-    const double t = now() - t0;
+    const double t = starfold_tools_now() - t0;
     if (!ok) FAIL("a step failed: %s", starfold_last_error());
     return ok ? t : -1;
 }
@@ -609,7 +607,8 @@ static void bench_step(starfold_context_t ctx, starfold_topology_t topo, int n, 
         const double mx = c[i] > r[i] ? c[i] : r[i];
         printf("   %3d %12.3f %11.3f %9.3f %10.3f %10.3f\n", i, c[i], r[i], o[i], o[i] / mx, o[i] / (c[i] + r[i]));
     }
-    const double mc = median(c, RUNS), mr = median(r, RUNS), mo = median(o, RUNS);
+    const double mc = starfold_tools_median(c, RUNS), mr = starfold_tools_median(r, RUNS);
+    const double mo = starfold_tools_median(o, RUNS);
     printf("   med %12.3f %11.3f %9.3f %10.3f %10.3f   (medians; ratios of the medians)\n", mc, mr, mo,
            mo / (mc > mr ? mc : mr), mo / (mc + mr));
     printf("   compute: %.1f TFLOP/s on medians; gradients verified: %zu wrong of %d sampled elements\n",
@@ -652,14 +651,14 @@ static void bench_memory(starfold_context_t ctx, starfold_topology_t topo)
            starpu_memory_get_available(node) / 1073741824.0);
     fflush(stdout);
     starfold_request_t req = NULL;
-    const double t0 = now();
+    const double t0 = starfold_tools_now();
     starfold_status_t st = starfold_submit(ctx, graph, h, h, &req);
     if (st != STARFOLD_OK) {
-        printf("   submit refused after %.3f s: %s (%s)\n", now() - t0, starfold_status_string(st), starfold_last_error());
+        printf("   submit refused after %.3f s: %s (%s)\n", starfold_tools_now() - t0, starfold_status_string(st), starfold_last_error());
         goto out;
     }
     st = starfold_request_wait_timeout(req, 60.0);
-    printf("   submitted; wait: %s after %.3f s%s%s\n", starfold_status_string(st), now() - t0, st ? ": " : "",
+    printf("   submitted; wait: %s after %.3f s%s%s\n", starfold_status_string(st), starfold_tools_now() - t0, st ? ": " : "",
            st ? starfold_last_error() : "");
     fflush(stdout);
     if (st == STARFOLD_ERR_TIMEOUT) {
