@@ -380,7 +380,16 @@ STARFOLD_API void starfold_group_abort(starfold_group_t group, int code);
  * MirroredStrategy over its devices; every reduction (batch_reduce_to, reduce_to, the replica
  * context's all_reduce) goes across the processes with starfold_group_all_reduce(): the same
  * results as one process holding every replica. Each value holds one component per device of this
- * process. Every process must make the same reductions in the same order; the group agrees on each
+ * process, or is one tensor (one component, on the host or a device): TensorFlow's non-distributed
+ * value, which stands for each of this process's replicas. With one device per process it is that
+ * worker's replica's value, all-reduced across the workers as TensorFlow does (2 processes each
+ * reducing 1.0 with SUM give 2.0); with several, its SUM or PROD would count it once per replica and
+ * is refused, on every process. A mirrored variable updated in the replica context is updated across
+ * the processes too (TensorFlow's merge_fn: apply_aggregation, then every copy): the replicas' values
+ * reduced over every process with the variable's aggregation, or global replica 0's for
+ * ONLY_FIRST_REPLICA, so every copy on every process ends equal; a refusal on one process (such as a
+ * SUM of one value on several replicas) fails the update on all. Every process must make the same
+ * reductions in the same order; the group agrees on each
  * before it runs, and a mismatch or a missing process fails every process alike (see
  * starfold_group_all_reduce() for timeouts and what to do after one). CommunicationOptions (the
  * strategy's, merged with a call's): bytes_per_pack cuts a batch, in order, into packs of whole

@@ -51,6 +51,18 @@ static int component_on(starfold_value_t v, int d)
     return -1;
 }
 
+/*
+ * The component of @v that replica device @d gives to a reduction across processes: its component on
+ * @d, else, for a value of one component (on the host, or on another device), that one: TensorFlow's
+ * MultiWorkerMirroredStrategy takes a worker's non-distributed tensor as its replicas' value and
+ * all-reduces it across the workers. -1 when there is none.
+ */
+static int contribution(starfold_value_t v, int d)
+{
+    const int c = component_on(v, d);
+    return c >= 0 || v->n != 1 ? c : 0;
+}
+
 /* The lowering CommunicationOptions.implementation names (see above); NULL: the group's own. */
 static const char *lowering_of(starfold_communication_implementation_t implementation)
 {
@@ -212,16 +224,23 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
 {
     starfold_group_t g = s->group;
     const int nd = s->n;
-    /* Every pair's value must have a component on every device of this process (a per-replica value
-     * of its replicas, or a mirrored one). Checked here, agreed on by the group: a refusal on one
-     * process is a refusal on all. */
+    /* Every pair's value has a component on every device of this process (a per-replica value of its
+     * replicas, or a mirrored one), or is one component anywhere (see contribution()). Checked here,
+     * agreed on by the group: a refusal on one process is a refusal on all. */
     starfold_status_t local = STARFOLD_OK;
     for (size_t i = 0; i < n && local == STARFOLD_OK; i++)
         for (int d = 0; d < nd && local == STARFOLD_OK; d++)
-            if (component_on(pairs[i].value, s->devices[d]) < 0)
+            if (contribution(pairs[i].value, s->devices[d]) < 0)
                 local = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                         "%s: pair %zu: the value has no component on device %d: across processes every "
-                                        "value holds one per replica of the process (%d)", fn, i, s->devices[d], nd);
+                                        "value holds one per replica of the process (%d), or is one tensor", fn, i,
+                                        s->devices[d], nd);
+            else if (pairs[i].value->n == 1 && nd > 1 && (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD))
+                local = starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                                        "%s: pair %zu: A non-DistributedValues value (one component) cannot be reduced "
+                                        "with the given reduce op ReduceOp.%s: it stands for the same tensor on each of "
+                                        "this process's %d replicas (TensorFlow refuses too); give each replica a "
+                                        "component, or use MEAN", fn, i, op == STARFOLD_OP_SUM ? "SUM" : "PROD", nd);
     starfold_tensor_desc_t *tensors = calloc(n ? n : 1, sizeof *tensors);
     starfold_view_t *in = calloc((size_t)nd * (n ? n : 1), sizeof *in);
     starfold_view_t *out = calloc((size_t)nd * (n ? n : 1), sizeof *out);
@@ -244,7 +263,7 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
         tensors[i] = (starfold_tensor_desc_t){ v->dtype, v->count };
         starfold_view_t vv[STARFOLD_MAX_DEVICES];
         starfold__value_views(v, vv);
-        for (int d = 0; d < nd; d++) in[(size_t)d * n + i] = vv[component_on(v, s->devices[d])];
+        for (int d = 0; d < nd; d++) in[(size_t)d * n + i] = vv[contribution(v, s->devices[d])];
     }
     for (int dt = 0; dt < STARFOLD_DTYPE_COUNT && st == STARFOLD_OK; dt++) {
         size_t nk = 0;

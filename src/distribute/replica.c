@@ -781,7 +781,7 @@ static starfold_status_t execute_update(starfold__run_t *run, long k, char *msg)
         if (sl[r].variable != var) {
             snprintf(msg, MSG_LEN, "%s #%ld: replica %d updates another variable than replica 0; a mirrored variable's "
                      "update is a collective of every replica on the same variable", name, k, r);
-            return STARFOLD_ERR_INVALID_ARGUMENT;
+            return refuse(run, STARFOLD_ERR_INVALID_ARGUMENT, msg);
         }
     const starfold_variable_aggregation_t agg = var->var->agg;
     int same = 1;
@@ -792,7 +792,7 @@ static starfold_status_t execute_update(starfold__run_t *run, long k, char *msg)
         snprintf(msg, MSG_LEN, "%s #%ld: A non-DistributedValues value (the same %s value on every replica) cannot be "
                  "reduced with the given reduce op ReduceOp.SUM: it would count %d times (TensorFlow refuses too); "
                  "give each replica a value of its own", name, k, v0->n == 1 ? "one-component" : "mirrored", n);
-        return STARFOLD_ERR_INVALID_ARGUMENT;
+        return refuse(run, STARFOLD_ERR_INVALID_ARGUMENT, msg);
     }
     if (!same && agg != STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA)
         for (int r = 0; r < n; r++) {
@@ -802,7 +802,7 @@ static starfold_status_t execute_update(starfold__run_t *run, long k, char *msg)
                          "replica's part of a per-replica value is on its own device", name, k, r,
                          v->devices[sl[r].comps[0]] == STARFOLD_DEVICE_HOST ? "the host," : "device",
                          v->devices[sl[r].comps[0]], s->devices[r]);
-                return STARFOLD_ERR_INVALID_ARGUMENT;
+                return refuse(run, STARFOLD_ERR_INVALID_ARGUMENT, msg);
             }
         }
 
@@ -835,6 +835,11 @@ static starfold_status_t execute_update(starfold__run_t *run, long k, char *msg)
         SF_CHECK_GOTO(starfold__value_borrow_components(v0->ctx, STARFOLD_VALUE_PER_REPLICA, n, s->devices, src, comps, &pv),
                       st, out);
         value = pv;
+        reduce = 1;
+    } else if (s->cross_process) {
+        /* One value for this process's replicas (its only replica's, or the same object from each) is
+         * still one of several processes' values: TensorFlow all-reduces a worker's non-distributed
+         * value across the workers (SUM with several replicas here was refused above). */
         reduce = 1;
     } /* else: one value, MEAN (or one replica): the value itself, each copy from its component beside it or copied */
     st = starfold__strategy_update_variable(s, var, update, value, reduce, agg == STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA, op,
@@ -881,8 +886,10 @@ static starfold_status_t execute(starfold__run_t *run, long k, char *msg)
     for (int r = 0; r < run->n; r++)
         if (run->slots[r].local_status != STARFOLD_OK) {
             snprintf(msg, MSG_LEN, "%s #%ld: replica %d: %.440s", coll_name(run->kind), k, r, run->slots[r].local_msg);
-            /* Across processes the others are about to wait for this one: they get its refusal. */
-            if (run->strategy->cross_refuse && (run->kind == COLL_ALL_REDUCE || run->kind == COLL_ALL_GATHER))
+            /* Across processes the others are about to wait for this one: they get its refusal (every
+             * collective but merge_call crosses the processes; an update does since each replica's value
+             * is reduced, or broadcast from global replica 0, over all of them). */
+            if (run->strategy->cross_refuse && run->kind != COLL_MERGE_CALL)
                 run->strategy->cross_refuse(run->strategy, run->slots[r].local_status, msg,
                                             &run->slots[r].options);
             return run->slots[r].local_status;

@@ -453,10 +453,11 @@ static starfold_status_t reduce_to(starfold_strategy_t s, const char *fn, starfo
      * its SUM would be n times it, which TensorFlow refuses rather than guess; starfold refuses PROD
      * (its n-th power) for the same reason. With one replica in sync every op gives the value.
      */
-    /* (This process's replicas: under MultiWorkerMirroredStrategy with one device per process, a
-     * one-component value is that process's replica of a per-replica value.) */
+    /* (Across processes the same refusal is the group's, so that every process gets it: there a
+     * one-component value is this process's replicas' value, and all_reduce_across() in mwms.c
+     * refuses its SUM and PROD over several replicas of the process.) */
     const int in_sync = s->n;
-    if (value->n == 1 && in_sync > 1 && (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD))
+    if (!s->cross_process && value->n == 1 && in_sync > 1 && (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD))
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                         "%s: A non-DistributedValues value (one component, on %s) cannot be reduced with the given "
                         "reduce op ReduceOp.%s: %d replicas are in sync (TensorFlow refuses too); reduce a "

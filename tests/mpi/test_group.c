@@ -1430,14 +1430,15 @@ static void test_mwms_promote(void)
         /* The group goes on. */
         CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 3, pairs, &call, out), STARFOLD_OK);
         for (int k = 0; k < 3; k++) starfold_value_destroy(out[k]);
-        /* The last rank's value lacks its device 1 part: refused there, shared with every process. */
+        /* The last rank's value is one component, the same tensor on both its replicas, whose SUM would
+         * count it twice: refused there, shared with every process. */
         starfold_value_t lone = NULL, one = NULL;
         const float x = 1.0f;
         CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, devs, STARFOLD_FLOAT32, 1, &x, &lone),
                               STARFOLD_OK);
         starfold_value_destination_pair_t p1 = { world_rank == world_size - 1 ? lone : v[1],
                                                  starfold_destination_value(v[1]) };
-        CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_MEAN, 1, &p1, &call, &one),
+        CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 1, &p1, &call, &one),
                         STARFOLD_ERR_INVALID_ARGUMENT);
         CU_ASSERT_PTR_NULL(one);
         if (world_rank != world_size - 1) {
@@ -1668,6 +1669,267 @@ static int run_fault_case(const char *lowering, int direct, int packed)
 #undef EXPECT
 }
 
+/*
+ * A non-distributed value (one object on every replica of a process) across processes. Under SUM it
+ * would count once per replica of the process: TensorFlow refuses, and so does every process here,
+ * whichever of them passed it, with the variables unchanged and the group usable. Under MEAN it is
+ * the process's value: rank r's r + 1 everywhere gives the mean over the processes, (size + 1) / 2.
+ * The same for reduce_to: rank 0 alone passing a one-component value to a SUM fails every rank.
+ */
+typedef struct {
+    starfold_value_t sum, mean;
+    starfold_value_t shared;  /* one value, made before the run */
+    int own_on_others;        /* ranks other than 0 give each replica a value of its own */
+    starfold_status_t st_sum[NDEV], st_mean[NDEV];
+} mw_nd_t;
+
+static starfold_status_t mw_nd_step(starfold_replica_context_t rc, void *arg)
+{
+    mw_nd_t *a = arg;
+    const int id = starfold_replica_context_replica_id_in_sync_group(rc), local = id - world_rank * NDEV;
+    const float x = (float)(id + 1);
+    starfold_value_t own = NULL;
+    starfold_status_t st = STARFOLD_OK;
+    if (a->own_on_others && world_rank != 0) st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &x, &own);
+    a->st_sum[local] = st == STARFOLD_OK ? starfold_variable_assign(a->sum, own ? own : a->shared) : st;
+    a->st_mean[local] = starfold_variable_assign(a->mean, a->shared);
+    starfold_value_destroy(own);
+    return STARFOLD_OK;
+}
+
+static void test_mwms_non_distributed(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    starfold_strategy_t s = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, NULL, &s), STARFOLD_OK);
+    const float init = 7.0f, mine = (float)(world_rank + 1), mean = (float)(world_size + 1) / 2.0f;
+    const int host = STARFOLD_DEVICE_HOST;
+    mw_nd_t a;
+    memset(&a, 0, sizeof a);
+    starfold_variable_options_t vo;
+    starfold_variable_options_init(&vo);
+    vo.aggregation = STARFOLD_AGGREGATION_SUM;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 1, &init, &vo, &a.sum), STARFOLD_OK);
+    vo.aggregation = STARFOLD_AGGREGATION_MEAN;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 1, &init, &vo, &a.mean), STARFOLD_OK);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, &host, STARFOLD_FLOAT32, 1, &mine, &a.shared),
+                          STARFOLD_OK);
+    for (int mixed = 0; mixed < 2; mixed++) {
+        a.own_on_others = mixed;
+        CU_ASSERT_EQUAL(starfold_strategy_run(s, mw_nd_step, &a), STARFOLD_OK);
+        for (int d = 0; d < NDEV; d++) {
+            CU_ASSERT_EQUAL(a.st_sum[d], STARFOLD_ERR_INVALID_ARGUMENT);
+            CU_ASSERT_EQUAL(a.st_mean[d], STARFOLD_OK);
+        }
+        for (int c = 0; c < NDEV; c++) {
+            float got = -1;
+            CU_ASSERT_EQUAL(starfold_value_read(a.sum, c, &got, sizeof got), STARFOLD_OK);
+            CU_ASSERT_EQUAL(got, init);
+            CU_ASSERT_EQUAL(starfold_value_read(a.mean, c, &got, sizeof got), STARFOLD_OK);
+            CU_ASSERT_EQUAL(got, mean);
+        }
+    }
+    /* reduce_to: a one-component value's SUM on rank 0 only, a per-replica value on the others. */
+    const int devs[NDEV] = { 0, 1 };
+    starfold_value_t pr = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, STARFOLD_FLOAT32, 1, &mine, &pr),
+                          STARFOLD_OK);
+    starfold_destination_t dh = starfold_destination_host();
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, world_rank == 0 ? a.shared : pr, &dh, NULL, &r),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), world_rank == 0 ? "non-DistributedValues" : "rank 0 refused"));
+    /* The group is still usable: the per-replica value's SUM, then the one-component value's MEAN. */
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, pr, &dh, NULL, &r), STARFOLD_OK);
+    float got = -1;
+    if (r) CU_ASSERT_EQUAL(starfold_value_read(r, 0, &got, sizeof got), STARFOLD_OK);
+    CU_ASSERT_EQUAL(got, (float)(NDEV * world_size * (world_size + 1) / 2));
+    starfold_value_destroy(r);
+    r = NULL;
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_MEAN, a.shared, &dh, NULL, &r), STARFOLD_OK);
+    got = -1;
+    if (r) CU_ASSERT_EQUAL(starfold_value_read(r, 0, &got, sizeof got), STARFOLD_OK);
+    CU_ASSERT_EQUAL(got, mean);
+    starfold_value_destroy(r);
+    starfold_value_destroy(pr);
+    starfold_value_destroy(a.shared);
+    starfold_value_destroy(a.sum);
+    starfold_value_destroy(a.mean);
+    starfold_strategy_destroy(s);
+    starfold_group_destroy(g);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * One device per process (a context of its own with one device): TensorFlow's multi_worker_mirrored
+ * 2x1 and 3x1 combinations. Replica g is rank g, T = world_size.
+ */
+
+/* MultiWorkerMirroredStrategy over a context of one device (*@c1, *@g: destroy both after it). */
+static starfold_strategy_t one_device_strategy(starfold_context_t *c1, starfold_group_t *g)
+{
+    starfold_context_options_t co;
+    starfold_context_options_init(&co);
+    co.mode = STARFOLD_DEVICES_CPU;
+    co.num_devices = 1;
+    *c1 = NULL;
+    *g = NULL;
+    CU_ASSERT_EQUAL(starfold_context_create(&co, c1), STARFOLD_OK);
+    if (!*c1) return NULL;
+    starfold_group_options_t o;
+    starfold_group_options_init(&o);
+    o.ranks_per_node = ranks_per_node;
+    o.timeout_seconds = 60;
+    CU_ASSERT_EQUAL(starfold_group_create(*c1, MPI_COMM_WORLD, &o, g), STARFOLD_OK);
+    starfold_strategy_t s = NULL;
+    if (*g) CU_ASSERT_EQUAL(starfold_multi_worker_mirrored_strategy_create(*g, NULL, &s), STARFOLD_OK);
+    return s;
+}
+
+static void one_device_done(starfold_context_t c1, starfold_group_t g, starfold_strategy_t s)
+{
+    starfold_strategy_destroy(s);
+    starfold_group_destroy(g);
+    starfold_context_destroy(c1);
+}
+
+/*
+ * Mirrored variables of one copy per process, updated in the replica context (mirrored_strategy_test):
+ * every update crosses the processes even though each process has one replica. MEAN: assign(g) gives
+ * (T-1)/2 everywhere, assign_add(g) 1 + (T-1)/2, assign_sub(g) 5 - (T-1)/2; SUM: assign_add(g + 1)
+ * gives 1 + T(T+1)/2; ONLY_FIRST_REPLICA: assign(g + 5) gives 5; and a value on the host, rank + 1,
+ * assigned to a SUM variable, is that worker's replica's value (TensorFlow all-reduces a worker's
+ * non-distributed value across workers): T(T+1)/2.
+ */
+enum { V1_MEAN_ASSIGN, V1_MEAN_ADD, V1_MEAN_SUB, V1_SUM_ADD, V1_FIRST, V1_SUM_HOST, V1_COUNT };
+typedef struct {
+    starfold_value_t var[V1_COUNT];
+    starfold_value_t host; /* made before the run, on the host */
+    starfold_status_t st;
+} mw1_var_t;
+
+static starfold_status_t mw1_var_step(starfold_replica_context_t rc, void *arg)
+{
+    mw1_var_t *a = arg;
+    const int g = starfold_replica_context_replica_id_in_sync_group(rc);
+    const float id = (float)g, id1 = (float)(g + 1), id5 = (float)(g + 5);
+    starfold_value_t x = NULL, x1 = NULL, x5 = NULL;
+    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &id, &x);
+    if (st == STARFOLD_OK) st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &id1, &x1);
+    if (st == STARFOLD_OK) st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &id5, &x5);
+    if (st == STARFOLD_OK) st = starfold_variable_assign(a->var[V1_MEAN_ASSIGN], x);
+    if (st == STARFOLD_OK) st = starfold_variable_assign_add(a->var[V1_MEAN_ADD], x);
+    if (st == STARFOLD_OK) st = starfold_variable_assign_sub(a->var[V1_MEAN_SUB], x);
+    if (st == STARFOLD_OK) st = starfold_variable_assign_add(a->var[V1_SUM_ADD], x1);
+    if (st == STARFOLD_OK) st = starfold_variable_assign(a->var[V1_FIRST], x5);
+    if (st == STARFOLD_OK) st = starfold_variable_assign(a->var[V1_SUM_HOST], a->host);
+    starfold_value_destroy(x);
+    starfold_value_destroy(x1);
+    starfold_value_destroy(x5);
+    return a->st = st;
+}
+
+static void test_mwms_one_device_variables(void)
+{
+    starfold_context_t c1 = NULL;
+    starfold_group_t g = NULL;
+    starfold_strategy_t s = one_device_strategy(&c1, &g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const int T = world_size;
+    CU_ASSERT_EQUAL(starfold_strategy_num_replicas_in_sync(s), T);
+    const starfold_variable_aggregation_t agg[V1_COUNT] = {
+        STARFOLD_AGGREGATION_MEAN, STARFOLD_AGGREGATION_MEAN, STARFOLD_AGGREGATION_MEAN,
+        STARFOLD_AGGREGATION_SUM,  STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA, STARFOLD_AGGREGATION_SUM
+    };
+    const float init[V1_COUNT] = { 1.0f, 1.0f, 5.0f, 1.0f, 0.0f, 0.0f };
+    const float half = (float)(T - 1) / 2.0f, tri = (float)(T * (T + 1) / 2);
+    const float want[V1_COUNT] = { half, 1.0f + half, 5.0f - half, 1.0f + tri, 5.0f, tri };
+    mw1_var_t a;
+    memset(&a, 0, sizeof a);
+    for (int k = 0; k < V1_COUNT; k++) {
+        starfold_variable_options_t vo;
+        starfold_variable_options_init(&vo);
+        vo.aggregation = agg[k];
+        CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 1, &init[k], &vo, &a.var[k]),
+                              STARFOLD_OK);
+    }
+    const int host = STARFOLD_DEVICE_HOST;
+    const float mine = (float)(world_rank + 1);
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(c1, STARFOLD_VALUE_PER_REPLICA, 1, &host, STARFOLD_FLOAT32, 1, &mine, &a.host),
+                          STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, mw1_var_step, &a), STARFOLD_OK);
+    CU_ASSERT_EQUAL(a.st, STARFOLD_OK);
+    for (int k = 0; k < V1_COUNT; k++) {
+        float got = -1;
+        CU_ASSERT_EQUAL(starfold_value_read(a.var[k], 0, &got, sizeof got), STARFOLD_OK);
+        if (got != want[k]) fprintf(stderr, "rank %d: one-device variable %d: %g, want %g\n", world_rank, k, got, want[k]);
+        CU_ASSERT_EQUAL(got, want[k]);
+    }
+    for (int k = 0; k < V1_COUNT; k++) starfold_value_destroy(a.var[k]);
+    starfold_value_destroy(a.host);
+    one_device_done(c1, g, s);
+}
+
+/*
+ * A value on the host under MultiWorkerMirroredStrategy with one device per process: TensorFlow takes
+ * such a tensor as this worker's per-replica value and all-reduces it across the workers. Rank r
+ * holds [r + 1, 2]: strategy.reduce(SUM) gives [T(T+1)/2, 2T] on the host, reduce_to a device and
+ * batch_reduce_to (the host and the device) the same, MEAN [(T+1)/2, 2].
+ */
+static void test_mwms_one_device_host_value(void)
+{
+    starfold_context_t c1 = NULL;
+    starfold_group_t g = NULL;
+    starfold_strategy_t s = one_device_strategy(&c1, &g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const int T = world_size, host = STARFOLD_DEVICE_HOST;
+    const float x[2] = { (float)(world_rank + 1), 2.0f };
+    const float sum[2] = { (float)(T * (T + 1) / 2), 2.0f * (float)T }, mean[2] = { (float)(T + 1) / 2.0f, 2.0f };
+    starfold_value_t v = NULL, r = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_value_create(c1, STARFOLD_VALUE_PER_REPLICA, 1, &host, STARFOLD_FLOAT32, 2, x, &v),
+                          STARFOLD_OK);
+    float got[2] = { -1, -1 };
+    CU_ASSERT_EQUAL(starfold_strategy_reduce(s, STARFOLD_OP_SUM, v, STARFOLD_AXIS_NONE, &r), STARFOLD_OK);
+    if (r) {
+        CU_ASSERT_EQUAL(starfold_value_device(r, 0), STARFOLD_DEVICE_HOST);
+        CU_ASSERT_EQUAL(starfold_value_read(r, 0, got, sizeof got), STARFOLD_OK);
+        CU_ASSERT(got[0] == sum[0] && got[1] == sum[1]);
+        starfold_value_destroy(r);
+        r = NULL;
+    }
+    CU_ASSERT_EQUAL(starfold_strategy_reduce(s, STARFOLD_OP_MEAN, v, STARFOLD_AXIS_NONE, &r), STARFOLD_OK);
+    if (r) {
+        CU_ASSERT_EQUAL(starfold_value_read(r, 0, got, sizeof got), STARFOLD_OK);
+        CU_ASSERT(got[0] == mean[0] && got[1] == mean[1]);
+        starfold_value_destroy(r);
+        r = NULL;
+    }
+    starfold_destination_t d0 = starfold_destination_device(0), dh = starfold_destination_host();
+    CU_ASSERT_EQUAL(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, v, &d0, NULL, &r), STARFOLD_OK);
+    if (r) {
+        CU_ASSERT_EQUAL(starfold_value_device(r, 0), 0);
+        CU_ASSERT_EQUAL(starfold_value_read(r, 0, got, sizeof got), STARFOLD_OK);
+        CU_ASSERT(got[0] == sum[0] && got[1] == sum[1]);
+        starfold_value_destroy(r);
+        r = NULL;
+    }
+    starfold_value_destination_pair_t pairs[2] = { { v, dh }, { v, d0 } };
+    starfold_value_t res[2] = { NULL, NULL };
+    CU_ASSERT_EQUAL(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 2, pairs, NULL, res), STARFOLD_OK);
+    for (int k = 0; k < 2; k++) {
+        if (!res[k]) continue;
+        CU_ASSERT_EQUAL(starfold_value_device(res[k], 0), k ? 0 : STARFOLD_DEVICE_HOST);
+        CU_ASSERT_EQUAL(starfold_value_read(res[k], 0, got, sizeof got), STARFOLD_OK);
+        CU_ASSERT(got[0] == sum[0] && got[1] == sum[1]);
+        starfold_value_destroy(res[k]);
+    }
+    /* The value was only read. */
+    CU_ASSERT_EQUAL(starfold_value_read(v, 0, got, sizeof got), STARFOLD_OK);
+    CU_ASSERT(got[0] == x[0] && got[1] == x[1]);
+    starfold_value_destroy(v);
+    one_device_done(c1, g, s);
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -1715,6 +1977,10 @@ int main(int argc, char **argv)
         CU_add_test(s, "MultiWorkerMirroredStrategy: promote_integer_mean; batches that differ late", test_mwms_promote);
         CU_add_test(s, "MultiWorkerMirroredStrategy: gather, all_gather, IndexedSlices", test_mwms_gather);
         CU_add_test(s, "MultiWorkerMirroredStrategy: variables updated across processes", test_mwms_variables);
+        CU_add_test(s, "MultiWorkerMirroredStrategy: a non-distributed value, SUM refused on every process", test_mwms_non_distributed);
+        CU_add_test(s, "MultiWorkerMirroredStrategy, one device per process: variables", test_mwms_one_device_variables);
+        CU_add_test(s, "MultiWorkerMirroredStrategy, one device per process: a value on the host",
+                    test_mwms_one_device_host_value);
         CU_basic_set_mode(world_rank == 0 ? CU_BRM_VERBOSE : CU_BRM_SILENT);
         CU_basic_run_tests();
         failed = (int)CU_get_number_of_failures();
