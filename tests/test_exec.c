@@ -1802,10 +1802,10 @@ static void test_kernel_failure(void)
     fixture_t f;
     fixture_init(&f, 3, 100);
     starfold_request_t req;
-    ctx->test_fail_task = 0;
+    __atomic_store_n(&ctx->test_fail_task, 0, __ATOMIC_RELAXED);
     CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
-    ctx->test_fail_task = -1;
     CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_ERR_TASK_FAILED);
+    __atomic_store_n(&ctx->test_fail_task, -1, __ATOMIC_RELAXED);
     CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_ERR_TASK_FAILED);
     starfold_request_destroy(req);
     fixture_free(&f);

@@ -220,13 +220,13 @@ static void test_usable_after_failure(void)
             }
         starfold_request_t req = NULL;
         /* A kernel fails: wait says TASK_FAILED (no hang, no crash). */
-        ctx->test_fail_task = (long)(starfold_graph_num_tasks(g) / 2);
+        __atomic_store_n(&ctx->test_fail_task, (long)(starfold_graph_num_tasks(g) / 2), __ATOMIC_RELAXED);
         CU_ASSERT_EQUAL(starfold_submit(ctx, g, in, out, &req), STARFOLD_OK);
         CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_ERR_TASK_FAILED);
         CU_ASSERT_EQUAL(starfold_request_wait_timeout(req, 0.0), STARFOLD_ERR_TASK_FAILED);
         CU_ASSERT_EQUAL(starfold_request_test(req), STARFOLD_ERR_TASK_FAILED);
         starfold_request_destroy(req);
-        ctx->test_fail_task = -1;
+        __atomic_store_n(&ctx->test_fail_task, -1, __ATOMIC_RELAXED);
         /* StarPU refuses a task: submit says RUNTIME, no request. */
         req = NULL;
         ctx->test_refuse_task = 0;

@@ -974,12 +974,16 @@ static void test_bad_structure(void)
  * A kernel of the collective's reduction fails. A small all_reduce (a few bytes) is settled by its
  * leader before the replicas leave it, so all_reduce itself reports the failure, on every replica; a
  * large one (256 KiB) returns as soon as it is submitted, and the wait on its result reports it.
- * Either way the run goes on: the next all_reduce sums.
+ * Either way the run goes on: the next all_reduce sums. And the failed reduction only read its input:
+ * the same value reads back intact and reduces again, through the plan that failed (2.0), as a value
+ * of the replica's arena (starfold_replica_context_create_value()) and as one of its own
+ * (starfold_value_create()).
  */
 typedef struct fail_arg {
     size_t count;
-    starfold_status_t all_reduce[NDEV], wait[NDEV], after[NDEV];
-    float after_sum[NDEV];
+    int arena; /* the input from the replica's arena */
+    starfold_status_t all_reduce[NDEV], wait[NDEV], after[NDEV], read_input[NDEV], again[NDEV];
+    float after_sum[NDEV], input0[NDEV], again_sum[NDEV];
 } fail_arg_t;
 
 static starfold_status_t step_failing_kernel(starfold_replica_context_t rc, void *arg)
@@ -990,16 +994,16 @@ static starfold_status_t step_failing_kernel(starfold_replica_context_t rc, void
     if (!x) return STARFOLD_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; i < a->count; i++) x[i] = 1.0f;
     starfold_value_t v = NULL, res = NULL;
-    starfold_status_t st = local_value(rc, x, a->count, &v);
+    starfold_status_t st = a->arena ? starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, a->count, x, &v)
+                                    : local_value(rc, x, a->count, &v);
     free(x);
     if (st != STARFOLD_OK) return st;
     a->all_reduce[r] = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &res);
     a->wait[r] = a->all_reduce[r] == STARFOLD_OK ? starfold_value_wait(res) : a->all_reduce[r];
     starfold_value_destroy(res);
     res = NULL;
-    /* Every replica is past the failed collective once it joins this one: the hook goes off first.
-     * New values: the binding over the first ones was planned with the hook on, and keeps it. */
-    if (r == 0) ctx->test_fail_task = -1;
+    /* Every replica is past the failed collective once it joins this one: the hook goes off first. */
+    if (r == 0) __atomic_store_n(&ctx->test_fail_task, -1, __ATOMIC_RELAXED);
     starfold_value_t v2 = NULL;
     const float one = 1.0f;
     starfold_status_t st2 = local_value(rc, &one, 1, &v2);
@@ -1007,6 +1011,12 @@ static starfold_status_t step_failing_kernel(starfold_replica_context_t rc, void
     if (st2 == STARFOLD_OK) st2 = starfold_value_read(res, 0, &a->after_sum[r], sizeof(float));
     starfold_value_destroy(v2);
     a->after[r] = st2;
+    starfold_value_destroy(res);
+    res = NULL;
+    /* The input of the failed reduction: intact, and usable. */
+    a->read_input[r] = starfold_value_read(v, 0, &a->input0[r], sizeof(float));
+    a->again[r] = starfold_replica_context_all_reduce(rc, STARFOLD_OP_SUM, 1, &v, NULL, &res);
+    if (a->again[r] == STARFOLD_OK) a->again[r] = starfold_value_read(res, 0, &a->again_sum[r], sizeof(float));
     starfold_value_destroy(res);
     starfold_value_destroy(v);
     return STARFOLD_OK;
@@ -1016,18 +1026,26 @@ static void test_failing_kernel(void)
 {
     starfold_strategy_t s = mirrored(2, dev01, NULL, NULL);
     const size_t counts[2] = { 4, (size_t)64 << 10 }; /* 16 bytes, 256 KiB */
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
         fail_arg_t a;
         memset(&a, 0, sizeof a);
-        a.count = counts[k];
-        ctx->test_fail_task = 0;
+        a.count = counts[k % 2];
+        a.arena = k >= 2;
+        __atomic_store_n(&ctx->test_fail_task, 0, __ATOMIC_RELAXED);
         CU_ASSERT_EQUAL(starfold_strategy_run(s, step_failing_kernel, &a), STARFOLD_OK);
-        ctx->test_fail_task = -1;
+        __atomic_store_n(&ctx->test_fail_task, -1, __ATOMIC_RELAXED);
         for (int r = 0; r < 2; r++) {
-            CU_ASSERT_EQUAL(a.all_reduce[r], k == 0 ? STARFOLD_ERR_TASK_FAILED : STARFOLD_OK);
+            CU_ASSERT_EQUAL(a.all_reduce[r], k % 2 == 0 ? STARFOLD_ERR_TASK_FAILED : STARFOLD_OK);
             CU_ASSERT_EQUAL(a.wait[r], STARFOLD_ERR_TASK_FAILED);
             CU_ASSERT_EQUAL(a.after[r], STARFOLD_OK);
             CU_ASSERT_EQUAL(a.after_sum[r], 2.0f);
+            CU_ASSERT_EQUAL(a.read_input[r], STARFOLD_OK);
+            CU_ASSERT_EQUAL(a.input0[r], 1.0f);
+            CU_ASSERT_EQUAL(a.again[r], STARFOLD_OK);
+            CU_ASSERT_EQUAL(a.again_sum[r], 2.0f);
+            if (a.again[r] != STARFOLD_OK)
+                fprintf(stderr, "\n  %zu floats%s, replica %d: the failed reduction's input: %s\n", a.count,
+                        a.arena ? " (arena)" : "", r, starfold_status_string(a.again[r]));
         }
     }
     starfold_strategy_destroy(s);

@@ -32,8 +32,9 @@ struct starfold_context {
      * Testing hooks, set by tests through this private header; -1 (the default) = off.
      * test_refuse_task: the submission of graph node i is handled as if StarPU had refused it (-ENODEV),
      *                   which exercises the cancellation path of starfold_submit().
-     * test_fail_task:   the kernel of graph node i reports a failure instead of running. Read when a
-     *                   submission is planned: a persistent one bound meanwhile keeps failing.
+     * test_fail_task:   the kernel of graph node i reports a failure instead of running. Read by the
+     *                   kernel as it runs (atomically: set it with __atomic_store_n while tasks run),
+     *                   so clear it only once the submission it should fail has finished.
      */
     long test_refuse_task;
     long test_fail_task;

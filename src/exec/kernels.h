@@ -80,7 +80,7 @@ typedef struct starfold__kernel_args {
     size_t elemsize;      /* bytes per source element */
     size_t dst_elemsize;  /* bytes per destination element */
     size_t node;          /* graph node index, for messages */
-    int fail;             /* testing hook: behave as a failing kernel */
+    const long *fail_hook; /* testing hook: the context's test_fail_task (exec.h); NULL in hand-made args */
     size_t nseg;          /* segments: 1 for a COPY */
     size_t nsrc, ndst;    /* spans per segment (COPY: in total) */
     starfold__kspan_t *spans;    /* per segment, nsrc sources then ndst destinations (same allocation as the args) */
@@ -105,6 +105,13 @@ static inline const starfold__kspan_t *starfold__kernel_segment(const starfold__
 static inline int starfold__kernel_cancelled(const starfold__kernel_args_t *a)
 {
     return __atomic_load_n(a->cancelled, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* The testing hook: this node is the one the context's test_fail_task names now, as the kernel runs
+ * (so that a plan made while it was set does not keep failing once it is cleared). */
+static inline int starfold__kernel_hooked(const starfold__kernel_args_t *a)
+{
+    return a->fail_hook && __atomic_load_n(a->fail_hook, __ATOMIC_RELAXED) == (long)a->node;
 }
 
 /* Records a kernel failure; the first one is kept. */

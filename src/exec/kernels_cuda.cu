@@ -397,7 +397,7 @@ static cudaError_t cuda_scale_t(cudaStream_t stream, void *buffers[], const star
 void kernel_cuda(void *buffers[], const starfold__kernel_args_t *a)
 {
     if (starfold__kernel_cancelled(a)) return;
-    if (a->fail) {
+    if (starfold__kernel_hooked(a)) {
         starfold__kernel_fail(a);
         return;
     }

@@ -345,7 +345,7 @@ void starfold__kernel_opencl(void *buffers[], void *cl_arg)
 static void kernel_opencl(void *buffers[], const starfold__kernel_args_t *a)
 {
     if (starfold__kernel_cancelled(a)) return;
-    if (a->fail) {
+    if (starfold__kernel_hooked(a)) {
         starfold__kernel_fail(a);
         return;
     }

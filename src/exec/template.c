@@ -199,7 +199,7 @@ static void args_init(starfold__kernel_args_t *a, const struct starfold_graph *g
     a->elemsize = starfold_dtype_size(n->dtype);
     a->dst_elemsize = starfold_dtype_size((starfold_dtype_t)a->dst_dtype);
     a->node = i;
-    a->fail = ctx->test_fail_task >= 0 && (size_t)ctx->test_fail_task == i;
+    a->fail_hook = &ctx->test_fail_task;
     a->nseg = nseg;
     a->timed = 1;
     a->task_kind = (int)n->kind;
