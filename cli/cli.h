@@ -73,6 +73,7 @@ typedef enum cli_opt_id {
     OPT_NETWORK_LATENCY,
     OPT_MPI,
     OPT_LOWERING,
+    OPT_TIMEOUT,
     OPT_COUNT
 } cli_opt_id_t;
 #define CLI_OPT(id) ((uint64_t)1 << (id))
@@ -133,6 +134,7 @@ typedef struct cli_opts {
     double network_us;          /* --network-latency us (topo --ranks), < 0 = the default */
     int mpi;                    /* --mpi (run, bench): across the ranks of mpirun (cmd_mpi.c) */
     const char *lowering;       /* --lowering (run/bench --mpi): auto (default), mpi, ring, halving-doubling */
+    double timeout_s;           /* --timeout SECONDS (run/bench --mpi): the group's timeout_seconds, 0 = none */
 } cli_opts_t;
 
 /*

@@ -1269,7 +1269,7 @@ const cli_command_t cli_cmd_bench = {
                 CLI_OPT(OPT_STEPFACTOR) | CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) |
                 CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_PLOT) | CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_BASELINES) |
                 CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT) |
-                CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING),
+                CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_TIMEOUT),
     .allow_all = 1,
     .usage =
         "Usage: starfold bench [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
@@ -1277,7 +1277,7 @@ const cli_command_t cli_cmd_bench = {
         "                      [--topology T] [-g|--devices N] [--num-packs K | --bytes-per-pack B]\n"
         "                      [--baselines 0|1] [--views] [--persistent] [--json | --csv] [--plot FILE.svg|.png]\n"
         "                      [--emulated] [--collective all-reduce|reduce|broadcast|all-gather [--root D]]\n"
-        "       mpirun -np N starfold bench --mpi [--ranks-per-node K] [--lowering L] [-b -e -f -i -n -w -c --json]\n"
+        "       mpirun -np N starfold bench --mpi [--ranks-per-node K] [--lowering L] [--timeout S] [-b -e -f -i -n -w -c --json]\n"
         "                      [--tensors SPEC [--views | --persistent]] [--collective all-gather]\n"
         "\n"
         "Measures all-reduce as nccl-tests' all_reduce_perf does, and prints it in its layout (its run line,\n"
@@ -1366,6 +1366,9 @@ const cli_command_t cli_cmd_bench = {
         "  --ranks-per-node K      with --mpi: ranks 0..K-1 are node 0, K..2K-1 node 1, ...\n"
         "  --lowering L            with --mpi: auto (default), mpi, ring, halving-doubling, hierarchical,\n"
         "                          leader\n"
+        "  --timeout S             with --mpi: a rank that does not join or finish a collective within S\n"
+        "                          seconds fails every rank that waits, which then end the job (MPI's\n"
+        "                          blocking baseline call excepted); every rank runs the same command\n"
         "  -h, --help              this text\n"
         "\n"
         "Unlike nccl-tests, -o is not the operation (it is --op); -g is the device count.\n",

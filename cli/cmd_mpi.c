@@ -41,14 +41,14 @@ static const uint64_t mpi_run_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) 
                                         CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) |
                                         CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
                                         CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING) |
-                                        CLI_OPT(OPT_COLLECTIVE);
+                                        CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_TIMEOUT);
 static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                                           CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) |
                                           CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_ITERS) |
                                           CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_JSON) |
                                           CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) |
                                           CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_TENSORS) |
-                                          CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_VIEWS);
+                                          CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_TIMEOUT);
 /* What bench --mpi --collective all-gather works with: no op, no lowering (MPI's own), one tensor. */
 static const uint64_t mpi_gather_excluded = CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) |
                                             CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_VIEWS);
@@ -70,6 +70,8 @@ int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
             return cli_usage_error(cmd, "--ranks-per-node applies across MPI ranks: add --mpi (under mpirun)");
         if (o->given & CLI_OPT(OPT_LOWERING))
             return cli_usage_error(cmd, "--lowering applies across MPI ranks: add --mpi (under mpirun)");
+        if (o->given & CLI_OPT(OPT_TIMEOUT))
+            return cli_usage_error(cmd, "--timeout bounds the waits across MPI ranks: add --mpi (under mpirun)");
         return CLI_OK;
     }
 #ifndef STARFOLD_HAVE_MPI
@@ -170,6 +172,107 @@ static uint64_t sum_over_ranks(uint64_t v)
     return out;
 }
 
+/*
+ * What every rank must run alike: the command, its collective and what shapes the sequence of calls
+ * across ranks (op, dtype, the tensors or sizes, iterations, lowering, ranks per node, ...). Only the
+ * devices (-g, --topology, --emulated) and where rank 0 writes may differ. @text is what rank 0 names
+ * in the refusal; @hash covers the whole tensor list or size sweep, which the text may abbreviate.
+ */
+typedef struct job_key {
+    uint64_t hash;
+    char text[248];
+} job_key_t;
+
+static uint64_t key_mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t key_mix_text(uint64_t h, const char *t)
+{
+    for (; t && *t; t++) h = key_mix(h, (unsigned char)*t);
+    return key_mix(h, 0);
+}
+
+static const char *collective_word(int c)
+{
+    return c == CLI_COLL_ALL_GATHER ? "all-gather" : "all-reduce";
+}
+
+/* run: the parsed tensor list; bench: the size sweep (or its --tensors list, parsed later). */
+static void job_key_make(const cli_command_t *cmd, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                         const char *spec, const uint64_t *sizes, int nsizes, job_key_t *k)
+{
+    uint64_t h = 1469598103934665603ull;
+    h = key_mix_text(h, cmd->name);
+    h = key_mix(h, (uint64_t)o->collective);
+    h = key_mix(h, (uint64_t)o->op);
+    h = key_mix(h, (uint64_t)o->dtype);
+    h = key_mix(h, (uint64_t)o->iters);
+    h = key_mix(h, (uint64_t)o->warmup);
+    h = key_mix(h, (uint64_t)o->check);
+    h = key_mix(h, (uint64_t)o->persistent);
+    h = key_mix(h, (uint64_t)o->views);
+    h = key_mix(h, (uint64_t)o->ranks_per_node);
+    h = key_mix_text(h, o->lowering);
+    h = key_mix_text(h, o->tensors);
+    h = key_mix(h, (uint64_t)(o->timeout_s * 1e3));
+    h = key_mix(h, nt);
+    for (size_t i = 0; tensors && i < nt; i++) h = key_mix(key_mix(h, (uint64_t)tensors[i].dtype), tensors[i].count);
+    h = key_mix(h, (uint64_t)nsizes);
+    for (int i = 0; sizes && i < nsizes; i++) h = key_mix(h, sizes[i]);
+    k->hash = h;
+    char what[96];
+    if (spec || o->tensors) {
+        snprintf(what, sizeof what, "--tensors %s", spec ? spec : o->tensors);
+    } else if (sizes && nsizes > 0) {
+        char b[32], e[32];
+        cli_format_bytes(b, sizeof b, sizes[0]);
+        cli_format_bytes(e, sizeof e, sizes[nsizes - 1]);
+        snprintf(what, sizeof what, "sizes %s to %s (%d)", b, e, nsizes);
+    } else {
+        snprintf(what, sizeof what, "no tensors");
+    }
+    snprintf(k->text, sizeof k->text, "%s --mpi --collective %s --op %s --dtype %s %s -n %d -w %d%s%s%s --lowering %s "
+             "--ranks-per-node %d", cmd->name, collective_word(o->collective), starfold_op_name(o->op),
+             starfold_dtype_name(o->dtype), what, o->iters, o->warmup, o->persistent ? " --persistent" : "",
+             o->views ? " --views" : "", o->check ? "" : " -c 0", o->lowering ? o->lowering : "auto", o->ranks_per_node);
+}
+
+/*
+ * Every rank's key against rank 0's, before anything else across ranks: ranks started with
+ * different commands would otherwise meet different collectives and wait for each other forever
+ * (an all-reduce against an all-gather, run against bench). CLI_OK everywhere, or a usage error on
+ * every rank, rank 0 naming the first rank that differs and both commands.
+ */
+static int agree_on_command(const cli_command_t *cmd, int rank, int size, const job_key_t *mine)
+{
+    job_key_t *all = rank == 0 ? calloc((size_t)size, sizeof *all) : NULL;
+    int bad = rank == 0 && !all;
+    if (MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+        bad = 1;
+    int first = -1;
+    for (int r = 1; all && r < size && first < 0; r++)
+        if (all[r].hash != all[0].hash) first = r;
+    int verdict[2] = { first, bad };
+    MPI_Bcast(verdict, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0 && first >= 0) {
+        all[first].text[sizeof all[first].text - 1] = '\0';
+        cli_usage_error(cmd, "the ranks were started with different commands: rank %d runs '%s' where rank 0 runs '%s'; "
+                             "every rank must run the same command (only -g/--devices, --topology and --emulated may "
+                             "differ): nothing ran", first, all[first].text, all[0].text);
+    } else if (rank != 0 && verdict[0] >= 0) {
+        cli_usage_error(cmd, "rank %d: the ranks were started with different commands (rank 0 names them): nothing ran",
+                        rank);
+    }
+    free(all);
+    return verdict[0] >= 0 || verdict[1] ? CLI_USAGE : CLI_OK;
+}
+
 /* "starfold CMD: rank R: <what>: <reason>" on stderr; CLI_FAIL. */
 #define RANK_FAIL(job, st, fmt, ...) cli_fail((job)->cmd, (st), "rank %d: " fmt, (job)->rank, __VA_ARGS__)
 
@@ -186,8 +289,9 @@ static void job_close(mpi_job_t *job)
     if (!finalized) MPI_Finalize();
 }
 
-/* MPI, the devices, the group: CLI_OK on every rank, or the same failure code on every rank. */
-static int job_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *rank0_info, mpi_job_t *job)
+/* MPI, the same command everywhere, the devices, the group: CLI_OK on every rank, or the same failure
+ * code on every rank. */
+static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key_t *key, FILE *rank0_info, mpi_job_t *job)
 {
     memset(job, 0, sizeof *job);
     job->cmd = cmd;
@@ -205,6 +309,11 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *rank0_i
                                  "needs", job->rank, provided);
         job_close(job);
         return CLI_FAIL;
+    }
+    const int agreed = agree_on_command(cmd, job->rank, job->size, key);
+    if (agreed != CLI_OK) {
+        job_close(job);
+        return agreed;
     }
     if (job->rank == 0) job->info = rank0_info;
     else job->info = job->devnull = fopen("/dev/null", "w");
@@ -224,6 +333,7 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *rank0_i
     starfold_group_options_t gopt;
     starfold_group_options_init(&gopt);
     gopt.ranks_per_node = o->ranks_per_node;
+    gopt.timeout_seconds = o->timeout_s;
     starfold_status_t st = starfold_group_create(job->m.ctx, MPI_COMM_WORLD, &gopt, &job->group);
     if (st != STARFOLD_OK) { /* collective: the same failure on every rank */
         r = RANK_FAIL(job, st, "%s", "cannot create the process group");
@@ -273,7 +383,9 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
                 const char *spec)
 {
     mpi_job_t job;
-    int r = job_open(cmd, o, stdout, &job);
+    job_key_t key;
+    job_key_make(cmd, o, tensors, nt, spec, NULL, 0, &key);
+    int r = job_open(cmd, o, &key, stdout, &job);
     if (r != CLI_OK) return r;
     if (o->collective == CLI_COLL_ALL_GATHER) {
         if (job.rank == 0) {
@@ -828,7 +940,9 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
 {
     mpi_job_t job;
     FILE *info0 = o->json ? stderr : stdout;
-    int r = job_open(cmd, o, info0, &job);
+    job_key_t key;
+    job_key_make(cmd, o, NULL, 0, NULL, sizes, nsizes, &key);
+    int r = job_open(cmd, o, &key, info0, &job);
     if (r != CLI_OK) return r;
     const int me0 = job.rank == 0;
     const size_t es = starfold_dtype_size(o->dtype);

@@ -753,12 +753,12 @@ const cli_command_t cli_cmd_run = {
                 CLI_OPT(OPT_RINGS) |
                 CLI_OPT(OPT_BYTES_PER_PACK) | CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
                 CLI_OPT(OPT_TRACE) | CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_MPI) |
-                CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING),
+                CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_TIMEOUT),
     .usage =
         "Usage: starfold run [--topology T] [--algorithm A] [--op OP] [-d|--dtype D] [--tensors SPEC | -b SIZE]\n"
         "                    [-g|--devices N] [--num-packs K | --bytes-per-pack B] [-n|--iters I] [-w|--warmup N] [--emulated]\n"
         "                    [--trace FILE.svg] [--collective all-reduce|reduce|broadcast|all-gather [--root D]]\n"
-        "       mpirun -np N starfold run --mpi [--ranks-per-node K] [--lowering L] [options above]\n"
+        "       mpirun -np N starfold run --mpi [--ranks-per-node K] [--lowering L] [--timeout S] [options above]\n"
         "\n"
         "Runs an all-reduce on StarPU's devices, checks every element of every replica against a float64\n"
         "host reference and prints the time. Exits 0 only when every element is right.\n"
@@ -803,6 +803,10 @@ const cli_command_t cli_cmd_run = {
         "                    that share memory are one node)\n"
         "  --lowering L      with --mpi: how the all-reduce crosses ranks: auto (default), mpi, ring,\n"
         "                    halving-doubling, hierarchical, leader (starfold_group_set_lowering())\n"
+        "  --timeout S       with --mpi: a rank that does not join or finish a collective within S seconds\n"
+        "                    fails every rank that waits, which then end the job (default: wait; a rank\n"
+        "                    silent for 60 s is named on stderr either way). Every rank runs the same\n"
+        "                    command: ranks started with different ones are refused before anything runs\n"
         "  -h, --help        this text\n",
     .main = run_main,
 };

@@ -73,6 +73,7 @@ static const opt_def_t opt_defs[] = {
     { OPT_NETWORK_LATENCY, "network-latency", NULL, 0, 1 },
     { OPT_MPI, "mpi", NULL, 0, 0 },
     { OPT_LOWERING, "lowering", NULL, 0, 1 },
+    { OPT_TIMEOUT, "timeout", NULL, 0, 1 },
 };
 #define NUM_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -344,6 +345,15 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
     }
     case OPT_LOWERING:
         o->lowering = v; /* checked with --mpi (cli_mpi_check()), against the library's lowerings */
+        break;
+    case OPT_TIMEOUT: {
+        char *end = NULL;
+        const double x = strtod(v, &end);
+        if (!*v || *end || !(x > 0 && x <= 1e6))
+            return cli_usage_error(cmd, "%s: expected seconds, more than 0 and at most 1e6, got '%s'", shown, v);
+        o->timeout_s = x;
+        break;
+    }
     case OPT_COUNT: break;
     }
     o->given |= CLI_OPT(d->id);

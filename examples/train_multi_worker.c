@@ -29,12 +29,18 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int ndev = argc > 1 ? atoi(argv[1]) : 4;
-    if (provided < MPI_THREAD_MULTIPLE || ndev < 1 || ndev > STARFOLD_MAX_DEVICES) {
-        if (rank == 0) fprintf(stderr, "train_multi_worker: %s\n", ndev < 1 || ndev > STARFOLD_MAX_DEVICES
-                                                                       ? "usage: train_multi_worker [DEVICES]"
-                                                                       : "skipped: no MPI_THREAD_MULTIPLE");
+    /* Each process may bring its own number of devices; a bad one on any rank stops every rank here,
+     * before the first collective (the others would wait for it there). */
+    const int bad_usage = ndev < 1 || ndev > STARFOLD_MAX_DEVICES, local[2] = { bad_usage, provided < MPI_THREAD_MULTIPLE };
+    int any[2] = { 0, 0 };
+    MPI_Allreduce(local, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any[0] || any[1]) {
+        if (bad_usage) fprintf(stderr, "train_multi_worker: rank %d: usage: train_multi_worker [DEVICES] (1 to %d)\n", rank,
+                               STARFOLD_MAX_DEVICES);
+        else if (rank == 0) fprintf(stderr, "train_multi_worker: %s\n", any[0] ? "a rank was given a bad device count"
+                                                                             : "skipped: no MPI_THREAD_MULTIPLE");
         MPI_Finalize();
-        return ndev < 1 || ndev > STARFOLD_MAX_DEVICES ? 1 : 77;
+        return any[0] ? 1 : 77;
     }
     /* This process's devices, its group, its strategy. */
     starfold_context_options_t o;
@@ -46,6 +52,13 @@ int main(int argc, char **argv)
     starfold_strategy_t strategy = NULL;
     int ok = 0;
     starfold_status_t st = starfold_context_create(&o, &ctx);
+    /* The group's creation is collective: a rank without its context says so first. */
+    int opened = st == STARFOLD_OK, all_opened = 0;
+    MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (st != STARFOLD_OK) fprintf(stderr, "train_multi_worker: rank %d: %s (%s)\n", rank, starfold_status_string(st),
+                                   starfold_last_error());
+    else if (!all_opened) st = STARFOLD_ERR_RUNTIME, fprintf(stderr, "train_multi_worker: rank %d: another rank could "
+                                                                     "not open its devices\n", rank);
     if (st == STARFOLD_OK) st = starfold_group_create(ctx, MPI_COMM_WORLD, NULL, &group);
     if (st == STARFOLD_OK) st = starfold_multi_worker_mirrored_strategy_create(group, NULL, &strategy);
     linreg_result_t res;
@@ -57,9 +70,15 @@ int main(int argc, char **argv)
         st = linreg_train_strategy(strategy, 40, info ? info : stdout, &res);
         if (info && info != stdout) fclose(info);
     }
-    /* Every process's parameters, compared bit for bit with rank 0's. */
+    /* Every process's parameters, compared bit for bit with rank 0's, when every process trained (the
+     * group failed the others alike when one could not; a local failure is agreed on first). */
     float all[64][5];
-    int same = 1;
+    int same = 1, trained = st == STARFOLD_OK, all_trained = 0;
+    MPI_Allreduce(&trained, &all_trained, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (st == STARFOLD_OK && !all_trained) {
+        st = STARFOLD_ERR_RUNTIME;
+        fprintf(stderr, "train_multi_worker: rank %d: another rank did not finish training\n", rank);
+    }
     if (st == STARFOLD_OK && size <= 64) {
         MPI_Allgather(res.theta, 5, MPI_FLOAT, all, 5, MPI_FLOAT, MPI_COMM_WORLD);
         for (int r = 1; r < size; r++) same &= memcmp(all[r], all[0], sizeof all[0]) == 0;
@@ -67,7 +86,7 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("parameters identical on every replica of all %d processes (%d replicas): %s\n", size,
                    res.replicas, same && res.identical ? "yes" : "NO");
-    } else if (st != STARFOLD_OK) {
+    } else if (!trained) {
         fprintf(stderr, "train_multi_worker: rank %d: %s (%s)\n", rank, starfold_status_string(st), starfold_last_error());
     }
     starfold_strategy_destroy(strategy);

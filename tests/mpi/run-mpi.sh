@@ -156,6 +156,39 @@ else
     grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi all-gather: wrong elements"; status=1; }
 fi
 
+# Ranks started with different commands: refused on every rank before anything runs (they would meet
+# different collectives and wait for each other), rank 0 naming both; the example likewise refuses a
+# bad device count on one rank before its first collective. mismatch NAME WANT MPMD-ARGS...
+mismatch() {
+    name=$1 want=$2
+    shift 2
+    out="$top/tests/out/mpi-mismatch.log"
+    echo "== mpirun $name"
+    timeout -k 10 60 mpirun --oversubscribe --bind-to none \
+        --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+        -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+        "$@" > "$out" 2>&1
+    rc=$?
+    cat "$out"
+    case $rc in
+        0) echo "FAIL: $name: ran to the end"; status=1 ;;
+        124|137) echo "FAIL: $name: hung (killed after 60 s)"; status=1 ;;
+        *) grep -q "$want" "$out" || { echo "FAIL: $name: no '$want'"; status=1; } ;;
+    esac
+}
+common="--mpi --topology host -g 1 -b 1M"
+mismatch "run all-reduce : run all-gather" "rank 1 runs 'run --mpi --collective all-gather" \
+    -np 1 "$sf" run $common : -np 1 "$sf" run $common --collective all-gather
+mismatch "run : bench" "rank 1 runs 'bench --mpi" -np 1 "$sf" run $common : -np 1 "$sf" bench $common -e 1M
+mismatch "bench all-reduce : bench all-gather : bench all-reduce" "rank 1 runs 'bench --mpi --collective all-gather" \
+    -np 1 "$sf" bench $common -e 1M : -np 1 "$sf" bench $common -e 1M --collective all-gather : \
+    -np 1 "$sf" bench $common -e 1M
+mismatch "run -n 2 : run -n 3" "rank 1 runs 'run .* -n 3 " -np 1 "$sf" run $common -n 2 : -np 1 "$sf" run $common -n 3
+if [ -x "$ex" ]; then
+    mismatch "train_multi_worker 2 : train_multi_worker 0" "rank 1: usage: train_multi_worker" \
+        -np 1 "$ex" 2 : -np 1 "$ex" 0
+fi
+
 # The fault cases end with starfold_group_abort(), whose code mpirun returns (0 when every rank
 # passed): fault_case NP CASE ARGS... runs `test_group ARGS` and wants "CASE case: 0 failures".
 mkdir -p "$top/tests/out"
