@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #ifdef STARFOLD_HAVE_MPI
 #include <starfold/mpi.h>
@@ -141,35 +142,153 @@ typedef struct mpi_job {
     int nodes, offset, total, dev_min, dev_max;
     FILE *info;     /* rank 0: stdout (stderr under --json); the others: /dev/null */
     FILE *devnull;
+    MPI_Comm comm;  /* the command's own meetings of the ranks (job_sync()) */
+    int64_t seq;    /* job_sync() calls made */
+    double timeout; /* --timeout, 0 = none */
 } mpi_job_t;
 
-/* The number of ranks where @failed is set (every rank calls it: an MPI_Allreduce on MPI_COMM_WORLD). */
-static int ranks_failing(int failed)
+/*
+ * The command's own meetings of the ranks (beside the group's collectives): whether a rank failed, the
+ * slowest rank's time, the wrong elements summed, the start of a timed call. Each is an exchange of
+ * one small message between every pair of ranks on the job's own communicator, polled, as the group's
+ * agreement is: a rank that does not come is named on stderr after SF_CLI_STALL_S seconds, and after
+ * --timeout the job ends (MPI offers nothing else: MPI_Finalize would wait for the missing rank). A
+ * blocking MPI_Allreduce here waited for ever without a word (a rank stopped by SIGSTOP mid-run).
+ */
+#define SF_CLI_STALL_S 60.0
+
+typedef struct sync_msg {
+    int64_t seq;
+    int32_t flag;  /* in: this rank's; out: how many ranks set it */
+    int32_t code;  /* out: the largest */
+    double dmax;   /* out: the largest */
+    uint64_t usum; /* out: the sum */
+} sync_msg_t;
+
+static void cli_sleep_us(long us)
 {
-    int mine = failed ? 1 : 0, count = 0;
-    if (MPI_Allreduce(&mine, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) return 1;
-    return count;
+    struct timespec ts = { 0, us * 1000 };
+    nanosleep(&ts, NULL);
 }
 
-static int worst(int code)
+/* Ends the whole job from this rank, the others too (a rank is missing: nothing else can end it). */
+static void job_abort(mpi_job_t *job)
 {
-    int w = code;
-    MPI_Allreduce(&code, &w, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return w;
+    fflush(NULL);
+    starfold_group_abort(job->group, CLI_FAIL);
 }
 
-static double max_over_ranks(double v)
+/* Names the ranks whose message has not come (@pending: a request per other rank, in rank order). */
+static void list_missing(const mpi_job_t *job, MPI_Request *pending, char *who, size_t len, int *count)
 {
-    double m = v;
-    MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return m;
+    size_t at = 0;
+    *count = 0;
+    who[0] = '\0';
+    for (int r = 0, k = 0; r < job->size; r++) {
+        if (r == job->rank) continue;
+        int flag = 0;
+        MPI_Request_get_status(pending[k++], &flag, MPI_STATUS_IGNORE);
+        if (flag) continue;
+        if (at + 16 < len) at += (size_t)snprintf(who + at, len - at, "%s%d", *count ? ", " : "", r);
+        (*count)++;
+    }
 }
 
-static uint64_t sum_over_ranks(uint64_t v)
+static void job_sync(mpi_job_t *job, const char *where, sync_msg_t *v)
 {
-    unsigned long long in = v, out = v;
-    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return out;
+    const int n = job->size;
+    v->seq = job->seq++;
+    if (n == 1) {
+        v->flag = v->flag != 0;
+        return;
+    }
+    sync_msg_t *all = calloc((size_t)n, sizeof *all);
+    MPI_Request *req = calloc(2 * (size_t)n, sizeof *req);
+    if (!all || !req) {
+        fprintf(stderr, "starfold %s: rank %d: out of memory at %s: ending the job\n", job->cmd->name, job->rank, where);
+        job_abort(job);
+    }
+    const int tag = (int)(v->seq % 30000);
+    int nreq = 0;
+    for (int r = 0; r < n; r++)
+        if (r != job->rank) MPI_Irecv(&all[r], (int)sizeof *all, MPI_BYTE, r, tag, job->comm, &req[nreq++]);
+    for (int r = 0; r < n; r++)
+        if (r != job->rank) MPI_Isend(v, (int)sizeof *v, MPI_BYTE, r, tag, job->comm, &req[nreq++]);
+    const double t0 = cli_now();
+    int done = 0, warned = 0;
+    long nap_us = 1;
+    while (!done) {
+        if (MPI_Testall(nreq, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+            fprintf(stderr, "starfold %s: rank %d: MPI failed at %s: ending the job\n", job->cmd->name, job->rank, where);
+            job_abort(job);
+        }
+        if (done) break;
+        const double waited = cli_now() - t0;
+        const int out_of_time = job->timeout > 0 && waited >= job->timeout;
+        if (out_of_time || (!warned && waited >= SF_CLI_STALL_S)) {
+            char who[256];
+            int count = 0;
+            list_missing(job, req, who, sizeof who, &count);
+            if (out_of_time) {
+                fprintf(stderr, "starfold %s: rank %d: rank%s %s did not reach %s within --timeout %g s (stopped, or "
+                                "stuck?): ending the job\n", job->cmd->name, job->rank, count > 1 ? "s" : "", who, where,
+                        job->timeout);
+                job_abort(job);
+            }
+            fprintf(stderr, "starfold %s: rank %d: has waited %.1f s at %s for rank%s %s (stopped, or still busy?)\n",
+                    job->cmd->name, job->rank, waited, where, count > 1 ? "s" : "", who);
+            warned = 1;
+        }
+        cli_sleep_us(nap_us);
+        if (nap_us < 1000) nap_us *= 2;
+    }
+    const sync_msg_t mine = *v;
+    v->flag = mine.flag != 0;
+    for (int r = 0; r < n; r++) {
+        if (r == job->rank) continue;
+        v->flag += all[r].flag != 0;
+        if (all[r].code > v->code) v->code = all[r].code;
+        if (all[r].dmax > v->dmax) v->dmax = all[r].dmax;
+        v->usum += all[r].usum;
+    }
+    free(all);
+    free(req);
+}
+
+/* The number of ranks where @failed is set (every rank calls it). */
+static int ranks_failing(mpi_job_t *job, int failed)
+{
+    sync_msg_t v = { .flag = failed != 0 };
+    job_sync(job, "a check that every rank is fine", &v);
+    return v.flag;
+}
+
+static int worst(mpi_job_t *job, int code)
+{
+    sync_msg_t v = { .code = code };
+    job_sync(job, "a check that every rank is fine", &v);
+    return v.code;
+}
+
+static double max_over_ranks(mpi_job_t *job, double x)
+{
+    sync_msg_t v = { .dmax = x };
+    job_sync(job, "the end of a timed call", &v);
+    return v.dmax;
+}
+
+static uint64_t sum_over_ranks(mpi_job_t *job, uint64_t x)
+{
+    sync_msg_t v = { .usum = x };
+    job_sync(job, "the count of wrong elements", &v);
+    return v.usum;
+}
+
+/* The ranks lined up before a timed call. */
+static void job_barrier(mpi_job_t *job)
+{
+    sync_msg_t v = { 0 };
+    job_sync(job, "the start of a timed call", &v);
 }
 
 /*
@@ -278,12 +397,20 @@ static int agree_on_command(const cli_command_t *cmd, int rank, int size, const 
 
 static void job_close(mpi_job_t *job)
 {
+    /* A broken group: a rank is missing, and MPI_Finalize would wait for it. */
+    if (job->group && starfold_group_is_broken(job->group)) {
+        fprintf(stderr, "starfold %s: rank %d: the process group is broken (a rank did not join or finish a collective "
+                        "in time): ending the job\n", job->cmd->name, job->rank);
+        job_abort(job);
+    }
     starfold_group_destroy(job->group);
     job->group = NULL;
     if (job->machine_open) cli_machine_close(&job->m);
     job->machine_open = 0;
     if (job->devnull) fclose(job->devnull);
     job->devnull = NULL;
+    if (job->comm != MPI_COMM_NULL) MPI_Comm_free(&job->comm);
+    job->comm = MPI_COMM_NULL;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
@@ -295,6 +422,7 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key
 {
     memset(job, 0, sizeof *job);
     job->cmd = cmd;
+    job->comm = MPI_COMM_NULL;
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fflush(stdout);
@@ -303,7 +431,14 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &job->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->size);
-    if (ranks_failing(provided < MPI_THREAD_MULTIPLE)) {
+    job->timeout = o->timeout_s;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &job->comm) != MPI_SUCCESS) {
+        fflush(stdout);
+        fprintf(stderr, "starfold %s: rank %d: MPI_Comm_dup failed\n", cmd->name, job->rank);
+        job->comm = MPI_COMM_NULL;
+        job_abort(job);
+    }
+    if (ranks_failing(job, provided < MPI_THREAD_MULTIPLE)) {
         if (provided < MPI_THREAD_MULTIPLE)
             cli_usage_error(cmd, "rank %d: this MPI gives no MPI_THREAD_MULTIPLE (it gives level %d), which StarPU-MPI "
                                  "needs", job->rank, provided);
@@ -321,9 +456,9 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key
 
     int r = cli_machine_open(cmd, o, job->info, &job->m);
     job->machine_open = r == CLI_OK;
-    int failing = ranks_failing(r != CLI_OK);
+    int failing = ranks_failing(job, r != CLI_OK);
     if (failing) {
-        const int code = worst(r);
+        const int code = worst(job, r);
         if (job->rank == 0)
             cli_usage_error(cmd, "%d of %d ranks could not open their devices (their reasons above): nothing ran",
                             failing, job->size);
@@ -343,7 +478,7 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key
     }
     st = starfold_group_set_lowering(job->group, o->lowering);
     if (st != STARFOLD_OK) RANK_FAIL(job, st, "--lowering %s", o->lowering);
-    if (ranks_failing(st != STARFOLD_OK)) {
+    if (ranks_failing(job, st != STARFOLD_OK)) {
         job_close(job);
         return CLI_FAIL;
     }
@@ -406,7 +541,7 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
     memset(&rep, 0, sizeof rep);
     starfold_status_t st = cli_replicas_create_global(job.m.ctx, n, job.offset, job.total, tensors, nt, o->op, &rep);
     if (st != STARFOLD_OK) RANK_FAIL(&job, st, "%s", "cannot create the replicas");
-    if (ranks_failing(st != STARFOLD_OK)) {
+    if (ranks_failing(&job, st != STARFOLD_OK)) {
         cli_replicas_destroy(&rep);
         job_close(&job);
         return CLI_FAIL;
@@ -425,14 +560,14 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
     for (int it = -o->warmup; it < o->iters && !failed; it++) { /* it < 0: warm-up, verified, not timed */
         int local_bad = 0;
         if ((st = cli_replicas_clear(&rep)) != STARFOLD_OK) local_bad = RANK_FAIL(&job, st, "%s", "cannot clear the outputs");
-        if (ranks_failing(local_bad)) {
+        if (ranks_failing(&job, local_bad)) {
             failed = 1;
             break;
         }
-        MPI_Barrier(MPI_COMM_WORLD);
+        job_barrier(&job);
         const double t0 = cli_now();
         st = starfold_group_all_reduce(job.group, o->op, nt, tensors, rep.in, rep.out);
-        const double dt = max_over_ranks(cli_now() - t0);
+        const double dt = max_over_ranks(&job, cli_now() - t0);
         if (st != STARFOLD_OK) { /* the same status on every rank */
             if (it < 0) RANK_FAIL(&job, st, "warm-up iteration %d failed", it + o->warmup + 1);
             else RANK_FAIL(&job, st, "iteration %d failed", it + 1);
@@ -445,7 +580,7 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
         }
         uint64_t w = 0, c = 0;
         if ((st = cli_replicas_verify(&rep, &w, &c)) != STARFOLD_OK) local_bad = RANK_FAIL(&job, st, "%s", "cannot read the outputs back");
-        if (ranks_failing(local_bad)) failed = 1;
+        if (ranks_failing(&job, local_bad)) failed = 1;
         wrong += w;
         checked += c;
     }
@@ -455,7 +590,7 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
         fprintf(stderr, "starfold run: rank %d: %llu wrong elements on its replicas %d..%d\n", job.rank,
                 (unsigned long long)wrong, job.offset, job.offset + n - 1);
     }
-    const uint64_t all_wrong = sum_over_ranks(wrong), all_checked = sum_over_ranks(checked);
+    const uint64_t all_wrong = sum_over_ranks(&job, wrong), all_checked = sum_over_ranks(&job, checked);
     if (!failed && me0) {
         const double mean = total_time / o->iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
         const int N = job.total;
@@ -610,18 +745,18 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     starfold_group_persistent_t p = NULL;
     if (!bad && persistent && (st = starfold_group_all_reduce_init(job->group, o->op, nt, t, rep.in, rep.out, &p)) != STARFOLD_OK)
         bad = RANK_FAIL(job, st, "%s", "cannot bind the persistent all-reduce"); /* the same status on every rank */
-    if (ranks_failing(bad)) {
+    if (ranks_failing(job, bad)) {
         cli_replicas_destroy(&rep);
         return CLI_FAIL;
     }
     double total = 0.0;
     for (int it = -o->warmup; it < o->iters; it++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        job_barrier(job);
         const double t0 = cli_now();
         st = p         ? starfold_group_persistent_start(p)
              : o->views ? starfold_group_all_reduce_views(job->group, o->op, nt, t, rep.vin, rep.vout)
                         : starfold_group_all_reduce(job->group, o->op, nt, t, rep.in, rep.out);
-        const double dt = max_over_ranks(cli_now() - t0);
+        const double dt = max_over_ranks(job, cli_now() - t0);
         if (st != STARFOLD_OK) { /* the same status on every rank */
             RANK_FAIL(job, st, "all-reduce of %llu bytes failed", (unsigned long long)row->size);
             starfold_group_persistent_destroy(p);
@@ -635,7 +770,7 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     if (o->check && (st = cli_replicas_verify(&rep, &wrong, &checked)) != STARFOLD_OK)
         bad = RANK_FAIL(job, st, "%s", "cannot read the outputs back");
     cli_replicas_destroy(&rep);
-    if (ranks_failing(bad)) return CLI_FAIL;
+    if (ranks_failing(job, bad)) return CLI_FAIL;
     if (wrong)
         fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
                 (unsigned long long)wrong, (unsigned long long)row->size);
@@ -643,7 +778,7 @@ static int bench_group(mpi_job_t *job, const cli_opts_t *o, const starfold_tenso
     /* The model's price of what ran (local: the same on every rank); none when it cannot say. */
     if (starfold_group_predict(job->group, o->op, nt, t, lowering, NULL, &row->model_us) != STARFOLD_OK) row->model_us = 0;
     row_finish(row, persistent ? "group-persist" : "starfold-group", lowering ? lowering : "?", total / o->iters, job->total,
-               sum_over_ranks(wrong));
+               sum_over_ranks(job, wrong));
     row->plan = starfold_group_last_plan(job->group);
     return CLI_OK;
 }
@@ -656,7 +791,7 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *ro
     const starfold_op_t op = mpi_equivalent(o->op);
     const size_t count = (size_t)row->count;
     void *buf = starfold_tools_alloc(dt, count), *pristine = starfold_tools_alloc(dt, count);
-    if (ranks_failing(!buf || !pristine)) {
+    if (ranks_failing(job, !buf || !pristine)) {
         if (!buf || !pristine) RANK_FAIL(job, STARFOLD_ERR_OUT_OF_MEMORY, "%s", "the MPI baseline's buffer");
         free(buf);
         free(pristine);
@@ -667,11 +802,11 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *ro
     int rc = MPI_SUCCESS;
     starfold_context_pause(job->m.ctx); /* StarPU's idle workers would spin beside MPI (see the header) */
     for (int it = -o->warmup; it < o->iters && rc == MPI_SUCCESS; it++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        job_barrier(job);
         const double t0 = cli_now();
         /* Out of place, as the group's row (its inputs and outputs are separate vectors). */
         rc = MPI_Allreduce(pristine, buf, (int)count, mpi_type(dt), mpi_op(op), MPI_COMM_WORLD);
-        const double d = max_over_ranks(cli_now() - t0);
+        const double d = max_over_ranks(job, cli_now() - t0);
         if (it >= 0) total += d;
     }
     starfold_context_resume(job->m.ctx);
@@ -687,7 +822,7 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, mpi_row_t *ro
         fprintf(stderr, "starfold bench: rank %d: MPI_Allreduce failed (error %d)\n", job->rank, rc);
         return CLI_FAIL;
     }
-    row_finish(row, "MPI_Allreduce", "-", total / o->iters, job->size, sum_over_ranks(wrong));
+    row_finish(row, "MPI_Allreduce", "-", total / o->iters, job->size, sum_over_ranks(job, wrong));
     return CLI_OK;
 }
 
@@ -710,10 +845,10 @@ static starfold_status_t timed_gather(mpi_job_t *job, starfold_dtype_t dt, starp
 {
     starfold_vector_destroy(job->m.ctx, *out);
     *out = NULL;
-    MPI_Barrier(MPI_COMM_WORLD);
+    job_barrier(job);
     const double t0 = cli_now();
     const starfold_status_t st = starfold_group_all_gather(job->group, dt, in, out, NULL);
-    *seconds = max_over_ranks(cli_now() - t0);
+    *seconds = max_over_ranks(job, cli_now() - t0);
     return st;
 }
 
@@ -761,7 +896,7 @@ static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor
         gather_fill(part, dt, job->rank, count);
         st = starfold_vector_write(in, part, count * es);
     }
-    int failed = ranks_failing(st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make this rank's part") : 0);
+    int failed = ranks_failing(job, st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make this rank's part") : 0);
     char b1[32];
     if (job->rank == 0 && !failed) {
         printf("All-gather of %zu %s elements per rank (%s), %s per rank, over %d ranks\n", count, starfold_dtype_name(dt),
@@ -787,7 +922,7 @@ static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor
             bad = RANK_FAIL(job, st, "%s", "cannot read the gathered vector back");
         else if (out)
             wrong += gather_wrong(whole, dt, job->size, count);
-        failed = ranks_failing(bad) > 0;
+        failed = ranks_failing(job, bad) > 0;
     }
     starfold_vector_destroy(job->m.ctx, out);
     starfold_vector_destroy(job->m.ctx, in);
@@ -795,7 +930,7 @@ static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor
     free(whole);
     if (wrong) fprintf(stderr, "starfold run: rank %d: %llu wrong elements in the gathered vector\n", job->rank,
                        (unsigned long long)wrong);
-    const uint64_t all_wrong = sum_over_ranks(wrong);
+    const uint64_t all_wrong = sum_over_ranks(job, wrong);
     if (!failed && job->rank == 0) {
         const int runs = o->iters + o->warmup;
         const double mean = total_time / o->iters, algbw = mean > 0 ? (double)(whole_count * es) / mean / 1e9 : 0.0;
@@ -827,7 +962,7 @@ static int bench_group_gather(mpi_job_t *job, const cli_opts_t *o, size_t count,
     }
     int bad = st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make this rank's part") : 0;
     double total = 0.0;
-    for (int it = -o->warmup; !ranks_failing(bad) && it < o->iters; it++) {
+    for (int it = -o->warmup; !ranks_failing(job, bad) && it < o->iters; it++) {
         double dt_s;
         st = timed_gather(job, dt, in, &out, &dt_s);
         if (st != STARFOLD_OK) { /* the same status on every rank */
@@ -846,11 +981,11 @@ static int bench_group_gather(mpi_job_t *job, const cli_opts_t *o, size_t count,
     starfold_vector_destroy(job->m.ctx, in);
     free(part);
     free(whole);
-    if (ranks_failing(bad)) return CLI_FAIL;
+    if (ranks_failing(job, bad)) return CLI_FAIL;
     if (wrong)
         fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
                 (unsigned long long)wrong, (unsigned long long)row->size);
-    gather_row_finish(row, "starfold-group", "mpi", total / o->iters, job->size, sum_over_ranks(wrong));
+    gather_row_finish(row, "starfold-group", "mpi", total / o->iters, job->size, sum_over_ranks(job, wrong));
     return CLI_OK;
 }
 
@@ -859,7 +994,7 @@ static int bench_mpi_gather_baseline(mpi_job_t *job, const cli_opts_t *o, size_t
 {
     const starfold_dtype_t dt = o->dtype;
     void *part = starfold_tools_alloc(dt, count), *whole = starfold_tools_alloc(dt, count * (size_t)job->size);
-    if (ranks_failing(!part || !whole)) {
+    if (ranks_failing(job, !part || !whole)) {
         if (!part || !whole) RANK_FAIL(job, STARFOLD_ERR_OUT_OF_MEMORY, "%s", "the MPI baseline's buffers");
         free(part);
         free(whole);
@@ -870,10 +1005,10 @@ static int bench_mpi_gather_baseline(mpi_job_t *job, const cli_opts_t *o, size_t
     int rc = MPI_SUCCESS;
     starfold_context_pause(job->m.ctx); /* as for the all-reduce's baseline */
     for (int it = -o->warmup; it < o->iters && rc == MPI_SUCCESS; it++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        job_barrier(job);
         const double t0 = cli_now();
         rc = MPI_Allgather(part, (int)count, mpi_type(dt), whole, (int)count, mpi_type(dt), MPI_COMM_WORLD);
-        const double d = max_over_ranks(cli_now() - t0);
+        const double d = max_over_ranks(job, cli_now() - t0);
         if (it >= 0) total += d;
     }
     starfold_context_resume(job->m.ctx);
@@ -884,7 +1019,7 @@ static int bench_mpi_gather_baseline(mpi_job_t *job, const cli_opts_t *o, size_t
         fprintf(stderr, "starfold bench: rank %d: MPI_Allgather failed (error %d)\n", job->rank, rc);
         return CLI_FAIL;
     }
-    gather_row_finish(row, "MPI_Allgather", "-", total / o->iters, job->size, sum_over_ranks(wrong));
+    gather_row_finish(row, "MPI_Allgather", "-", total / o->iters, job->size, sum_over_ranks(job, wrong));
     return CLI_OK;
 }
 

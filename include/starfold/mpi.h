@@ -149,7 +149,11 @@ STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group);
  * collectives, fail every rank with ::STARFOLD_ERR_INVALID_ARGUMENT and a message naming the rank and
  * what differed; no input or output changes. A rank that does not join within the group's
  * timeout_seconds fails every rank that waits with ::STARFOLD_ERR_TIMEOUT naming the missing ranks;
- * after the stall warning time the waiting ranks say on stderr whom they wait for.
+ * after the stall warning time the waiting ranks say on stderr whom they wait for. Once every rank
+ * joined, a rank that stops before the collective completes (MPI's all-reduce, the sends and
+ * receives of a graph lowering) is named the same way: each rank that keeps waiting tells the others
+ * so (a message on the group's communicator after a quarter of the stall warning time, or of
+ * timeout_seconds), and the warning and the timeout's message name the ranks that never did.
  *
  * After a timeout (or an MPI failure) the group is broken: every later call fails at once,
  * starfold_group_destroy() does not wait for the other ranks, and the job cannot reduce any more:

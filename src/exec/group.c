@@ -277,6 +277,7 @@ static void group_free(starfold_group_t g)
     free(g->node_of);
     free(g->memory_of);
     free(g->devices_of);
+    free(g->heard);
     free(g);
 }
 
@@ -314,13 +315,16 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     g->node_of = calloc((size_t)g->size, sizeof *g->node_of);
     g->memory_of = calloc((size_t)g->size, sizeof *g->memory_of);
     g->devices_of = calloc((size_t)g->size, sizeof *g->devices_of);
+    g->heard = malloc(sizeof *g->heard * (size_t)g->size);
+    for (int r = 0; g->heard && r < g->size; r++) g->heard[r] = -1;
+    g->beacon = -1;
     hello_t *all = calloc((size_t)g->size, sizeof *all);
     double *all_links = calloc((size_t)g->size * NUM_LINK_OPTIONS, sizeof *all_links);
     const double my_links[NUM_LINK_OPTIONS] = { o.network_bandwidth_GBps, o.network_latency_us, o.shm_bandwidth_GBps,
                                                 o.shm_latency_us };
     const hello_t hello = { (int)st, o.ranks_per_node, o.starpu_mpi_started_by_caller,
                             context ? starfold_context_num_devices(context) : 0 };
-    starfold_status_t agreed = !g->node_of || !g->memory_of || !g->devices_of || !all || !all_links
+    starfold_status_t agreed = !g->node_of || !g->memory_of || !g->devices_of || !g->heard || !all || !all_links
                                    ? starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn)
                                    : agree(fn, g, &hello, all, my_links, all_links);
     free(all);
@@ -364,6 +368,7 @@ STARFOLD_API void starfold_group_destroy(starfold_group_t group)
         return;
     }
     MPI_Barrier(group->comm);
+    starfold__group_stall_end(group); /* beacons sent to this rank, received */
     stop_starpu_mpi(group);
     group_free(group);
 }

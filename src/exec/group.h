@@ -50,6 +50,8 @@ struct starfold_group {
     long sequence;          /* collectives this rank entered */
     int broken;             /* a collective timed out: every later call fails at once */
     long notice;            /* the buffer of the "broken" notices this rank sent */
+    long beacon;            /* the buffer of the stall beacons this rank sent (group_stall.c); -1: none */
+    long *heard;            /* [size] the highest collective each rank's beacon named; -1: none */
     starfold_topology_t ranks;    /* one device per rank (starfold_topology_ranks()), lazily made */
     starfold_topology_t local;    /* this rank's devices as the context sees them (lazily made) */
     starpu_data_handle_t token;   /* orders the MPI tasks as submitted (STARPU_RW), lazily registered */
@@ -98,7 +100,28 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
  * without blocking the caller in StarPU: 0, or -1 once @limit seconds have passed since @t0 (0 or
  * infinity: no limit), @t0 read from starfold__now_s().
  */
-int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit);
+int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit,
+                              starfold_group_t g, const char *what);
+
+/*
+ * group_stall.c: the stall warning of a wait after the agreement, which names the ranks that sent no
+ * word of waiting too. begin() when the wait starts (@what: what it waits for, in the message),
+ * poll() while it lasts (the caller's thread), end() when the group is destroyed (beacons left).
+ */
+typedef struct starfold__stall {
+    double t0;
+    double beacon_at; /* seconds into the wait: this rank's beacon goes out */
+    int warn;         /* a stall warning is due at stall_warning_seconds */
+    int state;        /* 0 waiting, 1 beacon sent, 2 warned or nothing to do */
+    const char *what;
+} starfold__stall_t;
+void starfold__group_stall_begin(starfold_group_t g, starfold__stall_t *s, const char *what);
+void starfold__group_stall_poll(starfold_group_t g, starfold__stall_t *s);
+/* The ranks that sent no beacon for the current collective, listed in @who; their number. */
+int starfold__group_stall_silent(starfold_group_t g, char *who, size_t len);
+/* For a timeout's message: "; rank 2 sent no word of waiting for it (...)" (or that all did). */
+const char *starfold__group_stall_suffix(starfold_group_t g, char *buf, size_t len);
+void starfold__group_stall_end(starfold_group_t g);
 /* group_links.c: times a StarPU-MPI message between the same ranks (g->hop_us); collective, after
  * StarPU-MPI is started. */
 starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_options_t *o);

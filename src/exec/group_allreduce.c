@@ -211,13 +211,25 @@ static starfold_status_t cross_ranks(starfold_group_t g, starfold_graph_t across
 static starfold_status_t wait_within(starfold_group_t g, starfold_request_t r, int *abandoned)
 {
     const double limit = g->timeout_seconds;
-    if (!(limit > 0) || !isfinite(limit)) return starfold_request_wait(r);
-    const starfold_status_t st = starfold_request_wait_timeout(r, limit);
-    if (st != STARFOLD_ERR_TIMEOUT) return st;
+    const int limited = limit > 0 && isfinite(limit);
+    starfold__stall_t stall;
+    starfold__group_stall_begin(g, &stall, "its tasks");
+    /* In slices, so that the stall warning comes in time (a slice returns as soon as the request is done). */
+    const double slice = 0.25;
+    starfold_status_t st;
+    for (;;) {
+        const double left = limited ? limit - (starfold__now_s() - stall.t0) : slice;
+        st = starfold_request_wait_timeout(r, left < slice ? (left > 0 ? left : 0) : slice);
+        if (st != STARFOLD_ERR_TIMEOUT) return st;
+        if (limited && starfold__now_s() - stall.t0 >= limit) break;
+        starfold__group_stall_poll(g, &stall);
+    }
     g->broken = 1;
     *abandoned = 1;
+    char why[320];
     return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_group_all_reduce: rank %d's tasks did not complete within "
-                           "timeout_seconds (%g s); the group is broken", g->rank, limit);
+                           "timeout_seconds (%g s)%s; the group is broken", g->rank, limit,
+                           starfold__group_stall_suffix(g, why, sizeof why));
 }
 
 /*

@@ -191,11 +191,15 @@ starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t o
 starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starpu_data_handle_t *h, size_t n,
                                            const int *status, const char *call, int *abandoned)
 {
-    if (starfold__handles_free_by(h, n, starfold__now_s(), g->timeout_seconds) != 0) {
+    char what[96];
+    snprintf(what, sizeof what, "its task calling %s", call);
+    if (starfold__handles_free_by(h, n, starfold__now_s(), g->timeout_seconds, g, what) != 0) {
         g->broken = 1;
         *abandoned = 1;
-        return starfold__error(STARFOLD_ERR_TIMEOUT, "%s: rank %d's %s did not complete within timeout_seconds (%g s); "
-                               "the group is broken", fn, g->rank, call, g->timeout_seconds);
+        char why[320];
+        return starfold__error(STARFOLD_ERR_TIMEOUT, "%s: rank %d's %s did not complete within timeout_seconds (%g s)%s; "
+                               "the group is broken", fn, g->rank, call, g->timeout_seconds,
+                               starfold__group_stall_suffix(g, why, sizeof why));
     }
     const int failed = __atomic_load_n(status, __ATOMIC_ACQUIRE);
     if (failed == STARFOLD_OK) return STARFOLD_OK;

@@ -278,8 +278,11 @@ static int settled(starpu_data_handle_t h)
     return 1;
 }
 
-int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit)
+int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0, double limit,
+                              starfold_group_t g, const char *what)
 {
+    starfold__stall_t stall;
+    starfold__group_stall_begin(g, &stall, what);
     /* Polled (starfold__nap(): at most 100 us). Waking on a condition the tasks' callbacks signal
      * was tried: the woken caller then often waited a whole time slice behind the spinning worker
      * that woke it (a collective of 4 KiB on 2 ranks: 5 ms in half the runs, against 0.15-0.75 ms
@@ -291,6 +294,7 @@ int starfold__handles_free_by(const starpu_data_handle_t *h, size_t n, double t0
             continue;
         }
         if (limit > 0 && isfinite(limit) && starfold__now_s() - t0 > limit) return -1;
+        if (g) starfold__group_stall_poll(g, &stall);
         starfold__nap(&nap, 100000);
     }
     return 0;
@@ -302,10 +306,14 @@ static starfold_status_t settle(run_t *R)
     const double t0 = starfold__now_s(), limit = R->g->timeout_seconds;
     for (size_t b = 0; b < G->nbufs; b++) {
         const size_t n = R->piece[b] ? R->cuts[b].n - 1 : 1;
-        if (R->whole[b] && starfold__handles_free_by(R->piece[b] ? R->piece[b] : &R->whole[b], n, t0, limit) != 0)
+        if (R->whole[b] && starfold__handles_free_by(R->piece[b] ? R->piece[b] : &R->whole[b], n, t0, limit, R->g,
+                                                     "its sends and receives across ranks") != 0) {
+            char why[320];
             return starfold__error(STARFOLD_ERR_TIMEOUT, "starfold_group_all_reduce: rank %d's sends and receives "
-                                   "across ranks did not complete within timeout_seconds (%g s): a rank is gone; "
-                                   "the group is broken", R->g->rank, limit);
+                                   "across ranks did not complete within timeout_seconds (%g s): a rank is gone%s; "
+                                   "the group is broken", R->g->rank, limit,
+                                   starfold__group_stall_suffix(R->g, why, sizeof why));
+        }
     }
     return STARFOLD_OK;
 }

@@ -204,6 +204,10 @@ fault_case() {
     rc=$?
     cat "$out"
     grep -q "$case case: 0 failures over all ranks" "$out" || rc=1
+    # A rank lost after the agreement: the stall warning (0.5 s in the case) comes before the timeout.
+    if [ "$case" = lost ] && ! grep -q "since every rank joined it" "$out"; then
+        echo "FAIL: the lost case ($*): no stall warning after the agreement"; rc=1
+    fi
     case $rc in
         0) ;;
         124|137) echo "FAIL: the $case case ($*) did not finish in $limit s"; status=1 ;;
@@ -221,4 +225,38 @@ fault_case 2 lost 1 lost mpi direct   # one device per rank: MPI's all-reduce it
 fault_case 2 lost 1 lost mpi packed   # and two tensors, a vector each: packed into one task, none written
 fault_case 3 lost 2 lost hierarchical
 fault_case 3 lost 1 lost leader
+
+# A rank stopped mid-run (SIGSTOP, as a debugger or a full node would): with --timeout 5 the other rank
+# names it and ends the job within seconds; without the group and the command bounding their waits it
+# waited for ever in silence.
+echo "== mpirun -np 2 starfold run --mpi --timeout 5, rank 1 stopped after 3 s"
+out="$top/tests/out/mpi-stopped.log"
+timeout -k 10 "$limit" mpirun -np 2 --oversubscribe --bind-to none \
+    --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca pml ob1 \
+    -x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT -x STARPU_SCHED -x STARPU_HOME \
+    "$sf" run --mpi --topology host -g 1 -b 4M -n 100000 -w 0 --lowering mpi --timeout 5 > "$out" 2>&1 &
+job=$!
+sleep 3
+stopped=""
+for p in $(pgrep -x starfold); do
+    tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && stopped=$p
+done
+if [ -z "$stopped" ]; then
+    echo "FAIL: rank 1 of the stopped run not found"; status=1
+    wait $job
+else
+    kill -STOP "$stopped"
+    t0=$(date +%s)
+    wait $job
+    rc=$?
+    took=$(( $(date +%s) - t0 ))
+    kill -CONT "$stopped" 2>/dev/null
+    cat "$out"
+    case $rc in
+        0) echo "FAIL: the stopped run ended well"; status=1 ;;
+        124|137) echo "FAIL: the stopped run hung ($limit s)"; status=1 ;;
+        *) [ "$took" -le 30 ] || { echo "FAIL: the stopped run took $took s to end"; status=1; }
+           grep -Eq "rank 1 (did not reach|did not join|sent no word)" "$out" || { echo "FAIL: the stopped rank was not named"; status=1; } ;;
+    esac
+fi
 exit $status
