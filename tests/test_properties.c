@@ -206,6 +206,47 @@ static void test_compile_properties(void)
     CU_ASSERT(compiled > 0 && refused > 0);
 }
 
+/*
+ * Long lists of tiny tensors, which one-pass makes one task of tens of thousands of spans: 262,144
+ * tensors of 4 elements (SF_PROPERTY_LONG_LIST) on 2 devices of the host (the checker paired every destination span with every
+ * other there, minutes of work; it now sorts them). Each algorithm either refuses the list or gives a
+ * graph the checker passes; the time is printed, not asserted.
+ */
+static void test_long_lists(void)
+{
+    /* SF_PROPERTY_LONG_LIST: fewer under valgrind (make check-valgrind), where one takes minutes. */
+    const char *env = getenv("SF_PROPERTY_LONG_LIST");
+    const size_t n = env && *env ? (size_t)strtoull(env, NULL, 10) : 262144;
+    starfold_tensor_desc_t *t = malloc(sizeof *t * n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    for (size_t i = 0; i < n; i++) t[i] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, 4 };
+    const int devices[2] = { 0, 1 };
+    starfold_collective_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.kind = STARFOLD_COLL_REDUCE;
+    d.op = STARFOLD_OP_SUM;
+    d.num_sources = 2;
+    d.sources = devices;
+    d.num_tensors = n;
+    d.tensors = t;
+    static const char *const algorithms[] = { "one-pass", "auto" };
+    for (size_t a = 0; a < sizeof algorithms / sizeof algorithms[0]; a++) {
+        starfold_graph_t g = NULL;
+        const double t0 = starfold_tools_now();
+        const starfold_status_t st = starfold_graph_compile(topologies[0], algorithms[a], &d, NULL, &g);
+        const starfold_status_t checked = st == STARFOLD_OK ? starfold_graph_check(g) : st;
+        printf("\n  %s, %zu x 4 floats on 2 devices: %s in %.2f s (compile and check)", algorithms[a], n,
+               st == STARFOLD_OK ? "compiled" : "refused", starfold_tools_now() - t0);
+        if (st == STARFOLD_OK) {
+            CU_ASSERT_EQUAL(checked, STARFOLD_OK);
+        } else {
+            CU_ASSERT(refusal(st));
+        }
+        starfold_graph_destroy(g);
+    }
+    free(t);
+}
+
 /* The communication options' doubles: a status for every edge, infinity included (no timeout). */
 static void test_communication_option_edges(void)
 {
@@ -250,7 +291,8 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite suite = CU_add_suite("properties over the option space (CPU-only StarPU)", suite_init, suite_cleanup);
     if (!suite || !CU_add_test(suite, "compile: a status, or a checked graph with exact results", test_compile_properties) ||
-        !CU_add_test(suite, "communication options at their edges", test_communication_option_edges))
+        !CU_add_test(suite, "communication options at their edges", test_communication_option_edges) ||
+        !CU_add_test(suite, "long lists of tiny tensors (262,144) on 2 devices", test_long_lists))
         return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

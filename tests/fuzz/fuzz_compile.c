@@ -17,6 +17,9 @@
  *     bytes 4..  options: num_packs, reduce_to_device, num_rings (4 bytes each, little-endian),
  *                bytes_per_pack, chunk_bytes (8 bytes each)
  *     then       tensors, 9 bytes each: a dtype byte and an 8-byte element count (at most 16)
+ *     then       after 16 tensors, a 4-byte count N (at most 2^18): the list is N tensors long, the 16
+ *                repeated in turn (a long list of small tensors made one task by one-pass: its
+ *                checker once took minutes at 262144, pairing every destination with every other)
  *
  * Properties beyond "no crash, no sanitizer report, no hang": a success gives a graph with at least
  * one task (unless every tensor is empty) and at most STARFOLD_GRAPH_MAX_TASKS, which the invariant
@@ -61,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const int ndev = starfold_topology_num_devices(topo);
 
     int sources[8], dests[8];
-    starfold_tensor_desc_t tensors[16];
+    starfold_tensor_desc_t first16[16], *tensors = first16;
     starfold_collective_desc_t d;
     memset(&d, 0, sizeof d);
     d.kind = (b0 / 4) % 3 == 2 ? STARFOLD_COLL_BROADCAST : STARFOLD_COLL_REDUCE;
@@ -91,6 +94,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nt++;
     }
     if (nt == 0) tensors[nt++] = (starfold_tensor_desc_t){ STARFOLD_FLOAT32, 1 };
+    if (nt == 16 && r.left) {
+        const size_t total = (size_t)(take(&r, 4) % ((1u << 18) + 1));
+        if (total > 16 && (tensors = malloc(sizeof *tensors * total)) != NULL) {
+            for (size_t t = 0; t < total; t++) tensors[t] = first16[t % 16];
+            nt = total;
+        } else {
+            tensors = first16;
+        }
+    }
     d.num_tensors = nt;
     d.tensors = tensors;
 
@@ -111,5 +123,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(starfold_last_error()[0] != '\0');
     }
     starfold_topology_destroy(topo);
+    if (tensors != first16) free(tensors);
     return 0;
 }
