@@ -862,6 +862,232 @@ static void test_submit(void)
     starfold__free(&f);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * The header's rule on failure: "nothing the caller owns is changed, output parameters are left
+ * untouched". One failing call of every public function with an output parameter that BAD() does not
+ * cover above (tests/check-failure-paths.sh keeps that list complete; the group's functions are in
+ * tests/mpi/test_group.c), each output a sentinel that must come back as it went in.
+ */
+#define SENTINEL(type) ((type)(uintptr_t)0x5eed)
+
+static starfold_status_t noop_replica(starfold_replica_context_t rc, void *arg)
+{
+    (void)rc;
+    (void)arg;
+    return STARFOLD_OK;
+}
+
+/* Replica 0 returns a one-component value, replica 1 none: run_results cannot regroup that. */
+static starfold_status_t uneven_replica(starfold_replica_context_t rc, void *arg)
+{
+    (void)arg;
+    if (starfold_replica_context_replica_id_in_sync_group(rc) != 0) return STARFOLD_OK;
+    const float x = 1.0f;
+    starfold_value_t v = NULL;
+    starfold_status_t st = starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &x, &v);
+    if (st == STARFOLD_OK) st = starfold_replica_context_set_result(rc, v);
+    starfold_value_destroy(v);
+    return st;
+}
+
+/* In a replica function: each replica-context call with a bad argument, outputs sentinels. */
+typedef struct {
+    int bad[6];
+} rc_fail_t;
+
+/* One replica-context case @k: @call returns @want and @untouched holds, else counted in a->bad[k]
+ * (CUnit's asserts are not for replica threads; the test checks the counts after the run). */
+#define RC_FAILS(k, call, want, untouched) (a->bad[k] += (call) != (want) || !(untouched))
+
+static starfold_status_t failing_replica(starfold_replica_context_t rc, void *arg)
+{
+    rc_fail_t *a = arg;
+    const float x = 1.0f;
+    starfold_value_t v = SENTINEL(starfold_value_t), res = SENTINEL(starfold_value_t), mine = NULL;
+    starpu_data_handle_t h = SENTINEL(starpu_data_handle_t);
+    void *merged = SENTINEL(void *);
+    RC_FAILS(0, starfold_replica_context_create_value(rc, (starfold_dtype_t)99, 1, &x, &v), STARFOLD_ERR_INVALID_ARGUMENT,
+             v == SENTINEL(starfold_value_t));
+    if (starfold_replica_context_create_value(rc, STARFOLD_FLOAT32, 1, &x, &mine) != STARFOLD_OK) return STARFOLD_ERR_INTERNAL;
+    RC_FAILS(1, starfold_replica_context_select(rc, NULL, &h), STARFOLD_ERR_INVALID_ARGUMENT,
+             h == SENTINEL(starpu_data_handle_t));
+    RC_FAILS(2, starfold_replica_context_all_reduce(rc, (starfold_op_t)99, 1, &mine, NULL, &res),
+             STARFOLD_ERR_INVALID_ARGUMENT, res == SENTINEL(starfold_value_t));
+    RC_FAILS(3, starfold_replica_context_all_gather(rc, mine, 3, NULL, &res), STARFOLD_ERR_INVALID_ARGUMENT,
+             res == SENTINEL(starfold_value_t));
+    RC_FAILS(4, starfold_replica_context_merge_call(rc, NULL, NULL, &merged), STARFOLD_ERR_INVALID_ARGUMENT,
+             merged == SENTINEL(void *));
+    float y = -1; /* the input of the failed collectives: intact */
+    a->bad[5] += starfold_value_read(mine, 0, &y, sizeof y) != STARFOLD_OK || y != x;
+    starfold_value_destroy(mine);
+    return STARFOLD_OK;
+}
+
+static void test_out_params(void)
+{
+    const int two[2] = { 0, 1 };
+    const float xs[4] = { 1, 2, 3, 4 };
+    starfold_value_t v = SENTINEL(starfold_value_t), good = NULL, res[2];
+    starfold_topology_t t = SENTINEL(starfold_topology_t);
+    starfold_cross_device_ops_t ops = SENTINEL(starfold_cross_device_ops_t), hc = NULL;
+    starfold_strategy_t s = NULL;
+    starfold_indexed_slices_t sl = SENTINEL(starfold_indexed_slices_t), good_sl = NULL;
+    CHECK_OK(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, two, STARFOLD_FLOAT32, 4, xs, &good));
+    CHECK_OK(starfold_mirrored_strategy_create(ctx, NULL, 2, two, NULL, &s));
+    CHECK_OK(starfold_hierarchical_copy_all_reduce_create(1, &hc));
+    const starfold_destination_t d0 = starfold_destination_device(0), d9 = starfold_destination_device(9);
+
+    /* Topology and values. */
+    const int nodes[2] = { 0, 0 };
+    BAD(starfold_topology_ranks(0, nodes, NULL, NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(t, SENTINEL(starfold_topology_t));
+    BAD(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, two, (starfold_dtype_t)99, 4, xs, &v),
+        STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    const int same[2] = { 1, 1 };
+    BAD(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, same, STARFOLD_FLOAT32, 4, xs, &v),
+        STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    starpu_data_handle_t hs[2] = { NULL, NULL };
+    BAD(starfold_value_wrap(ctx, STARFOLD_VALUE_PER_REPLICA, 2, two, hs, STARFOLD_FLOAT32, &v), STARFOLD_ERR_INVALID_ARGUMENT,
+        NULL);
+    const starfold_value_t with_null[2] = { good, NULL };
+    BAD(starfold_value_regroup(STARFOLD_VALUE_PER_REPLICA, 2, with_null, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(v, SENTINEL(starfold_value_t));
+    float back[4] = { -1, -1, -1, -1 };
+    BAD(starfold_value_read(good, 0, back, sizeof back + 4), STARFOLD_ERR_INVALID_ARGUMENT, NULL); /* past its end */
+    BAD(starfold_value_read(good, 2, back, sizeof back), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT(back[0] == -1 && back[3] == -1);
+
+    /* IndexedSlices. */
+    const size_t rows[2] = { 1, 1 };
+    const float row[2] = { 1, 2 };
+    const int64_t at0[1] = { 0 }, at9[1] = { 9 };
+    const void *vals[2] = { row, row };
+    const int64_t *idx[2] = { at0, at9 };
+    BAD(starfold_indexed_slices_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, two, STARFOLD_FLOAT32, 4, 2, rows, vals, idx, &sl),
+        STARFOLD_ERR_INVALID_ARGUMENT, "9");
+    CU_ASSERT_PTR_EQUAL(sl, SENTINEL(starfold_indexed_slices_t));
+    idx[1] = at0;
+    CHECK_OK(starfold_indexed_slices_create(ctx, STARFOLD_VALUE_PER_REPLICA, 2, two, STARFOLD_FLOAT32, 4, 2, rows, vals, idx,
+                                            &good_sl));
+    float got_row[2] = { -1, -1 };
+    int64_t got_idx[1] = { -1 };
+    BAD(starfold_indexed_slices_read(good_sl, 5, got_row, sizeof got_row, got_idx, sizeof got_idx),
+        STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT(got_row[0] == -1 && got_idx[0] == -1);
+    BAD(starfold_indexed_slices_densify(good_sl, 5, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(v, SENTINEL(starfold_value_t));
+
+    /* Communication options. */
+    starfold_communication_options_t co, co_before;
+    memset(&co, 0x5e, sizeof co);
+    co_before = co;
+    BAD(starfold_communication_options_create(-1, 0, NULL, &co), STARFOLD_ERR_INVALID_ARGUMENT, "bytes_per_pack");
+    BAD(starfold_communication_options_create(0, NAN, NULL, &co), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    starfold_communication_options_t bad_o;
+    starfold_communication_options_init(&bad_o);
+    bad_o.bytes_per_pack = -5;
+    BAD(starfold_communication_options_merge(&bad_o, NULL, &co), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT(memcmp(&co, &co_before, sizeof co) == 0);
+    starfold_communication_implementation_t impl = STARFOLD_COMMUNICATION_RING;
+    BAD(starfold_communication_implementation_from_string("gloo", &impl), STARFOLD_ERR_NOT_FOUND, "gloo");
+    CU_ASSERT_EQUAL(impl, STARFOLD_COMMUNICATION_RING);
+
+    /* CrossDeviceOps. */
+    BAD(starfold_cross_device_ops_create("no-such-algorithm", NULL, NULL, &ops), STARFOLD_ERR_NOT_FOUND, NULL);
+    BAD(starfold_reduction_to_one_device_create(-7, &ops), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    BAD(starfold_hierarchical_copy_all_reduce_create(-1, &ops), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    BAD(starfold_cross_device_ops_choose_the_best(0, NULL, 1, &ops), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(ops, SENTINEL(starfold_cross_device_ops_t));
+    starfold_algo_options_t ao;
+    memset(&ao, 0x5e, sizeof ao);
+    const starfold_algo_options_t ao_before = ao;
+    BAD(starfold_cross_device_ops_options(NULL, &ao), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT(memcmp(&ao, &ao_before, sizeof ao) == 0);
+    BAD(starfold_cross_device_ops_reduce(hc, STARFOLD_OP_SUM, good, &d9, NULL, &v), STARFOLD_ERR_NO_DEVICE, NULL);
+    res[0] = res[1] = SENTINEL(starfold_value_t);
+    const starfold_value_destination_pair_t pairs[2] = { { good, d0 }, { good, d9 } };
+    BAD(starfold_cross_device_ops_batch_reduce(hc, STARFOLD_OP_SUM, 2, pairs, NULL, res), STARFOLD_ERR_NO_DEVICE, NULL);
+    CU_ASSERT(res[0] == SENTINEL(starfold_value_t) && res[1] == SENTINEL(starfold_value_t));
+    BAD(starfold_cross_device_ops_broadcast(hc, good, &d0, &v), STARFOLD_ERR_INVALID_ARGUMENT, "one tensor");
+    BAD(starfold_cross_device_ops_gather(hc, good, 2, &d0, NULL, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(v, SENTINEL(starfold_value_t));
+    BAD(starfold_cross_device_ops_reduce_indexed_slices(hc, (starfold_op_t)99, good_sl, &d0, NULL, &sl),
+        STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(sl, SENTINEL(starfold_indexed_slices_t));
+
+    /* Strategies. */
+    BAD(starfold_strategy_create_variable(s, (starfold_dtype_t)99, 4, xs, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    starfold_variable_options_t vo;
+    starfold_variable_options_init(&vo);
+    vo.aggregation = (starfold_variable_aggregation_t)99;
+    BAD(starfold_strategy_create_variable_with_options(s, STARFOLD_FLOAT32, 4, xs, &vo, &v), STARFOLD_ERR_INVALID_ARGUMENT,
+        NULL);
+    BAD(starfold_variable_read_value(good, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL); /* not a variable */
+    BAD(starfold_strategy_reduce_to(s, (starfold_op_t)99, good, &d0, NULL, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    BAD(starfold_strategy_reduce_to(s, STARFOLD_OP_SUM, good, &d9, NULL, &v), STARFOLD_ERR_NO_DEVICE, NULL);
+    BAD(starfold_strategy_batch_reduce_to(s, STARFOLD_OP_SUM, 2, pairs, NULL, res), STARFOLD_ERR_NO_DEVICE, NULL);
+    CU_ASSERT(res[0] == SENTINEL(starfold_value_t) && res[1] == SENTINEL(starfold_value_t));
+    BAD(starfold_strategy_broadcast_to(s, good, &d0, &v), STARFOLD_ERR_INVALID_ARGUMENT, "one tensor");
+    BAD(starfold_strategy_reduce(s, STARFOLD_OP_SUM, good, 1, &v), STARFOLD_ERR_INVALID_ARGUMENT, "axis 1");
+    BAD(starfold_strategy_gather(s, good, 1, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(v, SENTINEL(starfold_value_t));
+    BAD(starfold_strategy_reduce_to_indexed_slices(s, (starfold_op_t)99, good_sl, &d0, NULL, &sl),
+        STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(sl, SENTINEL(starfold_indexed_slices_t));
+    starfold_indexed_slices_t sparse[2] = { SENTINEL(starfold_indexed_slices_t), SENTINEL(starfold_indexed_slices_t) };
+    const starfold_mixed_pair_t mixed[2] = { { good, NULL, d0 }, { NULL, good_sl, d9 } };
+    BAD(starfold_strategy_batch_reduce_to_mixed(s, STARFOLD_OP_SUM, 2, mixed, NULL, res, sparse), STARFOLD_ERR_NO_DEVICE,
+        NULL);
+    CU_ASSERT(res[0] == SENTINEL(starfold_value_t) && res[1] == SENTINEL(starfold_value_t));
+    CU_ASSERT(sparse[0] == SENTINEL(starfold_indexed_slices_t) && sparse[1] == SENTINEL(starfold_indexed_slices_t));
+    BAD(starfold_strategy_run_results(s, uneven_replica, NULL, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(v, SENTINEL(starfold_value_t));
+    /* The replica context's calls, from a replica function (outside one they refuse their NULL context). */
+    BAD(starfold_replica_context_create_value(NULL, STARFOLD_FLOAT32, 1, xs, &v), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(v, SENTINEL(starfold_value_t));
+    rc_fail_t rf;
+    memset(&rf, 0, sizeof rf);
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, failing_replica, &rf), STARFOLD_OK);
+    for (int k = 0; k < 6; k++) {
+        if (rf.bad[k]) fprintf(stderr, "replica-context case %d: status or output wrong on %d replicas\n", k, rf.bad[k]);
+        CU_ASSERT_EQUAL(rf.bad[k], 0);
+    }
+    CU_ASSERT_EQUAL(starfold_strategy_run(s, noop_replica, NULL), STARFOLD_OK); /* the strategy goes on */
+
+    /* Executor. */
+    starfold_calibration_t cal;
+    memset(&cal, 0x5e, sizeof cal);
+    const starfold_calibration_t cal_before = cal;
+    BAD(starfold_context_calibrate(NULL, 0, &cal), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT(memcmp(&cal, &cal_before, sizeof cal) == 0);
+    submit_fixture_t f;
+    starfold__init(&f, "reduce-to-one");
+    starfold_view_t vin[4], vout[4];
+    for (int i = 0; i < 4; i++) vin[i] = (starfold_view_t){ f.in[i], 0 }, vout[i] = (starfold_view_t){ f.out[i], 0 };
+    vout[1].offset = 1u << 30;
+    starfold_request_t req = SENTINEL(starfold_request_t);
+    BAD(starfold_submit_views(ctx, f.graph, vin, vout, &req), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_PTR_EQUAL(req, SENTINEL(starfold_request_t));
+    CU_ASSERT_EQUAL(starfold__untouched(&f), 0);
+    CHECK_OK(starfold_submit(ctx, f.graph, f.in, f.out, &req));
+    CU_ASSERT_EQUAL(starfold_request_wait(req), STARFOLD_OK);
+    size_t count = 777;
+    starfold_task_timing_t tim[1];
+    memset(tim, 0x5e, sizeof tim);
+    const starfold_task_timing_t tim_before = tim[0];
+    BAD(starfold_request_timeline(NULL, tim, 1, &count), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    BAD(starfold_request_timeline(req, NULL, 1, &count), STARFOLD_ERR_INVALID_ARGUMENT, NULL);
+    CU_ASSERT_EQUAL(count, 777);
+    CU_ASSERT(memcmp(&tim[0], &tim_before, sizeof tim[0]) == 0);
+    starfold_request_destroy(req);
+    starfold__free(&f);
+
+    starfold_indexed_slices_destroy(good_sl);
+    starfold_cross_device_ops_destroy(hc);
+    starfold_strategy_destroy(s);
+    starfold_value_destroy(good);
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 
 static int suite_init(void)
@@ -892,6 +1118,7 @@ int main(void)
         !CU_add_test(s, "tensor specs", test_spec) || !CU_add_test(s, "hostile sizes and options", test_hostile_sizes) ||
         !CU_add_test(x, "context and vectors", test_context_and_vectors) || !CU_add_test(x, "submit", test_submit) ||
         !CU_add_test(x, "strategies", test_strategies) ||
+        !CU_add_test(x, "output parameters on failure, every public function", test_out_params) ||
         !CU_add_test(x, "vector_destroy of another kind of handle", test_vector_destroy_other_handle))
         return 1;
     CU_basic_set_mode(CU_BRM_VERBOSE);

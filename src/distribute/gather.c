@@ -50,11 +50,13 @@ starfold_status_t starfold__gather_devices(starfold_context_t ctx, int n, const 
     }
     for (int k = 0; k < dest->n; k++) {
         const int d = dest->devices[k] == STARFOLD_DEVICE_HOST ? devices[0] : dest->devices[k];
-        if (d < 0 || d >= ntopo || d >= nctx)
+        /* As for dense values: a device the context lacks is NO_DEVICE, one the topology lacks a bad argument. */
+        if (d >= nctx)
+            return starfold__error(STARFOLD_ERR_NO_DEVICE, "%s: destination device %d, the context has devices 0..%d", fn,
+                                   d, nctx - 1);
+        if (d < 0 || d >= ntopo)
             return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                   "%s: destination device %d is not a device of the topology (0..%d) and the context "
-                                   "(0..%d)",
-                                   fn, d, ntopo - 1, nctx - 1);
+                                   "%s: destination device %d is not a device of the topology (0..%d)", fn, d, ntopo - 1);
         dst[k] = d;
     }
     return STARFOLD_OK;

@@ -1760,6 +1760,71 @@ static void test_mwms_non_distributed(void)
     starfold_group_destroy(g);
 }
 
+/*
+ * The header's rule on failure, for the group's functions with output parameters (the others are in
+ * tests/test_badinput.c; tests/check-failure-paths.sh keeps the list whole): each failing call leaves
+ * every output as it was, on every rank.
+ */
+#define FAILS(call, want, untouched)                                                                    \
+    do {                                                                                                \
+        const starfold_status_t st_ = (call);                                                           \
+        if (st_ != (want))                                                                              \
+            fprintf(stderr, "rank %d: %s gave %s (%s)\n", world_rank, #call, starfold_status_string(st_), \
+                    starfold_last_error());                                                             \
+        CU_ASSERT_EQUAL(st_, (want));                                                                   \
+        CU_ASSERT(untouched);                                                                           \
+    } while (0)
+
+static void test_out_params(void)
+{
+    starfold_group_options_t o;
+    starfold_group_options_init(&o);
+    o.timeout_seconds = -1;
+    starfold_group_t g = (starfold_group_t)(uintptr_t)0x5eed;
+    FAILS(starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT,
+          g == (starfold_group_t)(uintptr_t)0x5eed);
+    g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    starfold_topology_t t = (starfold_topology_t)(uintptr_t)0x5eed;
+    FAILS(starfold_group_rank_topology(NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT, t == (starfold_topology_t)(uintptr_t)0x5eed);
+    FAILS(starfold_group_cluster_topology(NULL, &t), STARFOLD_ERR_INVALID_ARGUMENT,
+          t == (starfold_topology_t)(uintptr_t)0x5eed);
+    const starfold_tensor_desc_t tensor = { STARFOLD_FLOAT32, 4 };
+    const char *chosen = "untouched";
+    double us = -7;
+    FAILS(starfold_group_predict(g, STARFOLD_OP_SUM, 1, &tensor, "no-such-lowering", &chosen, &us),
+          STARFOLD_ERR_INVALID_ARGUMENT, !strcmp(chosen, "untouched") && us == -7);
+    starpu_data_handle_t in = NULL, out = (starpu_data_handle_t)(uintptr_t)0x5eed;
+    CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, 0, STARFOLD_FLOAT32, 4, &in), STARFOLD_OK);
+    size_t counts[64];
+    for (int r = 0; r < 64; r++) counts[r] = 777;
+    /* The last rank's dtype is not the vector's: refused there, every rank fails alike. */
+    FAILS(starfold_group_all_gather(g, world_rank == world_size - 1 ? STARFOLD_INT64 : STARFOLD_FLOAT32, in, &out, counts),
+          STARFOLD_ERR_INVALID_ARGUMENT, out == (starpu_data_handle_t)(uintptr_t)0x5eed && counts[0] == 777);
+    starfold_group_persistent_t p = (starfold_group_persistent_t)(uintptr_t)0x5eed;
+    starpu_data_handle_t ins[NDEV], outs[NDEV];
+    for (int d = 0; d < NDEV; d++) {
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 4, &ins[d]), STARFOLD_OK);
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, STARFOLD_FLOAT32, 4, &outs[d]), STARFOLD_OK);
+    }
+    FAILS(starfold_group_all_reduce_init(g, world_rank == 0 ? (starfold_op_t)99 : STARFOLD_OP_SUM, 1, &tensor, ins, outs, &p),
+          STARFOLD_ERR_INVALID_ARGUMENT, p == (starfold_group_persistent_t)(uintptr_t)0x5eed);
+    starfold_communication_options_t co;
+    starfold_communication_options_init(&co);
+    co.bytes_per_pack = -1;
+    starfold_strategy_t s = (starfold_strategy_t)(uintptr_t)0x5eed;
+    FAILS(starfold_multi_worker_mirrored_strategy_create(g, &co, &s), STARFOLD_ERR_INVALID_ARGUMENT,
+          s == (starfold_strategy_t)(uintptr_t)0x5eed);
+    /* The group still works. */
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &tensor, ins, outs), STARFOLD_OK);
+    for (int d = 0; d < NDEV; d++) {
+        starfold_vector_destroy(ctx, ins[d]);
+        starfold_vector_destroy(ctx, outs[d]);
+    }
+    starfold_vector_destroy(ctx, in);
+    starfold_group_destroy(g);
+}
+
 /* ------------------------------------------------------------------------------------------------
  * One device per process (a context of its own with one device): TensorFlow's multi_worker_mirrored
  * 2x1 and 3x1 combinations. Replica g is rank g, T = world_size.
@@ -1962,6 +2027,7 @@ int main(int argc, char **argv)
         CU_add_test(s, "links measured alike on every rank; rank and cluster topologies", test_links_and_topologies);
         CU_add_test(s, "two groups, StarPU-MPI shared", test_two_groups);
         CU_add_test(s, "one rank's bad arguments fail every rank", test_collective_errors);
+        CU_add_test(s, "output parameters untouched on failure", test_out_params);
         CU_add_test(s, "all-reduce across ranks: every op x dtype", test_all_reduce_ops);
         CU_add_test(s, "all-reduce across ranks: 20 steps, inputs changed; in place", test_all_reduce_steps);
         CU_add_test(s, "all-reduce across ranks: every lowering, and ranks that disagree", test_all_reduce_lowerings);
