@@ -122,6 +122,8 @@ if [ $rc -ne 0 ]; then
     echo "FAIL: starfold bench --mpi exited $rc"; status=1
 else
     [ "$(grep -c '^ .* MPI_Allreduce ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi: no MPI_Allreduce baseline row per size"; status=1; }
+    [ "$(grep -c '^ .* MPI_Iallreduce ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi: no MPI_Iallreduce baseline row per size"; status=1; }
+    grep -q "faster of MPI_Allreduce and MPI_Iallreduce" "$runlog" || { echo "FAIL: bench --mpi: the ratio is not against the faster MPI call"; status=1; }
     [ "$(grep -c '^ .* starfold-group ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi: no starfold-group row per size"; status=1; }
     [ "$(grep -c '^ .* group-persist ' "$runlog")" -eq 2 ] || { echo "FAIL: bench --mpi --persistent: no group-persist row per size"; status=1; }
     grep -q "Out of bounds values : 0 OK" "$runlog" || { echo "FAIL: bench --mpi: wrong elements"; status=1; }
