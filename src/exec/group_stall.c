@@ -13,7 +13,9 @@
  *   rank 0 at stall: "collective #12 has waited 60.0 s since every rank joined it; rank 2 sent no
  *                     word of waiting for it since (stopped, or busy outside starfold?)"
  *
- * Beacons travel on the agreement's communicator with a tag of their own, sent without waiting
+ * The collectives bump g->sequence once agreed, before these waits: the one waited for is number
+ * g->sequence - 1 in the messages (the agreement's numbering), and the beacons carry g->sequence,
+ * the same on every rank. Beacons travel on the agreement's communicator with a tag of their own, sent without waiting
  * (MPI_Isend, the request freed, as the "broken" notices) from a buffer that lives with the group;
  * they are received by matched probes (MPI_Improbe / MPI_Mrecv), so that another thread probing the
  * same communicator cannot take one from under the receive. Nothing here changes what the waits
@@ -104,11 +106,11 @@ void starfold__group_stall_poll(starfold_group_t g, starfold__stall_t *s)
     if (silent)
         fprintf(stderr, "starfold: rank %d: collective #%ld has waited %.1f s for %s since every rank joined it; "
                         "rank%s %s sent no word of waiting for it (stopped, or busy outside starfold?)\n",
-                g->rank, g->sequence, waited, s->what, silent > 1 ? "s" : "", who);
+                g->rank, g->sequence - 1, waited, s->what, silent > 1 ? "s" : "", who);
     else
         fprintf(stderr, "starfold: rank %d: collective #%ld has waited %.1f s for %s since every rank joined it; "
                         "every other rank waits for it too (a device, a worker or the network is stuck?)\n",
-                g->rank, g->sequence, waited, s->what);
+                g->rank, g->sequence - 1, waited, s->what);
     s->state = 2;
 }
 
