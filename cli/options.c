@@ -92,11 +92,15 @@ double cli_now(void)
 }
 
 /* Messages never span lines: a newline in a quoted value or a library detail becomes a blank. */
+/* The message as one line, written with one call: stderr is unbuffered, and written a character at
+ * a time the lines of several MPI ranks (mpirun forwards each as it comes) interleaved mid-word. */
 static void print_one_line(const char *prefix, const char *text)
 {
-    fputs(prefix, stderr);
-    for (const char *p = text; *p; p++) fputc(*p == '\n' || *p == '\r' ? ' ' : *p, stderr);
-    fputc('\n', stderr);
+    char line[1200];
+    size_t n = (size_t)snprintf(line, sizeof line - 1, "%s", prefix);
+    for (const char *p = text; *p && n < sizeof line - 2; p++) line[n++] = *p == '\n' || *p == '\r' ? ' ' : *p;
+    line[n++] = '\n';
+    fwrite(line, 1, n, stderr);
 }
 
 static int vmessage(const cli_command_t *cmd, int code, starfold_status_t st, int with_status, const char *fmt, va_list ap)
