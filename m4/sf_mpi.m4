@@ -1,6 +1,6 @@
 dnl SPDX-License-Identifier: BSD-3-Clause
 dnl Copyright (c) 2026 The starfold authors
-# SF_CHECK_MPI: StarPU-MPI and an MPI library, for process groups across ranks (src/exec/group.c,
+# SF_CHECK_MPI: StarPU-MPI and an MPI library, for process groups across ranks (src/mpi/group.c,
 # <starfold/mpi.h>), built into libstarfold.
 #
 #   --with-mpi=yes   required: configure fails when either is missing

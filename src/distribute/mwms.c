@@ -40,7 +40,7 @@
 
 #include "base/common.h"
 #include "distribute/distribute.h"
-#include "exec/group_call.h"
+#include "mpi/group_call.h"
 #include <starfold/mpi.h>
 
 /* The component of @v on context device @d; -1 when it has none. */

@@ -24,7 +24,7 @@
 #include <starfold.h>
 #include <starfold/mpi.h>
 
-#include "exec/group.h" /* the testing hook test_no_pack */
+#include "mpi/group.h" /* the testing hook test_no_pack */
 
 static starfold_context_t ctx;
 static int ranks_per_node;

@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "base/common.h"
-#include "exec/group.h"
-#include "exec/group_plan.h"
+#include "mpi/group.h"
+#include "mpi/group_plan.h"
 #include "exec/vectors.h"
 
 /*

@@ -32,8 +32,8 @@
 #include <string.h>
 
 #include "base/common.h"
-#include "exec/group.h"
-#include "exec/group_plan.h"
+#include "mpi/group.h"
+#include "mpi/group_plan.h"
 #include "exec/kernels.h"
 #include "exec/handle_table.h"
 

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 
 #include "base/common.h"
-#include "exec/group.h"
-#include "exec/group_plan.h"
+#include "mpi/group.h"
+#include "mpi/group_plan.h"
 #include "exec/vectors.h"
 
 static MPI_Datatype mpi_type(starfold_dtype_t t)

@@ -5,8 +5,8 @@
  * group_agree.c, group_mpi_task.c), shared with the persistent all-reduces (group_persistent.c).
  * Private.
  */
-#ifndef STARFOLD_SRC_EXEC_GROUP_PLAN_H
-#define STARFOLD_SRC_EXEC_GROUP_PLAN_H
+#ifndef STARFOLD_SRC_MPI_GROUP_PLAN_H
+#define STARFOLD_SRC_MPI_GROUP_PLAN_H
 
 #include <starpu.h>
 #include <starfold/mpi.h>
@@ -163,4 +163,4 @@ starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t grou
 /* group_allreduce.c: frees what plan_make made (not what a timeout left to StarPU). */
 void starfold__group_plan_free(starfold_group_t g, starfold__plan_t *p);
 
-#endif /* STARFOLD_SRC_EXEC_GROUP_PLAN_H */
+#endif /* STARFOLD_SRC_MPI_GROUP_PLAN_H */

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "base/common.h"
-#include "exec/group.h"
+#include "mpi/group.h"
 #include "graph/graph.h"
 #include <starfold/model.h>
 

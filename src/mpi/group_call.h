@@ -5,8 +5,8 @@
  * MultiWorkerMirroredStrategy (its CommunicationOptions). No StarPU here: the distribute layer is
  * compiled without StarPU's flags. Private.
  */
-#ifndef STARFOLD_SRC_EXEC_GROUP_CALL_H
-#define STARFOLD_SRC_EXEC_GROUP_CALL_H
+#ifndef STARFOLD_SRC_MPI_GROUP_CALL_H
+#define STARFOLD_SRC_MPI_GROUP_CALL_H
 
 #include <stdint.h>
 
@@ -37,4 +37,4 @@ starfold_status_t starfold__group_all_gather_with(starfold_group_t group, starfo
                                                   starfold_view_t input, size_t count, int divisor, double timeout_seconds, starfold_status_t st,
                                                   starpu_data_handle_t *output, size_t *total);
 
-#endif /* STARFOLD_SRC_EXEC_GROUP_CALL_H */
+#endif /* STARFOLD_SRC_MPI_GROUP_CALL_H */

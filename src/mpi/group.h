@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * A process group's state (group.c), shared with its collectives (group_allreduce.c). Private.
+ * The process layer (src/mpi): a process group's state (group.c), shared with its collectives
+ * (group_allreduce.c and the rest of this folder). Private; the executor never includes it.
  */
-#ifndef STARFOLD_SRC_EXEC_GROUP_H
-#define STARFOLD_SRC_EXEC_GROUP_H
+#ifndef STARFOLD_SRC_MPI_GROUP_H
+#define STARFOLD_SRC_MPI_GROUP_H
 
 #include <starpu.h>
 #include <starfold/mpi.h>
@@ -132,4 +133,4 @@ void starfold__group_collectives_release(starfold_group_t g);
 /* Receives a "broken" notice another rank sent (its rank, the group marked broken), else -1. */
 int starfold__group_notice(starfold_group_t g);
 
-#endif /* STARFOLD_SRC_EXEC_GROUP_H */
+#endif /* STARFOLD_SRC_MPI_GROUP_H */

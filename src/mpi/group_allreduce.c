@@ -58,9 +58,9 @@
 #include <time.h>
 
 #include "base/common.h"
-#include "exec/group.h"
-#include "exec/group_call.h"
-#include "exec/group_plan.h"
+#include "mpi/group.h"
+#include "mpi/group_call.h"
+#include "mpi/group_plan.h"
 #include "exec/partitions.h"
 
 /* ------------------------------------------------------------------------------------------------

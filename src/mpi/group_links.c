@@ -44,7 +44,7 @@
 #include <starpu_mpi.h>
 
 #include "base/common.h"
-#include "exec/group.h"
+#include "mpi/group.h"
 #include "topology/topology.h"
 
 #define PING_TAG 0x5f1d    /* on g->comm, before any collective of the group can use it */

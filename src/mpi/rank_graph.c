@@ -46,7 +46,7 @@
 #include <starpu_mpi.h>
 
 #include "base/common.h"
-#include "exec/group.h"
+#include "mpi/group.h"
 #include "exec/kernels.h"
 #include "exec/vectors.h"
 #include "graph/graph.h"

@@ -25,9 +25,9 @@
 #include <string.h>
 
 #include "base/common.h"
-#include "exec/group.h"
-#include "exec/group_call.h"
-#include "exec/group_plan.h"
+#include "mpi/group.h"
+#include "mpi/group_call.h"
+#include "mpi/group_plan.h"
 
 /* This rank's verdict on its part: a vector of @dtype holding @count elements from @offset. */
 static starfold_status_t check_part(const char *fn, starfold_dtype_t dtype, starfold_view_t in, size_t count)

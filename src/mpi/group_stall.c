@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "base/common.h"
-#include "exec/group.h"
+#include "mpi/group.h"
 
 #define BEACON_TAG 32001
 

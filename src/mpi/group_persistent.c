@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "base/common.h"
-#include "exec/group.h"
-#include "exec/group_plan.h"
+#include "mpi/group.h"
+#include "mpi/group_plan.h"
 
 struct starfold_group_persistent {
     starfold_group_t group;

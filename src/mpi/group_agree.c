@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "base/common.h"
-#include "exec/group.h"
-#include "exec/group_plan.h"
+#include "mpi/group.h"
+#include "mpi/group_plan.h"
 
 typedef struct hello {
     int64_t sequence;

@@ -39,7 +39,7 @@
 #include <starpu_mpi.h>
 
 #include "base/common.h"
-#include "exec/group.h"
+#include "mpi/group.h"
 #include "topology/topology.h"
 
 static pthread_mutex_t spmpi_lock = PTHREAD_MUTEX_INITIALIZER;
