@@ -34,7 +34,7 @@
  */
 
 /* "FILE:LINE: device D ('NAME') is one more than StarPU has": the first device of the file StarPU lacks. */
-static int starfold__cli_no_device(const cli_command_t *cmd, const char *file, int line, int have, const char *name)
+static int cli_no_device(const cli_command_t *cmd, const char *file, int line, int have, const char *name)
 {
     return cli_fail(cmd, STARFOLD_ERR_NO_DEVICE, "%s:%d: device %d ('%s') is one more than the %d StarPU has; pass "
                                                  "-g/--devices %d or fewer",
@@ -202,7 +202,7 @@ int cli_machine_open(const cli_command_t *cmd, const cli_opts_t *o, FILE *info, 
             const char *file = starfold_topology_origin(topo);
             const int line = have > 0 ? starfold_topology_device_line(topo, have) : 0;
             if (file && line > 0) {
-                st = starfold__cli_no_device(cmd, file, line, have, starfold_topology_device_name(topo, have));
+                st = cli_no_device(cmd, file, line, have, starfold_topology_device_name(topo, have));
                 starfold_topology_destroy(topo);
                 return st;
             }
