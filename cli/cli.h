@@ -8,8 +8,9 @@
  *     cmd_topo.c   starfold topo      devices and links of a topology, drawn with -o
  *     cmd_graph.c  starfold graph     compile, check and export a reduction graph
  *     cmd_simulate.c starfold simulate the cost model's prediction for such a graph
- *     cmd_run.c    starfold run       execute a reduction and verify it; the machine and replica
- *                                     helpers that bench and demo share
+ *     machine.c    the devices a command runs on (cli_machine_*), for run, bench, demo and --mpi
+ *     replicas.c   the replicas it reduces and their verification (cli_replicas_*, cli_tensors_*)
+ *     cmd_run.c    starfold run       execute a reduction and verify it
  *     cmd_bench.c  starfold bench     sweep in the style of nccl-tests' all_reduce_perf, with baselines
  *     cmd_demo.c   starfold demo      what `./quickstart demo` runs
  *     cmd_mpi.c    run --mpi, bench --mpi: across the ranks of mpirun (refused without MPI)
@@ -214,7 +215,7 @@ void cli_json_string(FILE *f, const char *s);
 double cli_now(void);
 
 /* ------------------------------------------------------------------------------------------------
- * Machines and replicas (cmd_run.c), shared by run, bench and demo.
+ * Machines (machine.c) and replicas (replicas.c), shared by run, bench, demo and --mpi.
  */
 
 /* The devices a command runs on: a StarPU context and the topology its graphs are compiled for. */
