@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026 The starfold authors
-# make check: the includes follow the layer table (Makefile.am, README.md "Layout and layers"). A file
+# make check: the includes follow the layer table (Makefile.am, doc/design.md "Layout and layers"). A file
 # of src/ may include the private headers of its own layer and of the layers before it in this order,
 # never of one after it:
 #

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026 The starfold authors
 # LOG_COMPILER for `make check`: gives each test program the StarPU environment it is written for.
-#   *_emulated : the 8-device box of discrete-memory OpenCL devices on the CPU (POCL), see README.md;
+#   *_emulated : the 8-device box of discrete-memory OpenCL devices on the CPU (POCL), see doc/test-machines.md;
 #   others     : CPU-only StarPU (2 CPU workers, one memory node).
 # Each configuration keeps its own STARPU_HOME (bus calibration records the device count) and POCL
 # kernel cache under the build tree, so repeated runs are warm.

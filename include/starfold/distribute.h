@@ -5,7 +5,7 @@
  * @brief tf.distribute in C: distributed values, cross-device ops, strategies and the replica context.
  *
  * This layer gives a TensorFlow user every tf.distribute concept of the cross-device reduction API
- * under a predictable C name (the README's section "TensorFlow names in starfold" is the full map):
+ * under a predictable C name (doc/tensorflow.md is the full map):
  *
  *  - **Values** (::starfold_value_t): TensorFlow's PerReplica and Mirrored values. A value has one
  *    component per device, each a StarPU vector handle on that device, all of the same dtype and
