@@ -173,13 +173,21 @@ static size_t concat_pos(const starfold__span_t *spans, size_t k)
  * to position p of its destinations, a REDUCE or SCALE maps every source position i to position i of
  * the destination. Identity holds when both spans put buffer offset 0 at the same position.
  */
-static int maps_elementwise(const starfold__node_t *n, size_t s, size_t d)
+static int maps_elementwise_at(const starfold__node_t *n, size_t s, size_t d, const size_t *srcpos,
+                               const size_t *dstpos)
 {
     const int elementwise = n->kind == STARFOLD_TASK_REDUCE || n->kind == STARFOLD_TASK_SCALE;
     /* A segmented REDUCE: only within one segment (another segment is another reduction). */
     if (elementwise && n->nseg > 1 && s / (n->nsrc / n->nseg) != d / (n->ndst / n->nseg)) return 0;
-    const size_t ps = elementwise ? 0 : concat_pos(n->src, s), pd = elementwise ? 0 : concat_pos(n->dst, d);
+    const size_t ps = elementwise ? 0 : srcpos ? srcpos[s] : concat_pos(n->src, s);
+    const size_t pd = elementwise ? 0 : dstpos ? dstpos[d] : concat_pos(n->dst, d);
     return ps + n->dst[d].offset == pd + n->src[s].offset;
+}
+
+/* maps_elementwise_at() with the concatenation positions worked out here (a pair at a time). */
+static int maps_elementwise(const starfold__node_t *n, size_t s, size_t d)
+{
+    return maps_elementwise_at(n, s, d, NULL, NULL);
 }
 
 static starfold_status_t check_span(const struct starfold_graph *g, size_t i, starfold__span_t s, const char *role)
@@ -300,7 +308,8 @@ static int by_place(const void *pa, const void *pb)
     return a->k < b->k ? -1 : a->k > b->k;
 }
 
-/* Where each span starts in the concatenation of @spans (concat_pos() of every k at once). */
+/* Where each span starts in the concatenation of @spans (concat_pos() of every k at once), for
+ * maps_elementwise_at(). */
 static size_t *concat_positions(const starfold__span_t *spans, size_t n)
 {
     size_t *p = malloc(sizeof *p * (n ? n : 1));
@@ -365,11 +374,7 @@ static starfold_status_t check_overlaps_sorted(const struct starfold_graph *g, s
         }
         for (size_t t = lo; t < m && d[t].buf == a.buf && d[t].offset < a.offset + a.count && st == STARFOLD_OK; t++) {
             const size_t k = d[t].k;
-            int same;
-            if (elementwise) same = !(n->nseg > 1 && s / (n->nsrc / n->nseg) != k / (n->ndst / n->nseg)) &&
-                                    n->dst[k].offset == a.offset;
-            else same = ps[s] + n->dst[k].offset == pd[k] + a.offset;
-            if (!same) {
+            if (!maps_elementwise_at(n, s, k, ps, pd)) {
                 snprintf(what, sizeof what, "source span %zu overlaps destination span %zu in %s, shifted", s, k,
                          buf_text(g, a.buf).s);
                 st = invalid_node(g, i, what);

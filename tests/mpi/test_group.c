@@ -422,9 +422,9 @@ static void test_all_reduce_steps(void)
     starfold_group_destroy(g);
 }
 
-/* A context of its own with one device per rank, and a group over it with the MPI lowering; NULL
- * when either cannot be made (*@c1 then destroyed). */
-static starfold_group_t one_device_group(starfold_context_t *c1)
+/* A context of its own with one device per rank, and a group over it with @lowering (NULL: the
+ * group's own); NULL when either cannot be made (*@c1 then destroyed). */
+static starfold_group_t one_device_group(starfold_context_t *c1, const char *lowering)
 {
     starfold_context_options_t co;
     starfold_context_options_init(&co);
@@ -438,8 +438,8 @@ static starfold_group_t one_device_group(starfold_context_t *c1)
     o.timeout_seconds = 60;
     starfold_group_t g = NULL;
     CU_ASSERT_EQUAL(starfold_group_create(*c1, MPI_COMM_WORLD, &o, &g), STARFOLD_OK);
-    if (g) {
-        CU_ASSERT_EQUAL(starfold_group_set_lowering(g, "mpi"), STARFOLD_OK);
+    if (g && lowering) {
+        CU_ASSERT_EQUAL(starfold_group_set_lowering(g, lowering), STARFOLD_OK);
     }
     if (!g) starfold_context_destroy(*c1), *c1 = NULL;
     return g;
@@ -455,7 +455,7 @@ static starfold_group_t one_device_group(starfold_context_t *c1)
 static void test_direct(void)
 {
     starfold_context_t c1 = NULL;
-    starfold_group_t g = one_device_group(&c1);
+    starfold_group_t g = one_device_group(&c1, "mpi");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const int R = world_size;
     const starfold_tensor_desc_t t[3] = { { STARFOLD_FLOAT32, 300 }, { STARFOLD_INT32, 7 }, { STARFOLD_FLOAT32, 700 } };
@@ -543,7 +543,7 @@ static void test_direct(void)
 static void test_packed(void)
 {
     starfold_context_t c1 = NULL;
-    starfold_group_t g = one_device_group(&c1);
+    starfold_group_t g = one_device_group(&c1, "mpi");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const starfold_tensor_desc_t t[PT] = { { STARFOLD_FLOAT32, 37 }, { STARFOLD_INT32, 5 }, { STARFOLD_FLOAT32, 1000 },
                                            { STARFOLD_FLOAT64, 3 } };
@@ -1833,20 +1833,8 @@ static void test_out_params(void)
 /* MultiWorkerMirroredStrategy over a context of one device (*@c1, *@g: destroy both after it). */
 static starfold_strategy_t one_device_strategy(starfold_context_t *c1, starfold_group_t *g)
 {
-    starfold_context_options_t co;
-    starfold_context_options_init(&co);
-    co.mode = STARFOLD_DEVICES_CPU;
-    co.num_devices = 1;
-    *c1 = NULL;
-    *g = NULL;
-    CU_ASSERT_EQUAL(starfold_context_create(&co, c1), STARFOLD_OK);
-    if (!*c1) return NULL;
-    starfold_group_options_t o;
-    starfold_group_options_init(&o);
-    o.ranks_per_node = ranks_per_node;
-    o.timeout_seconds = 60;
-    CU_ASSERT_EQUAL(starfold_group_create(*c1, MPI_COMM_WORLD, &o, g), STARFOLD_OK);
     starfold_strategy_t s = NULL;
+    *g = one_device_group(c1, NULL);
     if (*g) CU_ASSERT_EQUAL(starfold_multi_worker_mirrored_strategy_create(*g, NULL, &s), STARFOLD_OK);
     return s;
 }
