@@ -30,6 +30,7 @@
 #include "base/common.h"
 #include "base/gv.h"
 #include "base/palette.h"
+#include "graph/export.h"
 #include "graph/graph.h"
 #include "topology/topology.h"
 
@@ -39,41 +40,12 @@
 /* More tensors than this and buffers are drawn one node per slot. */
 #define AGGREGATE_TENSORS 64
 
-/* A summary of more groups than this folds the rounds: past it a picture is a wall of boxes and edges. */
-#define SUMMARY_FOLD_GROUPS 64
-
 /* Colour of an edge crossing devices: the direct link's kind (the shared palette), red when none. */
 static const char *link_colour(int found, starfold_link_kind_t kind)
 {
     return found ? starfold__link_colour(kind) : SF_NO_LINK_COLOUR;
 }
 
-enum { DRAWN_LINK = 1 /* << link kind */, DRAWN_NO_LINK = 1 << 8, DRAWN_LOCAL = 1 << 9, DRAWN_ORDER = 1 << 10 };
-
-/* An edge between two device boxes of a picture, drawn once dot has placed the boxes. */
-struct late_edge {
-    Agnode_t *tail, *head;
-    uint64_t bytes;
-    int from, to;
-};
-
-typedef struct exporter {
-    const struct starfold_graph *g;
-    Agraph_t *ag;
-    Agraph_t *cluster[STARFOLD_MAX_DEVICES];
-    int picture;         /* rendered (SVG, PNG): legend, groups and layout aids; a .dot file stays the data */
-    Agraph_t **rank;     /* picture: rank=same subgraph of each round, created on first use */
-    size_t nrank;
-    Agraph_t *side[2];   /* picture: the inputs' row (rank=min) and the outputs' (rank=max) */
-    struct late_edge *late; /* picture: edges between devices, added after dot's layout (add_late_edges) */
-    size_t nlate, caplate;
-    int adding_late;
-    unsigned drawn;      /* what the legend explains: DRAWN_* bits of the edges drawn */
-    Agnode_t **task;     /* [nnodes] */
-    Agnode_t **bufnode;  /* [nbufs]: the node drawing an input or output buffer, NULL for temporaries */
-    int aggregate;       /* one node per slot instead of per buffer */
-    int tags_are_packs;  /* a pack or unpack task exists: node tags name packs, else tensors */
-} exporter_t;
 
 /* "512 B", "4.0 KiB", "1.5 MiB", "2.0 GiB". */
 void starfold__human_bytes(uint64_t bytes, char *s, size_t n)
@@ -95,121 +67,10 @@ void starfold__human_bytes(uint64_t bytes, char *s, size_t n)
 static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* The cgraph graph                                                                                 */
-
-/*
- * cgraph orders subgraphs by ID, and its default ID discipline uses the address of the interned name
- * as the ID of a named object, so clusters would come out in heap order. This discipline numbers
- * named (sub)graphs 2, 4, 6... in creation order and prints their names back; everything else goes
- * to the default discipline (nodes and edges are written in sequence order anyway). Lives on the
- * exporter's stack for one agopen() .. agclose().
- */
-typedef struct ag_ids {
-    Agiddisc_t id;  /* first: cgraph hands &id back through disc->id */
-    Agdisc_t disc;
-    Agraph_t *root;
-    void *dflt;     /* the default discipline's state */
-    char **names;   /* the name of ID 2 * (i + 1), interned with agstrdup() as cgraph expects */
-    size_t n, cap;
-    int delegate;   /* a state of a later open: everything goes to the default discipline */
-} ag_ids_t;
-
-/*
- * Re-entrance. During a layout Graphviz opens auxiliary graphs with the root graph's discipline, so
- * ids_open() runs again on the same ag_ids_t while the root is open. Only the first open owns the
- * exporter's state; each later open gets a small state of its own (delegate) that hands everything
- * to the default discipline and is freed by its own close. Before this, a later open overwrote the
- * root's `root` and `dflt` and its close freed the root's name table while the root was still open
- * (the name table, 64 bytes, was then reallocated and its bookkeeping depended on the order of the
- * closes: the leak per render reported against this discipline).
- */
-static void *ids_open(Agraph_t *g, Agdisc_t *disc)
-{
-    ag_ids_t *s = (ag_ids_t *)(void *)disc->id;
-    if (!s->root) {
-        s->root = g;
-        s->dflt = AgIdDisc.open(g, disc);
-        return s;
-    }
-    ag_ids_t *d = calloc(1, sizeof *d);
-    if (!d) return NULL;
-    d->delegate = 1;
-    d->root = g;
-    d->dflt = AgIdDisc.open(g, disc);
-    return d;
-}
-
-/* Index of one of our IDs in names[], or -1 for an ID of the default discipline. */
-static long ids_mine(const ag_ids_t *s, int objtype, IDTYPE id)
-{
-    return objtype == AGRAPH && id % 2 == 0 && id >= 2 && id / 2 <= s->n ? (long)(id / 2 - 1) : -1;
-}
-
-static long ids_map(void *state, int objtype, char *str, IDTYPE *id, int createflag)
-{
-    ag_ids_t *s = state;
-    if (!str || objtype != AGRAPH || s->delegate) return AgIdDisc.map(s->dflt, objtype, str, id, createflag);
-    for (size_t i = 0; i < s->n; i++)
-        if (s->names[i] && !strcmp(s->names[i], str)) {
-            *id = 2 * (IDTYPE)(i + 1);
-            return 1;
-        }
-    /* Unknown, or out of memory: cgraph falls back to its internal map (correct, order unkept). */
-    if (!createflag || SF_GROW(s->names, s->n, s->cap) || !(s->names[s->n] = agstrdup(s->root, str))) return 0;
-    *id = 2 * (IDTYPE)(++s->n);
-    return 1;
-}
-
-static long ids_alloc(void *state, int objtype, IDTYPE id)
-{
-    ag_ids_t *s = state;
-    return ids_mine(s, objtype, id) >= 0 ? 0 : AgIdDisc.alloc(s->dflt, objtype, id);
-}
-
-static void ids_free(void *state, int objtype, IDTYPE id)
-{
-    ag_ids_t *s = state;
-    const long i = ids_mine(s, objtype, id);
-    if (i < 0) {
-        AgIdDisc.free(s->dflt, objtype, id);
-    } else if (s->names[i]) {
-        agstrfree(s->root, s->names[i]);
-        s->names[i] = NULL;
-    }
-}
-
-static char *ids_print(void *state, int objtype, IDTYPE id)
-{
-    ag_ids_t *s = state;
-    const long i = ids_mine(s, objtype, id);
-    return i >= 0 ? s->names[i] : AgIdDisc.print(s->dflt, objtype, id);
-}
-
-/* Names still held are interned strings, released with the graph's string dictionary. */
-static void ids_close(void *state)
-{
-    ag_ids_t *s = state;
-    AgIdDisc.close(s->dflt);
-    if (s->delegate) {
-        free(s);
-        return;
-    }
-    free(s->names);
-    s->names = NULL;
-    s->n = s->cap = 0;
-    s->root = NULL;
-}
-
-static void ids_register(void *state, int objtype, void *obj)
-{
-    AgIdDisc.idregister(((ag_ids_t *)state)->dflt, objtype, obj);
-}
-
 /* Opens the root graph with @ids as its ID discipline; @ids must outlive it. */
 static Agraph_t *ag_open(ag_ids_t *ids)
 {
-    memset(ids, 0, sizeof *ids);
-    ids->id = (Agiddisc_t){ ids_open, ids_map, ids_alloc, ids_free, ids_print, ids_close, ids_register };
+    starfold__ag_ids_init(ids);
     ids->disc.mem = AgDefaultDisc.mem;
     ids->disc.id = &ids->id;
     ids->disc.io = AgDefaultDisc.io;
@@ -260,7 +121,7 @@ void starfold__graph_describe(const struct starfold_graph *g, char *s, size_t n)
                  plural((size_t)g->num_inputs), g->num_outputs, plural((size_t)g->num_outputs));
 }
 
-static starfold_status_t set_graph_label(exporter_t *x)
+starfold_status_t starfold__export_label(exporter_t *x)
 {
     const struct starfold_graph *g = x->g;
     starfold_graph_stats_t st;
@@ -391,7 +252,7 @@ static const char *const group_fill[] = { "#f0f4ff", "#fff6e8", "#eefaee", "#fbe
  * left-to-right order; a .dot file has the device clusters only. The groups are not clusters around
  * the device boxes: dot reorders clusters nested in clusters whatever the edges say.
  */
-static starfold_status_t add_clusters(exporter_t *x)
+starfold_status_t starfold__export_clusters(exporter_t *x)
 {
     const struct starfold_graph *g = x->g;
     int used[STARFOLD_MAX_DEVICES] = { 0 }, group[STARFOLD_MAX_DEVICES], order[STARFOLD_MAX_DEVICES];
@@ -421,7 +282,7 @@ static starfold_status_t add_clusters(exporter_t *x)
     return x->picture ? order_clusters(x, order, n) : STARFOLD_OK;
 }
 
-static Agnode_t *new_node(exporter_t *x, int device, const char *name)
+Agnode_t *starfold__export_node(exporter_t *x, int device, const char *name)
 {
     Agnode_t *n = agnode(x->cluster[device], (char *)name, 1);
     if (!n) starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create node %s", name);
@@ -433,7 +294,7 @@ static Agnode_t *new_node(exporter_t *x, int device, const char *name)
  * add_late_edges()), so the rows come from the graph: a task is drawn on the row of its round (the
  * longest dependency chain before it), inputs on the top row, outputs on the bottom one.
  */
-static starfold_status_t pin_row(exporter_t *x, Agnode_t *n, size_t round)
+starfold_status_t starfold__export_pin_row(exporter_t *x, Agnode_t *n, size_t round)
 {
     if (!x->picture) return STARFOLD_OK;
     if (round >= x->nrank) {
@@ -496,7 +357,7 @@ static starfold_status_t chain_rows(exporter_t *x)
 }
 
 /* Round of each task: 0 without dependencies, else one more than its latest dependency's. */
-static void task_rounds(const struct starfold_graph *g, size_t *round)
+void starfold__graph_task_rounds(const struct starfold_graph *g, size_t *round)
 {
     for (size_t i = 0; i < g->nnodes; i++) { /* deps name earlier tasks: one pass in order */
         round[i] = 0;
@@ -524,7 +385,7 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
             }
             starfold__human_bytes(bytes, size, sizeof size);
             snprintf(name, sizeof name, "%s_%d", side, s);
-            if (!(slot_node = new_node(x, dev, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
+            if (!(slot_node = starfold__export_node(x, dev, name))) return STARFOLD_ERR_OUT_OF_MEMORY;
             if ((st = pin_side(x, slot_node, output)) != STARFOLD_OK) return st;
             starfold__agset(slot_node, "label", "%s slot %d: %zu tensors, %s", output ? "outputs" : "inputs", s,
                      g->num_tensors, size);
@@ -538,7 +399,7 @@ static starfold_status_t add_buffer_nodes(exporter_t *x, int output)
                 continue;
             }
             snprintf(name, sizeof name, "%s_%d_%zu", side, s, t);
-            Agnode_t *n = new_node(x, dev, name);
+            Agnode_t *n = starfold__export_node(x, dev, name);
             if (!n) return STARFOLD_ERR_OUT_OF_MEMORY;
             starfold__human_bytes((uint64_t)g->bufs[b].count * starfold_dtype_size(g->bufs[b].dtype), size, sizeof size);
             starfold__agset(n, "label", "%s %d.%zu\\n%s", side, s, t, size);
@@ -575,19 +436,19 @@ static starfold_status_t add_task_nodes(exporter_t *x)
 {
     size_t *round = x->picture ? malloc((x->g->nnodes ? x->g->nnodes : 1) * sizeof *round) : NULL;
     if (x->picture && !round) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
-    if (round) task_rounds(x->g, round);
+    if (round) starfold__graph_task_rounds(x->g, round);
     starfold_status_t st = STARFOLD_OK;
     for (size_t i = 0; i < x->g->nnodes && st == STARFOLD_OK; i++) {
         const starfold__node_t *n = &x->g->nodes[i];
         char name[32];
         snprintf(name, sizeof name, "t%zu", i);
-        if (!(x->task[i] = new_node(x, n->device, name))) {
+        if (!(x->task[i] = starfold__export_node(x, n->device, name))) {
             st = STARFOLD_ERR_OUT_OF_MEMORY;
             break;
         }
         task_label(x, n, x->task[i]);
         starfold__agset(x->task[i], "fillcolor", "%s", starfold__kind_fill(n->kind));
-        if (round) st = pin_row(x, x->task[i], round[i]);
+        if (round) st = starfold__export_pin_row(x, x->task[i], round[i]);
     }
     free(round);
     return st;
@@ -597,7 +458,7 @@ static starfold_status_t add_task_nodes(exporter_t *x)
 /* Edges                                                                                            */
 
 /* Label and style of an edge carrying @bytes from a buffer of device @from to a task of @to. */
-static starfold_status_t add_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head, uint64_t bytes, int from, int to)
+starfold_status_t starfold__export_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head, uint64_t bytes, int from, int to)
 {
     starfold_link_t link;
     const int found = from != to && starfold_topology_best_link(x->g->topology, from, to, &link) == STARFOLD_OK;
@@ -631,14 +492,9 @@ static starfold_status_t add_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head,
     return STARFOLD_OK;
 }
 
-/* Sorted disjoint element ranges already attributed to a later dependency. */
-typedef struct ranges {
-    size_t (*r)[2];
-    size_t n, cap;
-} ranges_t;
 
 /* Adds [lo, hi) to @c and returns how many of its elements were not in it yet; -1 out of memory. */
-static long long ranges_add(ranges_t *c, size_t lo, size_t hi)
+long long starfold__ranges_add(ranges_t *c, size_t lo, size_t hi)
 {
     size_t fresh = hi - lo, i = 0;
     while (i < c->n && c->r[i][1] < lo) i++;
@@ -667,7 +523,7 @@ static long long ranges_add(ranges_t *c, size_t lo, size_t hi)
  * attributed to the latest dependency that wrote it: an in-place accumulation depends on every
  * earlier write of its buffer, but reads only the last.
  */
-static starfold_status_t dep_bytes(const struct starfold_graph *g, size_t i, uint64_t *out, ranges_t *seen)
+starfold_status_t starfold__graph_dep_bytes(const struct starfold_graph *g, size_t i, uint64_t *out, ranges_t *seen)
 {
     const starfold__node_t *n = &g->nodes[i];
     for (size_t k = 0; k < n->ndeps; k++) out[k] = 0;
@@ -684,7 +540,7 @@ static starfold_status_t dep_bytes(const struct starfold_graph *g, size_t i, uin
                 const size_t hi = dst.offset + dst.count < src.offset + src.count ? dst.offset + dst.count
                                                                                   : src.offset + src.count;
                 if (dst.buf != src.buf || hi <= lo) continue;
-                const long long fresh = ranges_add(seen, lo, hi);
+                const long long fresh = starfold__ranges_add(seen, lo, hi);
                 if (fresh < 0) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory labelling edges");
                 out[k] += (uint64_t)fresh * esize;
             }
@@ -713,8 +569,8 @@ static starfold_status_t add_buffer_edges(exporter_t *x, size_t i, int output)
         for (size_t j = k; j < ns; j++)
             if (x->bufnode[sp[j].buf] == bn) bytes += starfold__span_bytes(g, sp[j]);
         const int dev = g->bufs[sp[k].buf].device;
-        starfold_status_t st = output ? add_edge(x, x->task[i], bn, bytes, n->device, dev)
-                                      : add_edge(x, bn, x->task[i], bytes, dev, n->device);
+        starfold_status_t st = output ? starfold__export_edge(x, x->task[i], bn, bytes, n->device, dev)
+                                      : starfold__export_edge(x, bn, x->task[i], bytes, dev, n->device);
         if (st != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
@@ -734,9 +590,9 @@ static starfold_status_t add_edges(exporter_t *x)
     for (size_t i = 0; i < g->nnodes; i++) {
         const starfold__node_t *n = &g->nodes[i];
         SF_CHECK_GOTO(add_buffer_edges(x, i, 0), st, out);
-        SF_CHECK_GOTO(dep_bytes(g, i, bytes, &seen), st, out);
+        SF_CHECK_GOTO(starfold__graph_dep_bytes(g, i, bytes, &seen), st, out);
         for (size_t k = 0; k < n->ndeps; k++)
-            SF_CHECK_GOTO(add_edge(x, x->task[n->deps[k]], x->task[i], bytes[k], g->nodes[n->deps[k]].device,
+            SF_CHECK_GOTO(starfold__export_edge(x, x->task[n->deps[k]], x->task[i], bytes[k], g->nodes[n->deps[k]].device,
                                    n->device),
                           st, out);
         SF_CHECK_GOTO(add_buffer_edges(x, i, 1), st, out);
@@ -747,174 +603,6 @@ out:
     return st;
 }
 
-
-/* ------------------------------------------------------------------------------------------------
- * The summarised picture of a big graph (STARFOLD_DRAW_SUMMARY, and AUTO above the threshold):
- *
- *   cluster device 3:   [reduce x 8, round 2] ==== 4.0 MiB, nvlink ===> [copy x 8, round 3] ...
- *
- * Tasks of one kind on one device at one round (the length of the longest dependency chain before
- * them) are one node with their count; the edges between two groups are one edge with their bytes.
- * Graphviz lays out hundreds of groups in seconds where it took minutes for thousands of tasks.
- */
-typedef struct sum_edge {
-    size_t from, to; /* groups */
-    uint64_t bytes;
-} sum_edge_t;
-
-static int cmp_sum_edge(const void *a, const void *b)
-{
-    const sum_edge_t *x = a, *y = b;
-    if (x->from != y->from) return x->from < y->from ? -1 : 1;
-    return x->to < y->to ? -1 : x->to > y->to;
-}
-
-typedef struct sum_key {
-    int device, kind;
-    size_t level, node; /* level: the round, 0 when rounds are folded; node: the first task, for a stable order */
-    size_t lo, hi;      /* the rounds its tasks are in */
-} sum_key_t;
-
-static int cmp_sum_key(const void *a, const void *b)
-{
-    const sum_key_t *x = a, *y = b;
-    if (x->device != y->device) return x->device < y->device ? -1 : 1;
-    if (x->level != y->level) return x->level < y->level ? -1 : 1;
-    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
-    return x->node < y->node ? -1 : x->node > y->node;
-}
-
-/*
- * Groups of @g's tasks: group[i] for task i; returns the group count (0 on out of memory). Tasks of one
- * kind on one device in one round; with @fold, in any round (the rounds a group spans in lo..hi).
- */
-static size_t summary_groups(const struct starfold_graph *g, int fold, size_t *group, sum_key_t **keys_out)
-{
-    size_t *level = malloc(sizeof *level * (g->nnodes ? g->nnodes : 1));
-    sum_key_t *keys = malloc(sizeof *keys * (g->nnodes ? g->nnodes : 1));
-    if (!level || !keys) {
-        free(level);
-        free(keys);
-        return 0;
-    }
-    task_rounds(g, level);
-    for (size_t i = 0; i < g->nnodes; i++)
-        keys[i] = (sum_key_t){ g->nodes[i].device, (int)g->nodes[i].kind, fold ? 0 : level[i], i, level[i], level[i] };
-    qsort(keys, g->nnodes, sizeof *keys, cmp_sum_key);
-    size_t ng = 0;
-    for (size_t j = 0; j < g->nnodes; j++) {
-        const size_t r = level[keys[j].node];
-        if (j == 0 || keys[j].device != keys[ng - 1].device || keys[j].kind != keys[ng - 1].kind ||
-            keys[j].level != keys[ng - 1].level)
-            keys[ng++] = keys[j];
-        if (r < keys[ng - 1].lo) keys[ng - 1].lo = r;
-        if (r > keys[ng - 1].hi) keys[ng - 1].hi = r;
-        group[keys[j].node] = ng - 1;
-    }
-    free(level);
-    *keys_out = keys;
-    return ng;
-}
-
-static starfold_status_t build_summary(exporter_t *x, size_t max_groups)
-{
-    const struct starfold_graph *g = x->g;
-    starfold_status_t st = STARFOLD_OK;
-    size_t *group = malloc(sizeof *group * (g->nnodes ? g->nnodes : 1)), *count = NULL;
-    sum_key_t *keys = NULL;
-    sum_edge_t *edges = NULL;
-    Agnode_t **gnode = NULL;
-    ranges_t seen = { NULL, 0, 0 };
-    uint64_t *bytes = NULL;
-    size_t ng = group ? summary_groups(g, 0, group, &keys) : 0, ne = 0, cap = 0;
-    const int fold = ng > SUMMARY_FOLD_GROUPS; /* too many rounds to read: one node per kind and device */
-    if (fold) {
-        free(keys);
-        keys = NULL;
-        ng = summary_groups(g, 1, group, &keys);
-    }
-    if (!ng && g->nnodes) {
-        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
-        goto out;
-    }
-    if (ng > max_groups) {
-        st = starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
-                             "%s: %zu tasks summarise to %zu groups, more than Graphviz lays out in reasonable time "
-                             "(%zu); write the graph as .dot, or read its tables (starfold graph without -o)",
-                             g->algorithm, g->nnodes, ng, max_groups);
-        goto out;
-    }
-    count = calloc(ng ? ng : 1, sizeof *count);
-    gnode = calloc(ng ? ng : 1, sizeof *gnode);
-    if (!count || !gnode) {
-        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
-        goto out;
-    }
-    for (size_t i = 0; i < g->nnodes; i++) count[group[i]]++;
-    SF_CHECK_GOTO(set_graph_label(x), st, out);
-    {
-        const char *label = agget(x->ag, "label");
-        starfold__agset(x->ag, "label", "%s\\nsummary: %zu tasks as %zu groups (tasks of one kind on one device%s); "
-                        "starfold graph --full draws every task", label ? label : "", g->nnodes, ng,
-                        fold ? ", rounds folded" : " in one round");
-    }
-    SF_CHECK_GOTO(add_clusters(x), st, out);
-    if (x->picture) starfold__agset(x->ag, "ranksep", "1.2"); /* room for the edges between the rounds */
-    for (size_t k = 0; k < ng; k++) {
-        char name[48];
-        snprintf(name, sizeof name, "g%zu", k);
-        if (!(gnode[k] = new_node(x, keys[k].device, name))) {
-            st = STARFOLD_ERR_OUT_OF_MEMORY;
-            goto out;
-        }
-        starfold__agset(gnode[k], "shape", "box");
-        starfold__agset(gnode[k], "style", "filled,rounded");
-        starfold__agset(gnode[k], "fillcolor", "%s", starfold__kind_fill(keys[k].kind));
-        const char *kind = starfold_task_kind_name((starfold_task_kind_t)keys[k].kind);
-        if (keys[k].lo == keys[k].hi)
-            starfold__agset(gnode[k], "label", "%s x %zu\\nround %zu", kind, count[k], keys[k].lo);
-        else
-            starfold__agset(gnode[k], "label", "%s x %zu\\nrounds %zu-%zu", kind, count[k], keys[k].lo, keys[k].hi);
-        SF_CHECK_GOTO(pin_row(x, gnode[k], keys[k].lo), st, out);
-    }
-    size_t maxdeps = 1;
-    for (size_t i = 0; i < g->nnodes; i++)
-        if (g->nodes[i].ndeps > maxdeps) maxdeps = g->nodes[i].ndeps;
-    if (!(bytes = malloc(maxdeps * sizeof *bytes))) {
-        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
-        goto out;
-    }
-    for (size_t i = 0; i < g->nnodes; i++) {
-        const starfold__node_t *n = &g->nodes[i];
-        SF_CHECK_GOTO(dep_bytes(g, i, bytes, &seen), st, out);
-        for (size_t k = 0; k < n->ndeps; k++) {
-            if (SF_GROW(edges, ne, cap) != 0) {
-                st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
-                goto out;
-            }
-            edges[ne++] = (sum_edge_t){ group[n->deps[k]], group[i], bytes[k] };
-        }
-    }
-    qsort(edges, ne, sizeof *edges, cmp_sum_edge);
-    for (size_t j = 0; j < ne;) {
-        size_t e = j;
-        uint64_t b = 0;
-        for (; e < ne && edges[e].from == edges[j].from && edges[e].to == edges[j].to; e++) b += edges[e].bytes;
-        SF_CHECK_GOTO(add_edge(x, gnode[edges[j].from], gnode[edges[j].to], b, keys[edges[j].from].device,
-                               keys[edges[j].to].device),
-                      st, out);
-        j = e;
-    }
-out:
-    free(group);
-    free(count);
-    free(keys);
-    free(edges);
-    free(gnode);
-    free(bytes);
-    free(seen.r);
-    return st;
-}
 
 /* ------------------------------------------------------------------------------------------------ */
 
@@ -1000,8 +688,8 @@ static starfold_status_t build(exporter_t *x)
     x->task = calloc(g->nnodes ? g->nnodes : 1, sizeof *x->task);
     x->bufnode = calloc(g->nbufs ? g->nbufs : 1, sizeof *x->bufnode);
     if (!x->task || !x->bufnode) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
-    if ((st = set_graph_label(x)) != STARFOLD_OK) return st;
-    if ((st = add_clusters(x)) != STARFOLD_OK) return st;
+    if ((st = starfold__export_label(x)) != STARFOLD_OK) return st;
+    if ((st = starfold__export_clusters(x)) != STARFOLD_OK) return st;
     if ((st = add_buffer_nodes(x, 0)) != STARFOLD_OK) return st;
     if ((st = add_task_nodes(x)) != STARFOLD_OK) return st;
     if ((st = add_buffer_nodes(x, 1)) != STARFOLD_OK) return st;
@@ -1019,7 +707,7 @@ static starfold_status_t add_late_edges(void *arg)
     x->adding_late = 1;
     for (size_t k = 0; k < x->nlate; k++) {
         const struct late_edge *l = &x->late[k];
-        starfold_status_t st = add_edge(x, l->tail, l->head, l->bytes, l->from, l->to);
+        starfold_status_t st = starfold__export_edge(x, l->tail, l->head, l->bytes, l->from, l->to);
         if (st != STARFOLD_OK) return st;
     }
     return STARFOLD_OK;
@@ -1042,7 +730,7 @@ static size_t widest_row(const struct starfold_graph *g)
         free(count);
         return SIZE_MAX;
     }
-    task_rounds(g, round);
+    starfold__graph_task_rounds(g, round);
     for (size_t i = 0; i < g->nnodes; i++)
         if (++count[round[i]] > widest) widest = count[round[i]];
     free(round);
@@ -1079,7 +767,7 @@ static starfold_status_t export_graph(starfold_graph_t g, const char *path, int 
         starfold__cgraph_unlock();
         return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create a graph");
     }
-    SF_CHECK_GOTO(summarise ? build_summary(&x, STARFOLD_DRAW_MAX_GROUPS) : build(&x), st, out);
+    SF_CHECK_GOTO(summarise ? starfold__export_summary(&x, STARFOLD_DRAW_MAX_GROUPS) : build(&x), st, out);
     if (x.picture) {
         add_legend(&x);
         SF_CHECK_GOTO(chain_rows(&x), st, out);
