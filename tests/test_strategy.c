@@ -299,7 +299,7 @@ static void test_all_reduce_loop_plans(void)
 
 /*
  * The leader takes the kept pairs' plan by its id and skips the shape check when every replica passes
- * what it passed the step before (replica.c); a value replaced is seen all the same:
+ * what it passed the step before (replica_collectives.c); a value replaced is seen all the same:
  *   steps 0-2  the same values: planned, then found (by id) every step
  *   step 3     replica 1's value 2 destroyed and made again, same shape: new pairs, a new plan
  *   step 4     found again

@@ -54,7 +54,7 @@ struct starfold__bucket {
  * @follow (a value made by the caller, starfold_value_create()): the range goes right after the last
  * one made with @follow on the same device, dtype and lane while that one lives and the space after
  * it is free, else where first fit puts it. Values made one after another are then one stretch of
- * one bucket, which a batch reduces as one tensor (cross_device_ops.c, "Runs"); first fit alone puts
+ * one bucket, which a batch reduces as one tensor (batch_groups.c, "Runs"); first fit alone puts
  * a small value made after a big one into an older bucket's tail. Result blocks use first fit (0),
  * so they land where the previous step's were.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * What a batch reduce works out before it submits (cross_device_ops.c): each pair's classification,
+ * What a batch reduce works out before it submits (batch_groups.c, batch_reduce.c): each pair's classification,
  * the groups and their graphs, where each group's results go, and the arena's persistent bindings
  * it started; and the cache of these plans that lets a training loop's next call over the same
  * list skip all of it (batch_plan.c). Private to the distribute layer.
@@ -23,7 +23,7 @@ typedef struct starfold__item {
 
 /*
  * A group's results of one output dtype: one block per destination device, the results one after
- * another in it (reserve_results() in cross_device_ops.c). Arrays owned by the group.
+ * another in it (reserve_results() in batch_reduce.c). Arrays owned by the group.
  */
 typedef struct starfold__result_layout {
     starfold_dtype_t dtype;
@@ -51,7 +51,7 @@ typedef struct starfold__group {
     size_t *members;     /* item indices, in input order */
     size_t nmembers;
     size_t *run_first;   /* [nruns + 1] owned: run r is members [run_first[r], run_first[r + 1]), graph tensor r;
-                          * NULL: every member is a run of its own (cross_device_ops.c, plan_runs()) */
+                          * NULL: every member is a run of its own (batch_groups.c, starfold__plan_runs()) */
     size_t nruns;        /* with run_first only */
     starfold_graph_t graph;
     int cached;          /* graph borrowed from the ops' cache (released, not destroyed) */
@@ -108,7 +108,7 @@ starfold__batch_plan_t *starfold__plan_find(starfold_cross_device_ops_t ops, sta
  * Plan @id of @ops, borrowed, when the scalar part of its key is this call's (NULL: gone, changed or
  * in use). For a caller vouching that its pairs are the very ones a call that used plan @id had,
  * unchanged since (the same values, stamps and destinations: the replica context's kept pairs,
- * replica.c): no comparison per pair.
+ * replica_collectives.c): no comparison per pair.
  */
 starfold__batch_plan_t *starfold__plan_find_id(starfold_cross_device_ops_t ops, starfold_context_t ctx,
                                                starfold_topology_t topo, starfold_op_t op, int split,
@@ -132,5 +132,39 @@ void starfold__plans_destroy(starfold_cross_device_ops_t ops);
 
 /* Frees a group's layouts, and gives its graph back (to the ops' cache, or destroys it). */
 void starfold__group_fini(starfold_cross_device_ops_t ops, starfold__group_t *g);
+
+/* ------------------------------------------------------------------------------------------------
+ * Pairs into groups (batch_groups.c), shared with the submission (batch_reduce.c) and the updates
+ * (ops_update.c)
+ */
+
+/* @device as a graph device: the host stands as @host_as. */
+int starfold__map_host(int device, int host_as);
+/* Pair @p's path and graph devices under @ops's dispatch (TensorFlow's reduce_implementation). */
+void starfold__ops_classify(starfold_cross_device_ops_t ops, const starfold__pair_t *p, starfold__item_t *it);
+/* Whether two pairs' graphs have the same sources, destinations and reduce device (one group). */
+int starfold__items_same_graph(const starfold__item_t *a, const starfold__item_t *b);
+/* The pair's graph devices exist in a topology of @ntopo devices and a context of @nctx. */
+starfold_status_t starfold__check_item_devices(const char *fn, const starfold__item_t *it, int ntopo, int nctx,
+                                               size_t pair);
+/* The component of a value over @devices (@n of them) that graph device @gdev reads; -1 for none. */
+int starfold__component_for(const int *devices, int n, int gdev, int host_as);
+/* Whether members laid out one after another may reduce as one tensor (no packs by tensor asked). */
+int starfold__ops_may_coalesce(starfold_cross_device_ops_t ops, const starfold_communication_options_t *options);
+/* Whether view @vb of @b follows view @va of @a in memory on each of @n devices. */
+int starfold__views_follow(starfold_value_t a, const starfold_view_t *va, starfold_value_t b,
+                           const starfold_view_t *vb, int n);
+/* Group @g's runs: members one after another in memory, one tensor of its graph each. */
+starfold_status_t starfold__plan_runs(const starfold__pair_t *pairs, const starfold__item_t *items,
+                                      starfold__group_t *g, int coalesce, const char *fn);
+size_t starfold__group_runs(const starfold__group_t *g);
+size_t starfold__group_run_begin(const starfold__group_t *g, size_t r);
+size_t starfold__group_run_end(const starfold__group_t *g, size_t r);
+/* Group @g's graph compiled, or taken from the ops' cache (released with starfold__ops_cache_release()). */
+starfold_status_t starfold__ops_compile_group(starfold_cross_device_ops_t ops, starfold_topology_t topo,
+                                              starfold_op_t op, const starfold__pair_t *pairs,
+                                              const starfold__item_t *items, starfold__group_t *g,
+                                              const starfold_communication_options_t *options, const char *fn);
+void starfold__ops_cache_release(starfold_cross_device_ops_t ops, starfold_graph_t graph);
 
 #endif /* STARFOLD_SRC_DISTRIBUTE_BATCH_PLAN_H */

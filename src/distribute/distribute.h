@@ -4,15 +4,25 @@
  * Private layout of the tf.distribute layer (include/starfold/distribute.h) and the functions its
  * files share. Never installed.
  *
- *   dist_values.c          values, the shared submission records that values keep, host vectors,
- *                          destinations resolved to device lists
- *   dist_options.c         communication options
- *   dist_cross_device_ops.c  cross-device ops: dispatch, grouping of a batch into graphs, submission
- *   dist_strategy.c        strategies and their cross-replica methods
- *   dist_replica.c         strategy.run: replica threads, rendezvous, all_reduce, merge_call
+ *   values.c, value_shell.h  values: their layout, the submission records they keep, host vectors,
+ *                          their lifetime
+ *   value_api.c            the public value functions: create, wrap, regroup, read, write
+ *   destinations.c         destinations resolved to device lists
+ *   arena.c                the context's buckets that values and results live in
+ *   options.c              communication options
+ *   cross_device_ops.c     cross-device ops: the objects and the dispatch of their public methods
+ *   batch_groups.c         a batch's pairs classified and grouped into graphs (batch_plan.h)
+ *   batch_reduce.c         a batch's results laid out and its groups submitted
+ *   batch_plan.c           the kept plans of a training loop's repeated batches
+ *   ops_update.c           a variable's update, broadcasts, copies
+ *   gather.c, indexed_slices.c  gather and sparse values
+ *   strategy.c             strategies and their cross-replica methods
+ *   variables.c            mirrored and sync-on-read variables
+ *   replica_*.c, rendezvous.c  strategy.run and the replica context (replica.h)
+ *   mwms.c                 MultiWorkerMirroredStrategy over the process layer (its own library)
  *
  * This layer sits above the executor and calls it through its public API. The only StarPU calls it
- * makes itself are in dist_values.c, for values over handles: validating a wrapped handle
+ * makes itself are in values.c and value_api.c, for values over handles: validating a wrapped handle
  * (interface id, element count and size) and registering / unregistering the host-memory vectors
  * that hold results on the host (the executor only allocates on devices).
  */
@@ -397,7 +407,7 @@ struct starfold_strategy {
     starfold_cross_device_ops_t nccl_ops;     /* implementation NCCL with default ops: hierarchical-copy */
     starfold_communication_options_t options; /* defaults for every call */
     pthread_mutex_t run_lock;                 /* one run at a time */
-    struct starfold__replica_pool *pool;      /* the replica threads or fibers, made by the first run (replica.c) */
+    struct starfold__replica_pool *pool;      /* the replica threads or fibers, made by the first run (replica_run.c) */
     starfold_replica_mode_t replica_mode;     /* atomic; changed under run_lock, between runs */
     /*
      * MultiWorkerMirroredStrategy (mwms.c, built with MPI): the replicas of every process are in sync.
@@ -459,7 +469,7 @@ starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfo
                                       starfold_communication_options_t *merged);
 
 /* ------------------------------------------------------------------------------------------------
- * Replica context of the calling thread (dist_replica.c)
+ * Replica context of the calling thread (replica_context.c)
  */
 /* Stops and frees a strategy's replica threads (starfold_strategy_destroy()); NULL is ignored. */
 void starfold__replica_pool_destroy(struct starfold__replica_pool *pool);
@@ -470,7 +480,7 @@ int starfold__timeout_in_force(double seconds);
 
 /*
  * TensorFlow's MirroredVariable update in the replica context (variables.c calls it for an ON_WRITE
- * variable in a replica function): a collective of every replica of the run (replica.c), whose
+ * variable in a replica function): a collective of every replica of the run (rendezvous.c), whose
  * leader aggregates the replicas' values and updates every copy in one graph. Checks that fail on a
  * replica (the aggregation NONE, an integer MEAN, the value's shape) still join, so every replica
  * fails together.

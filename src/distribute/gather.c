@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * Gather: TensorFlow's Strategy.gather(value, axis), CrossDeviceOps._gather and (with replica.c's
+ * Gather: TensorFlow's Strategy.gather(value, axis), CrossDeviceOps._gather and (with replica_collectives.c's
  * rendezvous) ReplicaContext.all_gather(value, axis), for values, which are 1-D tensors: the
  * components concatenated along axis 0 in component (replica) order.
  *

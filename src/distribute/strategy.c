@@ -4,7 +4,7 @@
  * Strategies: TensorFlow's MirroredStrategy, OneDeviceStrategy and CentralStorageStrategy, and their
  * cross-replica methods (StrategyExtended.reduce_to, batch_reduce_to, update, broadcast_to and
  * Strategy.reduce), doc/tensorflow-semantics.md section 6. strategy.run and the replica context are
- * in dist_replica.c.
+ * in replica_run.c and replica_context.c.
  *
  *                     replicas on           variables on        cross-device ops
  *   Mirrored          devices[0..n-1]       devices (mirrored)  the caller's, or "auto" (the cost model's
@@ -81,7 +81,7 @@ static starfold_status_t strategy_new(const char *fn, starfold_context_t ctx, st
     s->kind = kind;
     s->ctx = ctx;
     s->n = n;
-    s->replica_mode = STARFOLD_REPLICAS_IN_TURN; /* TensorFlow's order, and a small step's speed (replica.c) */
+    s->replica_mode = STARFOLD_REPLICAS_IN_TURN; /* TensorFlow's order, and a small step's speed (replica.h) */
     s->nvar = var_devices ? nvar : n;
     s->devices = malloc(sizeof(int) * (size_t)n);
     s->var_devices = malloc(sizeof(int) * (size_t)s->nvar);

@@ -2,7 +2,9 @@
 /* Copyright (c) 2026 The starfold authors */
 /*
  * Distributed values (TensorFlow's PerReplica and Mirrored), the submission records they keep, the
- * host-memory vectors of host components, and destinations resolved to device lists.
+ * host-memory vectors of host components: how values are made, shared, waited for and freed. The
+ * public functions that create, wrap, regroup, read and write values are value_api.c; destinations
+ * resolved to device lists are destinations.c.
  *
  * A value is a small table, one row per component:
  *
@@ -38,6 +40,7 @@
 
 #include "base/common.h"
 #include "distribute/distribute.h"
+#include "distribute/value_shell.h"
 #include "exec/vectors.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -280,62 +283,6 @@ static void writer_drop(starfold_value_t v, starfold__dist_req_t *r)
 }
 
 /*
- * A shell: the struct, then its rows, n entries each, by decreasing alignment, then (a value not in
- * a slab) its own mutex:
- *
- *   | struct starfold_value | handles | host_mem | range | offset | devices | own | (mutex) |
- *
- * The rows are found from n (handles_of() ...), not kept as pointers: a one-component value of a
- * slab is 160 bytes, not 272, and a training step makes, waits for and frees 8,000 of them.
- */
-static starpu_data_handle_t *handles_of(starfold_value_t v)
-{
-    return (starpu_data_handle_t *)(v + 1);
-}
-
-static void **host_mem_of(starfold_value_t v)
-{
-    return (void **)(handles_of(v) + v->n);
-}
-
-static starfold__range_t **range_of(starfold_value_t v)
-{
-    return (starfold__range_t **)(host_mem_of(v) + v->n);
-}
-
-static size_t *offset_of(starfold_value_t v)
-{
-    return (size_t *)(range_of(v) + v->n);
-}
-
-static unsigned char *own_of(starfold_value_t v)
-{
-    return (unsigned char *)(v->devices + v->n);
-}
-
-/* Bytes of the struct and rows of a shell of @n components. */
-static size_t rows_end(int n)
-{
-    const size_t un = (size_t)n;
-    return sizeof(struct starfold_value) + un * (sizeof(starpu_data_handle_t) + sizeof(void *) + sizeof(starfold__range_t *) +
-                                                 sizeof(size_t) + sizeof(int) + 1);
-}
-
-/* Where a shell of @n components keeps its own mutex, from its start. */
-static size_t own_lock_at(int n)
-{
-    const size_t a = _Alignof(pthread_mutex_t);
-    return (rows_end(n) + a - 1) / a * a;
-}
-
-/* Bytes of a shell of @n components; @own_lock: with a mutex of its own (a value not in a slab). */
-static size_t shell_size(int n, int own_lock)
-{
-    const size_t size = own_lock ? own_lock_at(n) + sizeof(pthread_mutex_t) : rows_end(n);
-    return (size + 15) & ~(size_t)15;
-}
-
-/*
  * Lays an empty shell (handles NULL, nothing owned) out in @mem, its struct and rows
  * (rows_end(@n) bytes), guarded by @lock: its slab's, or the one after its rows (value_shell()).
  */
@@ -381,13 +328,6 @@ static void drop_range(starfold_value_t v, int c)
     range_of(v)[c] = NULL;
 }
 
-/* A zeroed group (starfold__value_group_t) for @v, made on first need; NULL: out of memory. */
-static starfold__value_group_t *group_of(starfold_value_t v)
-{
-    if (!v->group) v->group = calloc(1, sizeof *v->group);
-    return v->group;
-}
-
 /* Drops @g's parts (one reference each) and frees it. */
 static void group_free(starfold__value_group_t *g)
 {
@@ -404,7 +344,7 @@ static void group_free(starfold__value_group_t *g)
  * submission), releases owned handles (unregistering waits for StarPU's tasks on them), drops parts.
  * A shell whose handles moved to other values (starfold__value_take_component) does not wait here.
  */
-static void value_free(starfold_value_t v)
+void starfold__value_free(starfold_value_t v)
 {
     for (size_t i = 0; i < v->nwriters; i++) writer_drop(v, v->writers[i]);
     if (v->var) {
@@ -428,7 +368,7 @@ static void value_free(starfold_value_t v)
 }
 
 /* As starfold__value_alloc(); @follow: the caller's value goes after the last one it made (arena.h). */
-static starfold_status_t value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
+starfold_status_t starfold__value_alloc_at(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                      starfold_dtype_t dtype, size_t count, int follow, starfold_value_t *value)
 {
     /* An empty tensor has no range to live in: a handle of its own (of no element). */
@@ -442,7 +382,7 @@ static starfold_status_t value_alloc(starfold_context_t ctx, starfold_value_kind
         if (st == STARFOLD_OK) handles_of(v)[c] = range_of(v)[c]->bucket->handle;
     }
     if (st != STARFOLD_OK) {
-        value_free(v);
+        starfold__value_free(v);
         return st;
     }
     *value = v;
@@ -452,12 +392,12 @@ static starfold_status_t value_alloc(starfold_context_t ctx, starfold_value_kind
 starfold_status_t starfold__value_alloc(starfold_context_t ctx, starfold_value_kind_t kind, int n, const int *devices,
                                  starfold_dtype_t dtype, size_t count, starfold_value_t *value)
 {
-    return value_alloc(ctx, kind, n, devices, dtype, count, 0, value);
+    return starfold__value_alloc_at(ctx, kind, n, devices, dtype, count, 0, value);
 }
 
 /*
  * A block in two steps, so that a caller can start the work that writes the block before its values
- * exist (cross_device_ops.c: a kept binding restarted, the results' values made while it runs):
+ * exist (batch_reduce.c: a kept binding restarted, the results' values made while it runs):
  *
  *   reserve:  the slab (one allocation for every value of elements) and one arena range per device,
  *             the whole block's; blocks[c] says where each lies            -> nothing made yet
@@ -543,11 +483,11 @@ starfold_status_t starfold__values_block_fill(starfold__values_block_t *block, s
         slab->refs = (int)made + 1;
         if (st != STARFOLD_OK)
             for (size_t i = 0; i < num_values; i++)
-                if (values[i]) value_free(values[i]);
+                if (values[i]) starfold__value_free(values[i]);
         slab_release(slab);
     } else if (st != STARFOLD_OK) {
         for (size_t i = 0; i < num_values; i++)
-            if (values[i]) value_free(values[i]);
+            if (values[i]) starfold__value_free(values[i]);
     }
     if (st != STARFOLD_OK) {
         memset(values, 0, sizeof *values * num_values);
@@ -587,7 +527,7 @@ starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_val
     *value = v;
     return STARFOLD_OK;
 fail:
-    value_free(v);
+    starfold__value_free(v);
     return st;
 }
 
@@ -743,194 +683,6 @@ starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c)
     return h;
 }
 
-/* Common checks of create and wrap: context, kind, component count, dtype, devices. */
-static starfold_status_t check_layout(const char *fn, starfold_context_t ctx, starfold_value_kind_t kind, int n,
-                                      const int *devices, starfold_dtype_t dtype)
-{
-    if (!ctx) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
-    if ((int)kind != STARFOLD_VALUE_PER_REPLICA && kind != STARFOLD_VALUE_MIRRORED)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown value kind %d", fn, (int)kind);
-    if (n < 1 || n > STARFOLD_MAX_DEVICES)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d components, a value has 1 to %d", fn, n,
-                        STARFOLD_MAX_DEVICES);
-    if (!devices) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL devices", fn);
-    if (starfold_dtype_size(dtype) == 0)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d", fn, (int)dtype);
-    const int ndev = starfold_context_num_devices(ctx);
-    for (int c = 0; c < n; c++) {
-        if (devices[c] == STARFOLD_DEVICE_HOST) {
-            if (n != 1)
-                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                "%s: component %d is on the host; a host value has exactly one component", fn, c);
-            continue;
-        }
-        if (devices[c] < 0 || devices[c] >= ndev)
-            return starfold__error(STARFOLD_ERR_NO_DEVICE, "%s: component %d: device %d, the context has devices 0..%d", fn,
-                            c, devices[c], ndev - 1);
-        for (int j = 0; j < c; j++)
-            if (devices[j] == devices[c])
-                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                                "%s: device %d appears twice (components %d and %d); a value has one component per "
-                                "device",
-                                fn, devices[c], j, c);
-    }
-    return STARFOLD_OK;
-}
-
-/* starfold_value_create(), in the arena (@own = 0) or over handles of its own. */
-static starfold_status_t value_create(const char *fn, starfold_context_t context, starfold_value_kind_t kind,
-                                      int num_components, const int *devices, starfold_dtype_t dtype, size_t count,
-                                      const void *init, int own, starfold_value_t *value)
-{
-    starfold_status_t st;
-    if (!value) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL value", fn);
-    if ((st = check_layout(fn, context, kind, num_components, devices, dtype)) != STARFOLD_OK) return st;
-    if (count > UINT32_MAX)
-        return starfold__error(STARFOLD_ERR_NOT_SUPPORTED, "%s: %zu elements, StarPU vectors hold at most %u", fn, count,
-                        (unsigned)UINT32_MAX);
-    const size_t elem = starfold_dtype_size(dtype), bytes = count * elem;
-    void *zeros = NULL;
-    if (!init && bytes > 0) {
-        if (!(zeros = calloc(1, bytes)))
-            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory (%zu bytes)", fn, bytes);
-        init = zeros;
-    }
-    starfold_value_t v = NULL;
-    st = own ? starfold__value_alloc_own(context, kind, num_components, devices, dtype, count, &v)
-             : value_alloc(context, kind, num_components, devices, dtype, count, 1, &v);
-    for (int c = 0; st == STARFOLD_OK && c < num_components && bytes > 0; c++)
-        st = starfold__vector_write_range(handles_of(v)[c], offset_of(v)[c] * elem, init, bytes);
-    free(zeros);
-    if (st != STARFOLD_OK) {
-        if (v) value_free(v);
-        return st;
-    }
-    *value = v;
-    return STARFOLD_OK;
-}
-
-STARFOLD_API starfold_status_t starfold_value_create(starfold_context_t context, starfold_value_kind_t kind,
-                                                     int num_components, const int *devices, starfold_dtype_t dtype,
-                                                     size_t count, const void *init, starfold_value_t *value)
-{
-    return value_create("starfold_value_create", context, kind, num_components, devices, dtype, count, init, 0, value);
-}
-
-starfold_status_t starfold__value_create_own(const char *fn, starfold_context_t ctx, starfold_value_kind_t kind, int n,
-                                             const int *devices, starfold_dtype_t dtype, size_t count, const void *init,
-                                             starfold_value_t *value)
-{
-    return value_create(fn, ctx, kind, n, devices, dtype, count, init, 1, value);
-}
-
-STARFOLD_API starfold_status_t starfold_value_wrap(starfold_context_t context, starfold_value_kind_t kind,
-                                                   int num_components, const int *devices,
-                                                   const starpu_data_handle_t *handles, starfold_dtype_t dtype,
-                                                   starfold_value_t *value)
-{
-    static const char fn[] = "starfold_value_wrap";
-    starfold_status_t st;
-    if (!value || !handles) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !value ? "value" : "handles");
-    if ((st = check_layout(fn, context, kind, num_components, devices, dtype)) != STARFOLD_OK) return st;
-    const size_t elem = starfold_dtype_size(dtype);
-    size_t count = 0;
-    for (int c = 0; c < num_components; c++) {
-        starpu_data_handle_t h = handles[c];
-        if (!h) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: NULL handle", fn, c);
-        if (!starfold__is_vector(h))
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d: the handle is not a StarPU vector", fn, c);
-        size_t nx, es;
-        starfold__vector_shape(h, &nx, &es);
-        if (es != elem)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                            "%s: component %d: elements of %zu bytes, %s has %zu-byte elements", fn, c, es,
-                            starfold_dtype_name(dtype), elem);
-        if (c == 0) count = nx;
-        else if (nx != count)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                            "%s: component %d has %zu elements, component 0 has %zu; every component of a value has "
-                            "the same count",
-                            fn, c, nx, count);
-    }
-    return starfold__value_borrow(context, kind, num_components, devices, handles, dtype, count, value);
-}
-
-STARFOLD_API starfold_value_t starfold_value_retain(starfold_value_t value)
-{
-    if (value) __atomic_add_fetch(&value->refs, 1, __ATOMIC_RELAXED);
-    return value;
-}
-
-STARFOLD_API void starfold_value_destroy(starfold_value_t value)
-{
-    if (value && __atomic_sub_fetch(&value->refs, 1, __ATOMIC_ACQ_REL) == 0) value_free(value);
-}
-
-STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind, int num_values,
-                                                      const starfold_value_t *values, starfold_value_t *value)
-{
-    static const char fn[] = "starfold_value_regroup";
-    if (!values || !value) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !values ? "values" : "value");
-    if ((int)kind != STARFOLD_VALUE_PER_REPLICA && kind != STARFOLD_VALUE_MIRRORED)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: unknown value kind %d", fn, (int)kind);
-    if (num_values < 1 || num_values > STARFOLD_MAX_DEVICES)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d values, 1 to %d can be grouped", fn, num_values,
-                        STARFOLD_MAX_DEVICES);
-    for (int i = 0; i < num_values; i++)
-        if (!values[i]) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %d is NULL", fn, i);
-    int same = 1;
-    for (int i = 1; i < num_values; i++) same &= values[i] == values[0];
-    if (same) { /* TensorFlow's regroup: identical objects collapse into the object */
-        *value = starfold_value_retain(values[0]);
-        return STARFOLD_OK;
-    }
-    const starfold_value_t v0 = values[0];
-    int devices[STARFOLD_MAX_DEVICES], comps[STARFOLD_MAX_DEVICES] = { 0 };
-    for (int i = 0; i < num_values; i++) {
-        const starfold_value_t vi = values[i];
-        if (vi->n != 1)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                            "%s: value %d has %d components; only one-component values can be grouped", fn, i, vi->n);
-        if (vi->ctx != v0->ctx)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %d belongs to another context than value 0", fn, i);
-        if (vi->dtype != v0->dtype || vi->count != v0->count)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %d is %zu x %s, value 0 is %zu x %s", fn, i,
-                            vi->count, starfold_dtype_name(vi->dtype), v0->count, starfold_dtype_name(v0->dtype));
-        devices[i] = vi->devices[0];
-        if (devices[i] == STARFOLD_DEVICE_HOST)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: value %d is on the host; a host value stays alone", fn, i);
-        for (int j = 0; j < i; j++)
-            if (devices[j] == devices[i])
-                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: values %d and %d are both on device %d", fn, j, i,
-                                devices[i]);
-    }
-    starfold_value_t v = NULL;
-    starfold_status_t st = starfold__value_borrow_components(v0->ctx, kind, num_values, devices, values, comps, &v);
-    if (st != STARFOLD_OK) return st;
-    starfold__value_group_t *g = group_of(v);
-    if (!g || !(g->origin = malloc(sizeof *g->origin * (size_t)num_values)) ||
-        !(g->origin_comp = calloc((size_t)num_values, sizeof *g->origin_comp)) ||
-        !(g->parts = malloc(sizeof *g->parts * (size_t)num_values))) {
-        value_free(v);
-        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    }
-    /* The group waits for what writes its parts: share their writer records. */
-    for (int i = 0; i < num_values; i++) {
-        g->origin[i] = values[i];
-        g->parts[g->nparts++] = starfold_value_retain(values[i]);
-        pthread_mutex_lock(values[i]->lock);
-        for (size_t w = 0; w < values[i]->nwriters && st == STARFOLD_OK; w++)
-            st = starfold__value_add_writer(v, values[i]->writers[w]);
-        pthread_mutex_unlock(values[i]->lock);
-        if (st != STARFOLD_OK) {
-            value_free(v);
-            return st;
-        }
-    }
-    *value = v;
-    return STARFOLD_OK;
-}
-
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r)
 {
     pthread_mutex_lock(v->lock);
@@ -961,7 +713,7 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
         const starfold__value_group_t *from = v->group;
         starfold__value_group_t *g = group_of(o);
         if (!g || !(g->parts = malloc(sizeof *g->parts * (size_t)from->nparts))) {
-            value_free(o);
+            starfold__value_free(o);
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory splitting a value");
         }
         for (int p = 0; p < from->nparts; p++) g->parts[g->nparts++] = starfold_value_retain(from->parts[p]);
@@ -970,7 +722,7 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
     for (size_t w = 0; w < v->nwriters && st == STARFOLD_OK; w++) st = starfold__value_add_writer(o, v->writers[w]);
     pthread_mutex_unlock(v->lock);
     if (st != STARFOLD_OK) {
-        value_free(o);
+        starfold__value_free(o);
         return st;
     }
     /* Ownership of the handle moves last: nothing can fail after it. */
@@ -997,146 +749,6 @@ int starfold__value_component_on(starfold_value_t v, int device)
     return -1;
 }
 
-STARFOLD_API starfold_value_kind_t starfold_value_kind(starfold_value_t value)
-{
-    return value ? value->kind : STARFOLD_VALUE_PER_REPLICA;
-}
-
-STARFOLD_API int starfold_value_num_components(starfold_value_t value)
-{
-    return value ? value->n : 0;
-}
-
-STARFOLD_API int starfold_value_device(starfold_value_t value, int component)
-{
-    return value && component >= 0 && component < value->n ? value->devices[component] : -2;
-}
-
-STARFOLD_API starpu_data_handle_t starfold_value_handle(starfold_value_t value, int component)
-{
-    return value && component >= 0 && component < value->n ? starfold__value_handle(value, component) : NULL;
-}
-
-STARFOLD_API starfold_dtype_t starfold_value_dtype(starfold_value_t value)
-{
-    return value ? value->dtype : STARFOLD_FLOAT32;
-}
-
-STARFOLD_API size_t starfold_value_count(starfold_value_t value)
-{
-    return value ? value->count : 0;
-}
-
-STARFOLD_API starfold_context_t starfold_value_context(starfold_value_t value)
-{
-    return value ? value->ctx : NULL;
-}
-
-static starfold_status_t check_io(const char *fn, starfold_value_t v, int component, const void *buf, size_t bytes,
-                                  int allow_all)
-{
-    if (!v) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL value", fn);
-    if (!(allow_all && component == STARFOLD_ALL_COMPONENTS) && (component < 0 || component >= v->n))
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: component %d, the value has components 0..%d", fn,
-                        component, v->n - 1);
-    const size_t size = v->count * starfold_dtype_size(v->dtype);
-    if (bytes > size)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %zu bytes, a component holds %zu (%zu x %s)", fn, bytes,
-                        size, v->count, starfold_dtype_name(v->dtype));
-    if (!buf && bytes > 0) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL buffer", fn);
-    return STARFOLD_OK;
-}
-
-STARFOLD_API starfold_status_t starfold_value_write(starfold_value_t value, int component, const void *src,
-                                                    size_t bytes)
-{
-    starfold_status_t st = check_io("starfold_value_write", value, component, src, bytes, 1);
-    if (st != STARFOLD_OK || bytes == 0) return st;
-    const size_t elem = starfold_dtype_size(value->dtype);
-    for (int c = 0; c < value->n; c++)
-        if (component == STARFOLD_ALL_COMPONENTS || c == component) {
-            const starfold_view_t view = starfold__value_view(value, c);
-            if ((st = starfold__vector_write_range(view.handle, view.offset * elem, src, bytes)) != STARFOLD_OK) return st;
-        }
-    return STARFOLD_OK;
-}
-
-/* A piece of one write of starfold_value_write_many(), and where it goes. */
-typedef struct write_piece {
-    starpu_data_handle_t handle;
-    size_t order; /* its place among the writes: the later of two overlapping pieces wins */
-    starfold__host_piece_t piece;
-} write_piece_t;
-
-static int by_handle_then_order(const void *a, const void *b)
-{
-    const write_piece_t *x = a, *y = b;
-    if (x->handle != y->handle) return (uintptr_t)x->handle < (uintptr_t)y->handle ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
-/*
- * Every write checked first (a bad one changes nothing), then cut into pieces of the StarPU vectors
- * the components lie in, sorted by vector, and each vector written under one acquire: the values of
- * a list share a few buckets (starfold_value_create()).
- */
-STARFOLD_API starfold_status_t starfold_value_write_many(size_t num_writes, const starfold_value_t *values,
-                                                         const int *components, const void *const *srcs,
-                                                         const size_t *bytes)
-{
-    static const char fn[] = "starfold_value_write_many";
-    if (num_writes == 0) return STARFOLD_OK;
-    if (!values || !components || !srcs || !bytes)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
-                               !values ? "values" : !components ? "components" : !srcs ? "srcs" : "bytes");
-    size_t npieces = 0;
-    for (size_t k = 0; k < num_writes; k++) {
-        const starfold_status_t st = check_io(fn, values[k], components[k], srcs[k], bytes[k], 1);
-        if (st != STARFOLD_OK) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", starfold_last_error());
-            return starfold__error(st, "%s (write %zu)", why, k);
-        }
-        if (bytes[k]) npieces += components[k] == STARFOLD_ALL_COMPONENTS ? (size_t)values[k]->n : 1;
-    }
-    if (npieces == 0) return STARFOLD_OK;
-    write_piece_t *w = malloc(sizeof *w * npieces);
-    if (!w) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu writes", fn, num_writes);
-    size_t m = 0;
-    for (size_t k = 0; k < num_writes; k++) {
-        const starfold_value_t v = values[k];
-        const size_t elem = starfold_dtype_size(v->dtype);
-        for (int c = 0; bytes[k] && c < v->n; c++) {
-            if (components[k] != STARFOLD_ALL_COMPONENTS && c != components[k]) continue;
-            const starfold_view_t view = starfold__value_view(v, c);
-            w[m] = (write_piece_t){ view.handle, m, { view.offset * elem, srcs[k], bytes[k] } };
-            m++;
-        }
-    }
-    qsort(w, m, sizeof *w, by_handle_then_order);
-    starfold_status_t st = STARFOLD_OK;
-    starfold__host_piece_t *pieces = malloc(sizeof *pieces * m);
-    if (!pieces) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu writes", fn, num_writes);
-    for (size_t i = 0; st == STARFOLD_OK && i < m;) {
-        size_t j = i;
-        for (; j < m && w[j].handle == w[i].handle; j++) pieces[j - i] = w[j].piece;
-        st = starfold__vector_write_pieces(w[i].handle, j - i, pieces);
-        i = j;
-    }
-    free(pieces);
-    free(w);
-    return st;
-}
-
-STARFOLD_API starfold_status_t starfold_value_read(starfold_value_t value, int component, void *dst, size_t bytes)
-{
-    starfold_status_t st = check_io("starfold_value_read", value, component, dst, bytes, 0);
-    if (st != STARFOLD_OK) return st;
-    if ((st = starfold_value_wait(value)) != STARFOLD_OK) return st;
-    if (bytes == 0) return STARFOLD_OK;
-    const starfold_view_t view = starfold__value_view(value, component);
-    return starfold__vector_read_range(view.handle, view.offset * starfold_dtype_size(value->dtype), dst, bytes);
-}
 
 /* Waits for every writer, each for what is left of @seconds (< 0: no limit). */
 static starfold_status_t value_wait(starfold_value_t v, double seconds)
@@ -1198,74 +810,4 @@ STARFOLD_API starfold_status_t starfold_value_wait_timeout(starfold_value_t valu
     if (isnan(seconds) || seconds < 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "starfold_value_wait_timeout: %g seconds", seconds);
     return value_wait(value, isinf(seconds) ? -1.0 : seconds);
-}
-
-/* ------------------------------------------------------------------------------------------------
- * Destinations
- */
-
-starfold_status_t starfold__dest_resolve(const starfold_destination_t *d, const char *fn, starfold__dest_t *out)
-{
-    if (!d) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL destinations", fn);
-    memset(out, 0, sizeof *out);
-    switch (d->kind) {
-    case STARFOLD_DESTINATION_NONE:
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destinations can not be empty", fn);
-    case STARFOLD_DESTINATION_HOST:
-        break;
-    case STARFOLD_DESTINATION_DEVICE:
-        if (d->device == STARFOLD_DEVICE_HOST) break;
-        if (d->device < 0)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destination device %d is not a device", fn, d->device);
-        out->n = 1;
-        out->devices[0] = d->device;
-        return STARFOLD_OK;
-    case STARFOLD_DESTINATION_VALUE:
-        if (!d->value) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destinations can not be empty", fn);
-        out->ctx = d->value->ctx;
-        if (d->value->devices[0] == STARFOLD_DEVICE_HOST) break;
-        out->n = d->value->n;
-        memcpy(out->devices, d->value->devices, sizeof(int) * (size_t)d->value->n);
-        return STARFOLD_OK;
-    case STARFOLD_DESTINATION_DEVICES:
-        if (d->num_devices < 1 || !d->devices)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destinations can not be empty", fn);
-        if (d->num_devices > STARFOLD_MAX_DEVICES)
-            return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: %d destination devices, at most %d", fn,
-                                   d->num_devices, STARFOLD_MAX_DEVICES);
-        for (int i = 0; i < d->num_devices; i++) {
-            if (d->devices[i] < 0)
-                return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destination device %d is not a device%s", fn,
-                                       d->devices[i], d->devices[i] == STARFOLD_DEVICE_HOST
-                                                          ? " (the host is a destination of its own: starfold_destination_host())"
-                                                          : "");
-            for (int j = 0; j < i; j++)
-                if (d->devices[j] == d->devices[i])
-                    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: destination device %d is listed twice", fn,
-                                           d->devices[i]);
-        }
-        out->n = d->num_devices;
-        memcpy(out->devices, d->devices, sizeof(int) * (size_t)d->num_devices);
-        return STARFOLD_OK;
-    default:
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                        "%s: destinations must be one of a device, devices, a value or the host (kind %d)", fn,
-                        (int)d->kind);
-    }
-    out->n = 1;
-    out->devices[0] = STARFOLD_DEVICE_HOST;
-    out->host = 1;
-    return STARFOLD_OK;
-}
-
-int starfold__devices_match(int na, const int *a, int nb, const int *b)
-{
-    /* Devices within a list are distinct, so equal sets <=> equal sizes and a subset of b. */
-    if (na != nb) return 0;
-    for (int i = 0; i < na; i++) {
-        int found = 0;
-        for (int j = 0; j < nb && !found; j++) found = a[i] == b[j];
-        if (!found) return 0;
-    }
-    return 1;
 }

@@ -6,7 +6,7 @@
  * assign_sub and read_value in the replica and the cross-replica context.
  *
  *                         replica context                          cross-replica context
- *   ON_WRITE   assign*    a collective (replica.c): the replicas'   every copy = / += / -= the value
+ *   ON_WRITE   assign*    a collective (rendezvous.c): the replicas'   every copy = / += / -= the value
  *   (mirrored)            values aggregated (SUM, MEAN, replica     (one component, or mirrored)
  *                         0's), every copy updated, one graph;
  *                         NONE refused on every replica
@@ -21,7 +21,7 @@
  *
  * OneDeviceStrategy's variables are TensorFlow's ordinary variables: one copy, read and updated as is
  * in either context. Creation is in strategy.c (it reads the strategy's layout); every update is one
- * graph of starfold__ops_update() (cross_device_ops.c).
+ * graph of starfold__ops_update() (ops_update.c).
  */
 #include "config.h"
 
@@ -112,7 +112,7 @@ static starfold_status_t update_variable(const char *fn, starfold__update_t upda
     if ((st = check_variable(fn, var)) != STARFOLD_OK) return st;
     const starfold__variable_t *info = var->var;
     const starfold_replica_context_t rc = starfold__current_replica();
-    /* TensorFlow's MirroredVariable in a replica function: a collective (its checks join it, see replica.c). */
+    /* TensorFlow's MirroredVariable in a replica function: a collective (its checks join it, see replica_context.c). */
     if (rc && info->sync == STARFOLD_SYNCHRONIZATION_ON_WRITE && !info->plain)
         return starfold__replica_update_variable(rc, var, value, update, fn);
     if ((st = check_value(fn, var, value)) != STARFOLD_OK) return st;
