@@ -357,3 +357,20 @@ starfold_status_t starfold__ops_compile_group(starfold_cross_device_ops_t ops, s
 }
 
 /* Records group @g's submission @req on its results (fresh values: their first writer) and in the trace. */
+
+void starfold__group_fini(starfold_cross_device_ops_t ops, starfold__group_t *g)
+{
+    free(g->run_first);
+    g->run_first = NULL;
+    for (int k = 0; k < g->nlayouts; k++) {
+        free(g->layouts[k].idx);
+        free(g->layouts[k].cnt);
+        free(g->layouts[k].devs);
+    }
+    g->nlayouts = 0;
+    free(g->where);
+    g->where = NULL;
+    if (g->cached) starfold__ops_cache_release(ops, g->graph);
+    else starfold_graph_destroy(g->graph);
+    g->graph = NULL;
+}

@@ -192,23 +192,6 @@ static starfold_status_t layout_results(const starfold__pair_t *pairs, group_t *
     return STARFOLD_OK;
 }
 
-void starfold__group_fini(starfold_cross_device_ops_t ops, starfold__group_t *g)
-{
-    free(g->run_first);
-    g->run_first = NULL;
-    for (int k = 0; k < g->nlayouts; k++) {
-        free(g->layouts[k].idx);
-        free(g->layouts[k].cnt);
-        free(g->layouts[k].devs);
-    }
-    g->nlayouts = 0;
-    free(g->where);
-    g->where = NULL;
-    if (g->cached) starfold__ops_cache_release(ops, g->graph);
-    else starfold_graph_destroy(g->graph);
-    g->graph = NULL;
-}
-
 /*
  * The results of group @g in the arena, as its layouts say: one block per destination device and
  * output dtype, the results one after another in it, so the group's outputs are views of as few

@@ -47,54 +47,6 @@
 #include "distribute/distribute.h"
 
 /* ------------------------------------------------------------------------------------------------
- * Test trace
- */
-
-static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
-static starfold__trace_entry_t trace_ring[SF_TRACE_MAX];
-static size_t trace_total;
-
-void starfold__trace_reset(void)
-{
-    pthread_mutex_lock(&trace_lock);
-    trace_total = 0;
-    pthread_mutex_unlock(&trace_lock);
-}
-
-size_t starfold__trace_count(void)
-{
-    pthread_mutex_lock(&trace_lock);
-    const size_t n = trace_total;
-    pthread_mutex_unlock(&trace_lock);
-    return n;
-}
-
-int starfold__trace_get(size_t i, starfold__trace_entry_t *out)
-{
-    pthread_mutex_lock(&trace_lock);
-    const size_t kept = trace_total < SF_TRACE_MAX ? trace_total : SF_TRACE_MAX;
-    int ok = i < kept;
-    if (ok) *out = trace_ring[(trace_total - kept + i) % SF_TRACE_MAX];
-    pthread_mutex_unlock(&trace_lock);
-    return ok ? 0 : -1;
-}
-
-void starfold__trace_add(const starfold__trace_entry_t *e)
-{
-    pthread_mutex_lock(&trace_lock);
-    trace_ring[trace_total % SF_TRACE_MAX] = *e;
-    trace_total++;
-    pthread_mutex_unlock(&trace_lock);
-}
-
-const char *starfold__path_name(starfold__path_t p)
-{
-    static const char *const names[SF_PATH_COUNT] = { "shortcut", "all-reduce", "reduce-to-one", "fallback",
-                                                      "broadcast", "gather", "update" };
-    return (int)p >= 0 && p < SF_PATH_COUNT ? names[p] : "unknown";
-}
-
-/* ------------------------------------------------------------------------------------------------
  * Objects
  */
 

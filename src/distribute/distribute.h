@@ -97,6 +97,9 @@ typedef struct starfold__variable {
     starfold_cross_device_ops_t ops;          /* the strategy's (a reference) */
     starfold_topology_t topology;             /* the strategy's (a reference) */
     starfold_communication_options_t options; /* the strategy's when the variable was made */
+    /* Frees this record and drops its references (variables.c): values.c calls it, knowing nothing of
+     * cross-device ops. */
+    void (*release)(struct starfold__variable *info);
 } starfold__variable_t;
 
 /*
@@ -408,6 +411,7 @@ struct starfold_strategy {
     starfold_communication_options_t options; /* defaults for every call */
     pthread_mutex_t run_lock;                 /* one run at a time */
     struct starfold__replica_pool *pool;      /* the replica threads or fibers, made by the first run (replica_run.c) */
+    void (*pool_destroy)(struct starfold__replica_pool *pool); /* set with pool: stops and frees it */
     starfold_replica_mode_t replica_mode;     /* atomic; changed under run_lock, between runs */
     /*
      * MultiWorkerMirroredStrategy (mwms.c, built with MPI): the replicas of every process are in sync.
@@ -471,8 +475,6 @@ starfold_status_t starfold__strategy_options(starfold_strategy_t s, const starfo
 /* ------------------------------------------------------------------------------------------------
  * Replica context of the calling thread (replica_context.c)
  */
-/* Stops and frees a strategy's replica threads (starfold_strategy_destroy()); NULL is ignored. */
-void starfold__replica_pool_destroy(struct starfold__replica_pool *pool);
 /* Non-NULL while the thread runs a replica function (NULL again inside a merge function). */
 starfold_replica_context_t starfold__current_replica(void);
 /* Whether a timeout_seconds bounds a wait: finite and > 0 (0 and +infinity mean no timeout). */

@@ -10,7 +10,8 @@
  *   replica_collectives.c  what the leader of a rendezvous runs: all_reduce, all_gather, a mirrored
  *                          variable's update, merge_call
  *   replica_context.c      the replica context: its accessors, its collectives' local checks, its own
- *                          values, and which context pointers may still be read
+ *                          values
+ *   replica_lookup.c       the calling thread's context, and which context pointers may still be read
  *
  * In turn (STARFOLD_REPLICAS_IN_TURN, the default). The replicas are fibers (base/fiber.h) on the
  * calling thread, resumed one after the other; a replica waiting in a rendezvous yields instead of
@@ -47,6 +48,7 @@
 #include <pthread.h>
 
 #include "base/event.h"
+#include "base/fiber.h"
 #include "distribute/distribute.h"
 
 #define SF_RUN_MSG_LEN 512
@@ -169,13 +171,26 @@ typedef struct ar_inputs {
 } ar_inputs_t;
 
 /* The calling thread's replica context (NULL: the cross-replica context) and the run it is a
- * replica of (replica_context.c). Set by the replica's body, saved across a fiber's turns. */
+ * replica of (replica_lookup.c). Set by the replica's body, saved across a fiber's turns. */
 extern _Thread_local struct starfold_replica_context *starfold__tls_rc;
 extern _Thread_local starfold__run_t *starfold__tls_run;
 
-/* replica_context.c: a run is live (its contexts may be looked up) from run_take() to run_give_back(). */
+/* replica_lookup.c: a run is live (its contexts may be looked up) from run_take() to run_give_back(). */
 void starfold__run_live_add(starfold__run_t *run);
 void starfold__run_live_remove(starfold__run_t *run);
+
+/* A copy of what a replica context says, and the run it belongs to (not to be dereferenced later). */
+typedef struct rc_view {
+    const starfold__run_t *run;
+    int id, device, n;
+    starfold_strategy_t strategy;
+} rc_view_t;
+
+/*
+ * Fills @out from @rc when @rc is the calling thread's own context or one of a live run; returns 0,
+ * or -1 for NULL or a context whose run has ended (nothing read through @rc then).
+ */
+int starfold__rc_lookup(starfold_replica_context_t rc, rc_view_t *out);
 
 /* rendezvous.c */
 /* Marks the run broken with an error (the first cause wins) and wakes every waiting replica. Lock held. */
@@ -194,7 +209,27 @@ int starfold__ar_inputs_row_same(const ar_inputs_t *a, int r, int n, size_t nv, 
                                  int *comps);
 void starfold__ar_inputs_clear(ar_inputs_t *a);
 
-/* replica_run.c: the last all_reduce's pairs, kept by the strategy's pool (NULL before its first run). */
-ar_inputs_t *starfold__pool_ar_inputs(starfold_strategy_t s);
+/* The strategy's replica threads or fibers, made by its first run (replica_run.c has the picture). */
+struct starfold__replica_pool {
+    starfold__event_t wake;        /* a run was posted, or quit */
+    starfold__event_t idle;        /* busy reached 0 */
+    int n;                         /* replicas */
+    int nthreads;                  /* threads running */
+    pthread_t *threads;
+    struct pool_arg { struct starfold__replica_pool *pool; int r; unsigned long seen; } *args;
+    unsigned long gen;             /* atomic: runs posted */
+    starfold__run_t *run;          /* the run of generation gen */
+    int busy;                      /* atomic: threads still in it */
+    int quit;                      /* atomic */
+    starfold__fiber_t **fibers;    /* [n] replicas in turn, made by the first such run */
+    starfold__run_t *spare;        /* the last run's storage, for the next (run_take()) */
+    ar_inputs_t ar;                /* the leaders' last all_reduce (execute_all_reduce()) */
+};
+
+/* The last all_reduce's pairs, kept by the strategy's pool (NULL before its first run). */
+static inline ar_inputs_t *starfold__pool_ar_inputs(starfold_strategy_t s)
+{
+    return s->pool ? &s->pool->ar : NULL;
+}
 
 #endif

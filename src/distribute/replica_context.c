@@ -3,14 +3,8 @@
 /*
  * The replica context (replica.h has the whole picture): what a replica asks of its context, the
  * local checks of its collectives (a failed check still joins the rendezvous, so that every replica
- * fails together instead of waiting), and its own values and result.
- *
- * Lifetime. Replica contexts live in their run, which starfold_strategy_run() frees before it returns;
- * a caller may still hold one (kept in a global, passed to another thread). Such a pointer is never
- * dereferenced: a context other than the calling thread's own is looked up by address among the live
- * runs (a process-wide list, under its own lock, that a run leaves before it is freed), and only a
- * context found there is read. A stale one gets STARFOLD_ERR_INVALID_ARGUMENT, or the accessors'
- * NULL answers.
+ * fails together instead of waiting), and its own values and result. A context other than the
+ * calling thread's own is only read once found among the live runs (replica_lookup.c).
  */
 #include "config.h"
 
@@ -18,86 +12,6 @@
 
 #include "base/common.h"
 #include "distribute/replica.h"
-
-_Thread_local struct starfold_replica_context *starfold__tls_rc; /* NULL: cross-replica context */
-_Thread_local starfold__run_t *starfold__tls_run;                      /* the run this thread is a replica of */
-
-starfold_replica_context_t starfold__current_replica(void)
-{
-    return starfold__tls_rc;
-}
-
-/* ------------------------------------------------------------------------------------------------
- * Live runs: which replica context pointers may be read (see "Lifetime" above)
- */
-
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static starfold__run_t *live_runs;
-
-void starfold__run_live_add(starfold__run_t *run)
-{
-    pthread_mutex_lock(&live_lock);
-    run->next_live = live_runs;
-    live_runs = run;
-    pthread_mutex_unlock(&live_lock);
-}
-
-void starfold__run_live_remove(starfold__run_t *run)
-{
-    pthread_mutex_lock(&live_lock);
-    for (starfold__run_t **p = &live_runs; *p; p = &(*p)->next_live)
-        if (*p == run) {
-            *p = run->next_live;
-            break;
-        }
-    pthread_mutex_unlock(&live_lock);
-}
-
-/* A copy of what a replica context says, and the run it belongs to (not to be dereferenced later). */
-typedef struct rc_view {
-    const starfold__run_t *run;
-    int id, device, n;
-    starfold_strategy_t strategy;
-} rc_view_t;
-
-/*
- * Fills @out from @rc when @rc is the calling thread's own context or one of a live run; returns 0,
- * or -1 for NULL or a context whose run has ended (nothing read through @rc then). Addresses are
- * compared as integers: @rc may point anywhere.
- */
-static int rc_lookup(starfold_replica_context_t rc, rc_view_t *out)
-{
-    if (!rc) return -1;
-    if (rc == starfold__tls_rc) {
-        *out = (rc_view_t){ rc->run, rc->id, rc->device, rc->run->n, rc->strategy };
-        return 0;
-    }
-    const uintptr_t at = (uintptr_t)rc;
-    int found = -1;
-    pthread_mutex_lock(&live_lock);
-    for (const starfold__run_t *run = live_runs; run && found < 0; run = run->next_live) {
-        const uintptr_t lo = (uintptr_t)run->rcs, hi = (uintptr_t)(run->rcs + run->n);
-        if (at < lo || at >= hi || (at - lo) % sizeof *run->rcs != 0) continue;
-        *out = (rc_view_t){ run, rc->id, rc->device, run->n, rc->strategy };
-        found = 0;
-    }
-    pthread_mutex_unlock(&live_lock);
-    return found;
-}
-
-STARFOLD_API starfold_replica_context_t starfold_get_replica_context(void)
-{
-    return starfold__tls_rc;
-}
-
-starfold_status_t starfold__require_cross_replica(const char *fn)
-{
-    if (!starfold__tls_rc) return STARFOLD_OK;
-    return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                    "%s: Method requires being in cross-replica context, use get_replica_context().merge_call() "
-                    "(called from replica %d)",
-                    fn, starfold__tls_rc->id);
-}
 
 /* ------------------------------------------------------------------------------------------------
  * Replica context accessors
@@ -109,26 +23,26 @@ starfold_status_t starfold__require_cross_replica(const char *fn)
 STARFOLD_API int starfold_replica_context_replica_id_in_sync_group(starfold_replica_context_t context)
 {
     rc_view_t v;
-    return rc_lookup(context, &v) == 0 ? v.strategy->replica_offset + v.id : -1;
+    return starfold__rc_lookup(context, &v) == 0 ? v.strategy->replica_offset + v.id : -1;
 }
 
 STARFOLD_API int starfold_replica_context_num_replicas_in_sync(starfold_replica_context_t context)
 {
     rc_view_t v;
-    if (rc_lookup(context, &v) != 0) return 0;
+    if (starfold__rc_lookup(context, &v) != 0) return 0;
     return v.strategy->total_replicas ? v.strategy->total_replicas : v.n;
 }
 
 STARFOLD_API int starfold_replica_context_device(starfold_replica_context_t context)
 {
     rc_view_t v;
-    return rc_lookup(context, &v) == 0 ? v.device : -2;
+    return starfold__rc_lookup(context, &v) == 0 ? v.device : -2;
 }
 
 STARFOLD_API starfold_strategy_t starfold_replica_context_strategy(starfold_replica_context_t context)
 {
     rc_view_t v;
-    return rc_lookup(context, &v) == 0 ? v.strategy : NULL;
+    return starfold__rc_lookup(context, &v) == 0 ? v.strategy : NULL;
 }
 
 /* select_replica: the component on this device, else the only one, else the one of this index. */
@@ -148,7 +62,7 @@ STARFOLD_API starfold_status_t starfold_replica_context_select(starfold_replica_
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
                         !context ? "context" : !value ? "value" : "handle");
     rc_view_t rc;
-    if (rc_lookup(context, &rc) != 0)
+    if (starfold__rc_lookup(context, &rc) != 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: the replica context is no longer valid (its "
                                "starfold_strategy_run() has returned)", fn);
     const int c = select_index(&rc, value);
@@ -170,7 +84,7 @@ static starfold_status_t check_own(starfold_replica_context_t rc, const char *fn
     if (!rc) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL replica context", fn);
     if (starfold__tls_rc == rc) return STARFOLD_OK;
     rc_view_t v;
-    if (rc_lookup(rc, &v) != 0)
+    if (starfold__rc_lookup(rc, &v) != 0)
         return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
                                "%s: the replica context is no longer valid (its starfold_strategy_run() has returned)", fn);
     if (!starfold__tls_rc && starfold__tls_run == v.run)

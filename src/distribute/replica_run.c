@@ -63,26 +63,6 @@ static void replica_body(struct starfold_replica_context *rc)
  * them after it saw gen move (acquire), and the events (base/event.h) wake every thread at once
  * rather than one after the other on a condition variable's mutex.
  */
-struct starfold__replica_pool {
-    starfold__event_t wake;        /* a run was posted, or quit */
-    starfold__event_t idle;        /* busy reached 0 */
-    int n;                         /* replicas */
-    int nthreads;                  /* threads running */
-    pthread_t *threads;
-    struct pool_arg { struct starfold__replica_pool *pool; int r; unsigned long seen; } *args;
-    unsigned long gen;             /* atomic: runs posted */
-    starfold__run_t *run;          /* the run of generation gen */
-    int busy;                      /* atomic: threads still in it */
-    int quit;                      /* atomic */
-    starfold__fiber_t **fibers;    /* [n] replicas in turn, made by the first such run */
-    starfold__run_t *spare;        /* the last run's storage, for the next (run_take()) */
-    ar_inputs_t ar;                /* the leaders' last all_reduce (execute_all_reduce()) */
-};
-
-ar_inputs_t *starfold__pool_ar_inputs(starfold_strategy_t s)
-{
-    return s->pool ? &s->pool->ar : NULL;
-}
 
 static void *pool_main(void *p)
 {
@@ -106,7 +86,9 @@ static void *pool_main(void *p)
 
 static void run_free(starfold__run_t *run);
 
-void starfold__replica_pool_destroy(struct starfold__replica_pool *pool)
+/* Stops and frees a strategy's replica threads and fibers (starfold_strategy_destroy(), through
+ * s->pool_destroy). */
+static void pool_destroy(struct starfold__replica_pool *pool)
 {
     if (!pool) return;
     __atomic_store_n(&pool->quit, 1, __ATOMIC_RELEASE);
@@ -137,6 +119,7 @@ static starfold_status_t pool_get(const char *name, starfold_strategy_t s, struc
             return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
         }
         s->pool = pool;
+        s->pool_destroy = pool_destroy;
     }
     *out = pool;
     return STARFOLD_OK;

@@ -44,7 +44,7 @@ STARFOLD_API const char *starfold_strategy_kind_name(starfold_strategy_kind_t ki
 static void strategy_free(starfold_strategy_t s)
 {
     if (!s) return;
-    starfold__replica_pool_destroy(s->pool); /* joins the replica threads, idle between runs */
+    if (s->pool) s->pool_destroy(s->pool); /* joins the replica threads, idle between runs */
     starfold_cross_device_ops_destroy(s->ops);
     starfold_cross_device_ops_destroy(s->ring_ops);
     starfold_cross_device_ops_destroy(s->nccl_ops);
@@ -260,76 +260,6 @@ STARFOLD_API starfold_status_t starfold_strategy_set_communication_options(
     if (options) strategy->options = *options;
     else starfold_communication_options_init(&strategy->options);
     return STARFOLD_OK;
-}
-
-/* A variable of the strategy (variables.c has the rules): @fn names the public call in messages. */
-static starfold_status_t create_variable(const char *fn, starfold_strategy_t strategy, starfold_dtype_t dtype,
-                                         size_t count, const void *init, const starfold_variable_options_t *options,
-                                         starfold_value_t *variable)
-{
-    if (!strategy || !variable)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !strategy ? "strategy" : "variable");
-    starfold_variable_options_t o;
-    starfold_variable_options_init(&o);
-    if (options) o = *options;
-    starfold_status_t st;
-    if ((int)o.aggregation < 0 || (int)o.aggregation > STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                               "%s: Invalid variable aggregation mode: %d (NONE, SUM, MEAN or ONLY_FIRST_REPLICA)", fn,
-                               (int)o.aggregation);
-    if ((int)o.synchronization < 0 || (int)o.synchronization > STARFOLD_SYNCHRONIZATION_ON_READ)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                               "%s: Invalid variable synchronization mode: %d (AUTO, ON_WRITE or ON_READ)", fn,
-                               (int)o.synchronization);
-    if (o.synchronization == STARFOLD_SYNCHRONIZATION_NONE)
-        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
-                               "%s: `NONE` variable synchronization mode is not supported with `tf.distribute` strategy. "
-                               "Please change the `synchronization` for variable (starfold_variable_options_t): AUTO, "
-                               "ON_WRITE or ON_READ",
-                               fn);
-    const int on_read = o.synchronization == STARFOLD_SYNCHRONIZATION_ON_READ;
-    starfold__variable_t *info = calloc(1, sizeof *info);
-    if (!info) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    /* Handles of their own: update functions are handed the variable's handles every step. A sync-on-read
-     * variable has a copy per replica device, whatever the strategy. */
-    starfold_value_t v = NULL;
-    st = starfold__value_create_own(fn, strategy->ctx, on_read ? STARFOLD_VALUE_PER_REPLICA : STARFOLD_VALUE_MIRRORED,
-                                    on_read ? strategy->n : strategy->nvar,
-                                    on_read ? strategy->devices : strategy->var_devices, dtype, count, init, &v);
-    if (st != STARFOLD_OK) {
-        free(info);
-        return st;
-    }
-    info->sync = on_read ? STARFOLD_SYNCHRONIZATION_ON_READ : STARFOLD_SYNCHRONIZATION_ON_WRITE;
-    info->agg = o.aggregation;
-    info->strategy_kind = strategy->kind;
-    info->plain = strategy->kind == STARFOLD_STRATEGY_ONE_DEVICE;
-    info->num_replicas = starfold_strategy_num_replicas_in_sync(strategy);
-    info->cross_process = strategy->cross_process != NULL;
-    info->group = strategy->group;
-    info->cross_reduce = strategy->cross_reduce;
-    info->ops = starfold_cross_device_ops_retain(strategy->ops);
-    info->topology = starfold_topology_retain(strategy->topology);
-    info->options = strategy->options;
-    v->var = info;
-    *variable = v;
-    return STARFOLD_OK;
-}
-
-STARFOLD_API starfold_status_t starfold_strategy_create_variable(starfold_strategy_t strategy, starfold_dtype_t dtype,
-                                                                 size_t count, const void *init,
-                                                                 starfold_value_t *variable)
-{
-    /* TensorFlow's defaults: synchronization AUTO (ON_WRITE), aggregation NONE. */
-    return create_variable("starfold_strategy_create_variable", strategy, dtype, count, init, NULL, variable);
-}
-
-STARFOLD_API starfold_status_t starfold_strategy_create_variable_with_options(
-    starfold_strategy_t strategy, starfold_dtype_t dtype, size_t count, const void *init,
-    const starfold_variable_options_t *options, starfold_value_t *variable)
-{
-    return create_variable("starfold_strategy_create_variable_with_options", strategy, dtype, count, init, options,
-                           variable);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -127,17 +127,6 @@ STARFOLD_API starfold_status_t starfold_value_wrap(starfold_context_t context, s
     return starfold__value_borrow(context, kind, num_components, devices, handles, dtype, count, value);
 }
 
-STARFOLD_API starfold_value_t starfold_value_retain(starfold_value_t value)
-{
-    if (value) __atomic_add_fetch(&value->refs, 1, __ATOMIC_RELAXED);
-    return value;
-}
-
-STARFOLD_API void starfold_value_destroy(starfold_value_t value)
-{
-    if (value && __atomic_sub_fetch(&value->refs, 1, __ATOMIC_ACQ_REL) == 0) starfold__value_free(value);
-}
-
 STARFOLD_API starfold_status_t starfold_value_regroup(starfold_value_kind_t kind, int num_values,
                                                       const starfold_value_t *values, starfold_value_t *value)
 {
@@ -342,4 +331,48 @@ STARFOLD_API starfold_status_t starfold_value_read(starfold_value_t value, int c
     if (bytes == 0) return STARFOLD_OK;
     const starfold_view_t view = starfold__value_view(value, component);
     return starfold__vector_read_range(view.handle, view.offset * starfold_dtype_size(value->dtype), dst, bytes);
+}
+
+/*
+ * Moves component @c out of the arena: a new handle of its own on the same device, filled by a copy
+ * task from the range. Nothing waits: StarPU orders the copy after the tasks already submitted that
+ * write the range, and the caller's next tasks on the new handle after the copy; the copy is one more
+ * writer of the value. Lock held (no other thread moves it at the same time).
+ */
+static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
+{
+    starpu_data_handle_t h = NULL;
+    void *host_mem = NULL;
+    starfold_status_t st = v->devices[c] == STARFOLD_DEVICE_HOST
+                               ? starfold__host_vector_create(v->dtype, v->count, &h, &host_mem)
+                               : starfold_vector_create(v->ctx, v->devices[c], v->dtype, v->count, &h);
+    if (st != STARFOLD_OK) return st;
+    starfold__dist_req_t *req = NULL;
+    const starfold_view_t from = { handles_of(v)[c], offset_of(v)[c] }, to = { h, 0 };
+    if ((st = starfold__copy_view(v->ctx, v->dtype, v->count, from, v->devices[c], to, v->devices[c], &req)) == STARFOLD_OK)
+        st = starfold__value_add_writer_locked(v, req);
+    starfold__dist_req_release(req);
+    if (st != STARFOLD_OK) {
+        /* Unregistering waits for a copy already submitted. */
+        if (host_mem) starfold__host_vector_destroy(h, host_mem);
+        else starfold_vector_destroy(v->ctx, h);
+        return st;
+    }
+    starfold__value_drop_range(v, c);
+    offset_of(v)[c] = 0;
+    handles_of(v)[c] = h;
+    own_of(v)[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
+    host_mem_of(v)[c] = host_mem;
+    __atomic_store_n(&v->stamp, starfold__value_new_stamp(), __ATOMIC_RELAXED);
+    return STARFOLD_OK;
+}
+
+starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c)
+{
+    v = starfold__value_root(v, &c);
+    pthread_mutex_lock(v->lock);
+    const starfold_status_t st = range_of(v)[c] ? move_out_of_arena(v, c) : STARFOLD_OK;
+    starpu_data_handle_t h = st == STARFOLD_OK ? handles_of(v)[c] : NULL;
+    pthread_mutex_unlock(v->lock);
+    return h;
 }

@@ -80,4 +80,18 @@ starfold_status_t starfold__value_alloc_at(starfold_context_t ctx, starfold_valu
 /* Frees everything of @v, its last reference gone (values.c). */
 void starfold__value_free(starfold_value_t v);
 
+/* values.c, for value_api.c's moves out of the arena (starfold__value_handle()) */
+/* A malloc'ed buffer of @count x @dtype registered with StarPU, home node main memory. */
+starfold_status_t starfold__host_vector_create(starfold_dtype_t dtype, size_t count, starpu_data_handle_t *handle,
+                                               void **mem);
+void starfold__host_vector_destroy(starpu_data_handle_t handle, void *mem);
+/* Records @r as a writer of @v; @v's lock held. */
+starfold_status_t starfold__value_add_writer_locked(starfold_value_t v, starfold__dist_req_t *r);
+/* Gives component @c's arena range back (a value not in a slab); @v's lock held. */
+void starfold__value_drop_range(starfold_value_t v, int c);
+/* A stamp never given before. */
+unsigned long long starfold__value_new_stamp(void);
+/* The value that keeps @v's component *@c (its part, for a regrouped value), *@c set to its index there. */
+starfold_value_t starfold__value_root(starfold_value_t v, int *c);
+
 #endif /* STARFOLD_SRC_DISTRIBUTE_VALUE_SHELL_H */

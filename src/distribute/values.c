@@ -114,7 +114,7 @@ static void writer_drop(starfold_value_t v, starfold__dist_req_t *r);
 static void slab_mark_mixed(struct starfold__value_slab *s);
 
 /* Records that @r writes @v (lock held), forgetting the submissions that finished well. */
-static starfold_status_t add_writer_locked(starfold_value_t v, starfold__dist_req_t *r)
+starfold_status_t starfold__value_add_writer_locked(starfold_value_t v, starfold__dist_req_t *r)
 {
     if (v->slab) slab_mark_mixed(v->slab); /* before the list changes: value_settled() */
     /* Forget the submissions that finished well, so a value updated every step keeps a short list. */
@@ -144,7 +144,7 @@ static starfold_status_t add_writer_locked(starfold_value_t v, starfold__dist_re
  * Host vectors: a malloc'ed buffer registered with StarPU, home node main memory.
  */
 
-static starfold_status_t host_vector_create(starfold_dtype_t dtype, size_t count, starpu_data_handle_t *handle,
+starfold_status_t starfold__host_vector_create(starfold_dtype_t dtype, size_t count, starpu_data_handle_t *handle,
                                             void **mem)
 {
     const size_t elem = starfold_dtype_size(dtype);
@@ -160,7 +160,7 @@ static starfold_status_t host_vector_create(starfold_dtype_t dtype, size_t count
     return STARFOLD_OK;
 }
 
-static void host_vector_destroy(starpu_data_handle_t handle, void *mem)
+void starfold__host_vector_destroy(starpu_data_handle_t handle, void *mem)
 {
     /* Waits for the tasks using it; no write-back into a buffer freed next. */
     if (handle) starfold__vector_unregister_discard(handle);
@@ -183,7 +183,7 @@ STARFOLD_API const char *starfold_value_kind_name(starfold_value_kind_t kind)
 /* Stamps of values' storage (see struct starfold_value), process-wide. */
 static unsigned long long stamps;
 
-static unsigned long long new_stamp(void)
+unsigned long long starfold__value_new_stamp(void)
 {
     return __atomic_add_fetch(&stamps, 1, __ATOMIC_RELAXED);
 }
@@ -205,7 +205,7 @@ typedef struct starfold__value_slab {
     starfold__dist_req_t *writer;
     /*
      * atomic: set once any value of the slab is recorded with a writer other than @writer (a first
-     * writer of its own, or one more: add_writer_locked()); never cleared. While it is 0, every
+     * writer of its own, or one more: starfold__value_add_writer_locked()); never cleared. While it is 0, every
      * value of the slab is written by @writer alone, so a wait on one of them is a look at @writer
      * (value_settled()), without the value's lock: a replica waits for its 1,000 results of a step
      * that way.
@@ -318,11 +318,11 @@ static starfold_value_t value_shell(starfold_context_t ctx, starfold_value_kind_
         free(mem);
         return NULL;
     }
-    return shell_init(mem, lock, new_stamp(), ctx, kind, n, devices, dtype, count);
+    return shell_init(mem, lock, starfold__value_new_stamp(), ctx, kind, n, devices, dtype, count);
 }
 
 /* Gives up the range of component @c: its own reference, or (a slab's value) the slab's. Lock held or no sharing. */
-static void drop_range(starfold_value_t v, int c)
+void starfold__value_drop_range(starfold_value_t v, int c)
 {
     if (!v->slab) starfold__range_release(range_of(v)[c]);
     range_of(v)[c] = NULL;
@@ -347,15 +347,11 @@ static void group_free(starfold__value_group_t *g)
 void starfold__value_free(starfold_value_t v)
 {
     for (size_t i = 0; i < v->nwriters; i++) writer_drop(v, v->writers[i]);
-    if (v->var) {
-        starfold_cross_device_ops_destroy(v->var->ops);
-        starfold_topology_destroy(v->var->topology);
-        free(v->var);
-    }
+    if (v->var) v->var->release(v->var);
     for (int c = 0; c < v->n; c++) {
         if (own_of(v)[c] == SF_OWN_DEVICE) starfold_vector_destroy(v->ctx, handles_of(v)[c]);
-        else if (own_of(v)[c] == SF_OWN_HOST) host_vector_destroy(handles_of(v)[c], host_mem_of(v)[c]);
-        if (range_of(v)[c]) drop_range(v, c);
+        else if (own_of(v)[c] == SF_OWN_HOST) starfold__host_vector_destroy(handles_of(v)[c], host_mem_of(v)[c]);
+        if (range_of(v)[c]) starfold__value_drop_range(v, c);
     }
     group_free(v->group);
     if (v->writers != &v->writer0) free(v->writers);
@@ -517,7 +513,7 @@ starfold_status_t starfold__value_alloc_own(starfold_context_t ctx, starfold_val
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int c = 0; c < n; c++) {
         if (devices[c] == STARFOLD_DEVICE_HOST) {
-            SF_CHECK_GOTO(host_vector_create(dtype, count, &handles_of(v)[c], &host_mem_of(v)[c]), st, fail);
+            SF_CHECK_GOTO(starfold__host_vector_create(dtype, count, &handles_of(v)[c], &host_mem_of(v)[c]), st, fail);
             own_of(v)[c] = SF_OWN_HOST;
         } else {
             SF_CHECK_GOTO(starfold_vector_create(ctx, devices[c], dtype, count, &handles_of(v)[c]), st, fail);
@@ -543,7 +539,7 @@ starfold_status_t starfold__value_borrow(starfold_context_t ctx, starfold_value_
 }
 
 /* The value that holds component @c of @v (@v itself unless regrouped); *c becomes its index there. */
-static starfold_value_t root_of(starfold_value_t v, int *c)
+starfold_value_t starfold__value_root(starfold_value_t v, int *c)
 {
     while (starfold__value_regrouped(v) && v->group->origin[*c]) {
         const int k = v->group->origin_comp[*c];
@@ -561,7 +557,7 @@ starfold_status_t starfold__value_borrow_components(starfold_context_t ctx, star
     if (!v) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory creating a value of %d components", n);
     for (int i = 0; i < n; i++) {
         int c = comps[i];
-        const starfold_value_t s = root_of(srcs[i], &c);
+        const starfold_value_t s = starfold__value_root(srcs[i], &c);
         pthread_mutex_lock(s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
         handles_of(v)[i] = handles_of(s)[c];
         offset_of(v)[i] = offset_of(s)[c];
@@ -588,7 +584,7 @@ starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int 
         v->slab = slab;
         for (int i = 0; i < n; i++) {
             int c = comps[(size_t)i * nv + made];
-            const starfold_value_t s = root_of(srcs[(size_t)i * nv + made], &c);
+            const starfold_value_t s = starfold__value_root(srcs[(size_t)i * nv + made], &c);
             pthread_mutex_lock(s->lock); /* a concurrent move out of the arena (value_handle) changes the row */
             handles_of(v)[i] = handles_of(s)[c];
             offset_of(v)[i] = offset_of(s)[c];
@@ -604,45 +600,11 @@ starfold_status_t starfold__values_borrow_block(starfold_value_kind_t kind, int 
 
 starfold_view_t starfold__value_view(starfold_value_t v, int c)
 {
-    v = root_of(v, &c);
+    v = starfold__value_root(v, &c);
     pthread_mutex_lock(v->lock);
     const starfold_view_t view = { handles_of(v)[c], offset_of(v)[c] };
     pthread_mutex_unlock(v->lock);
     return view;
-}
-
-/*
- * Moves component @c out of the arena: a new handle of its own on the same device, filled by a copy
- * task from the range. Nothing waits: StarPU orders the copy after the tasks already submitted that
- * write the range, and the caller's next tasks on the new handle after the copy; the copy is one more
- * writer of the value. Lock held (no other thread moves it at the same time).
- */
-static starfold_status_t move_out_of_arena(starfold_value_t v, int c)
-{
-    starpu_data_handle_t h = NULL;
-    void *host_mem = NULL;
-    starfold_status_t st = v->devices[c] == STARFOLD_DEVICE_HOST
-                               ? host_vector_create(v->dtype, v->count, &h, &host_mem)
-                               : starfold_vector_create(v->ctx, v->devices[c], v->dtype, v->count, &h);
-    if (st != STARFOLD_OK) return st;
-    starfold__dist_req_t *req = NULL;
-    const starfold_view_t from = { handles_of(v)[c], offset_of(v)[c] }, to = { h, 0 };
-    if ((st = starfold__copy_view(v->ctx, v->dtype, v->count, from, v->devices[c], to, v->devices[c], &req)) == STARFOLD_OK)
-        st = add_writer_locked(v, req);
-    starfold__dist_req_release(req);
-    if (st != STARFOLD_OK) {
-        /* Unregistering waits for a copy already submitted. */
-        if (host_mem) host_vector_destroy(h, host_mem);
-        else starfold_vector_destroy(v->ctx, h);
-        return st;
-    }
-    drop_range(v, c);
-    offset_of(v)[c] = 0;
-    handles_of(v)[c] = h;
-    own_of(v)[c] = host_mem ? SF_OWN_HOST : SF_OWN_DEVICE;
-    host_mem_of(v)[c] = host_mem;
-    __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
-    return STARFOLD_OK;
 }
 
 int starfold__value_views(starfold_value_t v, starfold_view_t *views)
@@ -666,27 +628,28 @@ int starfold__value_views(starfold_value_t v, starfold_view_t *views)
 
 int starfold__value_in_arena(starfold_value_t v, int c)
 {
-    v = root_of(v, &c);
+    v = starfold__value_root(v, &c);
     pthread_mutex_lock(v->lock);
     const int in = range_of(v)[c] != NULL;
     pthread_mutex_unlock(v->lock);
     return in;
 }
 
-starpu_data_handle_t starfold__value_handle(starfold_value_t v, int c)
+STARFOLD_API starfold_value_t starfold_value_retain(starfold_value_t value)
 {
-    v = root_of(v, &c);
-    pthread_mutex_lock(v->lock);
-    const starfold_status_t st = range_of(v)[c] ? move_out_of_arena(v, c) : STARFOLD_OK;
-    starpu_data_handle_t h = st == STARFOLD_OK ? handles_of(v)[c] : NULL;
-    pthread_mutex_unlock(v->lock);
-    return h;
+    if (value) __atomic_add_fetch(&value->refs, 1, __ATOMIC_RELAXED);
+    return value;
+}
+
+STARFOLD_API void starfold_value_destroy(starfold_value_t value)
+{
+    if (value && __atomic_sub_fetch(&value->refs, 1, __ATOMIC_ACQ_REL) == 0) starfold__value_free(value);
 }
 
 starfold_status_t starfold__value_add_writer(starfold_value_t v, starfold__dist_req_t *r)
 {
     pthread_mutex_lock(v->lock);
-    const starfold_status_t st = add_writer_locked(v, r);
+    const starfold_status_t st = starfold__value_add_writer_locked(v, r);
     pthread_mutex_unlock(v->lock);
     return st;
 }
@@ -736,7 +699,7 @@ starfold_status_t starfold__value_take_component(starfold_value_t v, int c, star
     own_of(v)[c] = SF_OWN_NONE;
     host_mem_of(v)[c] = NULL;
     range_of(v)[c] = NULL;
-    __atomic_store_n(&v->stamp, new_stamp(), __ATOMIC_RELAXED);
+    __atomic_store_n(&v->stamp, starfold__value_new_stamp(), __ATOMIC_RELAXED);
     pthread_mutex_unlock(v->lock);
     *out = o;
     return STARFOLD_OK;

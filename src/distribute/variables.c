@@ -20,8 +20,8 @@
  *                                                                   refused
  *
  * OneDeviceStrategy's variables are TensorFlow's ordinary variables: one copy, read and updated as is
- * in either context. Creation is in strategy.c (it reads the strategy's layout); every update is one
- * graph of starfold__ops_update() (ops_update.c).
+ * in either context. A variable is made here from its strategy's layout; every update is one graph
+ * of starfold__ops_update() (ops_update.c).
  */
 #include "config.h"
 
@@ -228,4 +228,87 @@ STARFOLD_API starfold_status_t starfold_variable_read_value(starfold_value_t var
     return starfold__ops_batch_reduce(info->ops, info->topology,
                                       info->agg == STARFOLD_AGGREGATION_SUM ? STARFOLD_OP_SUM : STARFOLD_OP_MEAN, 1, &p,
                                       &info->options, fn, result);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Creation
+ */
+
+/* What a variable's value holds of its strategy (values.c calls it when the value is freed). */
+static void variable_info_release(starfold__variable_t *info)
+{
+    starfold_cross_device_ops_destroy(info->ops);
+    starfold_topology_destroy(info->topology);
+    free(info);
+}
+
+/* A variable of the strategy (the rules above): @fn names the public call in messages. */
+static starfold_status_t create_variable(const char *fn, starfold_strategy_t strategy, starfold_dtype_t dtype,
+                                         size_t count, const void *init, const starfold_variable_options_t *options,
+                                         starfold_value_t *variable)
+{
+    if (!strategy || !variable)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, !strategy ? "strategy" : "variable");
+    starfold_variable_options_t o;
+    starfold_variable_options_init(&o);
+    if (options) o = *options;
+    starfold_status_t st;
+    if ((int)o.aggregation < 0 || (int)o.aggregation > STARFOLD_AGGREGATION_ONLY_FIRST_REPLICA)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: Invalid variable aggregation mode: %d (NONE, SUM, MEAN or ONLY_FIRST_REPLICA)", fn,
+                               (int)o.aggregation);
+    if ((int)o.synchronization < 0 || (int)o.synchronization > STARFOLD_SYNCHRONIZATION_ON_READ)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: Invalid variable synchronization mode: %d (AUTO, ON_WRITE or ON_READ)", fn,
+                               (int)o.synchronization);
+    if (o.synchronization == STARFOLD_SYNCHRONIZATION_NONE)
+        return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT,
+                               "%s: `NONE` variable synchronization mode is not supported with `tf.distribute` strategy. "
+                               "Please change the `synchronization` for variable (starfold_variable_options_t): AUTO, "
+                               "ON_WRITE or ON_READ",
+                               fn);
+    const int on_read = o.synchronization == STARFOLD_SYNCHRONIZATION_ON_READ;
+    starfold__variable_t *info = calloc(1, sizeof *info);
+    if (!info) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    /* Handles of their own: update functions are handed the variable's handles every step. A sync-on-read
+     * variable has a copy per replica device, whatever the strategy. */
+    starfold_value_t v = NULL;
+    st = starfold__value_create_own(fn, strategy->ctx, on_read ? STARFOLD_VALUE_PER_REPLICA : STARFOLD_VALUE_MIRRORED,
+                                    on_read ? strategy->n : strategy->nvar,
+                                    on_read ? strategy->devices : strategy->var_devices, dtype, count, init, &v);
+    if (st != STARFOLD_OK) {
+        free(info);
+        return st;
+    }
+    info->sync = on_read ? STARFOLD_SYNCHRONIZATION_ON_READ : STARFOLD_SYNCHRONIZATION_ON_WRITE;
+    info->agg = o.aggregation;
+    info->strategy_kind = strategy->kind;
+    info->plain = strategy->kind == STARFOLD_STRATEGY_ONE_DEVICE;
+    info->num_replicas = starfold_strategy_num_replicas_in_sync(strategy);
+    info->cross_process = strategy->cross_process != NULL;
+    info->group = strategy->group;
+    info->cross_reduce = strategy->cross_reduce;
+    info->ops = starfold_cross_device_ops_retain(strategy->ops);
+    info->topology = starfold_topology_retain(strategy->topology);
+    info->options = strategy->options;
+    info->release = variable_info_release;
+    v->var = info;
+    *variable = v;
+    return STARFOLD_OK;
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_create_variable(starfold_strategy_t strategy, starfold_dtype_t dtype,
+                                                                 size_t count, const void *init,
+                                                                 starfold_value_t *variable)
+{
+    /* TensorFlow's defaults: synchronization AUTO (ON_WRITE), aggregation NONE. */
+    return create_variable("starfold_strategy_create_variable", strategy, dtype, count, init, NULL, variable);
+}
+
+STARFOLD_API starfold_status_t starfold_strategy_create_variable_with_options(
+    starfold_strategy_t strategy, starfold_dtype_t dtype, size_t count, const void *init,
+    const starfold_variable_options_t *options, starfold_value_t *variable)
+{
+    return create_variable("starfold_strategy_create_variable_with_options", strategy, dtype, count, init, options,
+                           variable);
 }

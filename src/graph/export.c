@@ -40,33 +40,9 @@
 /* More tensors than this and buffers are drawn one node per slot. */
 #define AGGREGATE_TENSORS 64
 
-/* Colour of an edge crossing devices: the direct link's kind (the shared palette), red when none. */
-static const char *link_colour(int found, starfold_link_kind_t kind)
-{
-    return found ? starfold__link_colour(kind) : SF_NO_LINK_COLOUR;
-}
-
-
-/* "512 B", "4.0 KiB", "1.5 MiB", "2.0 GiB". */
-void starfold__human_bytes(uint64_t bytes, char *s, size_t n)
-{
-    static const char *const unit[] = { "KiB", "MiB", "GiB" };
-    if (bytes < 1024) {
-        snprintf(s, n, "%llu B", (unsigned long long)bytes);
-        return;
-    }
-    double v = (double)bytes / 1024;
-    int k = 0;
-    while (v >= 1024 && k < 2) {
-        v /= 1024;
-        k++;
-    }
-    snprintf(s, n, "%.1f %s", v, unit[k]);
-}
-
-static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
-
 /* ------------------------------------------------------------------------------------------------ */
+/* The cgraph graph                                                                                 */
+
 /* Opens the root graph with @ids as its ID discipline; @ids must outlive it. */
 static Agraph_t *ag_open(ag_ids_t *ids)
 {
@@ -92,35 +68,6 @@ static Agraph_t *ag_open(ag_ids_t *ids)
     return ag;
 }
 
-/* "all-reduce (sum) of 8 replicas", "reduce (mean) of 4 replicas to 2 devices", "broadcast ...". */
-void starfold__graph_describe(const struct starfold_graph *g, char *s, size_t n)
-{
-    if (g->kind == STARFOLD_COLL_BROADCAST) {
-        snprintf(s, n, "broadcast from device %d to %d device%s", g->num_inputs ? g->input_devices[0] : -1,
-                 g->num_outputs, plural((size_t)g->num_outputs));
-        return;
-    }
-    int all = g->num_outputs == g->num_inputs;
-    for (int d = 0; all && d < g->num_outputs; d++) {
-        int found = 0;
-        for (int s2 = 0; s2 < g->num_inputs; s2++) found |= g->input_devices[s2] == g->output_devices[d];
-        all = found;
-    }
-    if (g->kind == STARFOLD_COLL_GATHER) {
-        if (all) snprintf(s, n, "all-gather of %d replica%s", g->num_inputs, plural((size_t)g->num_inputs));
-        else
-            snprintf(s, n, "gather of %d replica%s to %d device%s", g->num_inputs, plural((size_t)g->num_inputs),
-                     g->num_outputs, plural((size_t)g->num_outputs));
-        return;
-    }
-    if (all)
-        snprintf(s, n, "all-reduce (%s) of %d replica%s", starfold_op_name(g->op), g->num_inputs,
-                 plural((size_t)g->num_inputs));
-    else
-        snprintf(s, n, "reduce (%s) of %d replica%s to %d device%s", starfold_op_name(g->op), g->num_inputs,
-                 plural((size_t)g->num_inputs), g->num_outputs, plural((size_t)g->num_outputs));
-}
-
 starfold_status_t starfold__export_label(exporter_t *x)
 {
     const struct starfold_graph *g = x->g;
@@ -131,7 +78,7 @@ starfold_status_t starfold__export_label(exporter_t *x)
     starfold__graph_describe(g, coll, sizeof coll);
     starfold__human_bytes(st.bytes_moved, moved, sizeof moved);
     starfold__agset(x->ag, "label", "%s: %s, %zu tensor%s\\ntopology %s: %zu tasks, %s across devices", g->algorithm, coll,
-             g->num_tensors, plural(g->num_tensors), starfold_topology_name(g->topology), g->nnodes, moved);
+             g->num_tensors, (g->num_tensors == 1 ? "" : "s"), starfold_topology_name(g->topology), g->nnodes, moved);
     starfold__agset(x->ag, "labelloc", "t");
     starfold__agset(x->ag, "rankdir", "TB");
     /* Graphviz's classic ranking fails ("trouble in init_rank") and then crashes on some graphs whose
@@ -454,155 +401,173 @@ static starfold_status_t add_task_nodes(exporter_t *x)
     return st;
 }
 
-/* ------------------------------------------------------------------------------------------------ */
-/* Edges                                                                                            */
+/* ------------------------------------------------------------------------------------------------
+ * The summarised picture of a big graph (STARFOLD_DRAW_SUMMARY, and AUTO above the threshold):
+ *
+ *   cluster device 3:   [reduce x 8, round 2] ==== 4.0 MiB, nvlink ===> [copy x 8, round 3] ...
+ *
+ * Tasks of one kind on one device at one round (the length of the longest dependency chain before
+ * them) are one node with their count; the edges between two groups are one edge with their bytes.
+ * Graphviz lays out hundreds of groups in seconds where it took minutes for thousands of tasks.
+ */
+typedef struct sum_edge {
+    size_t from, to; /* groups */
+    uint64_t bytes;
+} sum_edge_t;
 
-/* Label and style of an edge carrying @bytes from a buffer of device @from to a task of @to. */
-starfold_status_t starfold__export_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head, uint64_t bytes, int from, int to)
+static int cmp_sum_edge(const void *a, const void *b)
 {
-    starfold_link_t link;
-    const int found = from != to && starfold_topology_best_link(x->g->topology, from, to, &link) == STARFOLD_OK;
-    x->drawn |= !bytes ? DRAWN_ORDER : from == to ? DRAWN_LOCAL : found ? DRAWN_LINK << link.kind : DRAWN_NO_LINK;
-    if (x->picture && from != to && !x->adding_late) {
-        if (SF_GROW(x->late, x->nlate, x->caplate) != 0)
-            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory exporting a graph");
-        x->late[x->nlate++] = (struct late_edge){ tail, head, bytes, from, to };
-        return STARFOLD_OK;
-    }
-    Agedge_t *e = agedge(x->ag, tail, head, NULL, 1);
-    if (!e) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "Graphviz: cannot create an edge");
-    if (!bytes) { /* ordering only, no data */
-        starfold__agset(e, "style", "dashed");
-        starfold__agset(e, "color", "gray50");
-        return STARFOLD_OK;
-    }
-    char size[32];
-    starfold__human_bytes(bytes, size, sizeof size);
-    if (from == to) {
-        starfold__agset(e, "label", "%s", size);
-        return STARFOLD_OK;
-    }
-    const char *colour = link_colour(found, found ? link.kind : STARFOLD_LINK_HOST);
-    /* A picture says the link by the colour (and the legend); the .dot file names it. */
-    if (found && !x->picture) starfold__agset(e, "label", "%s\\n%s", size, starfold_link_kind_name(link.kind));
-    else starfold__agset(e, "label", "%s", size);
-    starfold__agset(e, "style", "bold");
-    starfold__agset(e, "color", "%s", colour);
-    starfold__agset(e, "fontcolor", "%s", colour);
-    return STARFOLD_OK;
+    const sum_edge_t *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    return x->to < y->to ? -1 : x->to > y->to;
 }
 
+typedef struct sum_key {
+    int device, kind;
+    size_t level, node; /* level: the round, 0 when rounds are folded; node: the first task, for a stable order */
+    size_t lo, hi;      /* the rounds its tasks are in */
+} sum_key_t;
 
-/* Adds [lo, hi) to @c and returns how many of its elements were not in it yet; -1 out of memory. */
-long long starfold__ranges_add(ranges_t *c, size_t lo, size_t hi)
+static int cmp_sum_key(const void *a, const void *b)
 {
-    size_t fresh = hi - lo, i = 0;
-    while (i < c->n && c->r[i][1] < lo) i++;
-    size_t j = i, nlo = lo, nhi = hi;
-    for (; j < c->n && c->r[j][0] <= hi; j++) { /* merge every range touching [lo, hi) */
-        const size_t a = c->r[j][0] > lo ? c->r[j][0] : lo, b = c->r[j][1] < hi ? c->r[j][1] : hi;
-        if (b > a) fresh -= b - a;
-        if (c->r[j][0] < nlo) nlo = c->r[j][0];
-        if (c->r[j][1] > nhi) nhi = c->r[j][1];
-    }
-    if (j == i) { /* nothing merged: insert */
-        if (SF_GROW(c->r, c->n, c->cap)) return -1;
-        memmove(&c->r[i + 1], &c->r[i], (c->n - i) * sizeof *c->r);
-        c->n++;
-    } else {
-        memmove(&c->r[i + 1], &c->r[j], (c->n - j) * sizeof *c->r);
-        c->n -= j - i - 1;
-    }
-    c->r[i][0] = nlo;
-    c->r[i][1] = nhi;
-    return (long long)fresh;
+    const sum_key_t *x = a, *y = b;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    if (x->level != y->level) return x->level < y->level ? -1 : 1;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
 }
 
 /*
- * Bytes node @i reads from each dependency's writes, into out[k] for deps[k]. An element read is
- * attributed to the latest dependency that wrote it: an in-place accumulation depends on every
- * earlier write of its buffer, but reads only the last.
+ * Groups of @g's tasks: group[i] for task i; returns the group count (0 on out of memory). Tasks of one
+ * kind on one device in one round; with @fold, in any round (the rounds a group spans in lo..hi).
  */
-starfold_status_t starfold__graph_dep_bytes(const struct starfold_graph *g, size_t i, uint64_t *out, ranges_t *seen)
+static size_t summary_groups(const struct starfold_graph *g, int fold, size_t *group, sum_key_t **keys_out)
 {
-    const starfold__node_t *n = &g->nodes[i];
-    for (size_t k = 0; k < n->ndeps; k++) out[k] = 0;
-    for (size_t s = 0; s < n->nsrc; s++) {
-        const starfold__span_t src = n->src[s];
-        if (!src.count || g->bufs[src.buf].kind == SF_BUF_INPUT) continue;
-        const uint64_t esize = starfold_dtype_size(g->bufs[src.buf].dtype);
-        seen->n = 0;
-        for (size_t k = n->ndeps; k-- > 0;) {
-            const starfold__node_t *d = &g->nodes[n->deps[k]];
-            for (size_t w = 0; w < d->ndst; w++) {
-                const starfold__span_t dst = d->dst[w];
-                const size_t lo = dst.offset > src.offset ? dst.offset : src.offset;
-                const size_t hi = dst.offset + dst.count < src.offset + src.count ? dst.offset + dst.count
-                                                                                  : src.offset + src.count;
-                if (dst.buf != src.buf || hi <= lo) continue;
-                const long long fresh = starfold__ranges_add(seen, lo, hi);
-                if (fresh < 0) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory labelling edges");
-                out[k] += (uint64_t)fresh * esize;
-            }
-        }
+    size_t *level = malloc(sizeof *level * (g->nnodes ? g->nnodes : 1));
+    sum_key_t *keys = malloc(sizeof *keys * (g->nnodes ? g->nnodes : 1));
+    if (!level || !keys) {
+        free(level);
+        free(keys);
+        return 0;
     }
-    return STARFOLD_OK;
+    starfold__graph_task_rounds(g, level);
+    for (size_t i = 0; i < g->nnodes; i++)
+        keys[i] = (sum_key_t){ g->nodes[i].device, (int)g->nodes[i].kind, fold ? 0 : level[i], i, level[i], level[i] };
+    qsort(keys, g->nnodes, sizeof *keys, cmp_sum_key);
+    size_t ng = 0;
+    for (size_t j = 0; j < g->nnodes; j++) {
+        const size_t r = level[keys[j].node];
+        if (j == 0 || keys[j].device != keys[ng - 1].device || keys[j].kind != keys[ng - 1].kind ||
+            keys[j].level != keys[ng - 1].level)
+            keys[ng++] = keys[j];
+        if (r < keys[ng - 1].lo) keys[ng - 1].lo = r;
+        if (r > keys[ng - 1].hi) keys[ng - 1].hi = r;
+        group[keys[j].node] = ng - 1;
+    }
+    free(level);
+    *keys_out = keys;
+    return ng;
 }
 
-/*
- * Adds one edge per distinct buffer node among @spans (inputs read or outputs written), summing the
- * bytes of the spans it stands for, in the order the spans first name it.
- */
-static starfold_status_t add_buffer_edges(exporter_t *x, size_t i, int output)
-{
-    const struct starfold_graph *g = x->g;
-    const starfold__node_t *n = &g->nodes[i];
-    const starfold__span_t *sp = output ? n->dst : n->src;
-    const size_t ns = output ? n->ndst : n->nsrc;
-    for (size_t k = 0; k < ns; k++) {
-        Agnode_t *bn = x->bufnode[sp[k].buf];
-        if (!bn || g->bufs[sp[k].buf].kind != (output ? SF_BUF_OUTPUT : SF_BUF_INPUT)) continue;
-        int first = 1;
-        for (size_t j = 0; j < k && first; j++) first = x->bufnode[sp[j].buf] != bn;
-        if (!first) continue;
-        uint64_t bytes = 0;
-        for (size_t j = k; j < ns; j++)
-            if (x->bufnode[sp[j].buf] == bn) bytes += starfold__span_bytes(g, sp[j]);
-        const int dev = g->bufs[sp[k].buf].device;
-        starfold_status_t st = output ? starfold__export_edge(x, x->task[i], bn, bytes, n->device, dev)
-                                      : starfold__export_edge(x, bn, x->task[i], bytes, dev, n->device);
-        if (st != STARFOLD_OK) return st;
-    }
-    return STARFOLD_OK;
-}
-
-/* Per task in order: inputs it reads, its dependencies, outputs it writes. */
-static starfold_status_t add_edges(exporter_t *x)
+starfold_status_t starfold__export_summary(exporter_t *x, size_t max_groups)
 {
     const struct starfold_graph *g = x->g;
     starfold_status_t st = STARFOLD_OK;
+    size_t *group = malloc(sizeof *group * (g->nnodes ? g->nnodes : 1)), *count = NULL;
+    sum_key_t *keys = NULL;
+    sum_edge_t *edges = NULL;
+    Agnode_t **gnode = NULL;
+    ranges_t seen = { NULL, 0, 0 };
+    uint64_t *bytes = NULL;
+    size_t ng = group ? summary_groups(g, 0, group, &keys) : 0, ne = 0, cap = 0;
+    const int fold = ng > SUMMARY_FOLD_GROUPS; /* too many rounds to read: one node per kind and device */
+    if (fold) {
+        free(keys);
+        keys = NULL;
+        ng = summary_groups(g, 1, group, &keys);
+    }
+    if (!ng && g->nnodes) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+        goto out;
+    }
+    if (ng > max_groups) {
+        st = starfold__error(STARFOLD_ERR_NOT_SUPPORTED,
+                             "%s: %zu tasks summarise to %zu groups, more than Graphviz lays out in reasonable time "
+                             "(%zu); write the graph as .dot, or read its tables (starfold graph without -o)",
+                             g->algorithm, g->nnodes, ng, max_groups);
+        goto out;
+    }
+    count = calloc(ng ? ng : 1, sizeof *count);
+    gnode = calloc(ng ? ng : 1, sizeof *gnode);
+    if (!count || !gnode) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+        goto out;
+    }
+    for (size_t i = 0; i < g->nnodes; i++) count[group[i]]++;
+    SF_CHECK_GOTO(starfold__export_label(x), st, out);
+    {
+        const char *label = agget(x->ag, "label");
+        starfold__agset(x->ag, "label", "%s\\nsummary: %zu tasks as %zu groups (tasks of one kind on one device%s); "
+                        "starfold graph --full draws every task", label ? label : "", g->nnodes, ng,
+                        fold ? ", rounds folded" : " in one round");
+    }
+    SF_CHECK_GOTO(starfold__export_clusters(x), st, out);
+    if (x->picture) starfold__agset(x->ag, "ranksep", "1.2"); /* room for the edges between the rounds */
+    for (size_t k = 0; k < ng; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "g%zu", k);
+        if (!(gnode[k] = starfold__export_node(x, keys[k].device, name))) {
+            st = STARFOLD_ERR_OUT_OF_MEMORY;
+            goto out;
+        }
+        starfold__agset(gnode[k], "shape", "box");
+        starfold__agset(gnode[k], "style", "filled,rounded");
+        starfold__agset(gnode[k], "fillcolor", "%s", starfold__kind_fill(keys[k].kind));
+        const char *kind = starfold_task_kind_name((starfold_task_kind_t)keys[k].kind);
+        if (keys[k].lo == keys[k].hi)
+            starfold__agset(gnode[k], "label", "%s x %zu\\nround %zu", kind, count[k], keys[k].lo);
+        else
+            starfold__agset(gnode[k], "label", "%s x %zu\\nrounds %zu-%zu", kind, count[k], keys[k].lo, keys[k].hi);
+        SF_CHECK_GOTO(starfold__export_pin_row(x, gnode[k], keys[k].lo), st, out);
+    }
     size_t maxdeps = 1;
     for (size_t i = 0; i < g->nnodes; i++)
         if (g->nodes[i].ndeps > maxdeps) maxdeps = g->nodes[i].ndeps;
-    ranges_t seen = { NULL, 0, 0 };
-    uint64_t *bytes = malloc(maxdeps * sizeof *bytes);
-    if (!bytes) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory labelling edges");
+    if (!(bytes = malloc(maxdeps * sizeof *bytes))) {
+        st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+        goto out;
+    }
     for (size_t i = 0; i < g->nnodes; i++) {
         const starfold__node_t *n = &g->nodes[i];
-        SF_CHECK_GOTO(add_buffer_edges(x, i, 0), st, out);
         SF_CHECK_GOTO(starfold__graph_dep_bytes(g, i, bytes, &seen), st, out);
-        for (size_t k = 0; k < n->ndeps; k++)
-            SF_CHECK_GOTO(starfold__export_edge(x, x->task[n->deps[k]], x->task[i], bytes[k], g->nodes[n->deps[k]].device,
-                                   n->device),
-                          st, out);
-        SF_CHECK_GOTO(add_buffer_edges(x, i, 1), st, out);
+        for (size_t k = 0; k < n->ndeps; k++) {
+            if (SF_GROW(edges, ne, cap) != 0) {
+                st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "out of memory summarising a graph");
+                goto out;
+            }
+            edges[ne++] = (sum_edge_t){ group[n->deps[k]], group[i], bytes[k] };
+        }
+    }
+    qsort(edges, ne, sizeof *edges, cmp_sum_edge);
+    for (size_t j = 0; j < ne;) {
+        size_t e = j;
+        uint64_t b = 0;
+        for (; e < ne && edges[e].from == edges[j].from && edges[e].to == edges[j].to; e++) b += edges[e].bytes;
+        SF_CHECK_GOTO(starfold__export_edge(x, gnode[edges[j].from], gnode[edges[j].to], b, keys[edges[j].from].device,
+                               keys[edges[j].to].device),
+                      st, out);
+        j = e;
     }
 out:
+    free(group);
+    free(count);
+    free(keys);
+    free(edges);
+    free(gnode);
     free(bytes);
     free(seen.r);
     return st;
 }
-
 
 /* ------------------------------------------------------------------------------------------------ */
 
@@ -626,7 +591,6 @@ static starfold_status_t check_drawable(const struct starfold_graph *g)
     }
     return STARFOLD_OK;
 }
-
 
 /*
  * The legend of a rendered picture (not of a .dot file, which stays the data): the task kinds drawn,
@@ -693,7 +657,7 @@ static starfold_status_t build(exporter_t *x)
     if ((st = add_buffer_nodes(x, 0)) != STARFOLD_OK) return st;
     if ((st = add_task_nodes(x)) != STARFOLD_OK) return st;
     if ((st = add_buffer_nodes(x, 1)) != STARFOLD_OK) return st;
-    return add_edges(x);
+    return starfold__export_edges(x);
 }
 
 /*

@@ -2,8 +2,8 @@
 /* Copyright (c) 2026 The starfold authors */
 /*
  * The graph exporter's state and the pieces its files share (export.c builds and writes the picture,
- * export_summary.c the summarised picture of a big graph, export_ids.c the ID discipline that keeps
- * cgraph's output in creation order). Private to the graph layer.
+ * and the summarised picture of a big graph, export_edges.c the edges, export_ids.c the ID discipline
+ * that keeps cgraph's output in creation order). Private to the graph layer.
  */
 #ifndef STARFOLD_SRC_GRAPH_EXPORT_H
 #define STARFOLD_SRC_GRAPH_EXPORT_H
@@ -74,14 +74,17 @@ starfold_status_t starfold__graph_dep_bytes(const struct starfold_graph *g, size
 /* The round of each task: the length of the longest dependency chain before it. */
 void starfold__graph_task_rounds(const struct starfold_graph *g, size_t *round);
 
-/* export.c, for the summary */
+/* export.c */
 starfold_status_t starfold__export_label(exporter_t *x);
 starfold_status_t starfold__export_clusters(exporter_t *x);
 Agnode_t *starfold__export_node(exporter_t *x, int device, const char *name);
 starfold_status_t starfold__export_pin_row(exporter_t *x, Agnode_t *n, size_t round);
 starfold_status_t starfold__export_edge(exporter_t *x, Agnode_t *tail, Agnode_t *head, uint64_t bytes, int from, int to);
 
-/* export_summary.c: the summarised picture, at most @max_groups groups before the rounds fold. */
+/* The summarised picture, at most @max_groups groups before the rounds fold. */
 starfold_status_t starfold__export_summary(exporter_t *x, size_t max_groups);
+
+/* export_edges.c: every edge of the full picture. */
+starfold_status_t starfold__export_edges(exporter_t *x);
 
 #endif /* STARFOLD_SRC_GRAPH_EXPORT_H */
