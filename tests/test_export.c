@@ -26,7 +26,7 @@
 #include <starfold/graph.h>
 #include <starfold/model.h>
 #include "graph/graph.h"
-#include "base/palette.h"
+#include "topology/palette.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Files                                                                                          */

@@ -22,7 +22,7 @@
 #include <starpu.h>
 
 #include "base/common.h"
-#include "base/palette.h"
+#include "graph/palette.h"
 #include "exec/exec.h"
 #include "exec/kernels.h"
 

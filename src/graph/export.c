@@ -29,7 +29,7 @@
 
 #include "base/common.h"
 #include "base/gv.h"
-#include "base/palette.h"
+#include "graph/palette.h"
 #include "graph/export.h"
 #include "graph/graph.h"
 #include "topology/topology.h"

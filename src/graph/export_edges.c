@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "base/common.h"
-#include "base/palette.h"
+#include "topology/palette.h"
 #include "graph/export.h"
 #include "topology/topology.h"
 

@@ -21,7 +21,7 @@
 
 #include "base/common.h"
 #include "base/gv.h"
-#include "base/palette.h"
+#include "topology/palette.h"
 #include "graph/graph.h"
 #include "topology/topology.h"
 

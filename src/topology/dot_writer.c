@@ -9,7 +9,7 @@
 
 #include "base/common.h"
 #include "base/gv.h"
-#include "base/palette.h"
+#include "topology/palette.h"
 #include "topology/topology.h"
 
 #include <errno.h>
