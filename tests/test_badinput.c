@@ -24,6 +24,7 @@
 
 #include "tools.h"
 #include "util.h"
+#include "runner.h"
 
 static int num_cases;
 static starfold_context_t ctx;
@@ -1109,7 +1110,7 @@ static int suite_cleanup(void)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("bad input (no runtime)", NULL, NULL);
     CU_pSuite x = CU_add_suite("bad input (executor, CPU-only StarPU)", suite_init, suite_cleanup);
     if (!s || !x) return 1;
@@ -1121,10 +1122,7 @@ int main(void)
         !CU_add_test(x, "output parameters on failure, every public function", test_out_params) ||
         !CU_add_test(x, "vector_destroy of another kind of handle", test_vector_destroy_other_handle))
         return 1;
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    const unsigned failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     printf("bad-input cases: %d\n", num_cases);
     if (num_cases < 40) {
         fprintf(stderr, "fewer than 40 bad-input cases\n");

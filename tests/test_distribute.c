@@ -31,6 +31,7 @@
 #include "distribute/distribute.h"
 #include "exec/vectors.h"
 #include "util.h"
+#include "runner.h"
 
 #define NDEV 8
 
@@ -1334,11 +1335,6 @@ static void test_chained(void)
     starfold_cross_device_ops_destroy(hc);
 }
 
-typedef struct named_test {
-    const char *name;
-    CU_TestFunc fn;
-} named_test_t;
-
 /* Usage: test_distribute [SUBSTRING]: only the tests whose name contains SUBSTRING. */
 /* ------------------------------------------------------------------------------------------------
  * The arena: values as ranges of buckets, persistent submissions reused across steps
@@ -1585,7 +1581,7 @@ static void test_arena_wait_later_writer(void)
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
-    static const named_test_t tests[] = {
+    static const starfold__tu_test_t tests[] = {
         { "reduce op strings", test_reduce_op_strings },
         { "communication options and merge", test_options },
         { "values", test_values },
@@ -1615,17 +1611,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_distribute: cannot create the context: %s\n", starfold_last_error());
         return 77;
     }
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("distribute: values, options, cross-device ops (CPU-only)", NULL, NULL);
-    if (!s) return 1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = starfold_tools_now();
-    CU_basic_run_tests();
-    printf("elapsed: %.2f s\n", starfold_tools_now() - t0);
-    const unsigned failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    if (starfold__tu_begin() != 0) return 1;
+    if (starfold__tu_add("distribute: values, options, cross-device ops (CPU-only)", NULL, NULL, tests, SF_TU_COUNT(tests), only) != 0) return 1;
+    const unsigned failed = starfold__tu_run();
     suite_cleanup();
     return failed ? 1 : 0;
 }

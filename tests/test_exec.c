@@ -43,6 +43,7 @@
 #include "exec/exec.h"
 #include "graph/graph.h"
 #include "util.h"
+#include "runner.h"
 
 #if defined(SF_TEST_MODE_EMULATED)
 #define EMULATED 1
@@ -2100,11 +2101,6 @@ static void test_calibrate(void)
     starfold_topology_destroy(t);
 }
 
-typedef struct named_test {
-    const char *name;
-    CU_TestFunc fn;
-} named_test_t;
-
 /* Usage: test_exec_* [SUBSTRING]: only the tests whose name contains SUBSTRING (debugging aid). */
 int main(int argc, char **argv)
 {
@@ -2133,7 +2129,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    static const named_test_t tests[] = {
+    static const starfold__tu_test_t tests[] = {
         { "context", test_context },
         { "cost-model calibration, kept and read back", test_calibrate },
         { "vectors", test_vectors },
@@ -2166,19 +2162,12 @@ int main(int argc, char **argv)
         { "refused submission", test_refused_submission },
         { "kernel failure", test_kernel_failure },
     };
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite(EMULATED ? "exec (emulated 8-device OpenCL box)" : "exec (CPU-only)", NULL, suite_cleanup);
-    CU_pSuite life = CU_add_suite("StarPU life cycle", NULL, NULL);
-    if (!s || !life) return 1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if ((!only || strstr(tests[i].name, only)) && !CU_add_test(s, tests[i].name, tests[i].fn)) return 1;
-    if (!CU_add_test(life, "init and shutdown", test_lifecycle)) return 1;
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = starfold_tools_now();
-    CU_basic_run_tests();
-    printf("elapsed: %.2f s\n", starfold_tools_now() - t0);
-    const unsigned failed = CU_get_number_of_failures();
-    const unsigned suite_failures = CU_get_number_of_suites_failed();
-    CU_cleanup_registry();
-    return failed || suite_failures ? 1 : 0;
+    if (starfold__tu_begin() != 0) return 1;
+    static const starfold__tu_test_t life[] = { { "init and shutdown", test_lifecycle } };
+    if (starfold__tu_add(EMULATED ? "exec (emulated 8-device OpenCL box)" : "exec (CPU-only)", NULL, suite_cleanup, tests,
+                         SF_TU_COUNT(tests), only) != 0 ||
+        starfold__tu_add("StarPU life cycle", NULL, NULL, life, SF_TU_COUNT(life), NULL) != 0)
+        return 1;
+    const unsigned failed = starfold__tu_run();
+    return failed ? 1 : 0;
 }

@@ -27,6 +27,7 @@
 #include <starfold/model.h>
 #include "graph/graph.h"
 #include "topology/palette.h"
+#include "runner.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Files                                                                                          */
@@ -1134,7 +1135,7 @@ static void test_check_large(void)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite ex = CU_add_suite("export", NULL, NULL);
     CU_add_test(ex, "golden: hand-built reduce", test_golden_reduce);
     CU_add_test(ex, "golden: hand-built packed", test_golden_packed);
@@ -1158,9 +1159,6 @@ int main(void)
     CU_add_test(ck, "structure", test_check_structure);
     CU_add_test(ck, "segmented reduce", test_check_segments);
     CU_add_test(ck, "20,000 tasks", test_check_large);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

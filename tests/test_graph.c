@@ -24,6 +24,7 @@
 #include <starfold/graph.h>
 #include <starfold/model.h>
 #include "graph/graph.h"
+#include "runner.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* A host interpreter of the IR: buffers as byte arrays, tasks executed in node order.           */
@@ -888,7 +889,7 @@ static void test_check_near_task_limit(void)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("graph", NULL, NULL);
     CU_add_test(s, "all-reduce: algorithms x N=1..8 x ops x dtypes x packs", test_allreduce_matrix);
     CU_add_test(s, "mixed dtypes, odd N, shuffled devices", test_mixed_and_odd);
@@ -906,9 +907,6 @@ int main(void)
     CU_add_test(s, "bad input", test_bad_input);
     CU_add_test(s, "registry: find, options", test_registry);
     CU_add_test(s, "a graph near the task limit checked in 1.5 GiB", test_check_near_task_limit);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

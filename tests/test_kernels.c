@@ -26,6 +26,7 @@
 #include <starpu.h>
 
 #include "exec/kernels.h"
+#include "runner.h"
 
 #define MAX_SRC 70
 #define MAX_DST 8
@@ -325,7 +326,7 @@ static void test_random(void)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("cpu kernels", NULL, NULL);
     CU_add_test(s, "reduce line by line, every dtype and op", test_lines);
     CU_add_test(s, "reduce in place", test_lines_in_place);
@@ -334,9 +335,6 @@ int main(void)
     CU_add_test(s, "misaligned destinations", test_misaligned_destinations);
     CU_add_test(s, "several segments", test_segments);
     CU_add_test(s, "random cases", test_random);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

@@ -29,6 +29,7 @@
 #include <starfold.h>
 
 #include "util.h"
+#include "runner.h"
 
 static starfold_context_t ctx;
 static starfold_topology_t topo;
@@ -169,15 +170,12 @@ int main(void)
         return 1;
     }
     if (starfold_topology_open("host", &topo) != STARFOLD_OK) return 1;
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("memory limits (CPU-only, STARPU_LIMIT_CPU_MEM=32)", NULL, NULL);
     CU_add_test(s, "a graph over the limit is refused, then a smaller one runs", test_refused_then_usable);
     CU_add_test(s, "replicas StarPU holds leave too little: refused, then a smaller one runs",
                 test_homed_vectors_leave_too_little);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    const unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     starfold_topology_destroy(topo);
     starfold_context_destroy(ctx);
     return failed ? 1 : 0;

@@ -18,6 +18,7 @@
 #include <starfold/graph.h>
 #include <starfold/model.h>
 #include "graph/graph.h"
+#include "runner.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) <= 1e-6 * (1 + fabs(b)))
 
@@ -483,7 +484,7 @@ static void test_bad_input(void)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("model", NULL, NULL);
     CU_add_test(s, "one transfer: alpha + beta + kernel", test_one_transfer);
     CU_add_test(s, "a topology's own cost parameters", test_topology_cost_params);
@@ -495,9 +496,6 @@ int main(void)
     CU_add_test(s, "long simulated times end, and stay linear", test_long_simulated_times);
     CU_add_test(s, "host memory shared, CPU workers shared", test_host_memory);
     CU_add_test(s, "bad input", test_bad_input);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 
 #include <starfold/topology.h>
 #include "patterns/patterns.h"
+#include "runner.h"
 
 #define MAXN STARFOLD_MAX_DEVICES
 
@@ -291,10 +292,7 @@ static void test_bisect_small(void)
 
 int main(void)
 {
-    static const struct {
-        const char *suite, *name;
-        void (*fn)(void);
-    } tests[] = {
+    static const starfold__tu_entry_t tests[] = {
         { "rings", "dgx1-v100: doubled ring, then single ring", test_rings_dgx1_v100 },
         { "rings", "dgx1-p100: two rings", test_rings_dgx1_p100 },
         { "rings", "one, two, a line, disconnected, a square", test_rings_small },
@@ -304,22 +302,11 @@ int main(void)
         { "bisect", "dgx1 quads", test_bisect_dgx1 },
         { "bisect", "one, two, a line, interleaved, disconnected, large", test_bisect_small },
     };
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite suite = NULL;
-    const char *current = "";
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (strcmp(current, tests[i].suite) != 0) {
-            current = tests[i].suite;
-            suite = CU_add_suite(current, NULL, NULL);
-        }
-        if (!suite || !CU_add_test(suite, tests[i].name, tests[i].fn)) {
-            CU_cleanup_registry();
-            return 1;
-        }
+    if (starfold__tu_begin() != 0) return 1;
+    if (starfold__tu_add_grouped(tests, SF_TU_COUNT(tests)) != 0) {
+        CU_cleanup_registry();
+        return 1;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

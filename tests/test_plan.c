@@ -33,6 +33,7 @@
 
 #include "exec/plan.h"
 #include "graph/graph.h"
+#include "runner.h"
 
 #define CHECK_OK(call)                                                                                       \
     do {                                                                                                     \
@@ -575,7 +576,7 @@ static void test_temp_read_before_write(void)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("plan (no StarPU)", NULL, NULL);
     CU_add_test(s, "hand-built reduce on two memory nodes", test_hand_two_nodes);
     CU_add_test(s, "a vector StarPU cannot partition stays whole", test_hand_not_partitionable);
@@ -586,9 +587,6 @@ int main(void)
     CU_add_test(s, "ring", test_ring);
     CU_add_test(s, "an empty node passes its dependencies on", test_empty_node_passes_deps);
     CU_add_test(s, "a temporary read before any write", test_temp_read_before_write);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

@@ -30,6 +30,7 @@
 #include <starfold.h>
 
 #include "util.h"
+#include "runner.h"
 
 static starfold_context_t ctx;
 static starfold_topology_t topologies[4];
@@ -288,15 +289,12 @@ int main(void)
     if (n && *n) num_cases = strtol(n, NULL, 10);
     const char *sd = getenv("SF_PROPERTY_SEED");
     if (sd && *sd) seed = strtoull(sd, NULL, 10);
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite suite = CU_add_suite("properties over the option space (CPU-only StarPU)", suite_init, suite_cleanup);
     if (!suite || !CU_add_test(suite, "compile: a status, or a checked graph with exact results", test_compile_properties) ||
         !CU_add_test(suite, "communication options at their edges", test_communication_option_edges) ||
         !CU_add_test(suite, "long lists of tiny tensors (262,144) on 2 devices", test_long_lists))
         return 1;
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    const unsigned failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

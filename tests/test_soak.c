@@ -54,6 +54,7 @@
 
 #include "exec/exec.h"
 #include "util.h"
+#include "runner.h"
 
 /* Resident memory may grow by at most this much between the warm-up and the end (see above). A leak
  * of one vector or one request per collective would be tens of MiB. */
@@ -328,18 +329,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_soak: the number of collectives must be >= 1\n");
         return 2;
     }
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("soak (CPU-only StarPU, 8 logical devices)", suite_init, suite_cleanup);
     if (!s || !CU_add_test(s, "in place with every algorithm, op and dtype", test_in_place_every_algorithm) ||
         !CU_add_test(s, "usable after a failed task and a refused submission", test_usable_after_failure) ||
         !CU_add_test(s, "random collectives, verified, memory flat", test_soak) ||
         !CU_add_test(s, "4 threads submitting concurrently", test_concurrent))
         return 1;
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = starfold_tools_now();
-    CU_basic_run_tests();
-    printf("elapsed: %.2f s\n", starfold_tools_now() - t0);
-    const unsigned failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

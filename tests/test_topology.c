@@ -26,6 +26,7 @@
 #include <starfold/model.h>
 
 #include "topology/topology.h" /* private layout: the reference count */
+#include "runner.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Helpers
@@ -1173,10 +1174,7 @@ static void test_detect_described_machine(void)
 
 int main(void)
 {
-    static const struct {
-        const char *suite, *name;
-        void (*fn)(void);
-    } tests[] = {
+    static const starfold__tu_entry_t tests[] = {
         { "builtin", "names", test_builtin_names },
         { "builtin", "dgx1-v100", test_dgx1_v100 },
         { "builtin", "dgx1-p100", test_dgx1_p100 },
@@ -1205,22 +1203,11 @@ int main(void)
         { "output", "open and detect", test_open_and_detect },
         { "output", "detect a described machine", test_detect_described_machine },
     };
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite suite = NULL;
-    const char *current = "";
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (strcmp(current, tests[i].suite) != 0) {
-            current = tests[i].suite;
-            suite = CU_add_suite(current, NULL, NULL);
-        }
-        if (!suite || !CU_add_test(suite, tests[i].name, tests[i].fn)) {
-            CU_cleanup_registry();
-            return 1;
-        }
+    if (starfold__tu_begin() != 0) return 1;
+    if (starfold__tu_add_grouped(tests, SF_TU_COUNT(tests)) != 0) {
+        CU_cleanup_registry();
+        return 1;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

@@ -16,6 +16,7 @@
 
 #include "base/event.h"
 #include "base/fiber.h"
+#include "runner.h"
 
 static void test_status_strings(void)
 {
@@ -326,7 +327,7 @@ static void test_fiber_other_thread(void)
 
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    if (starfold__tu_begin() != 0) return 1;
     CU_pSuite s = CU_add_suite("types", NULL, NULL);
     CU_add_test(s, "status strings", test_status_strings);
     CU_add_test(s, "dtypes", test_dtypes);
@@ -341,9 +342,6 @@ int main(void)
     CU_add_test(fb, "1 MiB of locals on a fiber's stack", test_fiber_deep_stack);
     CU_add_test(fb, "30,000 switches", test_fiber_many_switches);
     CU_add_test(fb, "started again on other threads", test_fiber_other_thread);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+    const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;
 }

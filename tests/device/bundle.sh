@@ -26,7 +26,7 @@ if [ "${1:-}" = "--cuda" ]; then
     make -C "$build" -s check TESTS= >/dev/null # the test programs, built and not run
     # Make's programs: the binary itself, not libtool's wrapper script.
     progs="starfold tests/bench_api tests/gpu/bench_gpu tests/test_types tests/test_kernels tests/test_exec_host
-           tests/test_distribute tests/test_strategy tests/test_badinput tests/test_limits tests/test_soak tests/test_properties
+           tests/test_distribute tests/test_strategy tests/test_variables tests/test_badinput tests/test_limits tests/test_soak tests/test_properties
            examples/allreduce_demo examples/batch_reduce_to examples/train_linear_regression examples/embed_existing_app
            examples/overlap_backward examples/gradient_bucket examples/sparse_embedding"
     for p in $progs; do

@@ -93,14 +93,14 @@ run views_stats 60 env STARPU_NCPU=2 STARPU_NWORKER_PER_CUDA=8 STARPU_SILENT=0 S
 # make check's programs (run-test.sh's environment), StarPU's CUDA worker on beside two CPU workers.
 export STARPU_SCHED=eager STARFOLD_CHECK_GRAPHS=1 SF_TEST_OUT=/tmp/sf-test-out
 mkdir -p "$SF_TEST_OUT"
-for t in test_types test_kernels test_exec_host test_distribute test_strategy test_badinput test_limits test_soak \
+for t in test_types test_kernels test_exec_host test_distribute test_strategy test_variables test_badinput test_limits test_soak \
          test_properties allreduce_demo batch_reduce_to train_linear_regression embed_existing_app overlap_backward \
          gradient_bucket sparse_embedding; do
     case $t in allreduce_demo) args="--out /tmp/sf-demo" ;; *) args="" ;; esac
     run "cpu+cuda_$t" 120 env STARPU_NCPU=2 "$bin/$t" $args
 done
 # The same tests with their contexts on 8 CUDA workers of the GPU (on CPU workers in a dry run).
-for t in test_distribute test_strategy test_soak test_properties; do
+for t in test_distribute test_strategy test_variables test_soak test_properties; do
     run "gpu_$t" 150 env STARPU_NCPU=2 STARPU_NWORKER_PER_CUDA=8 SF_TEST_DEVICES=$([ $GPU = 1 ] && echo cuda || echo cpu) "$bin/$t"
 done
 

@@ -25,6 +25,7 @@
 #include <starfold/mpi.h>
 
 #include "mpi/group.h" /* the testing hook test_no_pack */
+#include "../runner.h"
 
 static starfold_context_t ctx;
 static int ranks_per_node;
@@ -2009,37 +2010,39 @@ int main(int argc, char **argv)
         return run_fault_case(NULL, 0, 0);
     } else if (argc > 3 && !strcmp(argv[2], "lost")) {
         return run_fault_case(argv[3], direct, packed);
-    } else if (CU_initialize_registry() == CUE_SUCCESS) {
-        CU_pSuite s = CU_add_suite("process groups (starfold/mpi.h)", NULL, NULL);
-        CU_add_test(s, "create: rank, size, nodes, devices", test_create);
-        CU_add_test(s, "links measured alike on every rank; rank and cluster topologies", test_links_and_topologies);
-        CU_add_test(s, "two groups, StarPU-MPI shared", test_two_groups);
-        CU_add_test(s, "one rank's bad arguments fail every rank", test_collective_errors);
-        CU_add_test(s, "output parameters untouched on failure", test_out_params);
-        CU_add_test(s, "all-reduce across ranks: every op x dtype", test_all_reduce_ops);
-        CU_add_test(s, "all-reduce across ranks: 20 steps, inputs changed; in place", test_all_reduce_steps);
-        CU_add_test(s, "all-reduce across ranks: every lowering, and ranks that disagree", test_all_reduce_lowerings);
-        CU_add_test(s, "persistent all-reduce: init once, start every step", test_persistent);
-        CU_add_test(s, "one device per rank: MPI straight from the inputs into the outputs", test_direct);
-        CU_add_test(s, "one device, a vector per tensor: packed into one MPI task per dtype", test_packed);
-        CU_add_test(s, "several devices: MPI into device 0's outputs, copies to the others", test_relay);
-        CU_add_test(s, "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch);
-        CU_add_test(s, "all-reduce across ranks: a late rank", test_all_reduce_late_rank);
-        CU_add_test(s, "all-gather across ranks: parts of any length, mismatches", test_all_gather);
-        CU_add_test(s, "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms);
-        CU_add_test(s, "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options);
-        CU_add_test(s, "MultiWorkerMirroredStrategy: promote_integer_mean; batches that differ late", test_mwms_promote);
-        CU_add_test(s, "MultiWorkerMirroredStrategy: gather, all_gather, IndexedSlices", test_mwms_gather);
-        CU_add_test(s, "MultiWorkerMirroredStrategy: variables updated across processes", test_mwms_variables);
-        CU_add_test(s, "MultiWorkerMirroredStrategy: a non-distributed value, SUM refused on every process", test_mwms_non_distributed);
-        CU_add_test(s, "MultiWorkerMirroredStrategy, one device per process: variables", test_mwms_one_device_variables);
-        CU_add_test(s, "MultiWorkerMirroredStrategy, one device per process: a value on the host",
-                    test_mwms_one_device_host_value);
-        CU_basic_set_mode(world_rank == 0 ? CU_BRM_VERBOSE : CU_BRM_SILENT);
-        CU_basic_run_tests();
-        failed = (int)CU_get_number_of_failures();
-        if (failed) fprintf(stderr, "test_group: rank %d: %d failures\n", world_rank, failed);
-        CU_cleanup_registry();
+    } else if (starfold__tu_begin() == 0) {
+        static const starfold__tu_test_t tests[] = {
+            { "create: rank, size, nodes, devices", test_create },
+            { "links measured alike on every rank; rank and cluster topologies", test_links_and_topologies },
+            { "two groups, StarPU-MPI shared", test_two_groups },
+            { "one rank's bad arguments fail every rank", test_collective_errors },
+            { "output parameters untouched on failure", test_out_params },
+            { "all-reduce across ranks: every op x dtype", test_all_reduce_ops },
+            { "all-reduce across ranks: 20 steps, inputs changed; in place", test_all_reduce_steps },
+            { "all-reduce across ranks: every lowering, and ranks that disagree", test_all_reduce_lowerings },
+            { "persistent all-reduce: init once, start every step", test_persistent },
+            { "one device per rank: MPI straight from the inputs into the outputs", test_direct },
+            { "one device, a vector per tensor: packed into one MPI task per dtype", test_packed },
+            { "several devices: MPI into device 0's outputs, copies to the others", test_relay },
+            { "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch },
+            { "all-reduce across ranks: a late rank", test_all_reduce_late_rank },
+            { "all-gather across ranks: parts of any length, mismatches", test_all_gather },
+            { "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms },
+            { "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options },
+            { "MultiWorkerMirroredStrategy: promote_integer_mean; batches that differ late", test_mwms_promote },
+            { "MultiWorkerMirroredStrategy: gather, all_gather, IndexedSlices", test_mwms_gather },
+            { "MultiWorkerMirroredStrategy: variables updated across processes", test_mwms_variables },
+            { "MultiWorkerMirroredStrategy: a non-distributed value, SUM refused on every process", test_mwms_non_distributed },
+            { "MultiWorkerMirroredStrategy, one device per process: variables", test_mwms_one_device_variables },
+            { "MultiWorkerMirroredStrategy, one device per process: a value on the host", test_mwms_one_device_host_value },
+        };
+        if (starfold__tu_add("process groups (starfold/mpi.h)", NULL, NULL, tests, SF_TU_COUNT(tests), NULL) != 0) {
+            CU_cleanup_registry();
+            failed = 1;
+        } else {
+            failed = (int)starfold__tu_run_verbose(world_rank == 0);
+            if (failed) fprintf(stderr, "test_group: rank %d: %d failures\n", world_rank, failed);
+        }
         starfold_context_destroy(ctx);
     } else {
         failed = 1;
