@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 The starfold authors */
 /*
  * starfold demo: what `./quickstart demo` runs, two jobs on the same machine:
- *   1. data-parallel training (tools/linreg.c): linear regression by SGD with MirroredStrategy on
+ *   1. data-parallel training (examples/linreg.c): linear regression by SGD with MirroredStrategy on
  *      every device, the gradients all-reduced every step; the loss must go down and the replicas'
  *      parameters end bit-identical; the graph of its gradient all-reduce is drawn;
  *   2. the all-reduce of examples/allreduce_demo.c (a gradient-like batch of four float32 tensors,

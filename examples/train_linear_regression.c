@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * Data-parallel training with MirroredStrategy (tools/linreg.c): linear regression by SGD over
+ * Data-parallel training with MirroredStrategy (linreg.c): linear regression by SGD over
  * logical devices on StarPU's CPU workers, 4 by default (argument 1 changes it). Exit status 0 when
  * the loss went down 100-fold and every replica's parameters are bit-identical, 1 otherwise, 77 when
  * StarPU has no CPU worker. `starfold demo` runs the same job on every device (OpenCL too).
+ *
+ * Built as any program of the installed library (linreg.c's OpenCL kernels need OpenCL's library):
+ *
+ *     cc train_linear_regression.c linreg.c $(pkg-config --cflags --libs starfold OpenCL) -lm
  */
 #include <stdio.h>
 #include <stdlib.h>

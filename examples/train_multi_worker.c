@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 The starfold authors */
 /*
  * Data-parallel training across processes with MultiWorkerMirroredStrategy: the linear regression of
- * train_linear_regression.c (tools/linreg.c), each process over its own devices (4 by default,
+ * train_linear_regression.c (linreg.c), each process over its own devices (4 by default,
  * argument 1 changes it), every replica of every process in sync.
  *
  *     mpirun -np 2 examples/train_multi_worker 4      2 processes x 4 devices = 8 replicas

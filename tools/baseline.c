@@ -36,8 +36,11 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <starpu.h>
+
 #include "base/common.h"
-#include "exec/exec.h"
+#include "exec/kernels.h"
+#include "exec/vectors.h"
 #include "tools.h"
 
 #ifdef STARFOLD_HAVE_CUDA
@@ -45,9 +48,9 @@
 #endif
 
 /* One baseline run at a time: the reduction methods' failure flag is shared. */
-static pthread_mutex_t starfold__baseline_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t baseline_lock = PTHREAD_MUTEX_INITIALIZER;
 /* __atomic: an init or redux method failed during the current run. */
-static int starfold__method_failed;
+static int method_failed;
 
 static double now_seconds(void)
 {
@@ -81,7 +84,7 @@ static size_t identity(int dtype, int op, unsigned char pattern[8])
 
 static void method_fail(void)
 {
-    __atomic_store_n(&starfold__method_failed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&method_failed, 1, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -185,21 +188,21 @@ SF_METHODS_OF_DTYPE(1)
 SF_METHODS_OF_DTYPE(2)
 SF_METHODS_OF_DTYPE(3)
 
-typedef void (*starfold__func_t)(void *[], void *);
+typedef void (*kernel_func_t)(void *[], void *);
 typedef struct method_funcs {
-    starfold__func_t init_cpu, redux_cpu, init_opencl, redux_opencl, init_cuda, redux_cuda;
+    kernel_func_t init_cpu, redux_cpu, init_opencl, redux_opencl, init_cuda, redux_cuda;
 } method_funcs_t;
 
 #define SF_ENTRY(D, O) \
     [D][O] = { .init_cpu = init_cpu_##D##_##O, .redux_cpu = redux_cpu_##D##_##O, SF_OPENCL_ENTRY(D, O) SF_CUDA_ENTRY(D, O) }
 #define SF_ENTRIES_OF_DTYPE(D) SF_ENTRY(D, 0), SF_ENTRY(D, 1), SF_ENTRY(D, 2), SF_ENTRY(D, 3), SF_ENTRY(D, 4)
-static const method_funcs_t starfold__method_funcs[STARFOLD_DTYPE_COUNT][STARFOLD_OP_COUNT] = {
+static const method_funcs_t method_table[STARFOLD_DTYPE_COUNT][STARFOLD_OP_COUNT] = {
     SF_ENTRIES_OF_DTYPE(0), SF_ENTRIES_OF_DTYPE(1), SF_ENTRIES_OF_DTYPE(2), SF_ENTRIES_OF_DTYPE(3),
 };
 
 _Static_assert(STARFOLD_DTYPE_COUNT == 4 && STARFOLD_OP_COUNT == 5, "one set of reduction methods per dtype and op");
 
-static uint32_t starfold__where(void)
+static uint32_t baseline_where(void)
 {
     uint32_t where = STARPU_CPU;
 #ifdef STARFOLD_HAVE_OPENCL
@@ -216,20 +219,20 @@ static uint32_t starfold__where(void)
  * filled once; StarPU may write into a codelet (it caches per-codelet state), so each (dtype, op)
  * has its own.
  */
-static struct starpu_codelet starfold__init_cl[STARFOLD_DTYPE_COUNT][STARFOLD_OP_COUNT];
-static struct starpu_codelet starfold__redux_cl[STARFOLD_DTYPE_COUNT][STARFOLD_OP_COUNT];
-static struct starpu_codelet starfold__contrib_cl, starfold__deliver_cl;
-static pthread_once_t starfold__codelets_once = PTHREAD_ONCE_INIT;
+static struct starpu_codelet init_cl[STARFOLD_DTYPE_COUNT][STARFOLD_OP_COUNT];
+static struct starpu_codelet redux_cl[STARFOLD_DTYPE_COUNT][STARFOLD_OP_COUNT];
+static struct starpu_codelet contrib_cl, deliver_cl;
+static pthread_once_t codelets_once = PTHREAD_ONCE_INIT;
 
 static void codelets_fill(void)
 {
     for (int d = 0; d < STARFOLD_DTYPE_COUNT; d++)
         for (int o = 0; o < STARFOLD_OP_COUNT; o++) {
-            const method_funcs_t *f = &starfold__method_funcs[d][o];
-            struct starpu_codelet *init = &starfold__init_cl[d][o], *redux = &starfold__redux_cl[d][o];
+            const method_funcs_t *f = &method_table[d][o];
+            struct starpu_codelet *init = &init_cl[d][o], *redux = &redux_cl[d][o];
             starpu_codelet_init(init);
             starpu_codelet_init(redux);
-            init->where = redux->where = starfold__where();
+            init->where = redux->where = baseline_where();
             init->cpu_funcs[0] = f->init_cpu;
             redux->cpu_funcs[0] = f->redux_cpu;
             init->opencl_funcs[0] = f->init_opencl;
@@ -244,10 +247,10 @@ static void codelets_fill(void)
             init->name = "starfold-redux-init";
             redux->name = "starfold-redux";
         }
-    struct starpu_codelet *cls[2] = { &starfold__contrib_cl, &starfold__deliver_cl };
+    struct starpu_codelet *cls[2] = { &contrib_cl, &deliver_cl };
     for (int k = 0; k < 2; k++) {
         starpu_codelet_init(cls[k]);
-        cls[k]->where = starfold__where();
+        cls[k]->where = baseline_where();
         cls[k]->cpu_funcs[0] = starfold__kernel_cpu;
 #ifdef STARFOLD_HAVE_OPENCL
         cls[k]->opencl_funcs[0] = starfold__kernel_opencl;
@@ -258,12 +261,12 @@ static void codelets_fill(void)
         cls[k]->nbuffers = 2;
     }
     /* contrib: acc (REDUX) op= input (R);  deliver: acc (R) -> output (W). */
-    starfold__contrib_cl.modes[0] = STARPU_REDUX;
-    starfold__contrib_cl.modes[1] = STARPU_R;
-    starfold__contrib_cl.name = "starfold-redux-contrib";
-    starfold__deliver_cl.modes[0] = STARPU_R;
-    starfold__deliver_cl.modes[1] = STARPU_W;
-    starfold__deliver_cl.name = "starfold-redux-deliver";
+    contrib_cl.modes[0] = STARPU_REDUX;
+    contrib_cl.modes[1] = STARPU_R;
+    contrib_cl.name = "starfold-redux-contrib";
+    deliver_cl.modes[0] = STARPU_R;
+    deliver_cl.modes[1] = STARPU_W;
+    deliver_cl.name = "starfold-redux-deliver";
 }
 
 /* Completion of one run's own tasks (StarPU's internal reduction tasks finish before any delivery). */
@@ -368,7 +371,7 @@ starfold_status_t starfold_tools_baseline_starpu_redux(starfold_context_t contex
         return STARFOLD_OK;
     }
     const size_t es = starfold_dtype_size(dtype);
-    pthread_once(&starfold__codelets_once, codelets_fill);
+    pthread_once(&codelets_once, codelets_fill);
 
     /* args[0..n) contribute, args[n..2n) deliver; they live until every task has run. */
     task_args_t *args = calloc((size_t)2 * n, sizeof *args);
@@ -381,13 +384,13 @@ starfold_status_t starfold_tools_baseline_starpu_redux(starfold_context_t contex
     }
     starpu_data_handle_t acc = NULL;
 
-    pthread_mutex_lock(&starfold__baseline_lock);
-    __atomic_store_n(&starfold__method_failed, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&baseline_lock);
+    __atomic_store_n(&method_failed, 0, __ATOMIC_RELEASE);
     const double t0 = now_seconds();
 
     /* Home node -1: StarPU allocates acc where it is first used; the tree's result lands there. */
     starpu_vector_data_register(&acc, -1, 0, (uint32_t)nx, es);
-    starpu_data_set_reduction_methods(acc, &starfold__redux_cl[dtype][op], &starfold__init_cl[dtype][op]);
+    starpu_data_set_reduction_methods(acc, &redux_cl[dtype][op], &init_cl[dtype][op]);
 
     for (int k = 0; k < 2 * n; k++) {
         const int r = k % n, deliver = k >= n;
@@ -413,7 +416,7 @@ starfold_status_t starfold_tools_baseline_starpu_redux(starfold_context_t contex
         ta->spans[0] = (starfold__kspan_t){ 0, 0, nx };
         ta->spans[1] = (starfold__kspan_t){ 1, 0, nx };
         ta->spans[2] = (starfold__kspan_t){ 0, 0, nx };
-        const int ret = submit_pinned(deliver ? &starfold__deliver_cl : &starfold__contrib_cl, acc, deliver ? outputs[r] : inputs[r], ta,
+        const int ret = submit_pinned(deliver ? &deliver_cl : &contrib_cl, acc, deliver ? outputs[r] : inputs[r], ta,
                                       &sync, starfold_context_device_worker(context, r));
         if (ret != 0) {
             st = ret == -ENOMEM ? starfold__error(STARFOLD_ERR_OUT_OF_MEMORY,
@@ -433,10 +436,10 @@ starfold_status_t starfold_tools_baseline_starpu_redux(starfold_context_t contex
     /* A scratch handle: no write-back anywhere. */
     starpu_data_unregister_no_coherency(acc);
     if (st == STARFOLD_OK && (__atomic_load_n(&status, __ATOMIC_ACQUIRE) != 0 ||
-                              __atomic_load_n(&starfold__method_failed, __ATOMIC_ACQUIRE) != 0))
+                              __atomic_load_n(&method_failed, __ATOMIC_ACQUIRE) != 0))
         st = starfold__error(STARFOLD_ERR_TASK_FAILED, "starfold_tools_baseline_starpu_redux: a kernel failed (%s %s)",
                       starfold_dtype_name(dtype), starfold_op_name(op));
-    pthread_mutex_unlock(&starfold__baseline_lock);
+    pthread_mutex_unlock(&baseline_lock);
 
     pthread_cond_destroy(&sync.done);
     pthread_mutex_destroy(&sync.lock);
@@ -458,7 +461,7 @@ starfold_status_t starfold_tools_baseline_copy(starfold_context_t context, starf
         return STARFOLD_OK;
     }
     const size_t es = starfold_dtype_size(dtype);
-    pthread_once(&starfold__codelets_once, codelets_fill);
+    pthread_once(&codelets_once, codelets_fill);
     task_args_t *args = calloc((size_t)n, sizeof *args);
     if (!args) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_tools_baseline_copy: out of memory");
     int cancelled = 0, status = 0;
@@ -477,8 +480,8 @@ starfold_status_t starfold_tools_baseline_copy(starfold_context_t context, starf
         };
         ta->spans[0] = (starfold__kspan_t){ 0, 0, nx };
         ta->spans[1] = (starfold__kspan_t){ 1, 0, nx };
-        /* starfold__deliver_cl reads buffer 0 and writes buffer 1: a copy. */
-        const int ret = submit_pinned(&starfold__deliver_cl, inputs[r], outputs[r], ta, &sync,
+        /* deliver_cl reads buffer 0 and writes buffer 1: a copy. */
+        const int ret = submit_pinned(&deliver_cl, inputs[r], outputs[r], ta, &sync,
                                       starfold_context_device_worker(context, r));
         if (ret != 0) {
             st = ret == -ENOMEM ? starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_tools_baseline_copy: out of memory creating a task")
