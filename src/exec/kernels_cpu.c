@@ -347,18 +347,25 @@ static int lines_fit(void *buffers[], const starfold__kernel_args_t *a, const st
 #if SF_HAVE_LINES
 /* One line at a time over [lo, hi): a line of every source into acc (registers), then every destination. */
 #define SF_LINES_ARGS(T) const T *const *s, size_t ns, char *const *dst, size_t nd, uint32_t divisor, size_t lo, size_t hi
+/*
+ * The line loops start on a 64-byte boundary wherever the linker puts this file: their inner loops
+ * then sit at the same offsets in every build. Without it, files added elsewhere in the library moved
+ * lines_f32_add_avx2 by 16 bytes and one-pass over 8 x 64 MiB took 9-15 % longer on the 2-core
+ * box (tests/bench-ab.sh, BENCHMARKS.md "No regression across restructurings").
+ */
+#define SF_LINES_ALIGN __attribute__((aligned(64)))
 #if SF_DISPATCH_AVX2
 #define SF_DEFINE_LINES_OP(T, OP)                                                                    \
-    __attribute__((target("avx2"))) static void lines_##T##_##OP##_avx2(SF_LINES_ARGS(T))           \
+    __attribute__((target("avx2"))) SF_LINES_ALIGN static void lines_##T##_##OP##_avx2(SF_LINES_ARGS(T)) \
         SF_LINES_BODY(T, OP)                                                                         \
-    static void lines_##T##_##OP##_base(SF_LINES_ARGS(T)) SF_LINES_BODY(T, OP)                       \
+    SF_LINES_ALIGN static void lines_##T##_##OP##_base(SF_LINES_ARGS(T)) SF_LINES_BODY(T, OP)        \
     static void lines_##T##_##OP(SF_LINES_ARGS(T))                                                   \
     {                                                                                                \
         if (starfold__cpu_avx2()) lines_##T##_##OP##_avx2(s, ns, dst, nd, divisor, lo, hi);                 \
         else lines_##T##_##OP##_base(s, ns, dst, nd, divisor, lo, hi);                              \
     }
 #else
-#define SF_DEFINE_LINES_OP(T, OP) static void lines_##T##_##OP(SF_LINES_ARGS(T)) SF_LINES_BODY(T, OP)
+#define SF_DEFINE_LINES_OP(T, OP) SF_LINES_ALIGN static void lines_##T##_##OP(SF_LINES_ARGS(T)) SF_LINES_BODY(T, OP)
 #endif
 #define SF_LINES_BODY(T, OP)                                                                         \
     {                                                                                                \
