@@ -64,7 +64,7 @@ STARFOLD_API const char *starfold_status_string(starfold_status_t status);
  * @brief The detail of the last error reported in the calling thread.
  *
  * Each failing call records one sentence naming what was wrong, for example
- * "hierarchical-copy: num_packs must be >= 0, got -1". The text stays valid until the next
+ * "hierarchical-copy requires num_packs >= 0, but -1 is specified". The text stays valid until the next
  * failing starfold call in the same thread.
  * @return "" when no error has been recorded in this thread.
  */

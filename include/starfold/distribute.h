@@ -11,8 +11,9 @@
  *    component per device, each a StarPU vector handle on that device, all of the same dtype and
  *    element count. It either wraps handles the application registered itself (no copy; the
  *    application keeps ownership) or owns handles starfold allocated.
- *  - **Destinations** (::starfold_destination_t): one device, a value (its devices, in its order) or
- *    the host. As in TensorFlow, a list of devices is not a destination.
+ *  - **Destinations** (::starfold_destination_t): one device, a value (its devices, in its order),
+ *    the host, or a list of devices (::STARFOLD_DESTINATION_DEVICES, TensorFlow's list of device
+ *    strings).
  *  - **Cross-device ops** (::starfold_cross_device_ops_t): ReductionToOneDevice,
  *    HierarchicalCopyAllReduce and every algorithm of the registry, each with reduce, batch_reduce and
  *    broadcast, following TensorFlow's dispatch (one-value shortcut, device-set matching, fallback to

@@ -89,8 +89,9 @@ typedef struct starfold_overlap_prediction {
 /**
  * @brief Predicts the step time of a backward pass overlapped with its bucketed reductions.
  *
- * One replay of compute tasks and the buckets' tasks together: compute and the reductions' kernels
- * share each device's worker (StarPU runs one task at a time on a worker), transfers run beside
+ * One replay of compute tasks and the buckets' tasks together: the compute tasks run on a second
+ * worker of each device, beside the reductions' kernels on its first (as a collective library's
+ * stream runs beside the compute stream; with StarPU, two workers per device), transfers run beside
  * them on the links; a worker picks, among its ready tasks, the one with the longest chain of tasks
  * after it. Also replays each side alone, for the ratios.
  * @return ::STARFOLD_ERR_INVALID_ARGUMENT for NULL or inconsistent arguments (buckets over different

@@ -2,8 +2,8 @@
 /* Copyright (c) 2026 The starfold authors */
 /**
  * @file starfold/mpi.h
- * @brief Process groups: starfold across MPI ranks, over StarPU-MPI (library libstarfold_mpi,
- *        pkg-config starfold_mpi).
+ * @brief Process groups: starfold across MPI ranks, over StarPU-MPI (in libstarfold when it is built
+ *        with MPI; `pkg-config starfold` then carries MPI's flags).
  *
  * A group is the set of processes that reduce together, as an MPI communicator is: every rank of the
  * communicator creates it, collectively, over its own starfold context (its local devices), and
