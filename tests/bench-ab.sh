@@ -8,7 +8,7 @@
 # the per-run ratios new / old. On a shared machine timings move by tens of percent from one run to
 # the next; two binaries alternated in one sitting is how BENCHMARKS.md compares two trees.
 #
-# Usage: tests/bench-ab.sh [-n RUNS] [-p PROGRAM] [-m MODE] OLD [NEW] -- ARGS...
+# Usage: tests/bench-ab.sh [-n RUNS] [-p PROGRAM] [-m MODE] [-k DIR] OLD [NEW] -- ARGS...
 #
 #   OLD, NEW    commits (anything git rev-parse names); NEW defaults to HEAD
 #   -n RUNS     runs of each binary (default 5)
@@ -19,6 +19,9 @@
 #               names changed over time: "api run" is "api run + all_reduce" in older trees, "api run
 #               in turn + all_reduce" in newer ones); starfold: the CSV row whose algorithm is MODE
 #               (default the first row), its time_us in ms
+#   -k DIR      keep the two trees in DIR (one worktree per commit, DIR/<commit>) and use them again
+#               next time: several cases over the same two commits build each tree once. Remove
+#               them with `git worktree remove DIR/<commit>`.
 #   ARGS        the program's arguments, the same for both binaries
 #
 # Examples (the first: run + all_reduce of 1,000 x 4 KiB on two CPU workers, six runs each):
@@ -34,18 +37,20 @@
 set -eu
 
 usage() {
-    echo "usage: tests/bench-ab.sh [-n RUNS] [-p bench_api|starfold] [-m MODE] OLD [NEW] -- ARGS..." >&2
+    echo "usage: tests/bench-ab.sh [-n RUNS] [-p bench_api|starfold] [-m MODE] [-k DIR] OLD [NEW] -- ARGS..." >&2
     exit 2
 }
 
 runs=5
 program=bench_api
 mode=
-while getopts n:p:m:h opt; do
+keep=
+while getopts n:p:m:k:h opt; do
     case $opt in
         n) runs=$OPTARG ;;
         p) program=$OPTARG ;;
         m) mode=$OPTARG ;;
+        k) keep=$OPTARG ;;
         *) usage ;;
     esac
 done
@@ -75,29 +80,39 @@ STARPU_SILENT=${STARPU_SILENT-1}
 export STARPU_SILENT
 
 tmp=$(mktemp -d)
+if [ -n "$keep" ]; then
+    mkdir -p "$keep"
+    trees=$(cd "$keep" && pwd)
+else
+    trees=$tmp
+fi
+old_dir=$trees/$old_rev
+new_dir=$trees/$new_rev
 cleanup() {
-    for side in old new; do
-        if [ -d "$tmp/$side" ]; then git -C "$top" worktree remove --force "$tmp/$side" >/dev/null 2>&1 || true; fi
-    done
+    if [ -z "$keep" ]; then
+        for dir in "$old_dir" "$new_dir"; do
+            if [ -d "$dir" ]; then git -C "$top" worktree remove --force "$dir" >/dev/null 2>&1 || true; fi
+        done
+    fi
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' HUP INT PIPE TERM
 
-# build SIDE REV: a worktree of REV at $tmp/SIDE, configured in place, the program built.
+# build DIR REV: a worktree of REV at DIR, configured in place (once, with -k), the program built.
 build() {
     echo "# building $target at $(git -C "$top" log -1 --format='%h %s' "$2")" >&2
-    git -C "$top" worktree add --quiet --detach "$tmp/$1" "$2"
+    [ -d "$1" ] || git -C "$top" worktree add --quiet --detach "$1" "$2"
     # shellcheck disable=SC2086 # SF_AB_CONFIGURE is a list of configure arguments
-    if ! (cd "$tmp/$1" && autoreconf -fi && ./configure --quiet ${SF_AB_CONFIGURE:-} && make -j"$jobs" "$target") \
-        >"$tmp/$1.log" 2>&1; then
+    if ! (cd "$1" && { [ -f Makefile ] || { autoreconf -fi && ./configure --quiet ${SF_AB_CONFIGURE:-}; }; } &&
+        make -j"$jobs" "$target") >"$tmp/build.log" 2>&1; then
         echo "bench-ab: building $target at $2 failed; the end of its log:" >&2
-        tail -n 30 "$tmp/$1.log" >&2
+        tail -n 30 "$tmp/build.log" >&2
         exit 1
     fi
 }
-build old "$old_rev"
-build new "$new_rev"
+build "$old_dir" "$old_rev"
+build "$new_dir" "$new_rev"
 
 # One run's time (ms) from the program's output on stdin.
 value() {
@@ -135,7 +150,8 @@ fi
 run() {
     side=$1; shift
     # shellcheck disable=SC2086 # $csv is one word or none
-    if ! "$tmp/$side/$target" "$@" $csv >"$tmp/out" 2>"$tmp/err"; then
+    if [ "$side" = old ]; then dir=$old_dir; else dir=$new_dir; fi
+    if ! "$dir/$target" "$@" $csv >"$tmp/out" 2>"$tmp/err"; then
         echo "bench-ab: the $side binary failed:" >&2
         cat "$tmp/err" >&2
         exit 1

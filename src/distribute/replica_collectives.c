@@ -148,7 +148,7 @@ static starfold_status_t refuse(starfold__run_t *run, starfold_status_t st, cons
  * each would wake from the rendezvous, find its results unfinished, sleep on them and be woken again
  * when they are. With the leader waiting, each is woken once and finds its results done (on this
  * 2-core machine, a step of run + all_reduce of one 4 KiB tensor on 8 replicas: 0.12 ms instead of
- * 0.14, BENCHMARKS.md). A larger one returns at once, so that a replica submits its next tasks while
+ * 0.14 with make bench-api). A larger one returns at once, so that a replica submits its next tasks while
  * the reduction runs.
  */
 #define SF_SETTLED_COLLECTIVE_BYTES ((size_t)64 << 10)

@@ -219,7 +219,7 @@ static void turns_run(struct starfold__replica_pool *pool, starfold__run_t *run)
  * A run's storage: the run, its replica contexts and its per-replica arrays, a few KiB in all
  * (slots and messages). A strategy's pool keeps the last run's storage for the next (run_take(),
  * run_give_back()): allocating it afresh every step made glibc consolidate its free lists each
- * time, a tenth of a small step's cost in turn (BENCHMARKS.md). Everything a run changes is set
+ * time, a tenth of a small step's cost in turn (make bench-api). Everything a run changes is set
  * again by run_reset(); the lock and the event are made once.
  */
 static void run_free(starfold__run_t *run)
