@@ -8,8 +8,9 @@
  * A group is the set of processes that reduce together, as an MPI communicator is: every rank of the
  * communicator creates it, collectively, over its own starfold context (its local devices), and
  * destroys it, collectively, before its context. The group knows each rank's node (the ranks that
- * share memory, or a forced number of consecutive ranks per node so that one machine can play several
- * nodes in tests) and each rank's device count; collectives across ranks are built on it.
+ * share memory and a network namespace, or a forced number of consecutive ranks per node so that one
+ * machine can play several nodes in tests) and each rank's device count; collectives across ranks
+ * are built on it.
  *
  * Initialisation order, as StarPU-MPI needs it:
  *
@@ -50,8 +51,11 @@ typedef struct starfold_group *starfold_group_t;
 typedef struct starfold_group_options {
     /**
      * 0 (default): a node is the set of ranks that share memory (MPI_Comm_split_type with
-     * MPI_COMM_TYPE_SHARED). k > 0: ranks 0..k-1 are node 0, k..2k-1 node 1, and so on, whatever the
-     * machines (one machine playing several nodes). Every rank must give the same value.
+     * MPI_COMM_TYPE_SHARED) and a network namespace (on Linux, /proc/self/ns/net): ranks in network
+     * namespaces of their own, as tests/netns/cluster.sh runs them, are nodes that reach each other
+     * only over their links, though they share the machine's memory. k > 0: ranks 0..k-1 are node 0,
+     * k..2k-1 node 1, and so on, whatever the machines (one machine playing several nodes). Every rank
+     * must give the same value.
      */
     int ranks_per_node;
     /**

@@ -10,8 +10,10 @@
  *   1. local checks that every rank makes alike (MPI initialised, MPI_THREAD_MULTIPLE, a communicator);
  *   2. one MPI_Allgather on a duplicate of the caller's communicator (errors returned, not fatal) of
  *      {options, device count}: a rank whose options differ from rank 0's fails every rank, named;
- *   3. nodes: forced (rank / ranks_per_node), or the ranks sharing memory (MPI_Comm_split_type),
- *      numbered by their lowest rank: an MPI_Allgather of each rank's node leader;
+ *   3. nodes: forced (rank / ranks_per_node), or the ranks sharing memory (MPI_Comm_split_type) and
+ *      a network namespace (a node of tests/netns/cluster.sh shares the machine's memory with the
+ *      others but reaches them only over its own link), numbered by their lowest rank: an
+ *      MPI_Allgather of each rank's node leader;
  *   4. the links between ranks (group_links.c): a short ping-pong from rank 0, broadcast, unless the
  *      options give them;
  *   5. StarPU-MPI: started with the process's first group over a second duplicate (StarPU-MPI keeps
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <starpu_mpi.h>
 
@@ -182,19 +185,46 @@ static int number_nodes(int size, const int *leaders, int stride, int *node_of)
     return count;
 }
 
+/* This process's network namespace (Linux: the inode of /proc/self/ns/net); 0 where there is none to
+ * tell, which puts every rank of a machine in one. */
+static unsigned long long net_namespace(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
 /*
- * Step 3: the node of every rank, forced (rank / ranks_per_node) or the ranks sharing memory, and the
- * ranks sharing memory in any case (the cost model's ports: faked nodes on one machine share one
- * memory, whatever the node numbers say). Each numbered by its lowest rank.
+ * Step 3: the node of every rank, forced (rank / ranks_per_node) or the ranks sharing memory and a
+ * network namespace, and the ranks sharing memory and a namespace in any case (the cost model's
+ * ports: faked nodes on one machine share one memory, whatever the node numbers say; namespaces that
+ * share the machine's memory still send each other their bytes over the network, as MPI is told to
+ * when it runs them). Each numbered by its lowest rank.
  */
 static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int ranks_per_node)
 {
     int *leaders = malloc(sizeof *leaders * 2 * (size_t)g->size); /* [r * 2] node, [r * 2 + 1] memory */
     if (!leaders) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     int mine[2] = { g->rank, g->rank }, err;
-    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm node = MPI_COMM_NULL, same = MPI_COMM_NULL;
     err = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node);
-    if (err == MPI_SUCCESS) err = MPI_Allreduce(&g->rank, &mine[1], 1, MPI_INT, MPI_MIN, node);
+    if (err == MPI_SUCCESS) { /* within the memory, the ranks of one namespace: the lowest rank of each is its color */
+        int nsize = 0;
+        err = MPI_Comm_size(node, &nsize);
+        unsigned long long *ns = err == MPI_SUCCESS ? malloc(sizeof *ns * (size_t)nsize) : NULL;
+        int *ranks = ns ? malloc(sizeof *ranks * (size_t)nsize) : NULL;
+        const unsigned long long me = net_namespace();
+        if (err == MPI_SUCCESS && !ranks) err = MPI_ERR_NO_MEM;
+        if (err == MPI_SUCCESS) err = MPI_Allgather(&me, 1, MPI_UNSIGNED_LONG_LONG, ns, 1, MPI_UNSIGNED_LONG_LONG, node);
+        if (err == MPI_SUCCESS) err = MPI_Allgather(&g->rank, 1, MPI_INT, ranks, 1, MPI_INT, node);
+        int color = g->rank;
+        for (int i = 0; err == MPI_SUCCESS && i < nsize; i++)
+            if (ns[i] == me && ranks[i] < color) color = ranks[i];
+        if (err == MPI_SUCCESS) err = MPI_Comm_split(node, color, g->rank, &same);
+        if (err == MPI_SUCCESS) err = MPI_Allreduce(&g->rank, &mine[1], 1, MPI_INT, MPI_MIN, same);
+        free(ns);
+        free(ranks);
+    }
+    if (same != MPI_COMM_NULL) MPI_Comm_free(&same);
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (err != MPI_SUCCESS) {
         free(leaders);

@@ -7,8 +7,11 @@
  * Measuring (starfold__group_links(), collective, at the end of starfold_group_create()): rank 0
  * ping-pongs on the group's own communicator with the lowest other rank of its node (shm) and the
  * lowest rank of another node (network): latency = the fastest of a few 8-byte round trips / 2;
- * bandwidth = 1 MiB / (the fastest of a few 1 MiB round trips / 2 - latency). A few milliseconds on
- * shared memory, well under half a second on any network. Rank 0 then broadcasts the values, so
+ * bandwidth from two sizes, 1 MiB / ((the fastest 2 MiB round trip - the fastest 1 MiB one) / 2):
+ * what both sizes pay alike drops out, the latency and a shaped link's burst (a token bucket lets its
+ * first bytes through at line rate: measured with 1 MiB alone, a 1 Gbit/s link with a 256 KiB bucket
+ * read a third faster than it is). A few milliseconds on shared memory, well under half a second on
+ * a 1 Gbit/s network. Rank 0 then broadcasts the values, so
  * every rank holds the same bits and compiles the same graphs from them. While rank 0 and its peers
  * measure, every rank's StarPU workers are paused and the ranks that wait for the result sleep
  * between polls: on a node with fewer cores than threads, idle workers spinning and ranks waiting
@@ -49,7 +52,7 @@
 
 #define PING_TAG 0x5f1d    /* on g->comm, before any collective of the group can use it */
 #define SMALL_BYTES 8
-#define LARGE_BYTES (1 << 20)
+#define LARGE_BYTES (1 << 20) /* and twice it: the two sizes of the bandwidth */
 #define SMALL_REPS 10
 #define LARGE_REPS 3
 #define HOP_TAG 0x5f1e     /* on g->data_comm, before any collective of the group can use it */
@@ -112,8 +115,11 @@ static int measure(starfold_group_t g, int peer, int bw, int lat, char *buf, dou
     if (lat) out[1] = clamp(latency_s * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
     if (bw) {
         const double large = round_trip(g->comm, other, lead, buf, LARGE_BYTES, LARGE_REPS);
-        if (large < 0) return -1;
-        double transfer = large / 2 - latency_s;
+        const double twice = large < 0 ? -1 : round_trip(g->comm, other, lead, buf, 2 * LARGE_BYTES, LARGE_REPS);
+        if (large < 0 || twice < 0) return -1;
+        /* The extra MiB's time; where noise hides it (shared memory, a few hundred us), 1 MiB alone. */
+        double transfer = (twice - large) / 2;
+        if (!(transfer > 0.25 * (large / 2))) transfer = large / 2 - latency_s;
         if (!(transfer > 0)) transfer = large / 2;
         out[0] = clamp(LARGE_BYTES / transfer / 1e9, STARFOLD_LINK_BANDWIDTH_MIN_GBPS, STARFOLD_LINK_BANDWIDTH_MAX_GBPS);
     }
@@ -148,7 +154,7 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
         takes_part |= peers[k] >= 0 && (g->rank == 0 || g->rank == peers[k]) &&
                       (!(given[2 * k] > 0) || !(given[2 * k + 1] > 0));
     /* The buffer first, agreed on: a rank without one must not leave another waiting in a ping-pong. */
-    char *buf = takes_part ? calloc(1, LARGE_BYTES) : NULL;
+    char *buf = takes_part ? calloc(2, LARGE_BYTES) : NULL;
     int no_buf = takes_part && !buf, any_no_buf = 0;
     int err = MPI_Allreduce(&no_buf, &any_no_buf, 1, MPI_INT, MPI_MAX, g->comm);
     if (err != MPI_SUCCESS || any_no_buf) {
