@@ -1,0 +1,99 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The starfold authors
+#
+# make check-netns: starfold across real (namespaced) nodes, 2 nodes x 2 ranks over 100 Mbit/s links
+# (tests/netns/cluster.sh), in three runs of `starfold run --mpi`:
+#
+#   1. an all-reduce across the nodes: the group sees 2 nodes, measures the link between them, and
+#      every element is right on every rank;
+#   2. a rank stopped (SIGSTOP) in node 1 mid-job, with --timeout 5: the job ends within a bound, a
+#      rank naming the silent one, instead of waiting for it;
+#   3. node 1's link taken down (ip link set down) mid-job, with --timeout 5: the ranks name the other
+#      side's ranks, and the job ends.
+#
+# Usage: tests/netns/check-netns.sh STARFOLD. Needs root and network namespaces: exits 77 with the
+# reason otherwise (cluster.sh's own skip). Timings bound the faults only (a job that does not end is
+# the failure); no speed is asserted.
+set -u
+[ $# -eq 1 ] && [ -x "$1" ] || { echo "usage: tests/netns/check-netns.sh STARFOLD" >&2; exit 2; }
+starfold=$1
+here=$(cd "$(dirname "$0")" && pwd)
+cluster=$here/cluster.sh
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+export STARPU_NCPU=1 STARPU_NOPENCL=0 STARPU_NCUDA=0 STARPU_SILENT=1
+mpi_env="-x STARPU_NCPU -x STARPU_NOPENCL -x STARPU_NCUDA -x STARPU_SILENT"
+status=0
+fail() {
+    echo "FAIL: $*"
+    status=1
+}
+
+# 1. Correctness across the nodes.
+"$cluster" --nodes 2 --ranks-per-node 2 --rate 100mbit --mpirun-args "$mpi_env" -- \
+    "$starfold" run --mpi --tensors 4x256KiB,1000 -n 3 >"$tmp/run.out" 2>&1
+rc=$?
+[ $rc -eq 77 ] && { cat "$tmp/run.out"; exit 77; }
+if [ $rc -ne 0 ]; then
+    fail "run --mpi across 2 nodes exited $rc"; cat "$tmp/run.out"
+elif ! grep -q 'on 2 nodes' "$tmp/run.out" || ! grep -q '^Links: between nodes' "$tmp/run.out" ||
+    ! grep -q '^Verified: .* right on all 4 replicas' "$tmp/run.out"; then
+    fail "run --mpi across 2 nodes: no 2 nodes, no measured link or not verified"; cat "$tmp/run.out"
+else
+    echo "ok: run --mpi across 2 namespaced nodes: $(grep '^Links:' "$tmp/run.out")"
+fi
+
+# fault NAME ACTION RANKS: a long job with --timeout 5; ACTION (a shell command, given the cluster's
+# tag in $tag) runs 2 s into its all-reduces; the job must end non-zero within 90 s of it, at least
+# RANKS ranks each saying which ranks went silent (the first to tell ends the job with MPI_Abort, which
+# may kill the others before they say it too).
+fault() {
+    name=$1
+    action=$2
+    want=$3
+    tag=nf$$
+    "$cluster" --nodes 2 --ranks-per-node 2 --rate 100mbit --tag "$tag" --mpirun-args "$mpi_env" -- \
+        "$starfold" run --mpi --tensors 256KiB -n 100000 --timeout 5 >"$tmp/$name.out" 2>&1 &
+    job=$!
+    # Into the collectives: rank 0 has printed the all-reduce's line (group made, links measured).
+    waited=0
+    while ! grep -q '^All-reduce' "$tmp/$name.out" 2>/dev/null && [ "$waited" -lt 120 ] && kill -0 "$job" 2>/dev/null; do
+        sleep 1
+        waited=$((waited + 1))
+    done
+    sleep 2
+    start=$(date +%s)
+    if ! eval "$action"; then
+        fail "$name: could not inject the fault"
+    fi
+    waited=0
+    while kill -0 "$job" 2>/dev/null && [ "$waited" -lt 90 ]; do
+        sleep 1
+        waited=$((waited + 1))
+    done
+    if kill -0 "$job" 2>/dev/null; then
+        fail "$name: the job still runs 90 s after the fault"
+        kill "$job" 2>/dev/null
+        wait "$job" 2>/dev/null
+        return
+    fi
+    wait "$job"
+    rc=$?
+    took=$(($(date +%s) - start))
+    said=$(grep -Ec '^starfold run: rank [0-9]+: ranks? [0-9, ]+ did not reach the end of a timed call within --timeout' \
+        "$tmp/$name.out")
+    if [ $rc -eq 0 ]; then
+        fail "$name: the job ended well despite the fault"; tail -5 "$tmp/$name.out"
+    elif [ "$said" -lt "$want" ]; then
+        fail "$name: the job ended ($rc), but $said ranks (not $want) named the silent ones"; tail -10 "$tmp/$name.out"
+    else
+        echo "ok: $name: the job ended (exit $rc) ${took} s after the fault, $said ranks naming the silent ones:"
+        grep -E '^starfold run: rank [0-9]+: ' "$tmp/$name.out" | sed 's/^/    /'
+    fi
+}
+# A rank of node 1 (its starfold process) stopped.
+fault stop 'kill -STOP "$(ip netns pids "$tag-1" | while read -r p; do [ "$(cat /proc/$p/comm 2>/dev/null)" = starfold ] && echo "$p"; done | head -1)"' 1
+# Node 1's link down.
+fault link 'ip netns exec "$tag-1" ip link set "${tag}n1" down' 1
+exit $status
