@@ -3,14 +3,16 @@
 # Copyright (c) 2026 The starfold authors
 #
 # make check-netns: starfold across real (namespaced) nodes, 2 nodes x 2 ranks over 100 Mbit/s links
-# (tests/netns/cluster.sh), in three runs of `starfold run --mpi`:
+# (tests/netns/cluster.sh), in five runs of `starfold run --mpi`:
 #
 #   1. an all-reduce across the nodes: the group sees 2 nodes, measures the link between them, and
 #      every element is right on every rank;
 #   2. a rank stopped (SIGSTOP) in node 1 mid-job, with --timeout 5: the job ends within a bound, a
 #      rank naming the silent one, instead of waiting for it;
 #   3. node 1's link taken down (ip link set down) mid-job, with --timeout 5: the ranks name the other
-#      side's ranks, and the job ends.
+#      side's ranks, and the job ends;
+#   4. node 1's link throttled to a trickle (tbf 8kbit), and 5. node 1's namespace removed with its
+#      link: the same.
 #
 # Usage: tests/netns/check-netns.sh STARFOLD. Needs root and network namespaces: exits 77 with the
 # reason otherwise (cluster.sh's own skip). Timings bound the faults only (a job that does not end is
@@ -96,4 +98,9 @@ fault() {
 fault stop 'kill -STOP "$(ip netns pids "$tag-1" | while read -r p; do [ "$(cat /proc/$p/comm 2>/dev/null)" = starfold ] && echo "$p"; done | head -1)"' 1
 # Node 1's link down.
 fault link 'ip netns exec "$tag-1" ip link set "${tag}n1" down' 1
+# Node 1's link throttled to a trickle, both ways.
+fault trickle 'ip netns exec "$tag-1" tc qdisc change dev "${tag}n1" root tbf rate 8kbit burst 2kb latency 50ms &&
+    tc qdisc change dev "${tag}h1" root tbf rate 8kbit burst 2kb latency 50ms' 1
+# Node 1 gone: its namespace removed and its link with it.
+fault gone 'ip netns del "$tag-1" && ip link del "${tag}h1"' 1
 exit $status
