@@ -83,7 +83,7 @@ fault() {
     wait "$job"
     rc=$?
     took=$(($(date +%s) - start))
-    said=$(grep -Ec '^starfold run: rank [0-9]+: ranks? [0-9, ]+ did not reach the end of a timed call within --timeout' \
+    said=$(grep -Ec '^starfold run: rank [0-9]+: ranks? [0-9, ]+ did not reach the (start|end) of a timed call within --timeout' \
         "$tmp/$name.out")
     if [ $rc -eq 0 ]; then
         fail "$name: the job ended well despite the fault"; tail -5 "$tmp/$name.out"
