@@ -316,3 +316,14 @@ int file_contains(const char *path, const char *needle)
     free(s);
     return ok;
 }
+
+int cli_harness_main(const char *name, const starfold__tu_entry_t *tests, size_t n)
+{
+    struct stat sb;
+    if (stat(SF_BUILDDIR "/starfold", &sb) != 0) {
+        fprintf(stderr, "%s: %s/starfold is not built\n", name, SF_BUILDDIR);
+        return 1;
+    }
+    mkdir(out_dir(), 0755);
+    return starfold__tu_main_grouped(tests, n);
+}

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "runner.h"
+
 typedef struct cli_result {
     int status;  /* exit status, or -1 when it did not exit normally */
     char *out;   /* stdout, NUL-terminated */
@@ -49,5 +51,9 @@ double jnum(const jval_t *obj, const char *key);
 /* Whether the file at @path starts with the @len bytes of @prefix, or contains @needle. */
 int file_starts_with(const char *path, const char *prefix, size_t len);
 int file_contains(const char *path, const char *needle);
+
+/* The main() of a command test program @name: the command must be built, the output folder made,
+ * then @tests run (starfold__tu_main_grouped()); the exit status. */
+int cli_harness_main(const char *name, const starfold__tu_entry_t *tests, size_t n);
 
 #endif /* SF_TEST_CLI_HARNESS_H */

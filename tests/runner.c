@@ -70,3 +70,13 @@ unsigned starfold__tu_run_verbose(int verbose)
     CU_cleanup_registry();
     return failed;
 }
+
+int starfold__tu_main_grouped(const starfold__tu_entry_t *tests, size_t n)
+{
+    if (starfold__tu_begin() != 0) return 1;
+    if (starfold__tu_add_grouped(tests, n) != 0) {
+        CU_cleanup_registry();
+        return 1;
+    }
+    return starfold__tu_run() ? 1 : 0;
+}

@@ -46,6 +46,10 @@ typedef struct starfold__tu_entry {
 /* Adds the suites and tests of @tests (no set-up or clean-up); 0, or -1 as starfold__tu_add(). */
 int starfold__tu_add_grouped(const starfold__tu_entry_t *tests, size_t n);
 
+/* A whole program of grouped tests: the registry made, @tests added, run; the exit status (0: every
+ * test passed, 1 otherwise). */
+int starfold__tu_main_grouped(const starfold__tu_entry_t *tests, size_t n);
+
 /* Runs every registered test verbosely, prints the time taken and frees the registry; the number of
  * failures of every kind (0: all passed). */
 unsigned starfold__tu_run(void);

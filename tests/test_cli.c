@@ -947,17 +947,5 @@ int main(void)
         { "graph", "--ranks: the process group's topology", test_graph_ranks },
         { "simulate", "JSON equals the library's model; all algorithms", test_simulate },
     };
-    struct stat sb;
-    if (stat(SF_BUILDDIR "/starfold", &sb) != 0) {
-        fprintf(stderr, "test_cli: %s/starfold is not built\n", SF_BUILDDIR);
-        return 1;
-    }
-    mkdir(out_dir(), 0755);
-    if (starfold__tu_begin() != 0) return 1;
-    if (starfold__tu_add_grouped(tests, SF_TU_COUNT(tests)) != 0) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    const unsigned failed = starfold__tu_run();
-    return failed ? 1 : 0;
+    return cli_harness_main("test_cli", tests, SF_TU_COUNT(tests));
 }

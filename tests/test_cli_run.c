@@ -858,17 +858,5 @@ int main(void)
         { "bench", "progress on a terminal", test_bench_progress },
         { "bench", "Ctrl-C", test_bench_interrupt },
     };
-    struct stat sb;
-    if (stat(SF_BUILDDIR "/starfold", &sb) != 0) {
-        fprintf(stderr, "test_cli: %s/starfold is not built\n", SF_BUILDDIR);
-        return 1;
-    }
-    mkdir(out_dir(), 0755);
-    if (starfold__tu_begin() != 0) return 1;
-    if (starfold__tu_add_grouped(tests, SF_TU_COUNT(tests)) != 0) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    const unsigned failed = starfold__tu_run();
-    return failed ? 1 : 0;
+    return cli_harness_main("test_cli_run", tests, SF_TU_COUNT(tests));
 }

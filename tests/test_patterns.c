@@ -302,11 +302,5 @@ int main(void)
         { "bisect", "dgx1 quads", test_bisect_dgx1 },
         { "bisect", "one, two, a line, interleaved, disconnected, large", test_bisect_small },
     };
-    if (starfold__tu_begin() != 0) return 1;
-    if (starfold__tu_add_grouped(tests, SF_TU_COUNT(tests)) != 0) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    const unsigned failed = starfold__tu_run();
-    return failed ? 1 : 0;
+    return starfold__tu_main_grouped(tests, SF_TU_COUNT(tests));
 }

@@ -1203,11 +1203,5 @@ int main(void)
         { "output", "open and detect", test_open_and_detect },
         { "output", "detect a described machine", test_detect_described_machine },
     };
-    if (starfold__tu_begin() != 0) return 1;
-    if (starfold__tu_add_grouped(tests, SF_TU_COUNT(tests)) != 0) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    const unsigned failed = starfold__tu_run();
-    return failed ? 1 : 0;
+    return starfold__tu_main_grouped(tests, SF_TU_COUNT(tests));
 }

@@ -205,9 +205,9 @@ static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int rank
     int *leaders = malloc(sizeof *leaders * 2 * (size_t)g->size); /* [r * 2] node, [r * 2 + 1] memory */
     if (!leaders) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     int mine[2] = { g->rank, g->rank }, err;
-    MPI_Comm node = MPI_COMM_NULL, same = MPI_COMM_NULL;
+    MPI_Comm node = MPI_COMM_NULL;
     err = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node);
-    if (err == MPI_SUCCESS) { /* within the memory, the ranks of one namespace: the lowest rank of each is its color */
+    if (err == MPI_SUCCESS) { /* within the memory, the lowest rank of this rank's namespace */
         int nsize = 0;
         err = MPI_Comm_size(node, &nsize);
         unsigned long long *ns = err == MPI_SUCCESS ? malloc(sizeof *ns * (size_t)nsize) : NULL;
@@ -216,15 +216,11 @@ static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int rank
         if (err == MPI_SUCCESS && !ranks) err = MPI_ERR_NO_MEM;
         if (err == MPI_SUCCESS) err = MPI_Allgather(&me, 1, MPI_UNSIGNED_LONG_LONG, ns, 1, MPI_UNSIGNED_LONG_LONG, node);
         if (err == MPI_SUCCESS) err = MPI_Allgather(&g->rank, 1, MPI_INT, ranks, 1, MPI_INT, node);
-        int color = g->rank;
         for (int i = 0; err == MPI_SUCCESS && i < nsize; i++)
-            if (ns[i] == me && ranks[i] < color) color = ranks[i];
-        if (err == MPI_SUCCESS) err = MPI_Comm_split(node, color, g->rank, &same);
-        if (err == MPI_SUCCESS) err = MPI_Allreduce(&g->rank, &mine[1], 1, MPI_INT, MPI_MIN, same);
+            if (ns[i] == me && ranks[i] < mine[1]) mine[1] = ranks[i];
         free(ns);
         free(ranks);
     }
-    if (same != MPI_COMM_NULL) MPI_Comm_free(&same);
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (err != MPI_SUCCESS) {
         free(leaders);

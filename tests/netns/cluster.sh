@@ -100,13 +100,10 @@ cleanup() {
 trap 'cleanup' EXIT
 trap 'exit 130' HUP INT TERM
 
-shape() { # DEV [NETNS]: tbf at $rate on DEV's egress
+shape() { # DEV [NETNS]: tbf at $rate on DEV's egress (in NETNS when given)
     [ "$rate" = none ] && return 0
-    if [ -n "${2:-}" ]; then
-        ip netns exec "$2" tc qdisc add dev "$1" root tbf rate "$rate" burst "$burst" latency 50ms
-    else
-        tc qdisc add dev "$1" root tbf rate "$rate" burst "$burst" latency 50ms
-    fi
+    # shellcheck disable=SC2086 # the prefix is a word list or nothing
+    ${2:+ip netns exec "$2"} tc qdisc add dev "$1" root tbf rate "$rate" burst "$burst" latency 50ms
 }
 
 ip link add "$bridge" type bridge 2>/dev/null || skip "cannot make a bridge (ip link add type bridge)"
