@@ -67,7 +67,8 @@ typedef struct starfold_group_options {
     /**
      * How long a collective waits for the other ranks to join it before failing with
      * ::STARFOLD_ERR_TIMEOUT (on every rank that waits): 0 (default) or infinity = no limit.
-     * After a timeout the group is broken (see starfold_group_all_reduce()).
+     * After a timeout the group is broken (see starfold_group_all_reduce()). It bounds
+     * starfold_group_create() too: each of its exchanges, and the measure of each link.
      */
     double timeout_seconds;
     /**
@@ -112,6 +113,14 @@ STARFOLD_API void starfold_group_options_init(starfold_group_options_t *options)
  *         below MPI_THREAD_MULTIPLE, MPI_COMM_NULL, a negative ranks_per_node, a link value that
  *         is negative or out of range, or ranks that give different options (the message names the
  *         first rank that differs);
+ *         ::STARFOLD_ERR_TIMEOUT on every rank that waits when a rank does not come within the
+ *         options' timeout_seconds (it never called this function, stopped, is gone, or its link is
+ *         down), or a link's measure takes longer (a link too slow for it: give the link options);
+ *         MPI then keeps a request of the creation pending on @p comm, which can no longer end
+ *         cleanly: end the job (starfold_group_abort()). Without a timeout_seconds such a rank
+ *         leaves the others waiting for ever. Two calls stay unbounded, both once every rank has
+ *         agreed on the options: MPI_Comm_split_type (which MPI offers only blocking) and
+ *         StarPU-MPI's start;
  *         ::STARFOLD_ERR_RUNTIME when MPI or StarPU-MPI fails. Nothing is created on failure.
  */
 STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context, MPI_Comm comm,
@@ -121,6 +130,10 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
 /**
  * @brief Destroys a group, collectively (every rank of the group calls it, before destroying its
  *        context). Stops StarPU-MPI with the process's last group when starfold started it.
+ *
+ * The ranks meet first, for at most the group's timeout_seconds: a broken group, or one whose ranks
+ * do not all come in time, is freed without waiting and leaves StarPU-MPI running (the job cannot
+ * end cleanly then: starfold_group_abort()).
  * @param [in] group the group, or NULL (no-op)
  */
 STARFOLD_API void starfold_group_destroy(starfold_group_t group);

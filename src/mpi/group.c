@@ -20,6 +20,13 @@
  *      the communicator it was started with for the life of the process), counted, stopped with the
  *      last group unless the application started it.
  *
+ * Every exchange of steps 2 to 4, and the duplicates, is posted non-blocking and waited for at most
+ * the options' timeout_seconds (group_bounded.c), so that a rank that never comes, stops or loses
+ * its link ends creation in ::STARFOLD_ERR_TIMEOUT on every other rank instead of a wait without end.
+ * Two calls stay blocking, each once every rank has passed the agreement of step 2: MPI has no
+ * non-blocking MPI_Comm_split_type (step 3), and StarPU-MPI's start (step 5) duplicates a
+ * communicator under a process-wide lock.
+ *
  *     ranks   0  1  2  3          ranks_per_node = 2        node of rank: 0 0 1 1
  *     comm    |--caller's--|      dups: agreement (g->comm), StarPU-MPI (process-wide)
  *
@@ -33,6 +40,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,12 +147,17 @@ static const char *const link_option_names[NUM_LINK_OPTIONS] = { "network_bandwi
 
 /* Step 2: everyone's verdict, options and device count; the first rank whose differ fails all. */
 static starfold_status_t agree(const char *fn, starfold_group_t g, const hello_t *mine, hello_t *all,
-                               const double *my_links, double *all_links)
+                               const double *my_links, double *all_links, double limit, int *abandoned)
 {
-    int err = MPI_Allgather(mine, 4, MPI_INT, all, 4, MPI_INT, g->comm);
+    MPI_Request rq[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+    int err = MPI_Iallgather(mine, 4, MPI_INT, all, 4, MPI_INT, g->comm, &rq[0]);
     if (err == MPI_SUCCESS)
-        err = MPI_Allgather(my_links, NUM_LINK_OPTIONS, MPI_DOUBLE, all_links, NUM_LINK_OPTIONS, MPI_DOUBLE, g->comm);
-    if (err != MPI_SUCCESS) return mpi_fail(fn, "MPI_Allgather", err);
+        err = MPI_Iallgather(my_links, NUM_LINK_OPTIONS, MPI_DOUBLE, all_links, NUM_LINK_OPTIONS, MPI_DOUBLE, g->comm,
+                             &rq[1]);
+    if (err == MPI_SUCCESS) err = starfold__mpi_wait_bounded(2, rq, limit, 0);
+    *abandoned = err != MPI_SUCCESS; /* @all and @all_links may still be written */
+    if (err == STARFOLD__WAIT_EXPIRED) return starfold__creation_expired(fn, "the agreement on its options", limit);
+    if (err != MPI_SUCCESS) return mpi_fail(fn, "MPI_Iallgather", err);
     for (int r = 0; r < g->size; r++)
         if (all[r].status != STARFOLD_OK)
             return starfold__error((starfold_status_t)all[r].status, "%s: rank %d refused its arguments%s", fn, r,
@@ -200,7 +213,7 @@ static unsigned long long net_namespace(void)
  * share the machine's memory still send each other their bytes over the network, as MPI is told to
  * when it runs them). Each numbered by its lowest rank.
  */
-static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int ranks_per_node)
+static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int ranks_per_node, double limit)
 {
     int *leaders = malloc(sizeof *leaders * 2 * (size_t)g->size); /* [r * 2] node, [r * 2 + 1] memory */
     if (!leaders) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -213,24 +226,37 @@ static starfold_status_t find_nodes(const char *fn, starfold_group_t g, int rank
         unsigned long long *ns = err == MPI_SUCCESS ? malloc(sizeof *ns * (size_t)nsize) : NULL;
         int *ranks = ns ? malloc(sizeof *ranks * (size_t)nsize) : NULL;
         const unsigned long long me = net_namespace();
+        MPI_Request rq[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
         if (err == MPI_SUCCESS && !ranks) err = MPI_ERR_NO_MEM;
-        if (err == MPI_SUCCESS) err = MPI_Allgather(&me, 1, MPI_UNSIGNED_LONG_LONG, ns, 1, MPI_UNSIGNED_LONG_LONG, node);
-        if (err == MPI_SUCCESS) err = MPI_Allgather(&g->rank, 1, MPI_INT, ranks, 1, MPI_INT, node);
+        if (err == MPI_SUCCESS)
+            err = MPI_Iallgather(&me, 1, MPI_UNSIGNED_LONG_LONG, ns, 1, MPI_UNSIGNED_LONG_LONG, node, &rq[0]);
+        if (err == MPI_SUCCESS) err = MPI_Iallgather(&g->rank, 1, MPI_INT, ranks, 1, MPI_INT, node, &rq[1]);
+        if (err == MPI_SUCCESS) err = starfold__mpi_wait_bounded(2, rq, limit, 0);
         for (int i = 0; err == MPI_SUCCESS && i < nsize; i++)
             if (ns[i] == me && ranks[i] < mine[1]) mine[1] = ranks[i];
-        free(ns);
-        free(ranks);
+        if (err != STARFOLD__WAIT_EXPIRED) { /* else abandoned: MPI may still write them */
+            free(ns);
+            free(ranks);
+        }
     }
-    if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+    if (node != MPI_COMM_NULL) MPI_Comm_free(&node); /* an abandoned exchange on it completes or not: MPI's */
+    if (err == STARFOLD__WAIT_EXPIRED) {
+        free(leaders);
+        return starfold__creation_expired(fn, "the exchange of the namespaces of a node's ranks", limit);
+    }
     if (err != MPI_SUCCESS) {
         free(leaders);
         return mpi_fail(fn, "finding the ranks that share memory", err);
     }
     mine[0] = ranks_per_node > 0 ? g->rank - g->rank % ranks_per_node : mine[1];
-    err = MPI_Allgather(mine, 2, MPI_INT, leaders, 2, MPI_INT, g->comm);
+    MPI_Request rq = MPI_REQUEST_NULL;
+    err = MPI_Iallgather(mine, 2, MPI_INT, leaders, 2, MPI_INT, g->comm, &rq);
+    if (err == MPI_SUCCESS) err = starfold__mpi_wait_bounded(1, &rq, limit, 0);
+    if (err == STARFOLD__WAIT_EXPIRED) /* @leaders abandoned */
+        return starfold__creation_expired(fn, "the exchange of the nodes", limit);
     if (err != MPI_SUCCESS) {
         free(leaders);
-        return mpi_fail(fn, "MPI_Allgather of the nodes", err);
+        return mpi_fail(fn, "MPI_Iallgather of the nodes", err);
     }
     g->num_nodes = number_nodes(g->size, leaders, 2, g->node_of);
     number_nodes(g->size, leaders + 1, 2, g->memory_of);
@@ -307,6 +333,32 @@ static void group_free(starfold_group_t g)
     free(g);
 }
 
+/* How long each wait of creation may last: the options' timeout, if it is a valid one. */
+static double creation_limit(const starfold_group_options_t *o)
+{
+    return o->timeout_seconds > 0 && isfinite(o->timeout_seconds) ? o->timeout_seconds : 0;
+}
+
+/* The group's two duplicates of @comm (g->comm, g->data_comm), errors returned on both. On an expired
+ * or failed wait the block MPI writes them into is abandoned (group_bounded.c). */
+static starfold_status_t duplicate(const char *fn, starfold_group_t g, MPI_Comm comm, double limit)
+{
+    MPI_Comm *dups = malloc(2 * sizeof *dups);
+    if (!dups) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    MPI_Request rq[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+    int err = MPI_Comm_idup(comm, &dups[0], &rq[0]);
+    if (err == MPI_SUCCESS) err = MPI_Comm_idup(comm, &dups[1], &rq[1]);
+    if (err == MPI_SUCCESS) err = starfold__mpi_wait_bounded(2, rq, limit, 0);
+    if (err == STARFOLD__WAIT_EXPIRED) return starfold__creation_expired(fn, "its start (MPI_Comm_idup)", limit);
+    if (err != MPI_SUCCESS) return mpi_fail(fn, "MPI_Comm_idup", err);
+    g->comm = dups[0];
+    g->data_comm = dups[1];
+    free(dups);
+    MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(g->data_comm, MPI_ERRORS_RETURN);
+    return STARFOLD_OK;
+}
+
 STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context, MPI_Comm comm,
                                                      const starfold_group_options_t *options, starfold_group_t *group)
 {
@@ -325,17 +377,12 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     g->comm = MPI_COMM_NULL;
     g->data_comm = MPI_COMM_NULL;
     g->ctx = context;
-    int err = MPI_Comm_dup(comm, &g->comm);
-    if (err != MPI_SUCCESS) {
+    const double limit = creation_limit(&o);
+    starfold_status_t duped = duplicate(fn, g, comm, limit);
+    if (duped != STARFOLD_OK) {
         group_free(g);
-        return mpi_fail(fn, "MPI_Comm_dup", err);
+        return duped;
     }
-    MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
-    if ((err = MPI_Comm_dup(comm, &g->data_comm)) != MPI_SUCCESS) {
-        group_free(g);
-        return mpi_fail(fn, "MPI_Comm_dup", err);
-    }
-    MPI_Comm_set_errhandler(g->data_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(g->comm, &g->rank);
     MPI_Comm_size(g->comm, &g->size);
     g->node_of = calloc((size_t)g->size, sizeof *g->node_of);
@@ -350,21 +397,26 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
                                                 o.shm_latency_us };
     const hello_t hello = { (int)st, o.ranks_per_node, o.starpu_mpi_started_by_caller,
                             context ? starfold_context_num_devices(context) : 0 };
+    int abandoned = 0;
     starfold_status_t agreed = !g->node_of || !g->memory_of || !g->devices_of || !g->heard || !all || !all_links
                                    ? starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn)
-                                   : agree(fn, g, &hello, all, my_links, all_links);
-    free(all);
-    free(all_links);
+                                   : agree(fn, g, &hello, all, my_links, all_links, limit, &abandoned);
+    if (!abandoned) {
+        free(all);
+        free(all_links);
+    }
     /* This rank's own refusal keeps its own words. */
-    if (st != STARFOLD_OK) agreed = starfold__error(st, "%s", mine_msg);
-    if (agreed == STARFOLD_OK) agreed = find_nodes(fn, g, o.ranks_per_node);
+    if (st != STARFOLD_OK && agreed != STARFOLD_ERR_TIMEOUT) agreed = starfold__error(st, "%s", mine_msg);
+    if (agreed == STARFOLD_OK) agreed = find_nodes(fn, g, o.ranks_per_node, limit);
     /* The links between ranks: starfold_topology_ranks()'s defaults, then the options' or measured
      * values (before StarPU-MPI's thread competes for the cores). */
     starfold__ranks_default_links(&g->shm_link, &g->network_link);
     if (agreed == STARFOLD_OK) agreed = starfold__group_links(g, &o);
     if (agreed == STARFOLD_OK) agreed = start_starpu_mpi(fn, g, comm, o.starpu_mpi_started_by_caller);
     if (agreed == STARFOLD_OK) g->spmpi_seen = 1; /* from the hops on: StarPU-MPI may hold data_comm */
-    if (agreed == STARFOLD_OK && (agreed = starfold__group_hops(g, &o)) != STARFOLD_OK) stop_starpu_mpi(g);
+    /* A hop that timed out leaves a StarPU-MPI request pending: StarPU-MPI cannot be stopped under it. */
+    if (agreed == STARFOLD_OK && (agreed = starfold__group_hops(g, &o)) != STARFOLD_OK && agreed != STARFOLD_ERR_TIMEOUT)
+        stop_starpu_mpi(g);
     if (agreed == STARFOLD_OK) {
         g->timeout_seconds = o.timeout_seconds;
         g->stall_warning_seconds = o.stall_warning_seconds;
@@ -393,7 +445,14 @@ STARFOLD_API void starfold_group_destroy(starfold_group_t group)
         group_free(group);
         return;
     }
-    MPI_Barrier(group->comm);
+    /* Bounded as the collectives are: a rank lost now breaks the group, freed as above. */
+    MPI_Request rq = MPI_REQUEST_NULL;
+    const int err = MPI_Ibarrier(group->comm, &rq);
+    if (err != MPI_SUCCESS || starfold__mpi_wait_bounded(1, &rq, group->timeout_seconds, 0) != MPI_SUCCESS) {
+        group->broken = 1;
+        group_free(group);
+        return;
+    }
     starfold__group_stall_end(group); /* beacons sent to this rank, received */
     stop_starpu_mpi(group);
     group_free(group);

@@ -123,6 +123,16 @@ int starfold__group_stall_silent(starfold_group_t g, char *who, size_t len);
 /* For a timeout's message: "; rank 2 sent no word of waiting for it (...)" (or that all did). */
 const char *starfold__group_stall_suffix(starfold_group_t g, char *buf, size_t len);
 void starfold__group_stall_end(starfold_group_t g);
+/*
+ * group_bounded.c: the waits of starfold_group_create(). Waits for the @n requests @rq, napping
+ * between polls (or polling busily, @busy, for a timed ping-pong), at most @limit seconds (0 or
+ * infinity: no limit): MPI_SUCCESS, MPI's error, or STARFOLD__WAIT_EXPIRED with the requests left
+ * pending, and what they read or write must then never be freed.
+ */
+#define STARFOLD__WAIT_EXPIRED (-1)
+int starfold__mpi_wait_bounded(int n, MPI_Request *rq, double limit, int busy);
+/* ::STARFOLD_ERR_TIMEOUT: not every rank reached @step of creation within @limit seconds. */
+starfold_status_t starfold__creation_expired(const char *fn, const char *step, double limit);
 /* group_links.c: times a StarPU-MPI message between the same ranks (g->hop_us); collective, after
  * StarPU-MPI is started. */
 starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_options_t *o);

@@ -68,34 +68,54 @@ static starfold_status_t mpi_error(const char *fn, const char *what, int err)
 
 static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* MPI_Bcast from rank 0 on @comm, waited for sleeping between polls (see the top of the file). */
-static int bcast_sleeping(double *v, int n, MPI_Comm comm)
+/*
+ * MPI_Bcast from rank 0 on @comm, waited for sleeping between polls (see the top of the file), at
+ * most @limit seconds (group_bounded.c: @v is then abandoned). Rank 0 broadcasts whether its own
+ * measures succeeded or not, so the others wait for it at most as long as its measures may take.
+ */
+static int bcast_sleeping(double *v, int n, MPI_Comm comm, double limit)
 {
-    MPI_Request rq;
-    int err = MPI_Ibcast(v, n, MPI_DOUBLE, 0, comm, &rq), done = 0;
-    long nap = 10000; /* ns */
-    while (err == MPI_SUCCESS && !(err = MPI_Test(&rq, &done, MPI_STATUS_IGNORE)) && !done) starfold__nap(&nap, 200000);
-    return err;
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int err = MPI_Ibcast(v, n, MPI_DOUBLE, 0, comm, &rq);
+    return err == MPI_SUCCESS ? starfold__mpi_wait_bounded(1, &rq, limit, 0) : err;
+}
+
+/* The seconds left before @deadline (an absolute starfold__now_s(); 0: none), at least a microsecond
+ * (an expired wait reports it). */
+static double left(double deadline)
+{
+    if (deadline == 0) return 0;
+    const double l = deadline - starfold__now_s();
+    return l > 1e-6 ? l : 1e-6;
+}
+
+/* How long the ranks wait for rank 0's broadcast of what it measured: rank 0 may measure two pairs,
+ * each for up to @limit, before it broadcasts. */
+#define MEASURES_LIMIT(limit) ((limit) > 0 ? 3 * (limit) : 0)
+
+/* One message of the ping-pong, sent (@send) or received, polled busily (as a blocking call would) until
+ * @deadline: MPI_SUCCESS, MPI's error or STARFOLD__WAIT_EXPIRED. */
+static int ping(MPI_Comm comm, int peer, int send, char *buf, int bytes, double deadline)
+{
+    MPI_Request rq = MPI_REQUEST_NULL;
+    const int err = send ? MPI_Isend(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, &rq)
+                         : MPI_Irecv(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, &rq);
+    return err == MPI_SUCCESS ? starfold__mpi_wait_bounded(1, &rq, left(deadline), 1) : err;
 }
 
 /*
  * The fastest of @reps round trips of @bytes between this rank and @peer (after one to warm up), in
- * seconds; rank 0 (@lead) sends first. < 0 when MPI fails.
+ * seconds; rank 0 (@lead) sends first. -1 when MPI fails, -2 when @deadline passed (@buf is then
+ * abandoned: group_bounded.c).
  */
-static double round_trip(MPI_Comm comm, int peer, int lead, char *buf, int bytes, int reps)
+static double round_trip(MPI_Comm comm, int peer, int lead, char *buf, int bytes, int reps, double deadline)
 {
     double best = INFINITY;
     for (int i = 0; i <= reps; i++) {
         const double t0 = MPI_Wtime();
-        int err;
-        if (lead) {
-            err = MPI_Send(buf, bytes, MPI_BYTE, peer, PING_TAG, comm);
-            if (err == MPI_SUCCESS) err = MPI_Recv(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, MPI_STATUS_IGNORE);
-        } else {
-            err = MPI_Recv(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, MPI_STATUS_IGNORE);
-            if (err == MPI_SUCCESS) err = MPI_Send(buf, bytes, MPI_BYTE, peer, PING_TAG, comm);
-        }
-        if (err != MPI_SUCCESS) return -1;
+        int err = ping(comm, peer, lead, buf, bytes, deadline);
+        if (err == MPI_SUCCESS) err = ping(comm, peer, !lead, buf, bytes, deadline);
+        if (err != MPI_SUCCESS) return err == STARFOLD__WAIT_EXPIRED ? -2 : -1;
         const double t = MPI_Wtime() - t0;
         if (i > 0 && t < best) best = t;
     }
@@ -103,20 +123,22 @@ static double round_trip(MPI_Comm comm, int peer, int lead, char *buf, int bytes
 }
 
 /*
- * Rank 0 and @peer measure: out[0] = bandwidth GB/s (when @bw), out[1] = latency us (when @lat).
- * Returns 0, or -1 when MPI failed.
+ * Rank 0 and @peer measure: out[0] = bandwidth GB/s (when @bw), out[1] = latency us (when @lat), in
+ * at most @limit seconds (0: no limit). Returns 0, -1 when MPI failed, -2 when the time ran out.
  */
-static int measure(starfold_group_t g, int peer, int bw, int lat, char *buf, double *out)
+static int measure(starfold_group_t g, int peer, int bw, int lat, char *buf, double *out, double limit)
 {
     const int lead = g->rank == 0, other = lead ? peer : 0;
-    const double small = round_trip(g->comm, other, lead, buf, SMALL_BYTES, SMALL_REPS);
-    if (small < 0) return -1;
+    const double deadline = limit > 0 ? starfold__now_s() + limit : 0;
+    const double small = round_trip(g->comm, other, lead, buf, SMALL_BYTES, SMALL_REPS, deadline);
+    if (small < 0) return (int)small;
     const double latency_s = small / 2;
     if (lat) out[1] = clamp(latency_s * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
     if (bw) {
-        const double large = round_trip(g->comm, other, lead, buf, LARGE_BYTES, LARGE_REPS);
-        const double twice = large < 0 ? -1 : round_trip(g->comm, other, lead, buf, 2 * LARGE_BYTES, LARGE_REPS);
-        if (large < 0 || twice < 0) return -1;
+        const double large = round_trip(g->comm, other, lead, buf, LARGE_BYTES, LARGE_REPS, deadline);
+        const double twice = large < 0 ? large
+                                       : round_trip(g->comm, other, lead, buf, 2 * LARGE_BYTES, LARGE_REPS, deadline);
+        if (twice < 0) return (int)twice;
         /* The extra MiB's time; where noise hides it (shared memory, a few hundred us), 1 MiB alone. */
         double transfer = (twice - large) / 2;
         if (!(transfer > 0.25 * (large / 2))) transfer = large / 2 - latency_s;
@@ -137,69 +159,133 @@ static void measured_peers(starfold_group_t g, int *peers)
     }
 }
 
+/* How long each wait of creation may last (group.c's rule). */
+static double creation_limit(const starfold_group_options_t *o)
+{
+    return o->timeout_seconds > 0 && isfinite(o->timeout_seconds) ? o->timeout_seconds : 0;
+}
+
+/* The verdicts rank 0 broadcasts beside the values (the last double). */
+enum { MEASURED = 0, MEASURE_FAILED = 1, MEASURE_EXPIRED = 2 };
+
 starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group_options_t *o)
 {
     static const char fn[] = "starfold_group_create";
-    /* [0..1] shm bandwidth, latency; [2..3] network; [4] 1 when a measurement failed on rank 0 */
-    double v[5] = { g->shm_link.bandwidth_GBps, g->shm_link.latency_us, g->network_link.bandwidth_GBps,
-                    g->network_link.latency_us, 0 };
+    const double limit = creation_limit(o);
+    /* [0..1] shm bandwidth, latency; [2..3] network; [4] a verdict, [5] the peer it is about. On the
+     * heap with the flags: abandoned, not freed, when a wait for them expired (group_bounded.c). */
+    double *v = malloc(6 * sizeof *v);
+    int *flags = malloc(2 * sizeof *flags); /* [0] this rank has no buffer, [1] some rank has none */
+    if (!v || !flags) {
+        free(v);
+        free(flags);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    v[0] = g->shm_link.bandwidth_GBps;
+    v[1] = g->shm_link.latency_us;
+    v[2] = g->network_link.bandwidth_GBps;
+    v[3] = g->network_link.latency_us;
+    v[4] = MEASURED;
+    v[5] = -1;
     const double given[4] = { o->shm_bandwidth_GBps, o->shm_latency_us, o->network_bandwidth_GBps, o->network_latency_us };
     for (int i = 0; i < 4; i++)
         if (given[i] > 0) v[i] = given[i];
     int peers[2];
     measured_peers(g, peers);
-    const int shm_peer = peers[0], net_peer = peers[1];
     int takes_part = 0;
     for (int k = 0; k < 2; k++)
         takes_part |= peers[k] >= 0 && (g->rank == 0 || g->rank == peers[k]) &&
                       (!(given[2 * k] > 0) || !(given[2 * k + 1] > 0));
     /* The buffer first, agreed on: a rank without one must not leave another waiting in a ping-pong. */
     char *buf = takes_part ? calloc(2, LARGE_BYTES) : NULL;
-    int no_buf = takes_part && !buf, any_no_buf = 0;
-    int err = MPI_Allreduce(&no_buf, &any_no_buf, 1, MPI_INT, MPI_MAX, g->comm);
-    if (err != MPI_SUCCESS || any_no_buf) {
+    flags[0] = takes_part && !buf;
+    flags[1] = 0;
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int err = MPI_Iallreduce(&flags[0], &flags[1], 1, MPI_INT, MPI_MAX, g->comm, &rq);
+    if (err == MPI_SUCCESS) err = starfold__mpi_wait_bounded(1, &rq, limit, 0);
+    if (err != MPI_SUCCESS || flags[1]) {
         free(buf);
-        return err != MPI_SUCCESS ? mpi_error(fn, "MPI_Allreduce before measuring the links", err)
-                                  : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for the ping-pong "
-                                                    "buffer (on some rank)", fn);
+        free(v);
+        if (err == STARFOLD__WAIT_EXPIRED) return starfold__creation_expired(fn, "the measure of the links", limit);
+        if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Iallreduce before measuring the links", err);
+        free(flags);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory for the ping-pong buffer (on some rank)",
+                               fn);
     }
+    free(flags);
     starpu_pause();
+    int abandon_buf = 0;
     for (int k = 0; k < 2; k++) {
         const int peer = peers[k], bw = !(given[2 * k] > 0), lat = !(given[2 * k + 1] > 0);
-        if (peer < 0 || (!bw && !lat) || (g->rank != 0 && g->rank != peer)) continue;
-        if (measure(g, peer, bw, lat, buf, v + 2 * k) != 0) v[4] = 1;
+        if (peer < 0 || (!bw && !lat) || (g->rank != 0 && g->rank != peer) || v[4] != MEASURED) continue;
+        const int m = measure(g, peer, bw, lat, buf, v + 2 * k, limit);
+        if (m != 0) {
+            v[4] = m == -2 ? MEASURE_EXPIRED : MEASURE_FAILED;
+            v[5] = peer;
+            abandon_buf = m == -2;
+        }
     }
-    free(buf);
-    err = bcast_sleeping(v, 5, g->comm);
+    if (!abandon_buf) free(buf);
+    err = bcast_sleeping(v, 6, g->comm, MEASURES_LIMIT(limit));
     starpu_resume();
-    if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Ibcast of the measured links", err);
-    if (v[4] != 0)
-        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: measuring the links between ranks 0, %d and %d failed", fn,
-                               shm_peer, net_peer);
-    g->shm_link.bandwidth_GBps = v[0];
-    g->shm_link.latency_us = v[1];
-    g->network_link.bandwidth_GBps = v[2];
-    g->network_link.latency_us = v[3];
+    if (err == STARFOLD__WAIT_EXPIRED) return starfold__creation_expired(fn, "rank 0's measure of the links", limit);
+    if (err != MPI_SUCCESS) {
+        free(v);
+        return mpi_error(fn, "MPI_Ibcast of the measured links", err);
+    }
+    const double verdict = v[4], about = v[5];
+    if (verdict == MEASURED) {
+        g->shm_link.bandwidth_GBps = v[0];
+        g->shm_link.latency_us = v[1];
+        g->network_link.bandwidth_GBps = v[2];
+        g->network_link.latency_us = v[3];
+    }
+    free(v);
+    if (verdict == MEASURE_EXPIRED)
+        return starfold__error(STARFOLD_ERR_TIMEOUT,
+                               "%s: measuring the link between ranks 0 and %d did not finish within timeout_seconds "
+                               "(%g s): rank %d stopped or is gone, or the link is down or slower than %.2g MB/s; "
+                               "nothing was created (give network_bandwidth_GBps and network_latency_us to skip the "
+                               "measure, or a longer timeout); MPI keeps a request of it pending: end the job",
+                               fn, (int)about, limit, (int)about,
+                               2.0 * (SMALL_REPS + 1) * SMALL_BYTES / 1e6 / limit +
+                                   2.0 * (LARGE_REPS + 1) * 3 * LARGE_BYTES / 1e6 / limit);
+    if (verdict != MEASURED)
+        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: measuring the link between ranks 0 and %d failed", fn,
+                               (int)about);
     return STARFOLD_OK;
 }
 
+/* One StarPU-MPI message of @h, sent (@send) or received, polled (napping: StarPU-MPI's own thread
+ * moves it) until @deadline: 0, -1 when StarPU-MPI failed, -2 when the time ran out (the request is
+ * then pending, and @h must never be unregistered). */
+static int hop(starfold_group_t g, starpu_data_handle_t h, int peer, int send, double deadline)
+{
+    starpu_mpi_req req;
+    int err = send ? starpu_mpi_isend(h, &req, peer, HOP_TAG, g->data_comm)
+                   : starpu_mpi_irecv(h, &req, peer, HOP_TAG, g->data_comm);
+    if (err) return -1;
+    long nap = 1000; /* ns: a round trip is hundreds of us */
+    for (;;) {
+        int done = 0;
+        MPI_Status status;
+        if (starpu_mpi_test(&req, &done, &status)) return -1;
+        if (done) return 0;
+        if (deadline > 0 && starfold__now_s() >= deadline) return -2;
+        starfold__nap(&nap, 20000);
+    }
+}
+
 /* The fastest of HOP_REPS StarPU-MPI round trips of @h with @peer (after one to warm up), in seconds;
- * rank 0 (@lead) sends first. < 0 when StarPU-MPI fails. */
-static double hop_round_trip(starfold_group_t g, starpu_data_handle_t h, int peer, int lead)
+ * rank 0 (@lead) sends first. -1 when StarPU-MPI fails, -2 when @deadline passed. */
+static double hop_round_trip(starfold_group_t g, starpu_data_handle_t h, int peer, int lead, double deadline)
 {
     double best = INFINITY;
     for (int i = 0; i <= HOP_REPS; i++) {
-        MPI_Status status;
         const double t0 = MPI_Wtime();
-        int err;
-        if (lead) {
-            err = starpu_mpi_send(h, peer, HOP_TAG, g->data_comm);
-            if (!err) err = starpu_mpi_recv(h, peer, HOP_TAG, g->data_comm, &status);
-        } else {
-            err = starpu_mpi_recv(h, peer, HOP_TAG, g->data_comm, &status);
-            if (!err) err = starpu_mpi_send(h, peer, HOP_TAG, g->data_comm);
-        }
-        if (err) return -1;
+        int err = hop(g, h, peer, lead, deadline);
+        if (!err) err = hop(g, h, peer, !lead, deadline);
+        if (err) return err;
         const double t = MPI_Wtime() - t0;
         if (i > 0 && t < best) best = t;
     }
@@ -209,28 +295,53 @@ static double hop_round_trip(starfold_group_t g, starpu_data_handle_t h, int pee
 starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_options_t *o)
 {
     static const char fn[] = "starfold_group_create";
+    const double limit = creation_limit(o);
     int peers[2];
     measured_peers(g, peers);
     const double given[2] = { o->shm_latency_us, o->network_latency_us };
-    /* [0..1] the one-way hop in us inside a node and between nodes (0: not measured); [2] failed */
-    double v[3] = { 0, 0, 0 };
-    uint64_t word = 0;
-    starpu_data_handle_t h = NULL;
-    for (int k = 0; k < 2; k++) {
-        if (peers[k] < 0 || given[k] > 0 || (g->rank != 0 && g->rank != peers[k])) continue;
-        if (!h) starpu_variable_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)&word, sizeof word);
-        const double rt = hop_round_trip(g, h, g->rank == 0 ? peers[k] : 0, g->rank == 0);
-        if (rt < 0) v[2] = 1;
-        else v[k] = clamp(rt / 2 * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
+    /* [0..1] the one-way hop in us inside a node and between nodes (0: not measured); [2] a verdict,
+     * [3] the peer it is about. The word and @v are abandoned when a wait for them expired. */
+    double *v = calloc(4, sizeof *v);
+    uint64_t *word = calloc(1, sizeof *word);
+    if (!v || !word) {
+        free(v);
+        free(word);
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    if (h) starpu_data_unregister(h);
-    const int err = bcast_sleeping(v, 3, g->comm);
+    starpu_data_handle_t h = NULL;
+    for (int k = 0; k < 2 && v[2] == MEASURED; k++) {
+        if (peers[k] < 0 || given[k] > 0 || (g->rank != 0 && g->rank != peers[k])) continue;
+        if (!h) starpu_variable_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)word, sizeof *word);
+        const double deadline = limit > 0 ? starfold__now_s() + limit : 0;
+        const double rt = hop_round_trip(g, h, g->rank == 0 ? peers[k] : 0, g->rank == 0, deadline);
+        if (rt < 0) {
+            v[2] = rt == -2 ? MEASURE_EXPIRED : MEASURE_FAILED;
+            v[3] = peers[k];
+        } else {
+            v[k] = clamp(rt / 2 * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
+        }
+    }
+    if (v[2] != MEASURE_EXPIRED) {
+        if (h) starpu_data_unregister(h);
+        free(word);
+    }
+    const int err = bcast_sleeping(v, 4, g->comm, MEASURES_LIMIT(limit));
+    if (err == STARFOLD__WAIT_EXPIRED) return starfold__creation_expired(fn, "rank 0's timing of StarPU-MPI", limit);
+    const double verdict = v[2], about = v[3];
+    if (err == MPI_SUCCESS && verdict == MEASURED) {
+        g->hop_us[0] = v[0];
+        g->hop_us[1] = v[1];
+    }
+    free(v);
     if (err != MPI_SUCCESS) return mpi_error(fn, "MPI_Ibcast of the measured hops", err);
-    if (v[2] != 0)
-        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: timing StarPU-MPI between ranks 0, %d and %d failed", fn,
-                               peers[0], peers[1]);
-    g->hop_us[0] = v[0];
-    g->hop_us[1] = v[1];
+    if (verdict == MEASURE_EXPIRED)
+        return starfold__error(STARFOLD_ERR_TIMEOUT,
+                               "%s: timing StarPU-MPI between ranks 0 and %d did not finish within timeout_seconds "
+                               "(%g s): rank %d stopped or is gone, or the link is down; nothing was created, and "
+                               "StarPU-MPI keeps a request of it pending: end the job", fn, (int)about, limit, (int)about);
+    if (verdict != MEASURED)
+        return starfold__error(STARFOLD_ERR_RUNTIME, "%s: timing StarPU-MPI between ranks 0 and %d failed", fn,
+                               (int)about);
     return STARFOLD_OK;
 }
 

@@ -219,6 +219,8 @@ fault_case() {
 # A rank that never joins in time: TIMEOUT on the others, the late one fails at once, nobody hangs.
 fault_case 2 timeout 1 timeout
 fault_case 3 timeout 1 timeout
+# A rank that comes to starfold_group_create() late: TIMEOUT there on every rank, no group, nobody hangs.
+fault_case 3 create 1 create
 # A rank lost after the agreement (its workers hung), under each lowering: every rank, the hung one
 # included, gets TIMEOUT within timeout_seconds, the group is broken, no output changed, nobody hangs.
 fault_case 2 lost 1 lost ring

@@ -1671,6 +1671,54 @@ static int run_fault_case(const char *lowering, int direct, int packed)
 }
 
 /*
+ * `test_group K create`: the last rank calls starfold_group_create() 4 s late, the others with a
+ * timeout of 1.5 s. Every other rank gets STARFOLD_ERR_TIMEOUT after the timeout, instead of waiting
+ * in MPI; the late rank, whose first exchange the others have abandoned, gets it too; no group is
+ * made anywhere. MPI keeps the abandoned requests, so the job ends as the documentation says: rank 0
+ * aborts it with the failure count as the exit code.
+ */
+static int run_creation_timeout(void)
+{
+    int failed = 0;
+    starfold_group_options_t o;
+    starfold_group_options_init(&o);
+    o.ranks_per_node = ranks_per_node;
+    o.timeout_seconds = 1.5;
+    const int late = world_rank == world_size - 1;
+    if (late) {
+        const struct timespec wait = { 4, 0 };
+        nanosleep(&wait, NULL);
+    }
+    starfold_group_t g = NULL;
+    const double t0 = MPI_Wtime();
+    const starfold_status_t st = starfold_group_create(ctx, MPI_COMM_WORLD, &o, &g);
+    const double took = MPI_Wtime() - t0;
+    if (st != STARFOLD_ERR_TIMEOUT || g != NULL || !strstr(starfold_last_error(), "within timeout_seconds (1.5 s)")) {
+        fprintf(stderr, "rank %d: expected STARFOLD_ERR_TIMEOUT and no group, got %s (%s)\n", world_rank,
+                starfold_status_string(st), starfold_last_error());
+        failed++;
+    }
+    /* Bounded: the timeout, plus the naps and a loaded machine's delays (not a speed: a hang's bound). */
+    if (took > 30) {
+        fprintf(stderr, "rank %d: the timed-out creation took %.1f s\n", world_rank, took);
+        failed++;
+    }
+    printf("test_group: rank %d%s: starfold_group_create: %s after %.1f s: %s\n", world_rank, late ? " (late)" : "",
+           starfold_status_string(st), took, starfold_last_error());
+    fflush(stdout);
+    int total = 0;
+    MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (world_rank == 0) {
+        printf("test_group: %d ranks, create case: %d failures over all ranks; ending the job with "
+               "starfold_group_abort()\n", world_size, total);
+        fflush(stdout);
+        starfold_group_abort(NULL, total ? 1 : 0);
+    }
+    for (;;) pause(); /* until the abort ends this rank */
+    return 1;
+}
+
+/*
  * A non-distributed value (one object on every replica of a process) across processes. Under SUM it
  * would count once per replica of the process: TensorFlow refuses, and so does every process here,
  * whichever of them passed it, with the variables unchanged and the group usable. Under MEAN it is
@@ -2008,6 +2056,8 @@ int main(int argc, char **argv)
         failed = 1;
     } else if (argc > 2 && !strcmp(argv[2], "timeout")) {
         return run_fault_case(NULL, 0, 0);
+    } else if (argc > 2 && !strcmp(argv[2], "create")) {
+        return run_creation_timeout();
     } else if (argc > 3 && !strcmp(argv[2], "lost")) {
         return run_fault_case(argv[3], direct, packed);
     } else if (starfold__tu_begin() == 0) {
