@@ -1366,7 +1366,7 @@ const cli_command_t cli_cmd_bench = {
         "  --ranks-per-node K      with --mpi: ranks 0..K-1 are node 0, K..2K-1 node 1, ...\n"
         "  --lowering L            with --mpi: auto (default), mpi, ring, halving-doubling, hierarchical,\n"
         "                          leader, or all: a row for each beside auto's, in one run\n"
-        "  --timeout S             with --mpi: a rank that does not join or finish a collective within S\n"
+        "  --timeout S             with --mpi: a rank that does not start, join or finish a collective in S\n"
         "                          seconds fails every rank that waits, which then end the job (MPI's\n"
         "                          blocking baseline call excepted); every rank runs the same command\n"
         "  -h, --help              this text\n"

@@ -185,19 +185,70 @@ static void job_abort(mpi_job_t *job)
     starfold_group_abort(job->group, CLI_FAIL);
 }
 
-/* Names the ranks whose message has not come (@pending: a request per other rank, in rank order). */
-static void list_missing(const mpi_job_t *job, MPI_Request *pending, char *who, size_t len, int *count)
+/*
+ * Waits for the @n requests @rq of a collective on the job's communicator at @where (the job's start:
+ * its duplicate, the agreement on the command; the barrier before a timed call), napping between
+ * polls, or polling busily (@busy: a barrier releases every rank within microseconds of the others):
+ * after SF_CLI_STALL_S a word on stderr, after --timeout the job ends (a collective cannot name who is
+ * missing).
+ */
+static void job_wait_polled(mpi_job_t *job, int n, MPI_Request *rq, const char *where, int busy)
 {
-    size_t at = 0;
-    *count = 0;
-    who[0] = '\0';
-    for (int r = 0, k = 0; r < job->size; r++) {
-        if (r == job->rank) continue;
-        int flag = 0;
-        MPI_Request_get_status(pending[k++], &flag, MPI_STATUS_IGNORE);
-        if (flag) continue;
-        if (at + 16 < len) at += (size_t)snprintf(who + at, len - at, "%s%d", *count ? ", " : "", r);
-        (*count)++;
+    const double t0 = cli_now();
+    int done = 0, warned = 0;
+    long nap_us = 1;
+    for (unsigned polls = 0;; polls++) {
+        if (MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+            fprintf(stderr, "starfold %s: rank %d: MPI failed at %s: ending the job\n", job->cmd->name, job->rank, where);
+            job_abort(job);
+        }
+        if (done) return;
+        if (busy && polls % 256 != 0) continue; /* the clock read every 256th poll only */
+        const double waited = cli_now() - t0;
+        if (job->timeout > 0 && waited >= job->timeout) {
+            fprintf(stderr, "starfold %s: rank %d: not every rank reached %s within --timeout %g s (one did not start, "
+                            "stopped, or its link is down?): ending the job\n", job->cmd->name, job->rank, where,
+                    job->timeout);
+            job_abort(job);
+        }
+        if (!warned && waited >= SF_CLI_STALL_S) {
+            fprintf(stderr, "starfold %s: rank %d: has waited %.1f s at %s for the other ranks (one did not start, or "
+                            "stopped? --timeout S bounds the wait)\n", job->cmd->name, job->rank, waited, where);
+            warned = 1;
+        }
+        if (busy) continue;
+        cli_sleep_us(nap_us);
+        if (nap_us < 1000) nap_us *= 2;
+    }
+}
+
+static void job_wait(mpi_job_t *job, int n, MPI_Request *rq, const char *where)
+{
+    job_wait_polled(job, n, rq, where, 0);
+}
+
+/* Names the ranks whose message has not come (@pending: a request per other rank, in rank order),
+ * or, when every message to this rank has come, the ranks that this rank's own message has not
+ * reached yet (@sent, in the same order: a link that carries nothing, one way only). *@outbound says
+ * which of the two the list is. */
+static void list_missing(const mpi_job_t *job, MPI_Request *pending, MPI_Request *sent, char *who, size_t len,
+                         int *count, int *outbound)
+{
+    *outbound = 0;
+    for (int pass = 0; pass < 2 && *count == 0; pass++) {
+        MPI_Request *reqs = pass == 0 ? pending : sent;
+        size_t at = 0;
+        *count = 0;
+        *outbound = pass;
+        who[0] = '\0';
+        for (int r = 0, k = 0; r < job->size; r++) {
+            if (r == job->rank) continue;
+            int flag = 0;
+            MPI_Request_get_status(reqs[k++], &flag, MPI_STATUS_IGNORE);
+            if (flag) continue;
+            if (at + 16 < len) at += (size_t)snprintf(who + at, len - at, "%s%d", *count ? ", " : "", r);
+            (*count)++;
+        }
     }
 }
 
@@ -234,16 +285,25 @@ static void job_sync(mpi_job_t *job, const char *where, sync_msg_t *v)
         const int out_of_time = job->timeout > 0 && waited >= job->timeout;
         if (out_of_time || (!warned && waited >= SF_CLI_STALL_S)) {
             char who[256];
-            int count = 0;
-            list_missing(job, req, who, sizeof who, &count);
-            if (out_of_time) {
+            int count = 0, outbound = 0;
+            list_missing(job, req, req + (n - 1), who, sizeof who, &count, &outbound);
+            if (count == 0) continue; /* the last message came after MPI_Testall: done */
+            if (out_of_time && !outbound)
                 fprintf(stderr, "starfold %s: rank %d: rank%s %s did not reach %s within --timeout %g s (stopped, or "
                                 "stuck?): ending the job\n", job->cmd->name, job->rank, count > 1 ? "s" : "", who, where,
                         job->timeout);
-                job_abort(job);
-            }
-            fprintf(stderr, "starfold %s: rank %d: has waited %.1f s at %s for rank%s %s (stopped, or still busy?)\n",
-                    job->cmd->name, job->rank, waited, where, count > 1 ? "s" : "", who);
+            /* Every word from the others came, but this rank's own has not left: the link does not carry it. */
+            else if (out_of_time)
+                fprintf(stderr, "starfold %s: rank %d: rank%s %s got no word from this rank at %s within --timeout %g s "
+                                "(the link to them carries nothing: down?): ending the job\n", job->cmd->name, job->rank,
+                        count > 1 ? "s" : "", who, where, job->timeout);
+            if (out_of_time) job_abort(job);
+            if (outbound)
+                fprintf(stderr, "starfold %s: rank %d: has waited %.1f s at %s for its word to reach rank%s %s (is the "
+                                "link to them down?)\n", job->cmd->name, job->rank, waited, where, count > 1 ? "s" : "", who);
+            else
+                fprintf(stderr, "starfold %s: rank %d: has waited %.1f s at %s for rank%s %s (stopped, or still busy?)\n",
+                        job->cmd->name, job->rank, waited, where, count > 1 ? "s" : "", who);
             warned = 1;
         }
         cli_sleep_us(nap_us);
@@ -293,15 +353,22 @@ static uint64_t sum_over_ranks(mpi_job_t *job, uint64_t x)
 
 /*
  * The ranks lined up before a timed call: the polled exchange first (every rank is there, or the
- * missing one is named), then MPI_Barrier, whose busy wait lets every rank go within microseconds of
- * the others (the exchange's naps alone let one start up to a millisecond late, which the others'
- * times then include: 4 KiB on 2 ranks read 65 us for MPI's own 5 us call).
+ * missing one is named), then a barrier polled busily, which lets every rank go within microseconds
+ * of the others (the exchange's naps alone let one start up to a millisecond late, which the others'
+ * times then include: 4 KiB on 2 ranks read 65 us for MPI's own 5 us call). The barrier is bounded
+ * by --timeout too: a link that goes down between the exchange and the barrier left a blocking
+ * MPI_Barrier waiting on every rank for ever (2 jobs in 10 of make check-netns's link case).
  */
 static void job_barrier(mpi_job_t *job)
 {
     sync_msg_t v = { 0 };
     job_sync(job, "the start of a timed call", &v);
-    MPI_Barrier(job->comm);
+    MPI_Request rq = MPI_REQUEST_NULL;
+    if (MPI_Ibarrier(job->comm, &rq) != MPI_SUCCESS) {
+        fprintf(stderr, "starfold %s: rank %d: MPI_Ibarrier failed: ending the job\n", job->cmd->name, job->rank);
+        job_abort(job);
+    }
+    job_wait_polled(job, 1, &rq, "the barrier before a timed call", 1);
 }
 
 /*
@@ -381,17 +448,23 @@ static void job_key_make(const cli_command_t *cmd, const cli_opts_t *o, const st
  * (an all-reduce against an all-gather, run against bench). CLI_OK everywhere, or a usage error on
  * every rank, rank 0 naming the first rank that differs and both commands.
  */
-static int agree_on_command(const cli_command_t *cmd, int rank, int size, const job_key_t *mine)
+static int agree_on_command(mpi_job_t *job, const job_key_t *mine)
 {
+    const cli_command_t *cmd = job->cmd;
+    const int rank = job->rank, size = job->size;
     job_key_t *all = rank == 0 ? calloc((size_t)size, sizeof *all) : NULL;
     int bad = rank == 0 && !all;
-    if (MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    MPI_Request rq = MPI_REQUEST_NULL;
+    if (MPI_Igather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, job->comm, &rq) != MPI_SUCCESS)
         bad = 1;
+    else
+        job_wait(job, 1, &rq, "the check that every rank runs the same command");
     int first = -1;
     for (int r = 1; all && r < size && first < 0; r++)
         if (all[r].hash != all[0].hash) first = r;
     int verdict[2] = { first, bad };
-    MPI_Bcast(verdict, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    if (MPI_Ibcast(verdict, 2, MPI_INT, 0, job->comm, &rq) == MPI_SUCCESS)
+        job_wait(job, 1, &rq, "the check that every rank runs the same command");
     if (rank == 0 && first >= 0) {
         all[first].text[sizeof all[first].text - 1] = '\0';
         cli_usage_error(cmd, "the ranks were started with different commands: rank %d runs '%s' where rank 0 runs '%s'; "
@@ -445,12 +518,14 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key
     MPI_Comm_rank(MPI_COMM_WORLD, &job->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->size);
     job->timeout = o->timeout_s;
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &job->comm) != MPI_SUCCESS) {
+    MPI_Request rq = MPI_REQUEST_NULL;
+    if (MPI_Comm_idup(MPI_COMM_WORLD, &job->comm, &rq) != MPI_SUCCESS) {
         fflush(stdout);
-        fprintf(stderr, "starfold %s: rank %d: MPI_Comm_dup failed\n", cmd->name, job->rank);
+        fprintf(stderr, "starfold %s: rank %d: MPI_Comm_idup failed\n", cmd->name, job->rank);
         job->comm = MPI_COMM_NULL;
         job_abort(job);
     }
+    job_wait(job, 1, &rq, "the start of the job");
     if (ranks_failing(job, provided < MPI_THREAD_MULTIPLE)) {
         if (provided < MPI_THREAD_MULTIPLE)
             cli_usage_error(cmd, "rank %d: this MPI gives no MPI_THREAD_MULTIPLE (it gives level %d), which StarPU-MPI "
@@ -458,7 +533,7 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key
         job_close(job);
         return CLI_FAIL;
     }
-    const int agreed = agree_on_command(cmd, job->rank, job->size, key);
+    const int agreed = agree_on_command(job, key);
     if (agreed != CLI_OK) {
         job_close(job);
         return agreed;
@@ -486,6 +561,12 @@ static int job_open(const cli_command_t *cmd, const cli_opts_t *o, const job_key
     if (st != STARFOLD_OK) { /* collective: the same failure on every rank */
         r = RANK_FAIL(job, st, "%s", "cannot create the process group");
         job->group = NULL;
+        /* A rank missing: MPI keeps the group's abandoned requests, and MPI_Finalize would wait for it. */
+        if (st == STARFOLD_ERR_TIMEOUT) {
+            fprintf(stderr, "starfold %s: rank %d: not every rank came to the process group within --timeout %g s: "
+                            "ending the job\n", cmd->name, job->rank, job->timeout);
+            job_abort(job);
+        }
         job_close(job);
         return r;
     }

@@ -255,7 +255,7 @@ const cli_command_t cli_cmd_run = {
         "                    that share memory are one node)\n"
         "  --lowering L      with --mpi: how the all-reduce crosses ranks: auto (default), mpi, ring,\n"
         "                    halving-doubling, hierarchical, leader (starfold_group_set_lowering())\n"
-        "  --timeout S       with --mpi: a rank that does not join or finish a collective within S seconds\n"
+        "  --timeout S       with --mpi: a rank that does not start, join or finish a collective in S seconds\n"
         "                    fails every rank that waits, which then end the job (default: wait; a rank\n"
         "                    silent for 60 s is named on stderr either way). Every rank runs the same\n"
         "                    command: ranks started with different ones are refused before anything runs\n"
