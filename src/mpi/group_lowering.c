@@ -110,9 +110,54 @@ static starfold_status_t rank_compile(starfold_group_t g, int lowering, starfold
 }
 
 /*
- * MPI's own all-reduce as the model sees it: Open MPI's tuned component takes recursive doubling for
- * small messages (log2 n steps of the whole vector) and a ring for large ones (2(n-1) steps of 1/n),
- * with no per-task cost but the one StarPU task that calls it, over the slowest link between ranks.
+ * MPI's large all-reduce by recursive halving then doubling (Rabenseifner's: a reduce-scatter that
+ * halves the vector at each step while the partner's distance doubles, then the all-gather back),
+ * priced on the group's links: at distance d every rank r exchanges its current half with r ^ d,
+ * inside its memory (its own port) or across the network, where every rank of a node that crosses at
+ * that step shares the node's one interface:
+ *
+ *     2 nodes x 2 ranks, S bytes     d = 1: S/2 inside each node    d = 2: S/4 per rank, S/2 per node
+ *     reduce-scatter + all-gather:   2 x (S/2 / shm + S/2 / network)  = S over each node's link
+ *
+ * which is the least any all-reduce can move across a cut between two nodes (each must learn the
+ * other's S sums). Open MPI's non-blocking all-reduce, which the mpi lowering's task calls, measured
+ * at it on 1 Gbit/s links (64 MiB: 675 ms, the link's S / bandwidth 564 ms); priced as a ring
+ * instead (1.5 S over the link), MPI looked 1.5x dearer than it is, and auto took hierarchical,
+ * whose S over the link StarPU-MPI moves at half MPI's speed there. A power of two of ranks only
+ * (INFINITY otherwise: the ring's price stands).
+ */
+static double halving_doubling_us(starfold_group_t g, double bytes)
+{
+    const int n = g->size;
+    if (n < 2 || (n & (n - 1)) != 0) return INFINITY;
+    double *port = calloc((size_t)n, sizeof *port); /* a step's network bytes out of each memory */
+    if (!port) return INFINITY;
+    double total = 0, chunk = bytes;
+    for (int d = 1; d < n; d *= 2) {
+        chunk /= 2;
+        memset(port, 0, sizeof *port * (size_t)n);
+        int inside = 0, across = 0;
+        for (int r = 0; r < n; r++) {
+            const int m = g->memory_of[r];
+            if (m == g->memory_of[r ^ d]) inside = 1;
+            else if (m >= 0 && m < n) port[m] += chunk, across = 1;
+        }
+        double busiest = 0;
+        for (int m = 0; m < n; m++)
+            if (port[m] > busiest) busiest = port[m];
+        const double shm_us = inside ? g->shm_link.latency_us + chunk * 1e-3 / g->shm_link.bandwidth_GBps : 0;
+        const double net_us = across ? g->network_link.latency_us + busiest * 1e-3 / g->network_link.bandwidth_GBps : 0;
+        total += shm_us > net_us ? shm_us : net_us;
+    }
+    free(port);
+    return 2 * total; /* the all-gather retraces the reduce-scatter's steps */
+}
+
+/*
+ * MPI's own all-reduce as the model sees it: recursive doubling for small messages (log2 n steps of
+ * the whole vector), and for large ones the cheaper of a ring (2(n-1) steps of 1/n, each node's link
+ * carrying one edge of it) and recursive halving and doubling (halving_doubling_us()), with no
+ * per-task cost but the one StarPU task that calls it.
  */
 static double mpi_predict_us(starfold_group_t g, const size_t *totals)
 {
@@ -122,35 +167,43 @@ static double mpi_predict_us(starfold_group_t g, const size_t *totals)
     const double n = g->size, per_byte_us = 1e-3 / l->bandwidth_GBps;
     const double doubling = ceil(log2(n)) * (l->latency_us + bytes * per_byte_us);
     const double ring = 2 * (n - 1) * (l->latency_us + bytes / n * per_byte_us);
+    const double halving = halving_doubling_us(g, bytes);
     starfold_cost_params_t p;
     starfold_topology_cost_params(g->ranks, &p); /* the parameters the graphs are simulated with */
-    return (doubling < ring ? doubling : ring) + p.task_overhead_us;
+    return fmin(doubling, fmin(ring, halving)) + p.task_overhead_us;
 }
 
 /*
- * The least time the busiest rank needs to push its bytes out: a rank has one port per kind of link,
- * its shared memory and its network interface, while the rank topology gives every pair of ranks a
- * link of its own and the model shares bandwidth per link. A graph that drives several of a rank's
- * links at once (the ring both ways round, a leader reading every node) is priced as if each had the
- * port to itself; this bound takes that back (tools/model_cluster makes the same correction). 0 when
- * the traffic cannot be counted. The ports follow the memory the ranks really share (memory_of), not
- * the nodes: nodes faked on one machine (ranks_per_node) have no network port, and their "network"
- * bytes leave through the one shared memory (on 16 cores, 4 ranks as 2 nodes of 2, the two-port
- * price made auto take the ring at 8 and 64 MiB, 2-4x slower than MPI's all-reduce).
+ * The least time the busiest port needs to push its bytes out: a rank has a port of its own into its
+ * shared memory, and every rank of a node shares the node's one network interface, while the rank
+ * topology gives every pair of ranks a link of its own and the model shares bandwidth per link. A
+ * graph that drives several links at once (the ring both ways round, a leader reading every node,
+ * hierarchical's shards crossing the network side by side) is priced as if each had the port to
+ * itself; this bound takes that back (tools/model_cluster makes the same correction, per node). 0
+ * when the traffic cannot be counted. The ports follow the memory the ranks really share
+ * (memory_of), not the nodes: nodes faked on one machine (ranks_per_node) have no network port, and
+ * their "network" bytes leave through the one shared memory (on 16 cores, 4 ranks as 2 nodes of 2,
+ * the two-port price made auto take the ring at 8 and 64 MiB, 2-4x slower than MPI's all-reduce).
+ * Priced per rank, the network port let hierarchical's two shards of 2 nodes x 2 ranks cross a
+ * 1 Gbit/s link at twice its rate: auto took it at 16 and 64 MiB, where it ran 1.8x the mpi lowering.
  */
 static double port_bound_us(starfold_group_t g, starfold_graph_t graph)
 {
     starfold_link_bytes_t *pairs = NULL;
     size_t n = 0;
-    double *out = calloc(2 * (size_t)g->size, sizeof *out); /* [rank][0 shm, 1 network] bytes */
+    /* [rank][0]: the rank's bytes into shared memory; [m][1]: the bytes out of the network interface
+     * of the ranks whose memory (and namespace) is m's (memory_of numbers from 0) */
+    double *out = calloc(2 * (size_t)g->size, sizeof *out);
     if (!out || starfold_graph_link_bytes(graph, &pairs, &n) != STARFOLD_OK) {
         free(out);
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
         const int from = pairs[i].from, to = pairs[i].to;
-        if (from >= 0 && from < g->size && to >= 0 && to < g->size)
-            out[2 * from + (g->memory_of[from] != g->memory_of[to])] += (double)pairs[i].bytes;
+        if (from < 0 || from >= g->size || to < 0 || to >= g->size) continue;
+        const int m = g->memory_of[from];
+        if (m == g->memory_of[to]) out[2 * from] += (double)pairs[i].bytes;
+        else if (m >= 0 && m < g->size) out[2 * m + 1] += (double)pairs[i].bytes;
     }
     free(pairs);
     double worst = 0;

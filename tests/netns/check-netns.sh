@@ -3,10 +3,11 @@
 # Copyright (c) 2026 The starfold authors
 #
 # make check-netns: starfold across real (namespaced) nodes, 2 nodes x 2 ranks over 100 Mbit/s links
-# (tests/netns/cluster.sh), in five runs of `starfold run --mpi`:
+# (tests/netns/cluster.sh), in five runs of `starfold run --mpi` and one of `bench --mpi`:
 #
 #   1. an all-reduce across the nodes: the group sees 2 nodes, measures the link between them, and
-#      every element is right on every rank;
+#      every element is right on every rank; and the model's prices respect the link between them
+#      (no all-reduce across 2 nodes moves less than its bytes through each node's link);
 #   2. a rank stopped (SIGSTOP) in node 1 mid-job, with --timeout 5: the job ends within a bound, a
 #      rank naming the silent one, instead of waiting for it;
 #   3. node 1's link taken down (ip link set down) mid-job, with --timeout 5: the ranks name the other
@@ -44,6 +45,27 @@ elif ! grep -q 'on 2 nodes' "$tmp/run.out" || ! grep -q '^Links: between nodes' 
     fail "run --mpi across 2 nodes: no 2 nodes, no measured link or not verified"; cat "$tmp/run.out"
 else
     echo "ok: run --mpi across 2 namespaced nodes: $(grep '^Links:' "$tmp/run.out")"
+fi
+
+# 1b. The model knows the cut: across 2 nodes any all-reduce of S bytes moves at least S through each
+# node's link, and both ranks of a node share it. So the model's price of every lowering
+# (hierarchical's two shards crossing side by side too) and of MPI's own must be at least S over the
+# measured link (less 10 %), and auto, which takes a graph only where it beats MPI's price by half,
+# keeps mpi.
+"$cluster" --nodes 2 --ranks-per-node 2 --rate 100mbit --mpirun-args "$mpi_env" -- \
+    "$starfold" bench --mpi --lowering all -b 1M -e 1M -n 1 -w 0 >"$tmp/model.out" 2>&1
+rc=$?
+bw=$(sed -n 's/^# Links: between nodes \([0-9.]*\) GB\/s.*/\1/p' "$tmp/model.out")
+if [ $rc -ne 0 ] || [ -z "$bw" ]; then
+    fail "bench --mpi across 2 nodes exited $rc, or printed no measured link"; cat "$tmp/model.out"
+elif ! awk -v bw="$bw" '
+        $1 == 1048576 && $5 == "starfold-group" { rows++; floor = 0.9 * $1 / (bw * 1e3)
+            if ($12 + 0 < floor) { printf "the %s row is priced %s us, under the cut (%.0f us)\n", $6, $12, floor; bad = 1 }
+            if (rows == 1 && $6 != "mpi") { printf "auto took %s\n", $6; bad = 1 } }
+        END { exit bad || rows < 2 }' "$tmp/model.out"; then
+    fail "the model across 2 nodes"; cat "$tmp/model.out"
+else
+    echo "ok: the model across 2 nodes: every price at least the cut's, auto kept mpi ($(awk '$1 == 1048576 && $5 == "starfold-group" { printf "%s %s us; ", $6, $12 }' "$tmp/model.out"))"
 fi
 
 # fault NAME ACTION RANKS: a long job with --timeout 5; ACTION (a shell command, given the cluster's
