@@ -189,10 +189,17 @@ STARFOLD_API starfold_context_t starfold_group_context(starfold_group_t group);
  * writes the outputs itself, no leader, no copy (the direct path); when they are not (each tensor its
  * own vector, as a StarPU application registers its data), one task per dtype packs every input
  * into a staging buffer, calls MPI's all-reduce and unpacks into the outputs (the packed path: a
- * task over all the handles, not a copy task per tensor each way). MEAN divides by the number of
- * replicas of all ranks (integers truncating, as on one process). Returns when the outputs are
- * written. After a timeout the outputs are as they were, except those MPI's own all-reduce writes
- * (the direct path's, the relay's device 0's): a rank lost during it can leave them partly written,
+ * task over all the handles, not a copy task per tensor each way). Each path makes the same MPI calls
+ * per dtype on every rank: the dtype's tensors cut into pieces at tensor edges, a tensor of a piece
+ * or more a call of its own, the smaller ones together up to a piece (the piece follows from the
+ * measured links, a few hundred KiB to a few MiB; the environment variable STARFOLD_MPI_PIECE_BYTES,
+ * the same on every rank, sets it, 0 for one call per dtype). All of them are in flight at once, and
+ * the packed path packs piece k + 1 while MPI reduces piece k and sends a tensor of its own call
+ * straight from its input into its output, as Horovod sends large tensors unfused. MEAN divides by
+ * the number of replicas of all ranks (integers truncating, as on one process). Returns when the
+ * outputs are written. After a timeout the outputs are as they were, except those MPI's own
+ * all-reduce writes (the direct path's, the relay's device 0's, the packed path's tensors of a call
+ * of their own): a rank lost during it can leave them partly written,
  * as an MPI_Allreduce would; and since MPI cannot cancel a collective, the abandoned one may go on
  * writing them (if a late rank completes it) until the job ends, which it must anyway
  * (starfold_group_abort()).

@@ -140,10 +140,20 @@ typedef struct hello {
     int num_devices;
 } hello_t;
 
-/* The link options, in the order the agreement compares them. */
-#define NUM_LINK_OPTIONS 4
+/* The link options, in the order the agreement compares them, and STARFOLD_MPI_PIECE_BYTES (-1: unset). */
+#define NUM_LINK_OPTIONS 5
 static const char *const link_option_names[NUM_LINK_OPTIONS] = { "network_bandwidth_GBps", "network_latency_us",
-                                                                  "shm_bandwidth_GBps", "shm_latency_us" };
+                                                                  "shm_bandwidth_GBps", "shm_latency_us",
+                                                                  "STARFOLD_MPI_PIECE_BYTES" };
+
+/* STARFOLD_MPI_PIECE_BYTES (group_cuts.c): bytes >= 0, or -1 when unset or not a number. */
+static double piece_from_env(void)
+{
+    const char *v = getenv("STARFOLD_MPI_PIECE_BYTES");
+    char *end = NULL;
+    const double b = v && *v ? strtod(v, &end) : -1;
+    return end && *end == '\0' && b >= 0 && b < 1e15 ? floor(b) : -1;
+}
 
 /* Step 2: everyone's verdict, options and device count; the first rank whose differ fails all. */
 static starfold_status_t agree(const char *fn, starfold_group_t g, const hello_t *mine, hello_t *all,
@@ -394,7 +404,8 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     hello_t *all = calloc((size_t)g->size, sizeof *all);
     double *all_links = calloc((size_t)g->size * NUM_LINK_OPTIONS, sizeof *all_links);
     const double my_links[NUM_LINK_OPTIONS] = { o.network_bandwidth_GBps, o.network_latency_us, o.shm_bandwidth_GBps,
-                                                o.shm_latency_us };
+                                                o.shm_latency_us, piece_from_env() };
+    g->piece_bytes = (long long)my_links[4]; /* the same on every rank once agreed */
     const hello_t hello = { (int)st, o.ranks_per_node, o.starpu_mpi_started_by_caller,
                             context ? starfold_context_num_devices(context) : 0 };
     int abandoned = 0;

@@ -27,6 +27,7 @@ struct starfold_group {
     /* One message through StarPU-MPI inside a node [0] and between nodes [1], one way, in us, measured
      * at creation (0: not measured, or the latency was given): what a graph lowering's edge costs. */
     double hop_us[2];
+    long long piece_bytes;  /* STARFOLD_MPI_PIECE_BYTES, agreed at creation; -1: from the links (group_cuts.c) */
     int started_spmpi;      /* this group counted in the process's StarPU-MPI users */
     int spmpi_seen;         /* StarPU-MPI may have carried messages on data_comm (group.c: never freed under it) */
     double timeout_seconds;       /* agreement: 0 or infinity = wait forever */

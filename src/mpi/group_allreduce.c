@@ -250,6 +250,7 @@ starfold_status_t starfold__group_plan_make(const char *fn, starfold_group_t g, 
     if (st == STARFOLD_OK) st = starfold__group_lower(g, local_op, totals, &p->lowering, &p->across);
     int packed = 0;
     if (st == STARFOLD_OK) st = starfold__group_layout(fn, g, p, &packed);
+    if (st == STARFOLD_OK && p->lowering == SF_LOWER_MPI) st = starfold__group_cuts(g, p);
     if (st != STARFOLD_OK || p->direct) return st;
     if (packed) return starfold__group_pack_make(g, p);
     const int graph_lowering = p->lowering != SF_LOWER_MPI;
@@ -284,6 +285,7 @@ void starfold__group_plan_free(starfold_group_t g, starfold__plan_t *p)
         free(p->results.offset);
     }
     starfold__group_pack_free(p);
+    for (int dt = 0; !p->abandoned && dt < STARFOLD_DTYPE_COUNT; dt++) free(p->cuts[dt]); /* else the tasks' */
     free(p->lead);
     free(p->lead2);
     starfold_graph_destroy(p->reduce);
@@ -336,7 +338,7 @@ starfold_status_t starfold__group_plan_run(const char *fn, starfold_group_t grou
         /* The token is in every MPI task of the group: free, they are all done. */
         if (st == STARFOLD_OK) st = starfold__group_mpi_done(fn, group, &group->token, 1, &mt->status, "MPI_Allreduce", &abandoned);
     } else if (st == STARFOLD_OK && !graph_lowering) {
-        st = starfold__group_mpi_submit(group, p->op, &p->runs, mt->args, &mt->status);
+        st = starfold__group_mpi_submit(group, p->op, &p->runs, p->cuts, p->ncuts, mt->args, &mt->status);
         if (st == STARFOLD_OK)
             st = starfold__group_mpi_done(fn, group, p->runs.out, STARFOLD_DTYPE_COUNT, &mt->status, "MPI_Allreduce", &abandoned);
     }

@@ -66,45 +66,83 @@ void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divis
     }
 }
 
-/*
- * Completes a non-blocking collective @rq started with @err, polled (non-blocking collectives progress
- * only when tested) against @timeout_seconds (0 or infinity: none), so that a rank gone missing
- * mid-collective costs a timeout, not a worker forever. 0 when it completed; else the failure is
- * recorded in *@status unless one is there already (atomic: the collective's tasks share it).
- */
-static int poll_within(int err, MPI_Request *rq, double timeout_seconds, int *status)
+/* Records @failure in *@status unless a failure is there already (atomic: the collective's tasks
+ * share it); -1. */
+static int record(int *status, int failure)
 {
-    const double t0 = starfold__now_s();
-    int fin = 0, failure = STARFOLD_OK;
-    while (err == MPI_SUCCESS && !fin) {
-        err = MPI_Test(rq, &fin, MPI_STATUS_IGNORE);
-        if (err != MPI_SUCCESS || fin) break;
-        if (timeout_seconds > 0 && isfinite(timeout_seconds) && starfold__now_s() - t0 > timeout_seconds) {
-            failure = STARFOLD_ERR_TIMEOUT;
-            break;
-        }
-        sched_yield();
-    }
-    if (err != MPI_SUCCESS) failure = STARFOLD_ERR_RUNTIME;
-    if (failure == STARFOLD_OK) return 0;
     int expected = STARFOLD_OK;
     __atomic_compare_exchange_n(status, &expected, failure, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return -1;
 }
 
-/* MPI counts are ints: in slices of at most 2^30 elements. */
+/*
+ * Completes the @n non-blocking collectives @rq, polled (non-blocking collectives progress only when
+ * tested) against @timeout_seconds (0 or infinity: none), so that a rank gone missing mid-collective
+ * costs a timeout, not a worker forever. 0 when they completed; else the failure is recorded in
+ * *@status.
+ */
+static int poll_within(size_t n, MPI_Request *rq, double timeout_seconds, int *status)
+{
+    const double t0 = starfold__now_s();
+    int fin = 0, err = MPI_SUCCESS;
+    while (!fin) {
+        err = MPI_Testall((int)n, rq, &fin, MPI_STATUSES_IGNORE);
+        if (err != MPI_SUCCESS || fin) break;
+        if (timeout_seconds > 0 && isfinite(timeout_seconds) && starfold__now_s() - t0 > timeout_seconds)
+            return record(status, STARFOLD_ERR_TIMEOUT);
+        sched_yield();
+    }
+    return err == MPI_SUCCESS ? 0 : record(status, STARFOLD_ERR_RUNTIME);
+}
+
+/* MPI counts are ints: a call goes out in slices of at most this many elements. */
+#define SLICE ((size_t)1 << 30)
+
+size_t starfold__group_mpi_requests(const starfold__mpi_task_arg_t *a)
+{
+    return (a->cuts ? a->ncuts : 1) + a->count / SLICE + 1;
+}
+
+int starfold__group_mpi_post(const starfold__mpi_task_arg_t *a, const void *in, void *out, size_t count, MPI_Request *rq,
+                             size_t *n)
+{
+    const size_t es = starfold_dtype_size(a->dtype);
+    for (size_t done = 0; done < count;) {
+        const size_t k = count - done < SLICE ? count - done : SLICE;
+        const int err = MPI_Iallreduce(in == out ? MPI_IN_PLACE : (const void *)((const char *)in + done * es),
+                                       (char *)out + done * es, (int)k, mpi_type(a->dtype), mpi_op(a->op), a->comm,
+                                       &rq[*n]);
+        if (err != MPI_SUCCESS) return record(a->status, STARFOLD_ERR_RUNTIME);
+        ++*n;
+        done += k;
+    }
+    return 0;
+}
+
+int starfold__group_mpi_wait(const starfold__mpi_task_arg_t *a, MPI_Request *rq, size_t n)
+{
+    return poll_within(n, rq, a->timeout_seconds, a->status);
+}
+
+/* Every call of the run (a->cuts) in flight at once, then waited for; MEAN's division after. */
 int starfold__group_mpi_allreduce(const starfold__mpi_task_arg_t *a, const void *in, void *out)
 {
-    const int in_place = in == out;
-    const size_t es = starfold_dtype_size(a->dtype);
-    for (size_t done = 0; done < a->count;) {
-        const size_t n = a->count - done < ((size_t)1 << 30) ? a->count - done : ((size_t)1 << 30);
-        MPI_Request rq;
-        const int err = MPI_Iallreduce(in_place ? MPI_IN_PLACE : (const void *)((const char *)in + done * es),
-                                       (char *)out + done * es, (int)n, mpi_type(a->dtype), mpi_op(a->op), a->comm, &rq);
-        if (poll_within(err, &rq, a->timeout_seconds, a->status) != 0) return -1;
-        done += n;
+    const size_t es = starfold_dtype_size(a->dtype), calls = a->cuts ? a->ncuts : 1;
+    MPI_Request *rq = malloc(sizeof *rq * starfold__group_mpi_requests(a));
+    if (!rq) return record(a->status, STARFOLD_ERR_OUT_OF_MEMORY);
+    size_t n = 0;
+    int failed = 0;
+    for (size_t c = 0; !failed && c < calls; c++) {
+        const size_t lo = c ? a->cuts[c - 1] : 0, hi = a->cuts ? a->cuts[c] : a->count;
+        failed = starfold__group_mpi_post(a, (const char *)in + lo * es, (char *)out + lo * es, hi - lo, rq, &n);
+        if (!failed && n) { /* the calls posted so far progress while the next is posted */
+            int ignored = 0;
+            MPI_Testall((int)n, rq, &ignored, MPI_STATUSES_IGNORE);
+        }
     }
+    failed = failed || starfold__group_mpi_wait(a, rq, n) != 0;
+    free(rq);
+    if (failed) return -1;
     if (a->divisor > 1) starfold__group_divide(out, a->dtype, a->count, a->divisor);
     return 0;
 }
@@ -149,13 +187,14 @@ starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct sta
 }
 
 starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__runs_t *d,
-                                                    starfold__mpi_task_arg_t *args, int *status)
+                                             size_t *const *cuts, const size_t *ncuts, starfold__mpi_task_arg_t *args,
+                                             int *status)
 {
     if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
     for (int dt = 0; dt < STARFOLD_DTYPE_COUNT; dt++) {
         args[dt] = (starfold__mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, op, d->count[dt],
                                                op == STARFOLD_OP_MEAN ? g->total_devices : 1, status, d->in_offset[dt],
-                                               d->out_offset[dt] };
+                                               d->out_offset[dt], cuts[dt], ncuts[dt] };
         if (!d->count[dt]) continue;
         const int in_place = d->in[dt] == d->out[dt];
         struct starpu_task *task = starpu_task_create();
@@ -222,7 +261,11 @@ static void mpi_allgather_cpu(void *buffers[], void *cl_arg)
     MPI_Request rq;
     const int err = MPI_Iallgatherv(mine, a->counts[a->rank], mpi_type(a->dtype), all, a->counts, a->displs,
                                     mpi_type(a->dtype), a->comm, &rq);
-    if (poll_within(err, &rq, a->timeout_seconds, &a->status) != 0) return;
+    if (err != MPI_SUCCESS) {
+        record(&a->status, STARFOLD_ERR_RUNTIME);
+        return;
+    }
+    if (poll_within(1, &rq, a->timeout_seconds, &a->status) != 0) return;
     if (a->divisor > 1) starfold__group_divide(all, a->dtype, a->total, a->divisor);
 }
 

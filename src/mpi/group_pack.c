@@ -55,6 +55,10 @@ typedef struct pack_dtype {
     starfold__mpi_task_arg_t mpi;  /* count = total; the status pointer set by each run */
     char *stage;               /* the group's staging buffer as it is when a run submits the task (the */
     size_t stage_bytes;        /* task never reads the group: a broken group may be gone by then) */
+    size_t ncalls;             /* the plan's cuts (group_cuts.c), as segments: call c covers segments */
+    size_t *call_end;          /* call_end[c - 1] .. call_end[c] - 1 */
+    unsigned char *direct;     /* [ncalls] 1: one tensor on the one device, its MPI call from its own
+                                * input into its own output, not through the staging buffer */
 } pack_dtype_t;
 
 typedef struct starfold__pack {
@@ -104,6 +108,8 @@ static void pack_free(starfold__pack_t *pk)
         free(pk->d[dt].writes);
         free(pk->d[dt].pack.spans);
         free(pk->d[dt].unpack.spans);
+        free(pk->d[dt].call_end);
+        free(pk->d[dt].direct);
     }
     free(pk);
 }
@@ -190,6 +196,25 @@ static starfold_status_t stage_reserve(starfold_group_t g, size_t bytes)
     return STARFOLD_OK;
 }
 
+/* The plan's calls for @d as ranges of its segments (the cuts fall between tensors, and segment k is
+ * the dtype's k-th tensor with elements); a call of one tensor on the one device goes direct. */
+static starfold_status_t calls_of(pack_dtype_t *d, const size_t *cuts, size_t ncuts, int ndev)
+{
+    d->call_end = malloc(sizeof *d->call_end * ncuts);
+    d->direct = malloc(ncuts);
+    if (!d->call_end || !d->direct)
+        return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_all_reduce: out of memory");
+    size_t seg = 0, at = 0;
+    for (size_t c = 0; c < ncuts; c++) {
+        const size_t first = seg;
+        while (seg < d->nt && at < cuts[c]) at += starfold__kernel_segment(&d->pack, seg++)[0].count;
+        d->call_end[c] = seg;
+        d->direct[c] = ndev == 1 && seg == first + 1;
+    }
+    d->ncalls = ncuts;
+    return STARFOLD_OK;
+}
+
 starfold_status_t starfold__group_pack_make(starfold_group_t g, starfold__plan_t *p)
 {
     starfold__pack_t *pk = calloc(1, sizeof *pk);
@@ -202,8 +227,10 @@ starfold_status_t starfold__group_pack_make(starfold_group_t g, starfold__plan_t
         if (!per[dt]) continue;
         pack_dtype_t *d = &pk->d[dt];
         st = layout_dtype(p, ndev, dt, per[dt], d);
+        if (st == STARFOLD_OK && d->nt) st = calls_of(d, p->cuts[dt], p->ncuts[dt], ndev);
         d->mpi = (starfold__mpi_task_arg_t){ g->data_comm, g->timeout_seconds, (starfold_dtype_t)dt, p->op, d->total,
-                                             p->op == STARFOLD_OP_MEAN ? g->total_devices : 1, NULL, 0, 0 };
+                                             p->op == STARFOLD_OP_MEAN ? g->total_devices : 1, NULL, 0, 0, p->cuts[dt],
+                                             p->ncuts[dt] };
         const size_t b = d->total * starfold_dtype_size((starfold_dtype_t)dt);
         if (b > bytes) bytes = b;
     }
@@ -226,12 +253,40 @@ void starfold__group_pack_free(starfold__plan_t *p)
  * The task
  */
 
-/* The task: the executor's CPU kernels over its buffers and the staging buffer, MPI between. */
+/* Segments @s0 .. @s1 - 1 of kernel @k: the same kernel over part of its spans. */
+static starfold__kernel_args_t part_of(const starfold__kernel_args_t *k, size_t s0, size_t s1)
+{
+    starfold__kernel_args_t part = *k;
+    part.spans = k->spans + s0 * (k->nsrc + k->ndst);
+    part.nseg = s1 - s0;
+    return part;
+}
+
+/* The element at @offset of span @sp of the task's buffers @all. */
+static char *span_at(void **all, const starfold__kspan_t *sp, size_t es)
+{
+    return (char *)STARPU_VECTOR_GET_PTR(all[sp->buf]) + sp->offset * es;
+}
+
+/*
+ * The task: the plan's calls in order, each posted as soon as its bytes are ready, so that MPI
+ * reduces call c while call c + 1 is packed (the calls posted so far are tested between two packs,
+ * which is what moves a non-blocking collective on):
+ *
+ *     pack 0 | post 0 | pack 1 | post 1 | (direct 2: post from its input) | ... | wait all | unpack
+ *
+ * then, once every call completed, MEAN's division and the copies out. A direct call reads its
+ * tensor's input and writes its output itself, as the direct plan's call does: after a failure that
+ * output may be partly written; every other output is written only after all of MPI succeeded.
+ */
 static void pack_allreduce_cpu(void *buffers[], void *cl_arg)
 {
     pack_dtype_t *d = cl_arg;
     void **all = malloc(sizeof *all * (d->nbuf + 2));
-    if (!all) {
+    MPI_Request *rq = malloc(sizeof *rq * starfold__group_mpi_requests(&d->mpi));
+    if (!all || !rq) {
+        free(all);
+        free(rq);
         starfold__kernel_fail(&d->pack);
         return;
     }
@@ -240,13 +295,43 @@ static void pack_allreduce_cpu(void *buffers[], void *cl_arg)
                                    result = { .ptr = (uintptr_t)(d->stage + d->stage_bytes) };
     all[d->nbuf] = &stage;
     all[d->nbuf + 1] = &result;
-    starfold__kernel_cpu(all, &d->pack);
-    /* The outputs only once MPI's all-reduce completed: a failure leaves them as they were. A failed
-     * pack (or an earlier dtype's failed call) skips MPI altogether: the other ranks then time out
-     * and fail, rather than sum this rank's garbage and succeed. */
-    if (__atomic_load_n(d->mpi.status, __ATOMIC_ACQUIRE) == STARFOLD_OK &&
-        starfold__group_mpi_allreduce(&d->mpi, (void *)stage.ptr, (void *)result.ptr) == 0)
-        starfold__kernel_cpu(all, &d->unpack);
+    const size_t es = d->pack.elemsize, ndev = d->pack.nsrc;
+    size_t n = 0;
+    /* A failed pack (or an earlier dtype's failed call) posts no more calls: the other ranks then time
+     * out and fail, rather than sum this rank's garbage and succeed. */
+    int failed = 0;
+    for (size_t c = 0; !failed && c < d->ncalls; c++) {
+        const size_t s0 = c ? d->call_end[c - 1] : 0, s1 = d->call_end[c];
+        const starfold__kspan_t *first = starfold__kernel_segment(&d->pack, s0), *last = starfold__kernel_segment(&d->pack, s1 - 1);
+        const size_t lo = first[ndev].offset, count = last[ndev].offset + last[ndev].count - lo; /* in the stage */
+        const void *in = (char *)stage.ptr + lo * es;
+        void *out = (char *)result.ptr + lo * es;
+        if (d->direct[c]) {
+            in = span_at(all, &first[0], es);
+            out = span_at(all, &starfold__kernel_segment(&d->unpack, s0)[1], es);
+        } else {
+            const starfold__kernel_args_t part = part_of(&d->pack, s0, s1);
+            starfold__kernel_cpu(all, (void *)&part);
+        }
+        failed = __atomic_load_n(d->mpi.status, __ATOMIC_ACQUIRE) != STARFOLD_OK ||
+                 starfold__group_mpi_post(&d->mpi, in, out, count, rq, &n) != 0;
+        int ignored = 0;
+        if (!failed) MPI_Testall((int)n, rq, &ignored, MPI_STATUSES_IGNORE);
+    }
+    if (!failed && starfold__group_mpi_wait(&d->mpi, rq, n) == 0) {
+        for (size_t c = 0; c < d->ncalls; c++) {
+            const size_t s0 = c ? d->call_end[c - 1] : 0, s1 = d->call_end[c];
+            const starfold__kspan_t *first = starfold__kernel_segment(&d->pack, s0), *last = starfold__kernel_segment(&d->pack, s1 - 1);
+            const size_t lo = first[ndev].offset, count = last[ndev].offset + last[ndev].count - lo;
+            char *out = d->direct[c] ? span_at(all, &starfold__kernel_segment(&d->unpack, s0)[1], es)
+                                     : (char *)result.ptr + lo * es;
+            if (d->mpi.divisor > 1) starfold__group_divide(out, d->mpi.dtype, count, d->mpi.divisor);
+            if (d->direct[c]) continue;
+            const starfold__kernel_args_t part = part_of(&d->unpack, s0, s1);
+            starfold__kernel_cpu(all, (void *)&part);
+        }
+    }
+    free(rq);
     free(all);
 }
 

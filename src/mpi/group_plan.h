@@ -34,6 +34,8 @@ typedef struct mpi_task_arg {
     int divisor;        /* MEAN: every replica of every rank; else 1 */
     int *status;        /* shared by the collective's tasks: first failure (atomic) */
     size_t in_offset, out_offset; /* direct: where the dtype's run starts in its input and output */
+    const size_t *cuts; /* the calls (group_cuts.c): call i ends at element cuts[i] of the run, */
+    size_t ncuts;       /* cuts[ncuts - 1] = count; NULL: one call */
 } starfold__mpi_task_arg_t;
 
 /*
@@ -74,6 +76,8 @@ typedef struct plan {
     struct starfold__pack *pack; /* the packed plan (group_pack.c): one device, tensors not one run;
                                   * no local graphs and no leaders */
     starfold__runs_t runs;  /* the MPI step's runs: the views' (direct) or the leaders' (MPI lowering) */
+    size_t *cuts[STARFOLD_DTYPE_COUNT]; /* the MPI calls of each dtype's run (group_cuts.c); kept, */
+    size_t ncuts[STARFOLD_DTYPE_COUNT]; /* like the leaders, when a timeout abandoned the plan */
     int abandoned;    /* a timeout left the leaders to StarPU: never freed */
 } starfold__plan_t;
 
@@ -99,10 +103,11 @@ starfold_status_t starfold__group_agree(const char *fn, starfold_group_t g, cons
 starfold_status_t starfold__group_agree_submitted(const char *fn, starfold_group_t g, int lowering, starfold_status_t st);
 
 /* group_mpi_task.c: submits one MPI task per dtype of @d, from its inputs into its outputs (in place
- * where they are one handle); @args[STARFOLD_DTYPE_COUNT] and @status outlive the tasks. A refused
- * submission breaks the group. */
+ * where they are one handle), making the calls @cuts[dtype] (group_cuts.c); @args[STARFOLD_DTYPE_COUNT],
+ * the cuts and @status outlive the tasks. A refused submission breaks the group. */
 starfold_status_t starfold__group_mpi_submit(starfold_group_t g, starfold_op_t op, const starfold__runs_t *d,
-                                             starfold__mpi_task_arg_t *args, int *status);
+                                             size_t *const *cuts, const size_t *ncuts, starfold__mpi_task_arg_t *args,
+                                             int *status);
 /* The argument of the all-gather's MPI task (group_mpi_task.c), with its [size] counts and
  * displacements in elements (MPI's ints); on the heap, so that a task abandoned by a timeout can
  * still read it. */
@@ -132,6 +137,14 @@ void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divis
  * timeout) from @in into @out (MPI_IN_PLACE when they are one), polled against the timeout, MEAN's
  * division after; 0 when done, else the failure recorded in *a->status. */
 int starfold__group_mpi_allreduce(const starfold__mpi_task_arg_t *a, const void *in, void *out);
+/* group_mpi_task.c, inside a task, the steps of starfold__group_mpi_allreduce() for a task that
+ * makes its calls itself (group_pack.c): how many requests @a's calls may need at most; one call of
+ * @count elements posted from @in into @out (in place when they are one), its requests appended at
+ * @rq[*@n]; all @n completed, polled against the timeout. 0, or -1 with the failure in *a->status. */
+size_t starfold__group_mpi_requests(const starfold__mpi_task_arg_t *a);
+int starfold__group_mpi_post(const starfold__mpi_task_arg_t *a, const void *in, void *out, size_t count, MPI_Request *rq,
+                             size_t *n);
+int starfold__group_mpi_wait(const starfold__mpi_task_arg_t *a, MPI_Request *rq, size_t n);
 /* group_mpi_task.c: submits an MPI task of @fn's collective (@which names it in the message);
  * refused, it breaks the group. */
 starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct starpu_task *task, const char *fn,
@@ -141,6 +154,10 @@ starfold_status_t starfold__group_mpi_task_submit(starfold_group_t g, struct sta
  * *@packed, or p->relay (and p->runs' outputs), or none of them (the leaders); checks the views an
  * MPI task will touch itself. */
 starfold_status_t starfold__group_layout(const char *fn, starfold_group_t g, starfold__plan_t *p, int *packed);
+/* group_cuts.c: the MPI calls of each dtype of @p (p->cuts, p->ncuts), the same on every rank. */
+starfold_status_t starfold__group_cuts(starfold_group_t g, starfold__plan_t *p);
+/* group_cuts.c: the piece the calls are cut at, in bytes (0: one call per dtype). */
+size_t starfold__group_piece_bytes(starfold_group_t g);
 /* group_pack.c: the packed plan's layout (every input and output handle of each dtype, listed once)
  * into p->pack, and the group's staging buffer grown to its largest dtype; @p has one device. */
 starfold_status_t starfold__group_pack_make(starfold_group_t g, starfold__plan_t *p);
