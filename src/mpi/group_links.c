@@ -80,46 +80,56 @@ static int bcast_sleeping(double *v, int n, MPI_Comm comm, double limit)
     return err == MPI_SUCCESS ? starfold__mpi_wait_bounded(1, &rq, limit, 0) : err;
 }
 
-/* The seconds left before @deadline (an absolute starfold__now_s(); 0: none), at least a microsecond
- * (an expired wait reports it). */
-static double left(double deadline)
+/*
+ * How the measures are bounded. Each message waits at most @limit (the options' timeout_seconds): a
+ * peer that does not answer that long is gone, stopped or cut off. The repetitions are a budget,
+ * not a bound: once a pair has measured for half the limit, rank 0 stops at the next round trip
+ * with what it has (at least one timed round trip per size) and tells its peer so in the message
+ * itself (its first byte, or the word's value: 1 = the last round trip), so that both make the same
+ * number. A machine too busy to repeat them all (2 cores under a parallel make check: 9 StarPU-MPI
+ * round trips took over 1.5 s) then measures fewer, instead of failing the creation. The others
+ * wait for rank 0's broadcast for as long as its measures may take.
+ */
+#define MEASURES_LIMIT(limit) ((limit) > 0 ? 16 * (limit) : 0)
+
+/* The end of a pair's budget of repetitions (0: none). */
+static double budget_end(double limit) { return limit > 0 ? starfold__now_s() + limit / 2 : 0; }
+
+/* Whether round trip @i of at most @reps is the last: the reps done, or the budget spent after one timed. */
+static int last_round(int i, int reps, double end)
 {
-    if (deadline == 0) return 0;
-    const double l = deadline - starfold__now_s();
-    return l > 1e-6 ? l : 1e-6;
+    return i >= reps || (i >= 1 && end > 0 && starfold__now_s() >= end);
 }
 
-/* How long the ranks wait for rank 0's broadcast of what it measured: rank 0 may measure two pairs,
- * each for up to @limit, before it broadcasts. */
-#define MEASURES_LIMIT(limit) ((limit) > 0 ? 3 * (limit) : 0)
-
-/* One message of the ping-pong, sent (@send) or received, polled busily (as a blocking call would) until
- * @deadline: MPI_SUCCESS, MPI's error or STARFOLD__WAIT_EXPIRED. */
-static int ping(MPI_Comm comm, int peer, int send, char *buf, int bytes, double deadline)
+/* One message of the ping-pong, sent (@send) or received, polled busily (as a blocking call would) for
+ * at most @limit: MPI_SUCCESS, MPI's error or STARFOLD__WAIT_EXPIRED. */
+static int ping(MPI_Comm comm, int peer, int send, char *buf, int bytes, double limit)
 {
     MPI_Request rq = MPI_REQUEST_NULL;
     const int err = send ? MPI_Isend(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, &rq)
                          : MPI_Irecv(buf, bytes, MPI_BYTE, peer, PING_TAG, comm, &rq);
-    return err == MPI_SUCCESS ? starfold__mpi_wait_bounded(1, &rq, left(deadline), 1) : err;
+    return err == MPI_SUCCESS ? starfold__mpi_wait_bounded(1, &rq, limit, 1) : err;
 }
 
 /*
- * The fastest of @reps round trips of @bytes between this rank and @peer (after one to warm up), in
- * seconds; rank 0 (@lead) sends first. -1 when MPI fails, -2 when @deadline passed (@buf is then
- * abandoned: group_bounded.c).
+ * The fastest of up to @reps round trips of @bytes between this rank and @peer (after one to warm up),
+ * in seconds; rank 0 (@lead) sends first and says which is the last (see MEASURES_LIMIT). -1 when MPI
+ * fails, -2 when a message waited @limit (@buf is then abandoned: group_bounded.c).
  */
-static double round_trip(MPI_Comm comm, int peer, int lead, char *buf, int bytes, int reps, double deadline)
+static double round_trip(MPI_Comm comm, int peer, int lead, char *buf, int bytes, int reps, double limit, double end)
 {
     double best = INFINITY;
-    for (int i = 0; i <= reps; i++) {
+    for (int i = 0;; i++) {
+        if (lead) buf[0] = (char)last_round(i, reps, end);
         const double t0 = MPI_Wtime();
-        int err = ping(comm, peer, lead, buf, bytes, deadline);
-        if (err == MPI_SUCCESS) err = ping(comm, peer, !lead, buf, bytes, deadline);
+        int err = ping(comm, peer, lead, buf, bytes, limit);
+        const int last = buf[0] != 0 || i >= reps; /* the peer reads it in what it received */
+        if (err == MPI_SUCCESS) err = ping(comm, peer, !lead, buf, bytes, limit);
         if (err != MPI_SUCCESS) return err == STARFOLD__WAIT_EXPIRED ? -2 : -1;
         const double t = MPI_Wtime() - t0;
         if (i > 0 && t < best) best = t;
+        if (last) return best;
     }
-    return best;
 }
 
 /*
@@ -129,15 +139,15 @@ static double round_trip(MPI_Comm comm, int peer, int lead, char *buf, int bytes
 static int measure(starfold_group_t g, int peer, int bw, int lat, char *buf, double *out, double limit)
 {
     const int lead = g->rank == 0, other = lead ? peer : 0;
-    const double deadline = limit > 0 ? starfold__now_s() + limit : 0;
-    const double small = round_trip(g->comm, other, lead, buf, SMALL_BYTES, SMALL_REPS, deadline);
+    const double end = budget_end(limit);
+    const double small = round_trip(g->comm, other, lead, buf, SMALL_BYTES, SMALL_REPS, limit, end);
     if (small < 0) return (int)small;
     const double latency_s = small / 2;
     if (lat) out[1] = clamp(latency_s * 1e6, 0, STARFOLD_LINK_LATENCY_MAX_US);
     if (bw) {
-        const double large = round_trip(g->comm, other, lead, buf, LARGE_BYTES, LARGE_REPS, deadline);
+        const double large = round_trip(g->comm, other, lead, buf, LARGE_BYTES, LARGE_REPS, limit, end);
         const double twice = large < 0 ? large
-                                       : round_trip(g->comm, other, lead, buf, 2 * LARGE_BYTES, LARGE_REPS, deadline);
+                                       : round_trip(g->comm, other, lead, buf, 2 * LARGE_BYTES, LARGE_REPS, limit, end);
         if (twice < 0) return (int)twice;
         /* The extra MiB's time; where noise hides it (shared memory, a few hundred us), 1 MiB alone. */
         double transfer = (twice - large) / 2;
@@ -257,10 +267,11 @@ starfold_status_t starfold__group_links(starfold_group_t g, const starfold_group
 }
 
 /* One StarPU-MPI message of @h, sent (@send) or received, polled (napping: StarPU-MPI's own thread
- * moves it) until @deadline: 0, -1 when StarPU-MPI failed, -2 when the time ran out (the request is
- * then pending, and @h must never be unregistered). */
-static int hop(starfold_group_t g, starpu_data_handle_t h, int peer, int send, double deadline)
+ * moves it) for at most @limit: 0, -1 when StarPU-MPI failed, -2 when the time ran out (the request
+ * is then pending, and @h must never be unregistered). */
+static int hop(starfold_group_t g, starpu_data_handle_t h, int peer, int send, double limit)
 {
+    const double deadline = limit > 0 ? starfold__now_s() + limit : 0;
     starpu_mpi_req req;
     int err = send ? starpu_mpi_isend(h, &req, peer, HOP_TAG, g->data_comm)
                    : starpu_mpi_irecv(h, &req, peer, HOP_TAG, g->data_comm);
@@ -276,20 +287,43 @@ static int hop(starfold_group_t g, starpu_data_handle_t h, int peer, int send, d
     }
 }
 
-/* The fastest of HOP_REPS StarPU-MPI round trips of @h with @peer (after one to warm up), in seconds;
- * rank 0 (@lead) sends first. -1 when StarPU-MPI fails, -2 when @deadline passed. */
-static double hop_round_trip(starfold_group_t g, starpu_data_handle_t h, int peer, int lead, double deadline)
+/* The word of @h (registered on @word): written by rank 0 before it sends, read by its peer once
+ * received, through StarPU's coherency. */
+static void word_set(starpu_data_handle_t h, uint64_t *word, uint64_t v)
 {
+    starpu_data_acquire(h, STARPU_W);
+    *word = v;
+    starpu_data_release(h);
+}
+
+static uint64_t word_get(starpu_data_handle_t h, const uint64_t *word)
+{
+    starpu_data_acquire(h, STARPU_R);
+    const uint64_t v = *word;
+    starpu_data_release(h);
+    return v;
+}
+
+/* The fastest of up to HOP_REPS StarPU-MPI round trips of @h (on @word) with @peer (after one to warm
+ * up), in seconds; rank 0 (@lead) sends first and says which is the last in the word (see
+ * MEASURES_LIMIT). -1 when StarPU-MPI fails, -2 when a message waited @limit. */
+static double hop_round_trip(starfold_group_t g, starpu_data_handle_t h, uint64_t *word, int peer, int lead,
+                             double limit)
+{
+    const double end = budget_end(limit);
     double best = INFINITY;
-    for (int i = 0; i <= HOP_REPS; i++) {
+    for (int i = 0;; i++) {
+        const int said = lead && last_round(i, HOP_REPS, end);
+        if (lead) word_set(h, word, (uint64_t)said);
         const double t0 = MPI_Wtime();
-        int err = hop(g, h, peer, lead, deadline);
-        if (!err) err = hop(g, h, peer, !lead, deadline);
+        int err = hop(g, h, peer, lead, limit);
+        const int last = said || i >= HOP_REPS || (!err && !lead && word_get(h, word) != 0);
+        if (!err) err = hop(g, h, peer, !lead, limit);
         if (err) return err;
         const double t = MPI_Wtime() - t0;
         if (i > 0 && t < best) best = t;
+        if (last) return best;
     }
-    return best;
 }
 
 starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_options_t *o)
@@ -312,8 +346,7 @@ starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_
     for (int k = 0; k < 2 && v[2] == MEASURED; k++) {
         if (peers[k] < 0 || given[k] > 0 || (g->rank != 0 && g->rank != peers[k])) continue;
         if (!h) starpu_variable_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)word, sizeof *word);
-        const double deadline = limit > 0 ? starfold__now_s() + limit : 0;
-        const double rt = hop_round_trip(g, h, g->rank == 0 ? peers[k] : 0, g->rank == 0, deadline);
+        const double rt = hop_round_trip(g, h, word, g->rank == 0 ? peers[k] : 0, g->rank == 0, limit);
         if (rt < 0) {
             v[2] = rt == -2 ? MEASURE_EXPIRED : MEASURE_FAILED;
             v[3] = peers[k];
