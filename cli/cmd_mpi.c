@@ -185,25 +185,27 @@ static void job_abort(mpi_job_t *job)
     starfold_group_abort(job->group, CLI_FAIL);
 }
 
+/* Whether the @n requests @rq are done; MPI failing ends the job. */
+static int job_test(mpi_job_t *job, int n, MPI_Request *rq, const char *where)
+{
+    int done = 0;
+    if (MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        fprintf(stderr, "starfold %s: rank %d: MPI failed at %s: ending the job\n", job->cmd->name, job->rank, where);
+        job_abort(job);
+    }
+    return done;
+}
+
 /*
  * Waits for the @n requests @rq of a collective on the job's communicator at @where (the job's start:
- * its duplicate, the agreement on the command; the barrier before a timed call), napping between
- * polls, or polling busily (@busy: a barrier releases every rank within microseconds of the others):
- * after SF_CLI_STALL_S a word on stderr, after --timeout the job ends (a collective cannot name who is
- * missing).
+ * its duplicate, the agreement on the command), napping between polls: after SF_CLI_STALL_S a word on
+ * stderr, after --timeout the job ends (a collective cannot name who is missing).
  */
-static void job_wait_polled(mpi_job_t *job, int n, MPI_Request *rq, const char *where, int busy)
+static void job_wait(mpi_job_t *job, int n, MPI_Request *rq, const char *where)
 {
     const double t0 = cli_now();
-    int done = 0, warned = 0;
-    long nap_us = 1;
-    for (unsigned polls = 0;; polls++) {
-        if (MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
-            fprintf(stderr, "starfold %s: rank %d: MPI failed at %s: ending the job\n", job->cmd->name, job->rank, where);
-            job_abort(job);
-        }
-        if (done) return;
-        if (busy && polls % 256 != 0) continue; /* the clock read every 256th poll only */
+    int warned = 0;
+    for (long nap_us = 1; !job_test(job, n, rq, where); nap_us = nap_us < 1000 ? 2 * nap_us : nap_us) {
         const double waited = cli_now() - t0;
         if (job->timeout > 0 && waited >= job->timeout) {
             fprintf(stderr, "starfold %s: rank %d: not every rank reached %s within --timeout %g s (one did not start, "
@@ -216,15 +218,8 @@ static void job_wait_polled(mpi_job_t *job, int n, MPI_Request *rq, const char *
                             "stopped? --timeout S bounds the wait)\n", job->cmd->name, job->rank, waited, where);
             warned = 1;
         }
-        if (busy) continue;
         cli_sleep_us(nap_us);
-        if (nap_us < 1000) nap_us *= 2;
     }
-}
-
-static void job_wait(mpi_job_t *job, int n, MPI_Request *rq, const char *where)
-{
-    job_wait_polled(job, n, rq, where, 0);
 }
 
 /* Names the ranks whose message has not come (@pending: a request per other rank, in rank order),
@@ -277,11 +272,7 @@ static void job_sync_polled(mpi_job_t *job, const char *where, sync_msg_t *v, in
     int done = 0, warned = 0;
     long nap_us = 1;
     for (unsigned polls = 0; !done; polls++) {
-        if (MPI_Testall(nreq, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
-            fprintf(stderr, "starfold %s: rank %d: MPI failed at %s: ending the job\n", job->cmd->name, job->rank, where);
-            job_abort(job);
-        }
-        if (done) break;
+        if ((done = job_test(job, nreq, req, where))) break;
         if (busy && polls % 256 != 0) continue; /* the clock read every 256th poll only */
         const double waited = cli_now() - t0;
         const int out_of_time = job->timeout > 0 && waited >= job->timeout;

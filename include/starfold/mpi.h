@@ -118,9 +118,9 @@ STARFOLD_API void starfold_group_options_init(starfold_group_options_t *options)
  *         down), or a link's measure takes longer (a link too slow for it: give the link options);
  *         MPI then keeps a request of the creation pending on @p comm, which can no longer end
  *         cleanly: end the job (starfold_group_abort()). Without a timeout_seconds such a rank
- *         leaves the others waiting for ever. Two calls stay unbounded, both once every rank has
- *         agreed on the options: MPI_Comm_split_type (which MPI offers only blocking) and
- *         StarPU-MPI's start;
+ *         leaves the others waiting for ever. Three steps stay unbounded, all once every rank has
+ *         agreed on the options: MPI_Comm_split_type (which MPI offers only blocking),
+ *         StarPU-MPI's start, and the timing of a StarPU-MPI round trip after it;
  *         ::STARFOLD_ERR_RUNTIME when MPI or StarPU-MPI fails. Nothing is created on failure.
  */
 STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context, MPI_Comm comm,

@@ -343,12 +343,6 @@ static void group_free(starfold_group_t g)
     free(g);
 }
 
-/* How long each wait of creation may last: the options' timeout, if it is a valid one. */
-static double creation_limit(const starfold_group_options_t *o)
-{
-    return o->timeout_seconds > 0 && isfinite(o->timeout_seconds) ? o->timeout_seconds : 0;
-}
-
 /* The group's two duplicates of @comm (g->comm, g->data_comm), errors returned on both. On an expired
  * or failed wait the block MPI writes them into is abandoned (group_bounded.c). */
 static starfold_status_t duplicate(const char *fn, starfold_group_t g, MPI_Comm comm, double limit)
@@ -387,7 +381,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
     g->comm = MPI_COMM_NULL;
     g->data_comm = MPI_COMM_NULL;
     g->ctx = context;
-    const double limit = creation_limit(&o);
+    const double limit = starfold__creation_limit(&o);
     starfold_status_t duped = duplicate(fn, g, comm, limit);
     if (duped != STARFOLD_OK) {
         group_free(g);

@@ -132,6 +132,8 @@ void starfold__group_stall_end(starfold_group_t g);
  */
 #define STARFOLD__WAIT_EXPIRED (-1)
 int starfold__mpi_wait_bounded(int n, MPI_Request *rq, double limit, int busy);
+/* How long each wait of creation may last: the options' timeout_seconds if it is one (> 0, finite), else 0. */
+double starfold__creation_limit(const starfold_group_options_t *o);
 /* ::STARFOLD_ERR_TIMEOUT: not every rank reached @step of creation within @limit seconds. */
 starfold_status_t starfold__creation_expired(const char *fn, const char *step, double limit);
 /* group_links.c: times a StarPU-MPI message between the same ranks (g->hop_us); collective, after

@@ -44,6 +44,11 @@ int starfold__mpi_wait_bounded(int n, MPI_Request *rq, double limit, int busy)
     }
 }
 
+double starfold__creation_limit(const starfold_group_options_t *o)
+{
+    return bounded(o->timeout_seconds) ? o->timeout_seconds : 0;
+}
+
 starfold_status_t starfold__creation_expired(const char *fn, const char *step, double limit)
 {
     return starfold__error(STARFOLD_ERR_TIMEOUT,
