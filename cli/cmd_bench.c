@@ -32,6 +32,7 @@
  * measured so far (footer, JSON/CSV, plot) and exit status 130.
  */
 #include "cli.h"
+#include "base/half.h" /* the kernels' float16/bfloat16 conversions, for the plain-loop baseline */
 
 #include <math.h>
 #include <signal.h>
@@ -168,6 +169,7 @@ static const char *nccl_type_name(starfold_dtype_t d)
     case STARFOLD_FLOAT64: return "double";
     case STARFOLD_INT32: return "int32";
     case STARFOLD_INT64: return "int64";
+    case STARFOLD_FLOAT16: return "half";
     default: return starfold_dtype_name(d);
     }
 }
@@ -940,6 +942,41 @@ HOST_LOOP(host_loop_f32, float, float)
 HOST_LOOP(host_loop_f64, double, double)
 HOST_LOOP(host_loop_i32, int32_t, uint32_t)
 HOST_LOOP(host_loop_i64, int64_t, uint64_t)
+HOST_LOOP(host_loop_i8, int8_t, uint32_t)
+HOST_LOOP(host_loop_u8, uint8_t, uint32_t)
+HOST_LOOP(host_loop_i16, int16_t, uint32_t)
+HOST_LOOP(host_loop_u16, uint16_t, uint32_t)
+HOST_LOOP(host_loop_u32, uint32_t, uint32_t)
+HOST_LOOP(host_loop_u64, uint64_t, uint64_t)
+
+/* float16 and bfloat16 as a plain loop computes them: a block of float32 sums, rounded once. */
+#define HOST_LOOP_HALF(NAME, H)                                                                                   \
+    static void NAME(void *const *inv, void *const *outv, int n, size_t count, starfold_op_t op)                  \
+    {                                                                                                             \
+        float acc[HOST_BLOCK];                                                                                    \
+        for (size_t base = 0; base < count; base += HOST_BLOCK) {                                                 \
+            const size_t len = count - base < HOST_BLOCK ? count - base : HOST_BLOCK;                             \
+            const uint16_t *s0 = (const uint16_t *)inv[0] + base;                                                 \
+            for (size_t j = 0; j < len; j++) acc[j] = starfold__##H##_to_f32(s0[j]);                              \
+            for (int r = 1; r < n; r++) {                                                                         \
+                const uint16_t *s = (const uint16_t *)inv[r] + base;                                              \
+                for (size_t j = 0; j < len; j++) {                                                                \
+                    const float x = starfold__##H##_to_f32(s[j]);                                                 \
+                    acc[j] = op == STARFOLD_OP_MIN    ? (x < acc[j] ? x : acc[j])                                 \
+                             : op == STARFOLD_OP_MAX  ? (x > acc[j] ? x : acc[j])                                 \
+                             : op == STARFOLD_OP_PROD ? acc[j] * x                                                \
+                                                      : acc[j] + x;                                               \
+                }                                                                                                 \
+            }                                                                                                     \
+            for (int d = 0; d < n; d++) {                                                                         \
+                uint16_t *out = (uint16_t *)outv[d] + base;                                                       \
+                for (size_t j = 0; j < len; j++)                                                                  \
+                    out[j] = starfold__f32_to_##H(op == STARFOLD_OP_MEAN ? acc[j] / (float)n : acc[j]);           \
+            }                                                                                                     \
+        }                                                                                                         \
+    }
+HOST_LOOP_HALF(host_loop_f16, f16)
+HOST_LOOP_HALF(host_loop_bf16, bf16)
 
 static int measure_host_loop(bench_t *b, const starfold_tensor_desc_t *tensors, size_t nt, starfold_op_t op,
                              double *seconds, long long *wrong)
@@ -975,7 +1012,15 @@ static int measure_host_loop(bench_t *b, const starfold_tensor_desc_t *tensors, 
                 case STARFOLD_FLOAT32: host_loop_f32(ins, outs, n, tensors[t].count, op); break;
                 case STARFOLD_FLOAT64: host_loop_f64(ins, outs, n, tensors[t].count, op); break;
                 case STARFOLD_INT32: host_loop_i32(ins, outs, n, tensors[t].count, op); break;
-                default: host_loop_i64(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_INT64: host_loop_i64(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_FLOAT16: host_loop_f16(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_BFLOAT16: host_loop_bf16(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_INT8: host_loop_i8(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_UINT8: host_loop_u8(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_INT16: host_loop_i16(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_UINT16: host_loop_u16(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_UINT32: host_loop_u32(ins, outs, n, tensors[t].count, op); break;
+                case STARFOLD_UINT64: host_loop_u64(ins, outs, n, tensors[t].count, op); break;
                 }
             }
             if (it >= b->o.warmup) total += cli_now() - t0;
@@ -1282,7 +1327,7 @@ const cli_command_t cli_cmd_bench = {
         "\n"
         "Measures all-reduce as nccl-tests' all_reduce_perf does, and prints it in its layout (its run line,\n"
         "device list, column header, formats and footer), so that scripts reading its logs read this:\n"
-        "size (bytes per replica), count (elements), type (float, double, int32, int64), redop (sum, prod,\n"
+        "size (bytes per replica), count (elements), type (half, bfloat16, float, double, int8, uint8, int32, ...), redop (sum, prod,\n"
         "max, min, avg), root (-1; --root for a reduce or broadcast), then time (us, mean over the timed\n"
         "iterations, each one submission waited for), algbw = size / time, busbw = algbw * 2(n-1)/n (1 for\n"
         "a reduce or broadcast) in GB/s (1e9 B/s; comparable with one\n"
@@ -1308,7 +1353,8 @@ const cli_command_t cli_cmd_bench = {
         "  --algorithm A|all       hierarchical-copy (default), reduce-to-one, ... (listed below), or all\n"
         "                          (with all, an algorithm that cannot do a case is skipped with a note)\n"
         "  --op OP|all             sum (default), mean (or avg), min, max, prod, or all\n"
-        "  -d, --dtype D|all       float32 (default), float64, int32, int64, or all (also --datatype)\n"
+        "  -d, --dtype D|all       float32 (default), float64, float16, bfloat16, int8, uint8, int16, uint16,\n"
+        "                          int32, uint32, int64, uint64, or all (also --datatype)\n"
         "  --tensors SPEC          measure this batch (see starfold graph --help) instead of a sweep; with\n"
         "                          --mpi, the group's all-reduce of the list against one MPI_Allreduce of\n"
         "                          its bytes (a fused buffer)\n"

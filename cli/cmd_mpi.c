@@ -34,6 +34,8 @@
 
 #ifdef STARFOLD_HAVE_MPI
 #include <starfold/mpi.h>
+
+#include "mpi/mpi_types.h" /* the group's own MPI types and ops, float16 and bfloat16 included */
 #endif
 
 #ifdef STARFOLD_HAVE_MPI
@@ -731,31 +733,10 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
  * bench --mpi
  */
 
-static MPI_Datatype mpi_type(starfold_dtype_t d)
-{
-    switch (d) {
-    case STARFOLD_FLOAT64: return MPI_DOUBLE;
-    case STARFOLD_INT32: return MPI_INT32_T;
-    case STARFOLD_INT64: return MPI_INT64_T;
-    case STARFOLD_FLOAT32:
-    default: return MPI_FLOAT;
-    }
-}
-
 /* MPI has no mean: the baseline sums (the same traffic and arithmetic; the division is local). */
 static starfold_op_t mpi_equivalent(starfold_op_t op)
 {
     return op == STARFOLD_OP_MEAN ? STARFOLD_OP_SUM : op;
-}
-
-static MPI_Op mpi_op(starfold_op_t op)
-{
-    switch (op) {
-    case STARFOLD_OP_MIN: return MPI_MIN;
-    case STARFOLD_OP_MAX: return MPI_MAX;
-    case STARFOLD_OP_PROD: return MPI_PROD;
-    default: return MPI_SUM;
-    }
 }
 
 static const char *type_name(starfold_dtype_t d)
@@ -763,6 +744,7 @@ static const char *type_name(starfold_dtype_t d)
     switch (d) {
     case STARFOLD_FLOAT32: return "float";
     case STARFOLD_FLOAT64: return "double";
+    case STARFOLD_FLOAT16: return "half";
     default: return starfold_dtype_name(d);
     }
 }
@@ -926,10 +908,10 @@ static int bench_mpi_baseline(mpi_job_t *job, const cli_opts_t *o, int nonblocki
         /* Out of place, as the group's row (its inputs and outputs are separate vectors). */
         if (nonblocking) {
             MPI_Request rq;
-            rc = MPI_Iallreduce(pristine, buf, (int)count, mpi_type(dt), mpi_op(op), MPI_COMM_WORLD, &rq);
+            rc = MPI_Iallreduce(pristine, buf, (int)count, starfold__mpi_datatype(dt), starfold__mpi_reduce_op(dt, op), MPI_COMM_WORLD, &rq);
             if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
         } else {
-            rc = MPI_Allreduce(pristine, buf, (int)count, mpi_type(dt), mpi_op(op), MPI_COMM_WORLD);
+            rc = MPI_Allreduce(pristine, buf, (int)count, starfold__mpi_datatype(dt), starfold__mpi_reduce_op(dt, op), MPI_COMM_WORLD);
         }
         const double d = max_over_ranks(job, cli_now() - t0);
         if (it >= 0) total += d;
@@ -1134,7 +1116,7 @@ static int bench_mpi_gather_baseline(mpi_job_t *job, const cli_opts_t *o, size_t
     for (int it = -o->warmup; it < o->iters && rc == MPI_SUCCESS; it++) {
         job_barrier(job);
         const double t0 = cli_now();
-        rc = MPI_Allgather(part, (int)count, mpi_type(dt), whole, (int)count, mpi_type(dt), MPI_COMM_WORLD);
+        rc = MPI_Allgather(part, (int)count, starfold__mpi_datatype(dt), whole, (int)count, starfold__mpi_datatype(dt), MPI_COMM_WORLD);
         const double d = max_over_ranks(job, cli_now() - t0);
         if (it >= 0) total += d;
     }

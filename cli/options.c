@@ -206,7 +206,8 @@ static int set_option(const cli_command_t *cmd, const opt_def_t *d, const char *
         o->all_dtypes = 0;
         if (cmd->allow_all && strcmp(v, "all") == 0) o->all_dtypes = 1;
         else if (starfold_dtype_from_string(v, &o->dtype) != STARFOLD_OK)
-            return cli_usage_error(cmd, "%s: unknown type '%s' (known: float32, float64, int32, int64%s)", shown, v,
+            return cli_usage_error(cmd, "%s: unknown type '%s' (known: float16, bfloat16, float32, float64, int8, int16, int32, int64, "
+                                   "uint8, uint16, uint32, uint64%s)", shown, v,
                                    cmd->allow_all ? ", all" : "");
         break;
     case OPT_TENSORS:

@@ -259,7 +259,7 @@ starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
     if (rep->bucketed) {
         const starfold_dtype_t dt = rep->nt ? rep->tensors[0].dtype : STARFOLD_FLOAT32;
         const size_t total = rep->gathered * total_count(rep);
-        for (size_t i = 0; i < total; i++) starfold_tools_set(host, dt, i, STARFOLD_TOOLS_SENTINEL);
+        for (size_t i = 0; i < total; i++) starfold_tools_set(host, dt, i, starfold_tools_sentinel(dt));
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
             st = starfold_vector_write(rep->bout[r], host, total * starfold_dtype_size(dt));
         free(host);
@@ -267,7 +267,7 @@ starfold_status_t cli_replicas_clear(cli_replicas_t *rep)
     }
     for (size_t t = 0; t < rep->nt && st == STARFOLD_OK; t++) {
         const starfold_dtype_t dt = rep->tensors[t].dtype;
-        for (size_t i = 0; i < out_count(rep, t); i++) starfold_tools_set(host, dt, i, STARFOLD_TOOLS_SENTINEL);
+        for (size_t i = 0; i < out_count(rep, t); i++) starfold_tools_set(host, dt, i, starfold_tools_sentinel(dt));
         for (int r = 0; r < rep->n && st == STARFOLD_OK; r++)
             st = starfold_vector_write(rep->out[(size_t)r * rep->nt + t], host, out_count(rep, t) * starfold_dtype_size(dt));
     }

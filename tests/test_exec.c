@@ -56,12 +56,15 @@ static const int sizes_n[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 #endif
 #define NUM_N ((int)(sizeof sizes_n / sizeof sizes_n[0]))
 
-static const starfold_dtype_t all_dtypes[STARFOLD_DTYPE_COUNT] = { STARFOLD_FLOAT32, STARFOLD_FLOAT64, STARFOLD_INT32,
-                                                                   STARFOLD_INT64 };
+static const starfold_dtype_t all_dtypes[STARFOLD_DTYPE_COUNT] = {
+    STARFOLD_FLOAT32, STARFOLD_FLOAT64, STARFOLD_INT32, STARFOLD_INT64,  STARFOLD_FLOAT16, STARFOLD_BFLOAT16,
+    STARFOLD_INT8,    STARFOLD_UINT8,   STARFOLD_INT16, STARFOLD_UINT16, STARFOLD_UINT32,  STARFOLD_UINT64
+};
 static const starfold_op_t all_ops[STARFOLD_OP_COUNT] = { STARFOLD_OP_SUM, STARFOLD_OP_MEAN, STARFOLD_OP_MIN,
                                                           STARFOLD_OP_MAX, STARFOLD_OP_PROD };
 
-/* (dtype, op) combinations a test runs: all 20 on the host; 5 covering each dtype and op once emulated. */
+/* (dtype, op) combinations a test runs: all 60 on the host; 12 covering each dtype and op at least once
+ * emulated. */
 typedef struct combo {
     starfold_dtype_t dtype;
     starfold_op_t op;
@@ -73,8 +76,8 @@ static void init_combos(void)
 {
     num_combos = 0;
     if (EMULATED) {
-        for (int i = 0; i < STARFOLD_OP_COUNT; i++)
-            combos[num_combos++] = (combo_t){ all_dtypes[i % STARFOLD_DTYPE_COUNT], all_ops[i] };
+        for (int i = 0; i < STARFOLD_DTYPE_COUNT; i++)
+            combos[num_combos++] = (combo_t){ all_dtypes[i], all_ops[i % STARFOLD_OP_COUNT] };
         return;
     }
     for (int d = 0; d < STARFOLD_DTYPE_COUNT; d++)
@@ -1928,7 +1931,7 @@ static void test_vectors(void)
         starfold_tools_fill_sentinel(b, dt, 10);
         CHECK_OK(starfold_vector_write(h, b, 10 * es));
         CHECK_OK(starfold_vector_read(h, b, count * es));
-        CU_ASSERT_EQUAL(starfold_tools_get(b, dt, 9), STARFOLD_TOOLS_SENTINEL);
+        CU_ASSERT_EQUAL(starfold_tools_get(b, dt, 9), starfold_tools_sentinel(dt));
         CU_ASSERT_EQUAL(memcmp((char *)a + 10 * es, (char *)b + 10 * es, (count - 10) * es), 0);
         CHECK_OK(starfold_vector_read(h, b, 5 * es));
         /* errors */

@@ -2,7 +2,8 @@
 /* Copyright (c) 2026 The starfold authors */
 /*
  * The CPU kernels (src/exec/kernels_cpu.c) called directly, without StarPU running: REDUCE against an
- * element-wise reference in the element type itself, so results must be bitwise equal.
+ * element-wise reference in the element type itself (float16 and bfloat16: in float32, rounded
+ * once), so results must be bitwise equal, for every dtype.
  *
  * The kernel takes three paths for REDUCE, and every case here is built to reach a chosen one:
  *   - small segments (< 256 KiB): blocks of 4096 elements, ordinary stores;
@@ -18,6 +19,7 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 
 #include <starpu.h>
 
+#include "base/half.h"
 #include "exec/kernels.h"
 #include "runner.h"
 
@@ -43,7 +46,24 @@ static uint64_t rnd(void)
 
 static size_t esize(int dt)
 {
-    return dt == SF_K_FLOAT64 || dt == SF_K_INT64 ? 8 : 4;
+    switch (dt) {
+    case SF_K_FLOAT64: case SF_K_INT64: case SF_K_UINT64: return 8;
+    case SF_K_FLOAT16: case SF_K_BFLOAT16: case SF_K_INT16: case SF_K_UINT16: return 2;
+    case SF_K_INT8: case SF_K_UINT8: return 1;
+    default: return 4;
+    }
+}
+
+/* A float16 or bfloat16 value as bits: |x| in [2^-6, 2^6) with random mantissa (sums round), or for
+ * PROD +-0.25..1.25 (products of 70 stay finite), sometimes negative, zero or a subnormal. */
+static uint16_t random_half(int dt, int op, uint64_t r)
+{
+    float v;
+    if (op == SF_K_PROD) v = (float)((int)(r % 5) - 2) * 0.5f + 0.25f;
+    else if (r % 97 == 0) v = 0.0f;
+    else if (r % 89 == 0) v = (float)(r >> 8 & 0xff) * 0x1p-24f; /* float16's subnormals */
+    else v = ldexpf(1.0f + (float)(r >> 16 & 0xffff) / 65536.0f, (int)(r >> 40 & 0xf) - 6) * ((r >> 50) & 1 ? -1.0f : 1.0f);
+    return dt == SF_K_FLOAT16 ? starfold__f32_to_f16(v) : starfold__f32_to_bf16(v);
 }
 
 /* A value of @dt: floats with few mantissa bits (products of 70 stay finite), any integer. */
@@ -61,9 +81,24 @@ static void random_value(int dt, int op, void *p)
         memcpy(p, &v, 8);
         break;
     }
-    case SF_K_INT32: {
+    case SF_K_INT32: case SF_K_UINT32: {
         uint32_t v = (uint32_t)r;
         memcpy(p, &v, 4);
+        break;
+    }
+    case SF_K_FLOAT16: case SF_K_BFLOAT16: {
+        uint16_t v = random_half(dt, op, r);
+        memcpy(p, &v, 2);
+        break;
+    }
+    case SF_K_INT16: case SF_K_UINT16: {
+        uint16_t v = (uint16_t)r;
+        memcpy(p, &v, 2);
+        break;
+    }
+    case SF_K_INT8: case SF_K_UINT8: {
+        uint8_t v = (uint8_t)r;
+        memcpy(p, &v, 1);
         break;
     }
     default:
@@ -101,7 +136,27 @@ static void random_value(int dt, int op, void *p)
         memcpy(out + i * sizeof(T), &acc, sizeof(T));                                                  \
     } while (0)
 
-/* out[i] = src[0][i] op ... op src[ns-1][i] [/ divisor], in the element type. */
+/*
+ * float16 / bfloat16 element @i: every source converted to float32 and combined there, divided in
+ * float32, rounded once (TOF / FROMF: base/half.h's conversions, checked against exact values in
+ * test_types).
+ */
+#define REF_HALF(TOF, FROMF)                                                                           \
+    do {                                                                                               \
+        uint16_t h;                                                                                    \
+        memcpy(&h, src[0] + i * 2, 2);                                                                 \
+        float acc = TOF(h);                                                                            \
+        for (size_t k = 1; k < ns; k++) {                                                              \
+            memcpy(&h, src[k] + i * 2, 2);                                                             \
+            const float x = TOF(h);                                                                    \
+            REF_COMBINE(float, float, acc, x, op);                                                     \
+        }                                                                                              \
+        if (divisor > 1) acc /= (float)divisor;                                                        \
+        h = FROMF(acc);                                                                                \
+        memcpy(out + i * 2, &h, 2);                                                                    \
+    } while (0)
+
+/* out[i] = src[0][i] op ... op src[ns-1][i] [/ divisor], in the element type (halves: in float32). */
 static void reference(int dt, int op, uint32_t divisor, const char *const *src, size_t ns, size_t count, char *out)
 {
     for (size_t i = 0; i < count; i++) {
@@ -109,7 +164,15 @@ static void reference(int dt, int op, uint32_t divisor, const char *const *src, 
         case SF_K_FLOAT32: REF_ELEMENT(float, float, float); break;
         case SF_K_FLOAT64: REF_ELEMENT(double, double, double); break;
         case SF_K_INT32: REF_ELEMENT(int32_t, uint32_t, int64_t); break;
-        default: REF_ELEMENT(int64_t, uint64_t, int64_t); break;
+        case SF_K_INT64: REF_ELEMENT(int64_t, uint64_t, int64_t); break;
+        case SF_K_FLOAT16: REF_HALF(starfold__f16_to_f32, starfold__f32_to_f16); break;
+        case SF_K_BFLOAT16: REF_HALF(starfold__bf16_to_f32, starfold__f32_to_bf16); break;
+        case SF_K_INT8: REF_ELEMENT(int8_t, uint32_t, int64_t); break;
+        case SF_K_UINT8: REF_ELEMENT(uint8_t, uint32_t, uint64_t); break;
+        case SF_K_INT16: REF_ELEMENT(int16_t, uint32_t, int64_t); break;
+        case SF_K_UINT16: REF_ELEMENT(uint16_t, uint32_t, uint64_t); break;
+        case SF_K_UINT32: REF_ELEMENT(uint32_t, uint32_t, uint64_t); break;
+        default: REF_ELEMENT(uint64_t, uint64_t, uint64_t); break;
         }
     }
 }
@@ -222,7 +285,9 @@ static size_t run_case(const kcase_t *c)
     return wrong;
 }
 
-static const int dtypes[] = { SF_K_FLOAT32, SF_K_FLOAT64, SF_K_INT32, SF_K_INT64 };
+static const int dtypes[] = { SF_K_FLOAT32, SF_K_FLOAT64, SF_K_INT32,  SF_K_INT64,  SF_K_FLOAT16, SF_K_BFLOAT16,
+                              SF_K_INT8,    SF_K_UINT8,   SF_K_INT16,  SF_K_UINT16, SF_K_UINT32,  SF_K_UINT64 };
+#define NDT ((size_t)(sizeof dtypes / sizeof dtypes[0]))
 /* SF_K_SUB last: the internal subtraction of a variable's assign_sub, not a reduction but the same kernel. */
 static const int ops[] = { SF_K_SUM, SF_K_PROD, SF_K_MIN, SF_K_MAX, SF_K_SUB };
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
@@ -230,11 +295,11 @@ static const int ops[] = { SF_K_SUM, SF_K_PROD, SF_K_MIN, SF_K_MAX, SF_K_SUB };
 /* Large segments, line by line: every dtype x op (and MEAN's divisor), heads of 0 to 15 elements. */
 static void test_lines(void)
 {
-    for (size_t d = 0; d < 4; d++)
+    for (size_t d = 0; d < NDT; d++)
         for (size_t o = 0; o <= (size_t)NOPS; o++) {
             const int mean = o == (size_t)NOPS;
             kcase_t c = { dtypes[d], mean ? SF_K_SUM : ops[o], mean ? 8 : 1, 8, 8, 100003, 1, 3, 0, 0, 0 };
-            c.dst_off = (d * 5 + o) % 16 / (esize(c.dt) / 4);
+            c.dst_off = (d * 5 + o) % 16 * 4 / esize(c.dt); /* 0 to 60 bytes */
             CU_ASSERT_EQUAL(run_case(&c), 0);
         }
 }
@@ -243,7 +308,7 @@ static void test_lines(void)
 static void test_lines_in_place(void)
 {
     const size_t where[] = { 0, 3, 7 };
-    for (size_t d = 0; d < 4; d++)
+    for (size_t d = 0; d < NDT; d++)
         for (size_t w = 0; w < 3; w++) {
             kcase_t c = { dtypes[d], SF_K_SUM, w == 1 ? 8 : 1, 8, w == 2 ? 1 : 8, 70001, 1, 0, 0, 0, (int)where[w] + 1 };
             c.dst_off = c.src_off = w; /* an in-place destination has its source's offset */
@@ -257,7 +322,7 @@ static void test_lines_in_place(void)
  */
 static void test_sub_in_place(void)
 {
-    for (size_t d = 0; d < 4; d++)
+    for (size_t d = 0; d < NDT; d++)
         for (size_t big = 0; big < 2; big++) {
             kcase_t c = { dtypes[d], SF_K_SUB, 1, 2, 1, big ? 70001 : 37, 1, d, 0, 0, 1 };
             c.dst_off = c.src_off;
@@ -273,7 +338,7 @@ static void test_source_counts(void)
     const size_t ns[] = { 1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 64, 65, 70 };
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
         for (size_t big = 0; big < 2; big++) {
-            kcase_t c = { dtypes[i % 4], ops[i % NOPS], 1, ns[i], 1 + i % 3, big ? 70001 : 5000, 1, i % 5, i % 3, 0,
+            kcase_t c = { dtypes[i % NDT], ops[i % NOPS], 1, ns[i], 1 + i % 3, big ? 70001 : 5000, 1, i % 5, i % 3, 0,
                           ns[i] > 1 && i % 2 ? 2 : 0 };
             if (c.in_place) c.dst_off = c.src_off;
             CU_ASSERT_EQUAL(run_case(&c), 0);
@@ -283,7 +348,7 @@ static void test_source_counts(void)
 /* Destinations misaligned against each other: no line path, blocks with non-temporal stores. */
 static void test_misaligned_destinations(void)
 {
-    for (size_t d = 0; d < 4; d++)
+    for (size_t d = 0; d < NDT; d++)
         for (size_t skew = 1; skew < 4; skew++) {
             kcase_t c = { dtypes[d], SF_K_SUM, skew == 2 ? 8 : 1, 8, 4, 90001, 1, skew, 0, skew, skew == 3 ? 2 : 0 };
             if (c.in_place) c.dst_off = c.src_off;
@@ -294,7 +359,7 @@ static void test_misaligned_destinations(void)
 /* Several segments per task, small and large, one of them in place. */
 static void test_segments(void)
 {
-    for (size_t d = 0; d < 4; d++) {
+    for (size_t d = 0; d < NDT; d++) {
         kcase_t small = { dtypes[d], SF_K_MAX, 1, 3, 2, 777, 5, 1, 2, 0, 0 };
         kcase_t large = { dtypes[d], SF_K_SUM, 8, 8, 3, 65536 + 17, 3, 0, 4, 0, 1 };
         large.dst_off = large.src_off;
@@ -308,7 +373,7 @@ static void test_random(void)
 {
     for (int i = 0; i < 150; i++) {
         kcase_t c;
-        c.dt = dtypes[rnd() % 4];
+        c.dt = dtypes[rnd() % NDT];
         c.op = ops[rnd() % NOPS];
         c.divisor = c.op == SF_K_SUM && rnd() % 2 ? (uint32_t)(1 + rnd() % 9) : 1;
         c.ns = 1 + rnd() % 12;

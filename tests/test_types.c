@@ -8,6 +8,8 @@
 
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +17,7 @@
 #include <starfold.h>
 
 #include "base/event.h"
+#include "base/half.h"
 #include "base/fiber.h"
 #include "runner.h"
 
@@ -39,7 +42,31 @@ static void test_dtypes(void)
     CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_FLOAT64), 8);
     CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_INT32), 4);
     CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_INT64), 8);
-    CU_ASSERT_EQUAL(starfold_dtype_size((starfold_dtype_t)7), 0);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_FLOAT16), 2);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_BFLOAT16), 2);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_INT8), 1);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_UINT8), 1);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_INT16), 2);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_UINT16), 2);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_UINT32), 4);
+    CU_ASSERT_EQUAL(starfold_dtype_size(STARFOLD_UINT64), 8);
+    CU_ASSERT_EQUAL(starfold_dtype_size((starfold_dtype_t)STARFOLD_DTYPE_COUNT), 0);
+    CU_ASSERT_EQUAL(starfold_dtype_size((starfold_dtype_t)-1), 0);
+    static const struct {
+        const char *alias;
+        starfold_dtype_t dt;
+    } aliases[] = { { "half", STARFOLD_FLOAT16 }, { "F16", STARFOLD_FLOAT16 },  { "bf16", STARFOLD_BFLOAT16 },
+                    { "i8", STARFOLD_INT8 },      { "u8", STARFOLD_UINT8 },     { "i16", STARFOLD_INT16 },
+                    { "u16", STARFOLD_UINT16 },   { "u32", STARFOLD_UINT32 },   { "u64", STARFOLD_UINT64 } };
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+        CU_ASSERT_EQUAL(starfold_dtype_from_string(aliases[i].alias, &d), STARFOLD_OK);
+        CU_ASSERT_EQUAL(d, aliases[i].dt);
+    }
+    int integers = 0;
+    for (int i = 0; i < STARFOLD_DTYPE_COUNT; i++) integers += starfold_dtype_is_integer((starfold_dtype_t)i);
+    CU_ASSERT_EQUAL(integers, 8);
+    CU_ASSERT_FALSE(starfold_dtype_is_integer(STARFOLD_BFLOAT16));
+    CU_ASSERT_TRUE(starfold_dtype_is_integer(STARFOLD_UINT8));
     for (int i = 0; i < STARFOLD_DTYPE_COUNT; i++) {
         CU_ASSERT_EQUAL(starfold_dtype_from_string(starfold_dtype_name((starfold_dtype_t)i), &d), STARFOLD_OK);
         CU_ASSERT_EQUAL(d, i);
@@ -54,7 +81,108 @@ static void test_dtypes(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "complex64"));
     CU_ASSERT_EQUAL(starfold_dtype_from_string(NULL, &d), STARFOLD_ERR_INVALID_ARGUMENT);
     CU_ASSERT_EQUAL(starfold_dtype_from_string("float32", NULL), STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_STRING_EQUAL(starfold_dtype_name((starfold_dtype_t)9), "unknown");
+    CU_ASSERT_STRING_EQUAL(starfold_dtype_name((starfold_dtype_t)STARFOLD_DTYPE_COUNT), "unknown");
+}
+
+/* The value of float16 (@e5 = 1) or bfloat16 bits @b, from the format's definition. */
+static double half_value(int e5, uint16_t b)
+{
+    const int mbits = e5 ? 10 : 7, ebits = e5 ? 5 : 8, bias = e5 ? 15 : 127;
+    const int e = b >> mbits & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+    const double sign = b & 0x8000 ? -1.0 : 1.0;
+    if (e == (1 << ebits) - 1) return m ? NAN : sign * INFINITY;
+    if (e == 0) return sign * ldexp(m, 1 - bias - mbits);
+    return sign * ldexp((1 << mbits) + m, e - bias - mbits);
+}
+
+static uint16_t store16(starfold_dtype_t dt, double v)
+{
+    uint16_t h = 0xdead;
+    CU_ASSERT_EQUAL(starfold_element_from_double(dt, v, &h, 0), STARFOLD_OK);
+    return h;
+}
+
+/*
+ * Every float16 and bfloat16: read as its definition says, written back to the same bits; every
+ * midpoint between two neighbours rounds to the even one, and just off it to the nearer one (through
+ * double, whose round to odd must not round twice, and through the kernels' float32 path).
+ */
+static void test_half_conversions(void)
+{
+    for (int e5 = 0; e5 < 2; e5++) {
+        const starfold_dtype_t dt = e5 ? STARFOLD_FLOAT16 : STARFOLD_BFLOAT16;
+        size_t bad = 0;
+        for (uint32_t b = 0; b < 0x10000; b++) {
+            const uint16_t h = (uint16_t)b;
+            const double want = half_value(e5, h), got = starfold_element_to_double(dt, &h, 0);
+            if (isnan(want)) {
+                bad += !isnan(got) || !isnan(half_value(e5, store16(dt, got)));
+                continue;
+            }
+            bad += got != want || store16(dt, want) != h;
+            bad += (e5 ? starfold__f32_to_f16((float)want) : starfold__f32_to_bf16((float)want)) != h;
+            /* b and b + 1 are neighbours while b + 1 stays finite and of the same sign */
+            const uint16_t next = (uint16_t)(b + 1);
+            if ((b & 0x7fff) >= (e5 ? 0x7c00u : 0x7f80u) - 1) continue;
+            const double hi = half_value(e5, next), mid = (want + hi) / 2, toward = (hi - want) * 0x1p-30;
+            const uint16_t even = h & 1 ? next : h;
+            bad += store16(dt, mid) != even;
+            bad += store16(dt, mid + toward) != next; /* just past the midpoint, toward b + 1 */
+            bad += store16(dt, mid - toward) != h;
+            bad += (e5 ? starfold__f32_to_f16((float)mid) : starfold__f32_to_bf16((float)mid)) != even;
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+    }
+    /* range ends */
+    CU_ASSERT_EQUAL(store16(STARFOLD_FLOAT16, 65504.0), 0x7bff);
+    CU_ASSERT_EQUAL(store16(STARFOLD_FLOAT16, 65519.99), 0x7bff);
+    CU_ASSERT_EQUAL(store16(STARFOLD_FLOAT16, 65520.0), 0x7c00);  /* the tie past the largest: infinity */
+    CU_ASSERT_EQUAL(store16(STARFOLD_FLOAT16, -1e300), 0xfc00);
+    CU_ASSERT_EQUAL(store16(STARFOLD_FLOAT16, 0x1p-25), 0x0000);   /* half the smallest subnormal: even, 0 */
+    CU_ASSERT_EQUAL(store16(STARFOLD_FLOAT16, 0x1.8p-25), 0x0001);
+    CU_ASSERT_EQUAL(store16(STARFOLD_FLOAT16, 1.0 + 0x1p-11 + 0x1p-40), 0x3c01); /* (float) would tie to 1.0 */
+    CU_ASSERT_EQUAL(store16(STARFOLD_BFLOAT16, 3.5e38), 0x7f80);
+    CU_ASSERT_TRUE(isnan(starfold_element_to_double(STARFOLD_BFLOAT16, (uint16_t[]){ store16(STARFOLD_BFLOAT16, NAN) }, 0)));
+    CU_ASSERT_EQUAL(starfold_element_from_double(STARFOLD_FLOAT16, 1.0, NULL, 0), STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_element_from_double((starfold_dtype_t)STARFOLD_DTYPE_COUNT, 1.0, (uint16_t[]){ 0 }, 0),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+}
+
+/* Integers: truncated toward zero, held to their range, NaN 0; read back exactly. */
+static void test_integer_conversions(void)
+{
+    int8_t i8 = 0;
+    uint8_t u8 = 0;
+    int64_t i64 = 0;
+    uint64_t u64 = 0;
+    uint16_t u16 = 0;
+    CU_ASSERT_EQUAL(starfold_element_from_double(STARFOLD_INT8, 300, &i8, 0), STARFOLD_OK);
+    CU_ASSERT_EQUAL(i8, 127);
+    starfold_element_from_double(STARFOLD_INT8, -300, &i8, 0);
+    CU_ASSERT_EQUAL(i8, -128);
+    starfold_element_from_double(STARFOLD_INT8, -2.9, &i8, 0);
+    CU_ASSERT_EQUAL(i8, -2);
+    starfold_element_from_double(STARFOLD_INT8, NAN, &i8, 0);
+    CU_ASSERT_EQUAL(i8, 0);
+    starfold_element_from_double(STARFOLD_UINT8, -5, &u8, 0);
+    CU_ASSERT_EQUAL(u8, 0);
+    starfold_element_from_double(STARFOLD_UINT8, 255.9, &u8, 0);
+    CU_ASSERT_EQUAL(u8, 255);
+    CU_ASSERT_EQUAL(starfold_element_to_double(STARFOLD_UINT8, &u8, 0), 255.0);
+    starfold_element_from_double(STARFOLD_UINT16, 65536, &u16, 0);
+    CU_ASSERT_EQUAL(u16, 65535);
+    starfold_element_from_double(STARFOLD_INT64, -1e30, &i64, 0);
+    CU_ASSERT_EQUAL(i64, INT64_MIN);
+    starfold_element_from_double(STARFOLD_INT64, INFINITY, &i64, 0);
+    CU_ASSERT_EQUAL(i64, INT64_MAX);
+    starfold_element_from_double(STARFOLD_UINT64, 1e30, &u64, 0);
+    CU_ASSERT_EQUAL(u64, UINT64_MAX);
+    starfold_element_from_double(STARFOLD_UINT64, 0x1p63, &u64, 0);
+    CU_ASSERT_EQUAL(u64, (uint64_t)1 << 63);
+    CU_ASSERT_EQUAL(starfold_element_to_double(STARFOLD_UINT64, &u64, 0), 0x1p63);
+    i8 = -128;
+    CU_ASSERT_EQUAL(starfold_element_to_double(STARFOLD_INT8, &i8, 0), -128.0);
+    CU_ASSERT_EQUAL(starfold_element_to_double(STARFOLD_INT8, NULL, 0), 0.0);
 }
 
 static void test_ops(void)
@@ -331,6 +459,8 @@ int main(void)
     CU_pSuite s = CU_add_suite("types", NULL, NULL);
     CU_add_test(s, "status strings", test_status_strings);
     CU_add_test(s, "dtypes", test_dtypes);
+    CU_add_test(s, "float16 and bfloat16: every value, every midpoint", test_half_conversions);
+    CU_add_test(s, "integers: truncated and saturated", test_integer_conversions);
     CU_add_test(s, "reduce ops", test_ops);
     CU_add_test(s, "version", test_version);
     CU_pSuite ev = CU_add_suite("events", NULL, NULL);

@@ -59,27 +59,14 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The identity of @op for @dtype, as the bytes of one element; returns the element size. */
+/* The identity of @op for @dtype, as the bytes of one element; returns the element size. The
+ * conversion saturates integers, so +-infinity is the type's largest and smallest value. */
 static size_t identity(int dtype, int op, unsigned char pattern[8])
 {
-    union {
-        float f32;
-        double f64;
-        int32_t i32;
-        int64_t i64;
-        unsigned char bytes[8];
-    } u;
-    memset(&u, 0, sizeof u);
-    const int is_min = op == SF_K_MIN, is_max = op == SF_K_MAX, is_prod = op == SF_K_PROD;
-    size_t size = 4;
-    switch (dtype) {
-    case SF_K_FLOAT32: u.f32 = is_min ? INFINITY : is_max ? -INFINITY : is_prod ? 1.0f : 0.0f; break;
-    case SF_K_FLOAT64: u.f64 = is_min ? INFINITY : is_max ? -INFINITY : is_prod ? 1.0 : 0.0; size = 8; break;
-    case SF_K_INT32: u.i32 = is_min ? INT32_MAX : is_max ? INT32_MIN : is_prod ? 1 : 0; break;
-    default: u.i64 = is_min ? INT64_MAX : is_max ? INT64_MIN : is_prod ? 1 : 0; size = 8; break;
-    }
-    memcpy(pattern, u.bytes, 8);
-    return size;
+    const double v = op == SF_K_MIN ? INFINITY : op == SF_K_MAX ? -INFINITY : op == SF_K_PROD ? 1.0 : 0.0;
+    memset(pattern, 0, 8);
+    (void)starfold_element_from_double((starfold_dtype_t)dtype, v, pattern, 0);
+    return starfold_dtype_size((starfold_dtype_t)dtype);
 }
 
 static void method_fail(void)
@@ -187,6 +174,14 @@ SF_METHODS_OF_DTYPE(0)
 SF_METHODS_OF_DTYPE(1)
 SF_METHODS_OF_DTYPE(2)
 SF_METHODS_OF_DTYPE(3)
+SF_METHODS_OF_DTYPE(4)
+SF_METHODS_OF_DTYPE(5)
+SF_METHODS_OF_DTYPE(6)
+SF_METHODS_OF_DTYPE(7)
+SF_METHODS_OF_DTYPE(8)
+SF_METHODS_OF_DTYPE(9)
+SF_METHODS_OF_DTYPE(10)
+SF_METHODS_OF_DTYPE(11)
 
 typedef void (*kernel_func_t)(void *[], void *);
 typedef struct method_funcs {
@@ -197,10 +192,12 @@ typedef struct method_funcs {
     [D][O] = { .init_cpu = init_cpu_##D##_##O, .redux_cpu = redux_cpu_##D##_##O, SF_OPENCL_ENTRY(D, O) SF_CUDA_ENTRY(D, O) }
 #define SF_ENTRIES_OF_DTYPE(D) SF_ENTRY(D, 0), SF_ENTRY(D, 1), SF_ENTRY(D, 2), SF_ENTRY(D, 3), SF_ENTRY(D, 4)
 static const method_funcs_t method_table[STARFOLD_DTYPE_COUNT][STARFOLD_OP_COUNT] = {
-    SF_ENTRIES_OF_DTYPE(0), SF_ENTRIES_OF_DTYPE(1), SF_ENTRIES_OF_DTYPE(2), SF_ENTRIES_OF_DTYPE(3),
+    SF_ENTRIES_OF_DTYPE(0), SF_ENTRIES_OF_DTYPE(1), SF_ENTRIES_OF_DTYPE(2),  SF_ENTRIES_OF_DTYPE(3),
+    SF_ENTRIES_OF_DTYPE(4), SF_ENTRIES_OF_DTYPE(5), SF_ENTRIES_OF_DTYPE(6),  SF_ENTRIES_OF_DTYPE(7),
+    SF_ENTRIES_OF_DTYPE(8), SF_ENTRIES_OF_DTYPE(9), SF_ENTRIES_OF_DTYPE(10), SF_ENTRIES_OF_DTYPE(11),
 };
 
-_Static_assert(STARFOLD_DTYPE_COUNT == 4 && STARFOLD_OP_COUNT == 5, "one set of reduction methods per dtype and op");
+_Static_assert(STARFOLD_DTYPE_COUNT == 12 && STARFOLD_OP_COUNT == 5, "one set of reduction methods per dtype and op");
 
 static uint32_t baseline_where(void)
 {

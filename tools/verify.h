@@ -6,17 +6,21 @@
  *
  * Data. starfold_tools_fill() gives element i of tensor t on replica r a deterministic value chosen so that
  * the reductions stay exact and in range for any replica count:
- *   SUM, MEAN, MIN, MAX: integers in [-100, 100] for int32/int64, quarter-integers in [-50, 50] for
- *                        float32/float64 (exactly representable; their sums too);
+ *   SUM, MEAN, MIN, MAX: integers in [-100, 100] for signed integers, [0, 200] for unsigned ones,
+ *                        quarter-integers in [-50, 50] for float32/float64 and in [-4, 4] for float16,
+ *                        integers in [-2, 2] for bfloat16 (exactly representable; their sums too, for
+ *                        float16 and bfloat16 up to 128 replicas);
  *   PROD:                +-1 mostly, +-2 (and +-0.5 for floats) for at most one replica in 8 per element,
- *                        so products stay powers of two within 2^8: exact, no overflow.
+ *                        so products stay powers of two within 2^8: exact (unsigned types: no signs).
  *
- * Reference. starfold_tools_reference() computes the op in float64 over the sources in replica order; MEAN is
- * sum / n, truncated toward zero for integer dtypes (C division of the exact integer sum), or the
- * true quotient for a promoted integer MEAN (outputs in float64, see starfold_graph_output_dtype()).
+ * Reference. starfold_tools_reference() computes the op in float64 over the sources in replica order;
+ * integer results wrap around to the type's width as the kernels' do (8- and 16-bit sums of many
+ * replicas overflow); MEAN is that sum / n, truncated toward zero for integer dtypes, or the true
+ * quotient for a promoted integer MEAN (outputs in float64, see starfold_graph_output_dtype()).
  *
  * Comparison. Integers must match exactly. Floats: |got - expected| <= tol * max(1, |expected|) with
- * tol = 1e-5 for float32 and 1e-12 for float64 (a relative tolerance with an absolute floor near 0).
+ * tol = 1e-5 for float32, 1e-12 for float64, 2^-10 for float16 and 2^-7 for bfloat16 (twice one
+ * rounding: the values above make every sum exact, so only MEAN's division rounds).
  */
 #ifndef STARFOLD_TOOLS_VERIFY_H
 #define STARFOLD_TOOLS_VERIFY_H
@@ -36,8 +40,11 @@ void *starfold_tools_alloc(starfold_dtype_t dtype, size_t count);
 /* The deterministic value of element @i of tensor @tensor on replica @replica for @op. */
 double starfold_tools_value(starfold_op_t op, starfold_dtype_t dtype, int replica, size_t tensor, size_t i);
 void starfold_tools_fill(void *data, starfold_dtype_t dtype, size_t count, starfold_op_t op, int replica, size_t tensor);
-/* Sentinel content for outputs, distinguishable from every value starfold_tools_fill() produces. */
+/* Sentinel content for outputs, distinguishable from every value starfold_tools_fill() produces:
+ * STARFOLD_TOOLS_SENTINEL where the type holds it, else starfold_tools_sentinel(dtype) (8-bit and
+ * unsigned types, and -7776 for float16 and bfloat16, which hold that exactly). */
 #define STARFOLD_TOOLS_SENTINEL (-7777.0)
+double starfold_tools_sentinel(starfold_dtype_t dtype);
 void starfold_tools_fill_sentinel(void *data, starfold_dtype_t dtype, size_t count);
 
 /* out[i] = op over srcs[0..nsrc-1][i], in float64 (MEAN: sum / nsrc, integers truncated). */

@@ -70,16 +70,42 @@ STARFOLD_API const char *starfold_status_string(starfold_status_t status);
  */
 STARFOLD_API const char *starfold_last_error(void);
 
-/** @brief Element type of a tensor. */
+/**
+ * @brief Element type of a tensor: TensorFlow's and NCCL's reducible types.
+ *
+ * **Integers** wrap around on SUM, PROD and overflow (two's complement, computed in unsigned
+ * arithmetic); MEAN truncates toward zero unless the strategy promotes integer MEAN to float64.
+ *
+ * **Half precision** (float16, bfloat16) is stored in 2 bytes and computed in float32, as NCCL
+ * does: a reduce task converts every source element to float32, combines them in float32 (left to
+ * right), divides by the divisor for MEAN, and rounds the result to the stored type once, to
+ * nearest even. A graph that reduces in several tasks (a ring's steps, a tree's levels, a
+ * hierarchy's stages) stores its partial results in the tensor's type, so a result is rounded once
+ * per task on its path: with k such steps, each element of a SUM of n values is within
+ * k rounding errors of the exact float64 sum (float16: 2^-11 relative per rounding, bfloat16:
+ * 2^-8), plus float32's own accumulation error. MPI's all-reduce across processes combines two
+ * ranks at a time and rounds after each combination the same way. MIN and MAX are exact. NaN and
+ * infinities go through; a float32 result beyond the stored type's range becomes infinity.
+ *
+ * Complex types and bool are not reducible here.
+ */
 typedef enum starfold_dtype {
     STARFOLD_FLOAT32 = 0,  /**< IEEE-754 binary32, "float32". */
     STARFOLD_FLOAT64,      /**< IEEE-754 binary64, "float64". */
     STARFOLD_INT32,        /**< two's complement 32-bit, "int32"; sums and products wrap around. */
-    STARFOLD_INT64         /**< two's complement 64-bit, "int64"; sums and products wrap around. */
+    STARFOLD_INT64,        /**< two's complement 64-bit, "int64"; sums and products wrap around. */
+    STARFOLD_FLOAT16,      /**< IEEE-754 binary16, "float16" (half): computed in float32, rounded once per task. */
+    STARFOLD_BFLOAT16,     /**< bfloat16 (float32's upper 16 bits), "bfloat16": computed in float32, rounded once per task. */
+    STARFOLD_INT8,         /**< two's complement 8-bit, "int8"; wraps around. */
+    STARFOLD_UINT8,        /**< unsigned 8-bit, "uint8"; wraps around. */
+    STARFOLD_INT16,        /**< two's complement 16-bit, "int16"; wraps around. */
+    STARFOLD_UINT16,       /**< unsigned 16-bit, "uint16"; wraps around. */
+    STARFOLD_UINT32,       /**< unsigned 32-bit, "uint32"; wraps around. */
+    STARFOLD_UINT64        /**< unsigned 64-bit, "uint64"; wraps around. */
 } starfold_dtype_t;
 
 /** @brief Number of element types. */
-#define STARFOLD_DTYPE_COUNT 4
+#define STARFOLD_DTYPE_COUNT 12
 
 /**
  * @brief Reduce operation, as tf.distribute.ReduceOp plus MIN, MAX and PROD.
@@ -106,13 +132,37 @@ STARFOLD_API size_t starfold_dtype_size(starfold_dtype_t dtype);
 STARFOLD_API const char *starfold_dtype_name(starfold_dtype_t dtype);
 
 /**
- * @brief Parses a dtype name, case-insensitively ("float32", "f32", "float", "float64", "f64",
- *        "double", "int32", "i32", "int64", "i64").
+ * @brief Parses a dtype name, case-insensitively: the names above, and the aliases "f32", "float",
+ *        "f64", "double", "i32", "int", "i64", "f16", "half", "bf16", "i8", "u8", "i16", "u16", "u32",
+ *        "u64".
  * @param [in]  name text to parse
  * @param [out] dtype the type; untouched on error
  * @return ::STARFOLD_OK, ::STARFOLD_ERR_INVALID_ARGUMENT for NULL, ::STARFOLD_ERR_NOT_FOUND for an unknown name.
  */
 STARFOLD_API starfold_status_t starfold_dtype_from_string(const char *name, starfold_dtype_t *dtype);
+
+/** @brief 1 for the integer types (signed or not), 0 for the floating-point ones and unknown values. */
+STARFOLD_API int starfold_dtype_is_integer(starfold_dtype_t dtype);
+
+/**
+ * @brief Element @p index of @p data, an array of @p dtype, as a double.
+ *
+ * The way to read float16 and bfloat16 from C, which has no such types; exact for every type but
+ * 64-bit integers beyond 2^53. 0 for an unknown dtype or NULL @p data.
+ */
+STARFOLD_API double starfold_element_to_double(starfold_dtype_t dtype, const void *data, size_t index);
+
+/**
+ * @brief Stores @p value into element @p index of @p data, an array of @p dtype.
+ *
+ * Floating-point types round to nearest even (float16 and bfloat16 too: out of range becomes
+ * infinity, NaN stays NaN); integer types truncate toward zero and saturate at their range, NaN
+ * becoming 0.
+ * @return ::STARFOLD_OK, ::STARFOLD_ERR_INVALID_ARGUMENT for NULL @p data or an unknown dtype
+ *         (nothing written).
+ */
+STARFOLD_API starfold_status_t starfold_element_from_double(starfold_dtype_t dtype, double value, void *data,
+                                                            size_t index);
 
 /** @brief Lower-case name ("sum", "mean", ...); "unknown" for an unknown value. */
 STARFOLD_API const char *starfold_op_name(starfold_op_t op);

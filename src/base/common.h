@@ -60,6 +60,15 @@ void starfold__nap(long *ns, long max_ns);
 /* Whether environment variable @name is set to something (not empty). */
 int starfold__env_set(const char *name);
 
+/* Element types by kind (types.c): integers (signed or not), signed integers, float16/bfloat16. */
+int starfold__dtype_integer(starfold_dtype_t dt);
+int starfold__dtype_signed(starfold_dtype_t dt);
+int starfold__dtype_half(starfold_dtype_t dt);
+/* Element @i of an integer (or half: its 16 bits) array as 64 bits, signed types sign-extended, and
+ * the store back (truncating to the type's width: wrapping arithmetic). 0 / nothing for the others. */
+uint64_t starfold__element_bits(starfold_dtype_t dt, const void *data, size_t i);
+void starfold__element_set_bits(starfold_dtype_t dt, void *data, size_t i, uint64_t v);
+
 /* Case-insensitive ASCII string equality. */
 int starfold__streq_nocase(const char *a, const char *b);
 

@@ -194,17 +194,29 @@ STARFOLD_API starfold_status_t starfold_indexed_slices_read(starfold_indexed_sli
     return STARFOLD_OK;
 }
 
-/* dense[row] += values[k] for every row k of component @c: element type @dt, @w elements a row. */
+/*
+ * dense[row] += values[k] for every row k of component @c: element type @dt, @w elements a row.
+ * Integers wrap around; float16 and bfloat16 add in float32 and round after each addition, as a
+ * pairwise reduce task does.
+ */
 static void scatter_add(starfold_dtype_t dt, void *dense, const void *values, const int64_t *idx, size_t k, size_t w)
 {
+    const int integer = starfold__dtype_integer(dt);
     for (size_t r = 0; r < k; r++)
         for (size_t e = 0; e < w; e++) {
             const size_t to = (size_t)idx[r] * w + e, from = r * w + e;
             switch (dt) {
             case STARFOLD_FLOAT32: ((float *)dense)[to] += ((const float *)values)[from]; break;
             case STARFOLD_FLOAT64: ((double *)dense)[to] += ((const double *)values)[from]; break;
-            case STARFOLD_INT32: ((int32_t *)dense)[to] += ((const int32_t *)values)[from]; break;
-            case STARFOLD_INT64: ((int64_t *)dense)[to] += ((const int64_t *)values)[from]; break;
+            default:
+                if (integer)
+                    starfold__element_set_bits(dt, dense, to, starfold__element_bits(dt, dense, to) +
+                                                                  starfold__element_bits(dt, values, from));
+                else
+                    (void)starfold_element_from_double(dt, (double)(float)(starfold_element_to_double(dt, dense, to) +
+                                                                         starfold_element_to_double(dt, values, from)),
+                                                       dense, to);
+                break;
             }
         }
 }

@@ -179,8 +179,7 @@ static starfold_status_t promoted_mean(starfold_group_t g, starfold_context_t ct
     starfold_status_t st = ints && out ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     if (st == STARFOLD_OK && count) st = starfold_value_read(sum, 0, ints, count * es);
     for (size_t k = 0; st == STARFOLD_OK && k < count; k++)
-        out[k] = (sum->dtype == STARFOLD_INT32 ? (double)((const int32_t *)ints)[k] : (double)((const int64_t *)ints)[k]) /
-                 (double)replicas;
+        out[k] = starfold_element_to_double(sum->dtype, ints, k) / (double)replicas;
     if (st == STARFOLD_OK)
         st = starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, STARFOLD_FLOAT64, count, out, result);
     free(ints);
@@ -251,7 +250,7 @@ static starfold_status_t all_reduce_across(const across_t *s, starfold_op_t op, 
     starfold_status_t st = local;
     for (size_t i = 0; promoted && i < n; i++)
         promoted[i] = op == STARFOLD_OP_MEAN && o->promote_integer_mean &&
-                      (pairs[i].value->dtype == STARFOLD_INT32 || pairs[i].value->dtype == STARFOLD_INT64);
+                      starfold__dtype_integer(pairs[i].value->dtype);
     if (!tensors || !in || !out || !all || !counts || !promoted) st = starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     /*
      * The all-reduce's outputs: a mirrored value per pair over this process's devices, in the arena

@@ -206,7 +206,7 @@ starfold_status_t starfold__replica_update_variable(starfold_replica_context_t r
     /* Local checks: a failure still joins, so that every replica fails together instead of waiting. */
     if ((st = starfold__strategy_options(rc->strategy, NULL, &sl.options)) != STARFOLD_OK) slot_fail(&sl, st);
     else timeout = sl.options.timeout_seconds;
-    const int integer = var->dtype == STARFOLD_INT32 || var->dtype == STARFOLD_INT64;
+    const int integer = starfold__dtype_integer(var->dtype);
     if (sl.local_status != STARFOLD_OK) {
         /* recorded */
     } else if (info->agg == STARFOLD_AGGREGATION_NONE) {

@@ -358,7 +358,7 @@ static starfold_status_t check_op(const char *fn, starfold_op_t op)
 
 static int is_integer(starfold_dtype_t dt)
 {
-    return dt == STARFOLD_INT32 || dt == STARFOLD_INT64;
+    return starfold__dtype_integer(dt);
 }
 
 /* reduce_to without the context check: Strategy.reduce uses it too. */
@@ -582,13 +582,17 @@ STARFOLD_API starfold_status_t starfold_update_assign(const starfold_update_call
  * Strategy.reduce(op, value, axis)
  */
 
-/* Reduces the @count elements of @data (dtype @dt) with @op (SUM, MIN, MAX, PROD) into *@f or *@i. */
-static void fold(starfold_op_t op, starfold_dtype_t dt, const void *data, size_t count, double *f, int64_t *i)
+/*
+ * Reduces the @count elements of @data (dtype @dt) with @op (SUM, MIN, MAX, PROD) into *@f (floating
+ * types, in float64, rounded once when stored) or *@i (integers: the result's bits, wrapped to the
+ * type's width and sign- or zero-extended as starfold__element_bits reads them).
+ */
+static void fold(starfold_op_t op, starfold_dtype_t dt, const void *data, size_t count, double *f, uint64_t *i)
 {
     if (!is_integer(dt)) {
         double acc = op == STARFOLD_OP_SUM ? 0.0 : op == STARFOLD_OP_PROD ? 1.0 : op == STARFOLD_OP_MIN ? INFINITY : -INFINITY;
         for (size_t k = 0; k < count; k++) {
-            const double x = dt == STARFOLD_FLOAT32 ? (double)((const float *)data)[k] : ((const double *)data)[k];
+            const double x = starfold_element_to_double(dt, data, k);
             if (op == STARFOLD_OP_SUM) acc += x;
             else if (op == STARFOLD_OP_PROD) acc *= x;
             else if (op == STARFOLD_OP_MIN) acc = x < acc ? x : acc;
@@ -597,19 +601,29 @@ static void fold(starfold_op_t op, starfold_dtype_t dt, const void *data, size_t
         *f = acc;
         return;
     }
-    /* Integers wrap around as the device kernels do: unsigned arithmetic, truncated to the width at the end. */
-    const int wide = dt == STARFOLD_INT64;
+    /* Integers wrap around as the device kernels do: unsigned arithmetic, truncated to the width at the
+     * end (stored and read back). MIN and MAX compare as the type does, signed or not; their identity
+     * is the type's largest (smallest) value, which an empty count returns. */
+    const int sgn = starfold__dtype_signed(dt), bits = (int)starfold_dtype_size(dt) * 8;
+    const uint64_t top = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1; /* unsigned maximum */
+    const int64_t smax = (int64_t)(top >> 1), smin = -smax - 1;
     uint64_t acc = op == STARFOLD_OP_PROD ? 1u : 0u;
-    int64_t best = op == STARFOLD_OP_MIN ? (wide ? INT64_MAX : INT32_MAX) : (wide ? INT64_MIN : INT32_MIN);
+    uint64_t best = op == STARFOLD_OP_MIN ? (sgn ? (uint64_t)smax : top) : (sgn ? (uint64_t)smin : 0u);
     for (size_t k = 0; k < count; k++) {
-        const int64_t x = wide ? ((const int64_t *)data)[k] : (int64_t)((const int32_t *)data)[k];
-        if (op == STARFOLD_OP_SUM) acc += (uint64_t)x;
-        else if (op == STARFOLD_OP_PROD) acc *= (uint64_t)x;
-        else if (op == STARFOLD_OP_MIN) best = x < best ? x : best;
-        else best = x > best ? x : best;
+        const uint64_t x = starfold__element_bits(dt, data, k);
+        const int less = sgn ? (int64_t)x < (int64_t)best : x < best;
+        if (op == STARFOLD_OP_SUM) acc += x;
+        else if (op == STARFOLD_OP_PROD) acc *= x;
+        else if (op == STARFOLD_OP_MIN) best = less ? x : best;
+        else best = !less && x != best ? x : best;
     }
-    if (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD) *i = wide ? (int64_t)acc : (int64_t)(int32_t)(uint32_t)acc;
-    else *i = best;
+    if (op == STARFOLD_OP_SUM || op == STARFOLD_OP_PROD) {
+        uint64_t wrapped = 0;
+        starfold__element_set_bits(dt, &wrapped, 0, acc);
+        *i = starfold__element_bits(dt, &wrapped, 0);
+    } else {
+        *i = best;
+    }
 }
 
 STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t strategy, starfold_op_t op,
@@ -647,26 +661,20 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t stra
     }
     SF_CHECK_GOTO(starfold_value_read(partial, 0, buf, bytes), st, out);
     double f = 0;
-    int64_t i = 0;
+    uint64_t i = 0;
     fold(across, dt, buf, value->count, &f, &i);
     const starfold_dtype_t out_dt = op == STARFOLD_OP_MEAN && promote && is_integer(dt) ? STARFOLD_FLOAT64 : dt;
-    union {
-        float f32;
-        double f64;
-        int32_t i32;
-        int64_t i64;
-    } x;
+    const int sgn = starfold__dtype_signed(dt);
     if (op == STARFOLD_OP_MEAN) {
-        if (out_dt == STARFOLD_FLOAT64 && is_integer(dt)) f = (double)i / (double)total; /* TensorFlow's truediv */
-        else if (is_integer(dt)) i = i / (int64_t)total;                                  /* truncating */
+        if (out_dt == STARFOLD_FLOAT64 && is_integer(dt)) /* TensorFlow's truediv */
+            f = (sgn ? (double)(int64_t)i : (double)i) / (double)total;
+        else if (is_integer(dt)) /* truncating */
+            i = sgn ? (uint64_t)((int64_t)i / (int64_t)total) : i / (uint64_t)total;
         else f = f / (double)total;
     }
-    switch (out_dt) {
-    case STARFOLD_FLOAT32: x.f32 = (float)f; break;
-    case STARFOLD_FLOAT64: x.f64 = f; break;
-    case STARFOLD_INT32: x.i32 = (int32_t)i; break;
-    case STARFOLD_INT64: x.i64 = i; break;
-    }
+    uint64_t x = 0; /* one element of out_dt, 8 bytes at most */
+    if (is_integer(out_dt)) starfold__element_set_bits(out_dt, &x, 0, i);
+    else (void)starfold_element_from_double(out_dt, f, &x, 0);
     const int hd = STARFOLD_DEVICE_HOST;
     SF_CHECK_GOTO(starfold_value_create(strategy->ctx, STARFOLD_VALUE_MIRRORED, 1, &hd, out_dt, 1, &x, &r), st, out);
     *result = r;

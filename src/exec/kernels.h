@@ -13,6 +13,10 @@
  *                integers and writes float64: dst = (double)src / divisor (TensorFlow's promoting
  *                integer MEAN). Only there do the destination's dtype and element size differ.
  *
+ * float16 and bfloat16 (base/half.h) are computed in float32: a REDUCE converts every source
+ * element, combines and divides in float32, and rounds to nearest even once per destination
+ * element; a SCALE divides in float32 and rounds once.
+ *
  * A span names one of the task's buffers (an index into the buffers[] StarPU passes, so several
  * spans may share a handle) and an element range in it. Spans of zero elements are never listed.
  *
@@ -44,7 +48,11 @@ extern "C" {
 enum starfold__kernel_kind { SF_KERNEL_COPY = 0, SF_KERNEL_REDUCE = 1, SF_KERNEL_SCALE = 2 };
 
 /* Element types and ops as the kernels see them (the values of starfold_dtype_t / starfold_op_t). */
-enum starfold__kernel_dtype { SF_K_FLOAT32 = 0, SF_K_FLOAT64 = 1, SF_K_INT32 = 2, SF_K_INT64 = 3 };
+enum starfold__kernel_dtype {
+    SF_K_FLOAT32 = 0, SF_K_FLOAT64 = 1, SF_K_INT32 = 2, SF_K_INT64 = 3, SF_K_FLOAT16 = 4, SF_K_BFLOAT16 = 5,
+    SF_K_INT8 = 6, SF_K_UINT8 = 7, SF_K_INT16 = 8, SF_K_UINT16 = 9, SF_K_UINT32 = 10, SF_K_UINT64 = 11,
+    SF_K_DTYPE_COUNT = 12
+};
 /*
  * SF_K_SUB is starfold's internal subtraction (STARFOLD__OP_SUB, base/common.h): dst = src0 - src1 -
  * ..., left to right, integers wrapping around; only a variable's assign_sub asks for it.

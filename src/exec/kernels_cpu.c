@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 The starfold authors */
 /*
- * CPU kernels: segmented copy, element-wise reduce per dtype x op, scale.
+ * CPU kernels: segmented copy, element-wise reduce per dtype x op, scale. float16 and bfloat16 are
+ * computed in float32 and rounded once (SF_DEFINE_REDUCE_HALF).
  *
  * Integer SUM, PROD and the internal SUB (a variable's assign_sub: src0 - src1 - ...) wrap around
  * (two's complement) and are computed in unsigned arithmetic, so no signed overflow happens. MIN and MAX of floats use `<` / `>`: a NaN in a later source is ignored,
@@ -26,6 +27,7 @@
 
 #include <starpu.h>
 
+#include "base/half.h"
 #include "exec/kernels.h"
 
 /* Host address of the first element of span @s, elements of @elemsize bytes. */
@@ -85,20 +87,44 @@ typedef float f32;
 typedef double f64;
 typedef int32_t i32;
 typedef int64_t i64;
+typedef int8_t i8;
+typedef uint8_t u8;
+typedef int16_t i16;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
 SF_FLOAT_OPS(f32)
 SF_FLOAT_OPS(f64)
 SF_INT_OPS(i32, uint32_t)
 SF_INT_OPS(i64, uint64_t)
+SF_INT_OPS(i8, uint32_t)
+SF_INT_OPS(u8, uint32_t)
+SF_INT_OPS(i16, uint32_t)
+SF_INT_OPS(u16, uint32_t)
+SF_INT_OPS(u32, uint32_t)
+SF_INT_OPS(u64, uint64_t)
 SF_ORDER_OPS(f32)
 SF_ORDER_OPS(f64)
 SF_ORDER_OPS(i32)
 SF_ORDER_OPS(i64)
+SF_ORDER_OPS(i8)
+SF_ORDER_OPS(u8)
+SF_ORDER_OPS(i16)
+SF_ORDER_OPS(u16)
+SF_ORDER_OPS(u32)
+SF_ORDER_OPS(u64)
 
 /* A REDUCE with a divisor (MEAN in one pass): as SCALE divides, integers truncating toward zero. */
 static inline f32 div_f32(f32 x, uint32_t d) { return x / (f32)d; }
 static inline f64 div_f64(f64 x, uint32_t d) { return x / (f64)d; }
 static inline i32 div_i32(i32 x, uint32_t d) { return (i32)((i64)x / (i64)d); }
 static inline i64 div_i64(i64 x, uint32_t d) { return x / (i64)d; }
+static inline i8 div_i8(i8 x, uint32_t d) { return (i8)((i64)x / (i64)d); }
+static inline i16 div_i16(i16 x, uint32_t d) { return (i16)((i64)x / (i64)d); }
+static inline u8 div_u8(u8 x, uint32_t d) { return (u8)((u32)x / d); }
+static inline u16 div_u16(u16 x, uint32_t d) { return (u16)((u32)x / d); }
+static inline u32 div_u32(u32 x, uint32_t d) { return x / d; }
+static inline u64 div_u64(u64 x, uint32_t d) { return x / (u64)d; }
 
 /*
  * Stores @bytes of @acc (in cache) at @dst. Large segments go out with non-temporal stores where the
@@ -200,6 +226,12 @@ SF_DEFINE_COMBINES(f32)
 SF_DEFINE_COMBINES(f64)
 SF_DEFINE_COMBINES(i32)
 SF_DEFINE_COMBINES(i64)
+SF_DEFINE_COMBINES(i8)
+SF_DEFINE_COMBINES(u8)
+SF_DEFINE_COMBINES(i16)
+SF_DEFINE_COMBINES(u16)
+SF_DEFINE_COMBINES(u32)
+SF_DEFINE_COMBINES(u64)
 
 /*
  * Large segments whose destinations are 16-byte aligned alike go line by line: one cache line of the
@@ -415,6 +447,65 @@ SF_DEFINE_REDUCE(f32)
 SF_DEFINE_REDUCE(f64)
 SF_DEFINE_REDUCE(i32)
 SF_DEFINE_REDUCE(i64)
+SF_DEFINE_REDUCE(i8)
+SF_DEFINE_REDUCE(u8)
+SF_DEFINE_REDUCE(i16)
+SF_DEFINE_REDUCE(u16)
+SF_DEFINE_REDUCE(u32)
+SF_DEFINE_REDUCE(u64)
+
+/*
+ * float16 and bfloat16 (H = f16, bf16): a block of every source converted to float32 and combined
+ * there (left to right, as the other types), divided in float32, rounded once (base/half.h), then
+ * stored into every destination. Every source element of the block is read before any destination
+ * element is written, so a destination may be a source, as above.
+ */
+#define SF_HALF_COMBINE(OP, acc, src, m, TOF)                                                        \
+    for (size_t j = 0; j < (m); j++) (acc)[j] = OP##_f32((acc)[j], TOF((src)[j]))
+#define SF_DEFINE_REDUCE_HALF(H)                                                                     \
+    static void reduce_##H(void *buffers[], const starfold__kernel_args_t *a)                        \
+    {                                                                                                \
+        for (size_t sg = 0; sg < a->nseg; sg++) {                                                    \
+            const starfold__kspan_t *sp = starfold__kernel_segment(a, sg);                           \
+            const size_t count = sp[0].count;                                                        \
+            for (size_t b = 0; b < count; b += SF_BLOCK) {                                           \
+                const size_t m = count - b < SF_BLOCK ? count - b : SF_BLOCK;                        \
+                float acc[SF_BLOCK];                                                                 \
+                uint16_t out[SF_BLOCK];                                                              \
+                const uint16_t *s0 = (const uint16_t *)(const void *)span_ptr(buffers, a, &sp[0]) + b; \
+                for (size_t j = 0; j < m; j++) acc[j] = starfold__##H##_to_f32(s0[j]);               \
+                for (size_t k = 1; k < a->nsrc; k++) {                                               \
+                    const uint16_t *sk = (const uint16_t *)(const void *)span_ptr(buffers, a, &sp[k]) + b; \
+                    switch (a->op) {                                                                 \
+                    case SF_K_PROD: SF_HALF_COMBINE(mul, acc, sk, m, starfold__##H##_to_f32); break; \
+                    case SF_K_SUB: SF_HALF_COMBINE(sub, acc, sk, m, starfold__##H##_to_f32); break;  \
+                    case SF_K_MIN: SF_HALF_COMBINE(min, acc, sk, m, starfold__##H##_to_f32); break;  \
+                    case SF_K_MAX: SF_HALF_COMBINE(max, acc, sk, m, starfold__##H##_to_f32); break;  \
+                    default: SF_HALF_COMBINE(add, acc, sk, m, starfold__##H##_to_f32); break;        \
+                    }                                                                                \
+                }                                                                                    \
+                if (a->divisor > 1)                                                                  \
+                    for (size_t j = 0; j < m; j++) acc[j] /= (float)a->divisor;                      \
+                for (size_t j = 0; j < m; j++) out[j] = starfold__f32_to_##H(acc[j]);                \
+                for (size_t d = 0; d < a->ndst; d++)                                                 \
+                    memcpy(span_ptr(buffers, a, &sp[a->nsrc + d]) + b * sizeof(uint16_t), out,       \
+                           m * sizeof(uint16_t));                                                    \
+            }                                                                                        \
+        }                                                                                            \
+    }                                                                                                \
+    static void scale_##H(void *buffers[], const starfold__kernel_args_t *a)                         \
+    {                                                                                                \
+        for (size_t sg = 0; sg < a->nseg; sg++) {                                                    \
+            const starfold__kspan_t *sp = starfold__kernel_segment(a, sg);                           \
+            const uint16_t *src = (const uint16_t *)(const void *)span_ptr(buffers, a, &sp[0]);      \
+            uint16_t *dst = (uint16_t *)(void *)span_ptr(buffers, a, &sp[1]);                        \
+            for (size_t i = 0; i < sp[0].count; i++)                                                 \
+                dst[i] = starfold__f32_to_##H(starfold__##H##_to_f32(src[i]) / (float)a->divisor);   \
+        }                                                                                            \
+    }
+
+SF_DEFINE_REDUCE_HALF(f16)
+SF_DEFINE_REDUCE_HALF(bf16)
 
 /* scale_T: dst = src / divisor; C division truncates integers toward zero. */
 #define SF_DEFINE_SCALE(T, DT)                                                                       \
@@ -434,6 +525,12 @@ SF_DEFINE_SCALE(f32, f32)
 SF_DEFINE_SCALE(f64, f64)
 SF_DEFINE_SCALE(i32, i64)
 SF_DEFINE_SCALE(i64, i64)
+SF_DEFINE_SCALE(i8, i64)
+SF_DEFINE_SCALE(u8, u64)
+SF_DEFINE_SCALE(i16, i64)
+SF_DEFINE_SCALE(u16, u64)
+SF_DEFINE_SCALE(u32, u64)
+SF_DEFINE_SCALE(u64, u64)
 
 /* Converting scale: integers in, float64 out (dst = (double)src / divisor). */
 #define SF_DEFINE_SCALE_TO_F64(T)                                                                    \
@@ -451,6 +548,12 @@ SF_DEFINE_SCALE(i64, i64)
 
 SF_DEFINE_SCALE_TO_F64(i32)
 SF_DEFINE_SCALE_TO_F64(i64)
+SF_DEFINE_SCALE_TO_F64(i8)
+SF_DEFINE_SCALE_TO_F64(u8)
+SF_DEFINE_SCALE_TO_F64(i16)
+SF_DEFINE_SCALE_TO_F64(u16)
+SF_DEFINE_SCALE_TO_F64(u32)
+SF_DEFINE_SCALE_TO_F64(u64)
 
 static void kernel_cpu(void *buffers[], const starfold__kernel_args_t *a);
 
@@ -480,19 +583,30 @@ static void kernel_cpu(void *buffers[], const starfold__kernel_args_t *a)
         case SF_K_FLOAT64: reduce_f64(buffers, a); return;
         case SF_K_INT32: reduce_i32(buffers, a); return;
         case SF_K_INT64: reduce_i64(buffers, a); return;
+        case SF_K_FLOAT16: reduce_f16(buffers, a); return;
+        case SF_K_BFLOAT16: reduce_bf16(buffers, a); return;
+        case SF_K_INT8: reduce_i8(buffers, a); return;
+        case SF_K_UINT8: reduce_u8(buffers, a); return;
+        case SF_K_INT16: reduce_i16(buffers, a); return;
+        case SF_K_UINT16: reduce_u16(buffers, a); return;
+        case SF_K_UINT32: reduce_u32(buffers, a); return;
+        case SF_K_UINT64: reduce_u64(buffers, a); return;
         default: break;
         }
         break;
     case SF_KERNEL_SCALE:
         if (a->dst_dtype != a->dtype) {
             if (a->dst_dtype != SF_K_FLOAT64) break;
-            if (a->dtype == SF_K_INT32) {
-                scale_i32_to_f64(buffers, a);
-                return;
-            }
-            if (a->dtype == SF_K_INT64) {
-                scale_i64_to_f64(buffers, a);
-                return;
+            switch (a->dtype) {
+            case SF_K_INT32: scale_i32_to_f64(buffers, a); return;
+            case SF_K_INT64: scale_i64_to_f64(buffers, a); return;
+            case SF_K_INT8: scale_i8_to_f64(buffers, a); return;
+            case SF_K_UINT8: scale_u8_to_f64(buffers, a); return;
+            case SF_K_INT16: scale_i16_to_f64(buffers, a); return;
+            case SF_K_UINT16: scale_u16_to_f64(buffers, a); return;
+            case SF_K_UINT32: scale_u32_to_f64(buffers, a); return;
+            case SF_K_UINT64: scale_u64_to_f64(buffers, a); return;
+            default: break;
             }
             break;
         }
@@ -501,6 +615,14 @@ static void kernel_cpu(void *buffers[], const starfold__kernel_args_t *a)
         case SF_K_FLOAT64: scale_f64(buffers, a); return;
         case SF_K_INT32: scale_i32(buffers, a); return;
         case SF_K_INT64: scale_i64(buffers, a); return;
+        case SF_K_FLOAT16: scale_f16(buffers, a); return;
+        case SF_K_BFLOAT16: scale_bf16(buffers, a); return;
+        case SF_K_INT8: scale_i8(buffers, a); return;
+        case SF_K_UINT8: scale_u8(buffers, a); return;
+        case SF_K_INT16: scale_i16(buffers, a); return;
+        case SF_K_UINT16: scale_u16(buffers, a); return;
+        case SF_K_UINT32: scale_u32(buffers, a); return;
+        case SF_K_UINT64: scale_u64(buffers, a); return;
         default: break;
         }
         break;

@@ -15,6 +15,10 @@
  *   SCALE  dst = src / divisor (integers truncate toward zero); integers to float64 for a converting
  *          SCALE (dst = (double)src / divisor).
  *
+ * float16 and bfloat16 are loaded into float32, computed there and rounded once when stored
+ * (starfold__acc): once per task in the fused and batched kernels; beyond SF_CUDA_FUSED sources the
+ * pairwise kernels round after each source.
+ *
  * Batched: a task over views of one list (1,000 tensors of 4 KiB) has a segment per tensor, and a
  * launch (or a cudaMemcpyAsync) per segment cost 66 ms per step on an H200 where the same bytes as
  * one tensor took 2 ms. The segments are cut into chunks of at most SF_CUDA_CHUNK elements, one block
@@ -34,6 +38,7 @@
 
 #include <starpu.h>
 
+#include "base/half.h"
 #include "exec/kernels.h"
 
 #define SF_CUDA_THREADS 256
@@ -62,21 +67,55 @@ template <> struct starfold__ops<int64_t> {
     __device__ static int64_t mul(int64_t x, int64_t y) { return (int64_t)((uint64_t)x * (uint64_t)y); }
 };
 
+/* 8- and 16-bit integers wrap through 32-bit unsigned arithmetic (no promotion to a signed int that overflows). */
+#define SF_SMALL_INT_OPS(T)                                                                          \
+    template <> struct starfold__ops<T> {                                                            \
+        __device__ static T add(T x, T y) { return (T)((uint32_t)x + (uint32_t)y); }                 \
+        __device__ static T sub(T x, T y) { return (T)((uint32_t)x - (uint32_t)y); }                 \
+        __device__ static T mul(T x, T y) { return (T)((uint32_t)x * (uint32_t)y); }                 \
+    };
+SF_SMALL_INT_OPS(int8_t)
+SF_SMALL_INT_OPS(uint8_t)
+SF_SMALL_INT_OPS(int16_t)
+SF_SMALL_INT_OPS(uint16_t)
+
+/* float16 and bfloat16 as stored: 16 bits, computed in float32 (base/half.h). */
+struct starfold__f16 {
+    uint16_t bits;
+};
+struct starfold__bf16 {
+    uint16_t bits;
+};
+
+/*
+ * What a kernel computes an element of T in (A), and the conversions: T itself for every type but
+ * float16 and bfloat16, which load into float32 and are rounded once when stored.
+ */
+template <typename T> struct starfold__acc {
+    typedef T A;
+    __device__ static A load(T x) { return x; }
+    __device__ static T store(A x) { return x; }
+};
+template <> struct starfold__acc<starfold__f16> {
+    typedef float A;
+    __device__ static float load(starfold__f16 x) { return starfold__f16_to_f32(x.bits); }
+    __device__ static starfold__f16 store(float x) { return { starfold__f32_to_f16(x) }; }
+};
+template <> struct starfold__acc<starfold__bf16> {
+    typedef float A;
+    __device__ static float load(starfold__bf16 x) { return starfold__bf16_to_f32(x.bits); }
+    __device__ static starfold__bf16 store(float x) { return { starfold__f32_to_bf16(x) }; }
+};
+
+template <typename T> __device__ T starfold__bin(T a, T b, int op);
+
+/* dst = x op y, pairwise (float16 and bfloat16: rounded after each pair). */
 template <typename T>
 __global__ void starfold__reduce_kernel(T *dst, const T *x, const T *y, size_t n, int op)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const T a = x[i], b = y[i];
-        T r;
-        switch (op) {
-        case SF_K_PROD: r = starfold__ops<T>::mul(a, b); break;
-        case SF_K_SUB: r = starfold__ops<T>::sub(a, b); break;
-        case SF_K_MIN: r = b < a ? b : a; break;
-        case SF_K_MAX: r = b > a ? b : a; break;
-        default: r = starfold__ops<T>::add(a, b); break; /* SUM, MEAN */
-        }
-        dst[i] = r;
-    }
+    typedef starfold__acc<T> C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = C::store(starfold__bin<typename C::A>(C::load(x[i]), C::load(y[i]), op));
 }
 
 template <typename T> struct starfold__fused_args {
@@ -85,7 +124,7 @@ template <typename T> struct starfold__fused_args {
     int nsrc, ndst;
 };
 
-template <typename T> __device__ static T starfold__bin(T a, T b, int op)
+template <typename T> __device__ T starfold__bin(T a, T b, int op)
 {
     switch (op) {
     case SF_K_PROD: return starfold__ops<T>::mul(a, b);
@@ -100,6 +139,12 @@ template <typename T> __device__ static T starfold__bin(T a, T b, int op)
 template <typename T> __device__ static T starfold__div(T x, uint32_t d) { return x / (T)d; }
 template <> __device__ int32_t starfold__div<int32_t>(int32_t x, uint32_t d) { return (int32_t)((int64_t)x / (int64_t)d); }
 template <> __device__ int64_t starfold__div<int64_t>(int64_t x, uint32_t d) { return x / (int64_t)d; }
+template <> __device__ int8_t starfold__div<int8_t>(int8_t x, uint32_t d) { return (int8_t)((int64_t)x / (int64_t)d); }
+template <> __device__ int16_t starfold__div<int16_t>(int16_t x, uint32_t d) { return (int16_t)((int64_t)x / (int64_t)d); }
+template <> __device__ uint8_t starfold__div<uint8_t>(uint8_t x, uint32_t d) { return (uint8_t)((uint32_t)x / d); }
+template <> __device__ uint16_t starfold__div<uint16_t>(uint16_t x, uint32_t d) { return (uint16_t)((uint32_t)x / d); }
+template <> __device__ uint32_t starfold__div<uint32_t>(uint32_t x, uint32_t d) { return x / d; }
+template <> __device__ uint64_t starfold__div<uint64_t>(uint64_t x, uint32_t d) { return x / (uint64_t)d; }
 
 /*
  * Every destination = (src0 op src1 op ...) [/ divisor]: each element of each source read once,
@@ -108,11 +153,14 @@ template <> __device__ int64_t starfold__div<int64_t>(int64_t x, uint32_t d) { r
 template <typename T>
 __global__ void starfold__reduce_fused_kernel(starfold__fused_args<T> p, size_t n, int op, uint32_t divisor)
 {
+    typedef starfold__acc<T> C;
+    typedef typename C::A A;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        T acc = p.src[0][i];
-        for (int k = 1; k < p.nsrc; k++) acc = starfold__bin<T>(acc, p.src[k][i], op);
-        if (divisor > 1) acc = starfold__div<T>(acc, divisor);
-        for (int d = 0; d < p.ndst; d++) p.dst[d][i] = acc;
+        A acc = C::load(p.src[0][i]);
+        for (int k = 1; k < p.nsrc; k++) acc = starfold__bin<A>(acc, C::load(p.src[k][i]), op);
+        if (divisor > 1) acc = starfold__div<A>(acc, divisor);
+        const T out = C::store(acc);
+        for (int d = 0; d < p.ndst; d++) p.dst[d][i] = out;
     }
 }
 
@@ -128,11 +176,14 @@ __global__ void starfold__reduce_batched_kernel(const starfold__chunk *chunks, T
 {
     const starfold__chunk c = chunks[blockIdx.x];
     T *const *p = ptrs + c.seg * (size_t)(nsrc + ndst);
+    typedef starfold__acc<T> C;
+    typedef typename C::A A;
     for (size_t i = c.lo + threadIdx.x; i < c.lo + c.n; i += blockDim.x) {
-        T acc = p[0][i];
-        for (int k = 1; k < nsrc; k++) acc = starfold__bin<T>(acc, p[k][i], op);
-        if (divisor > 1) acc = starfold__div<T>(acc, divisor);
-        for (int d = 0; d < ndst; d++) p[nsrc + d][i] = acc;
+        A acc = C::load(p[0][i]);
+        for (int k = 1; k < nsrc; k++) acc = starfold__bin<A>(acc, C::load(p[k][i]), op);
+        if (divisor > 1) acc = starfold__div<A>(acc, divisor);
+        const T out = C::store(acc);
+        for (int d = 0; d < ndst; d++) p[nsrc + d][i] = out;
     }
 }
 
@@ -148,16 +199,21 @@ __global__ void starfold__copy_batched_kernel(const starfold__chunk *chunks, uin
 /* x = x / divisor in place (a REDUCE with a divisor beyond the fused kernel's reach). */
 template <typename T> __global__ void starfold__divide_kernel(T *x, size_t n, uint32_t divisor)
 {
+    typedef starfold__acc<T> C;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        x[i] = starfold__div<T>(x[i], divisor);
+        x[i] = C::store(starfold__div<typename C::A>(C::load(x[i]), divisor));
 }
 
-/* dst = (D)src / divisor, written as O: O = T (D wider for integers), or O = D = double when converting. */
+/*
+ * dst = (D)src / divisor, written as O: O = T (D wider for integers, float for float16 and bfloat16),
+ * or O = D = double when converting.
+ */
 template <typename T, typename D, typename O>
 __global__ void starfold__scale_kernel(O *dst, const T *src, size_t n, uint32_t divisor)
 {
+    typedef starfold__acc<O> CO;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = (O)((D)src[i] / (D)divisor);
+        dst[i] = CO::store((typename CO::A)((D)starfold__acc<T>::load(src[i]) / (D)divisor));
 }
 
 static unsigned blocks_for(size_t n)
@@ -411,15 +467,31 @@ void kernel_cuda(void *buffers[], const starfold__kernel_args_t *a)
         case SF_K_FLOAT64: err = cuda_reduce_t<double>(stream, buffers, a); break;
         case SF_K_INT32: err = cuda_reduce_t<int32_t>(stream, buffers, a); break;
         case SF_K_INT64: err = cuda_reduce_t<int64_t>(stream, buffers, a); break;
+        case SF_K_FLOAT16: err = cuda_reduce_t<starfold__f16>(stream, buffers, a); break;
+        case SF_K_BFLOAT16: err = cuda_reduce_t<starfold__bf16>(stream, buffers, a); break;
+        case SF_K_INT8: err = cuda_reduce_t<int8_t>(stream, buffers, a); break;
+        case SF_K_UINT8: err = cuda_reduce_t<uint8_t>(stream, buffers, a); break;
+        case SF_K_INT16: err = cuda_reduce_t<int16_t>(stream, buffers, a); break;
+        case SF_K_UINT16: err = cuda_reduce_t<uint16_t>(stream, buffers, a); break;
+        case SF_K_UINT32: err = cuda_reduce_t<uint32_t>(stream, buffers, a); break;
+        case SF_K_UINT64: err = cuda_reduce_t<uint64_t>(stream, buffers, a); break;
         default: break;
         }
         break;
     case SF_KERNEL_SCALE:
         if (a->dst_dtype != a->dtype) { /* converting: integers to float64 */
-            if (a->dst_dtype == SF_K_FLOAT64 && a->dtype == SF_K_INT32)
-                err = cuda_scale_t<int32_t, double, double>(stream, buffers, a);
-            else if (a->dst_dtype == SF_K_FLOAT64 && a->dtype == SF_K_INT64)
-                err = cuda_scale_t<int64_t, double, double>(stream, buffers, a);
+            if (a->dst_dtype != SF_K_FLOAT64) break;
+            switch (a->dtype) {
+            case SF_K_INT32: err = cuda_scale_t<int32_t, double, double>(stream, buffers, a); break;
+            case SF_K_INT64: err = cuda_scale_t<int64_t, double, double>(stream, buffers, a); break;
+            case SF_K_INT8: err = cuda_scale_t<int8_t, double, double>(stream, buffers, a); break;
+            case SF_K_UINT8: err = cuda_scale_t<uint8_t, double, double>(stream, buffers, a); break;
+            case SF_K_INT16: err = cuda_scale_t<int16_t, double, double>(stream, buffers, a); break;
+            case SF_K_UINT16: err = cuda_scale_t<uint16_t, double, double>(stream, buffers, a); break;
+            case SF_K_UINT32: err = cuda_scale_t<uint32_t, double, double>(stream, buffers, a); break;
+            case SF_K_UINT64: err = cuda_scale_t<uint64_t, double, double>(stream, buffers, a); break;
+            default: break;
+            }
             break;
         }
         switch (a->dtype) {
@@ -427,6 +499,14 @@ void kernel_cuda(void *buffers[], const starfold__kernel_args_t *a)
         case SF_K_FLOAT64: err = cuda_scale_t<double, double, double>(stream, buffers, a); break;
         case SF_K_INT32: err = cuda_scale_t<int32_t, int64_t, int32_t>(stream, buffers, a); break;
         case SF_K_INT64: err = cuda_scale_t<int64_t, int64_t, int64_t>(stream, buffers, a); break;
+        case SF_K_FLOAT16: err = cuda_scale_t<starfold__f16, float, starfold__f16>(stream, buffers, a); break;
+        case SF_K_BFLOAT16: err = cuda_scale_t<starfold__bf16, float, starfold__bf16>(stream, buffers, a); break;
+        case SF_K_INT8: err = cuda_scale_t<int8_t, int64_t, int8_t>(stream, buffers, a); break;
+        case SF_K_UINT8: err = cuda_scale_t<uint8_t, uint64_t, uint8_t>(stream, buffers, a); break;
+        case SF_K_INT16: err = cuda_scale_t<int16_t, int64_t, int16_t>(stream, buffers, a); break;
+        case SF_K_UINT16: err = cuda_scale_t<uint16_t, uint64_t, uint16_t>(stream, buffers, a); break;
+        case SF_K_UINT32: err = cuda_scale_t<uint32_t, uint64_t, uint32_t>(stream, buffers, a); break;
+        case SF_K_UINT64: err = cuda_scale_t<uint64_t, uint64_t, uint64_t>(stream, buffers, a); break;
         default: break;
         }
         break;

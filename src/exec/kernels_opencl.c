@@ -12,6 +12,10 @@
  *                                        dst = dst op s2, ...; op 5 is the internal SUB: a[i] - b[i])
  *   starfold__scale:  dst[i] = src[i] / divisor   (integers to float64 when dst_dtype says so)
  *
+ * float16 and bfloat16 are computed in float (vload_half / vstore_half_rte, which need no fp16
+ * extension; bfloat16 by its bits). With more than two sources or a divisor they accumulate in a
+ * float32 scratch buffer and are rounded once, at the end (cl_reduce_half_seg).
+ *
  * Copies are clEnqueueCopyBuffer between StarPU's cl_mem handles (each with its offset). Every call
  * ends with clFinish: the task is complete when the function returns (the rig disables StarPU's
  * asynchronous OpenCL copies, and the codelet is not declared STARPU_OPENCL_ASYNC).
@@ -39,13 +43,40 @@ static const char starfold__cl_source[] =
     "#endif\n"
     "#define SF_BIN(T, x, y, op, ADD, MUL, SUB) ((op) == 0 || (op) == 1 ? ADD : (op) == 4 ? MUL : \\\n"
     "    (op) == 5 ? SUB : (op) == 2 ? ((y) < (x) ? (y) : (x)) : ((y) > (x) ? (y) : (x)))\n"
+    /* float16 (4) and bfloat16 (5) are computed in float; kind 0 is a float32 accumulator. */
+    "float sf_ld(__global const uchar *p, ulong i, int kind)\n"
+    "{\n"
+    "    if (kind == 4) return vload_half(i, (__global const half *)p);\n"
+    "    if (kind == 5) return as_float((uint)((__global const ushort *)p)[i] << 16);\n"
+    "    return ((__global const float *)p)[i];\n"
+    "}\n"
+    "void sf_st(__global uchar *p, ulong i, int kind, float v)\n"
+    "{\n"
+    "    if (kind == 4) {\n"
+    "        vstore_half_rte(v, i, (__global half *)p);\n"
+    "    } else if (kind == 5) {\n"
+    "        uint u = as_uint(v);\n"
+    "        ((__global ushort *)p)[i] = isnan(v) ? (ushort)((u >> 16) | 0x40u) : (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "    } else {\n"
+    "        ((__global float *)p)[i] = v;\n"
+    "    }\n"
+    "}\n"
+    /* Integers wrap through their unsigned type (signed: reinterpreted back with as_T). */
+    "#define SF_INT(code, T, UT, AS) else if (dtype == code) {\\\n"
+    "    T x = ((__global const T *)(a + a_off))[i], y = ((__global const T *)(b + b_off))[i];\\\n"
+    "    ((__global T *)(dst + dst_off))[i] = SF_BIN(T, x, y, op, AS((UT)((UT)x + (UT)y)), AS((UT)((UT)x * (UT)y)),\\\n"
+    "                                                AS((UT)((UT)x - (UT)y))); }\n"
+    "#define SF_SAME(v) (v)\n"
     "__kernel void starfold__reduce(__global uchar *dst, ulong dst_off, __global const uchar *a, ulong a_off,\n"
-    "                        __global const uchar *b, ulong b_off, ulong n, int dtype, int op)\n"
+    "                        __global const uchar *b, ulong b_off, ulong n, int dtype, int op, int wide)\n"
     "{\n"
     "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
     "        if (dtype == 0) {\n"
     "            float x = ((__global const float *)(a + a_off))[i], y = ((__global const float *)(b + b_off))[i];\n"
     "            ((__global float *)(dst + dst_off))[i] = SF_BIN(float, x, y, op, x + y, x * y, x - y);\n"
+    "        } else if (dtype == 4 || dtype == 5) {\n"
+    "            float x = sf_ld(a + a_off, i, (wide & 1) ? 0 : dtype), y = sf_ld(b + b_off, i, dtype);\n"
+    "            sf_st(dst + dst_off, i, (wide & 2) ? 0 : dtype, SF_BIN(float, x, y, op, x + y, x * y, x - y));\n"
     "        }\n"
     "#ifdef cl_khr_fp64\n"
     "        else if (dtype == 1) {\n"
@@ -53,37 +84,34 @@ static const char starfold__cl_source[] =
     "            ((__global double *)(dst + dst_off))[i] = SF_BIN(double, x, y, op, x + y, x * y, x - y);\n"
     "        }\n"
     "#endif\n"
-    "        else if (dtype == 2) {\n"
-    "            int x = ((__global const int *)(a + a_off))[i], y = ((__global const int *)(b + b_off))[i];\n"
-    "            ((__global int *)(dst + dst_off))[i] =\n"
-    "                SF_BIN(int, x, y, op, as_int(as_uint(x) + as_uint(y)), as_int(as_uint(x) * as_uint(y)),\n"
-    "                       as_int(as_uint(x) - as_uint(y)));\n"
-    "        } else if (dtype == 3) {\n"
-    "            long x = ((__global const long *)(a + a_off))[i], y = ((__global const long *)(b + b_off))[i];\n"
-    "            ((__global long *)(dst + dst_off))[i] =\n"
-    "                SF_BIN(long, x, y, op, as_long(as_ulong(x) + as_ulong(y)), as_long(as_ulong(x) * as_ulong(y)),\n"
-    "                       as_long(as_ulong(x) - as_ulong(y)));\n"
-    "        }\n"
+    "        SF_INT(2, int, uint, as_int)\n"
+    "        SF_INT(3, long, ulong, as_long)\n"
+    "        SF_INT(6, char, uchar, as_char)\n"
+    "        SF_INT(7, uchar, uchar, SF_SAME)\n"
+    "        SF_INT(8, short, ushort, as_short)\n"
+    "        SF_INT(9, ushort, ushort, SF_SAME)\n"
+    "        SF_INT(10, uint, uint, SF_SAME)\n"
+    "        SF_INT(11, ulong, ulong, SF_SAME)\n"
     "    }\n"
     "}\n"
+    "#define SF_DIV(code, T, W) else if (dtype == code)\\\n"
+    "    ((__global T *)(dst + dst_off))[i] = (T)((W)((__global const T *)(src + src_off))[i] / (W)divisor);\n"
+    "#define SF_TO_F64(code, T) else if (dst_dtype == 1 && dtype == code)\\\n"
+    "    ((__global double *)(dst + dst_off))[i] = (double)((__global const T *)(src + src_off))[i] / (double)divisor;\n"
     "__kernel void starfold__scale(__global uchar *dst, ulong dst_off, __global const uchar *src, ulong src_off,\n"
     "                       ulong n, int dtype, uint divisor, int dst_dtype)\n"
     "{\n"
     "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
-    "        if (dtype == 0)\n"
-    "            ((__global float *)(dst + dst_off))[i] = ((__global const float *)(src + src_off))[i] / (float)divisor;\n"
+    "        if ((dtype == 0 || dtype == 4 || dtype == 5) && (dst_dtype == 0 || dst_dtype == 4 || dst_dtype == 5))\n"
+    "            sf_st(dst + dst_off, i, dst_dtype, sf_ld(src + src_off, i, dtype) / (float)divisor);\n"
     "#ifdef cl_khr_fp64\n"
     "        else if (dtype == 1)\n"
     "            ((__global double *)(dst + dst_off))[i] = ((__global const double *)(src + src_off))[i] / (double)divisor;\n"
-    "        else if (dst_dtype == 1 && dtype == 2)\n"
-    "            ((__global double *)(dst + dst_off))[i] = (double)((__global const int *)(src + src_off))[i] / (double)divisor;\n"
-    "        else if (dst_dtype == 1 && dtype == 3)\n"
-    "            ((__global double *)(dst + dst_off))[i] = (double)((__global const long *)(src + src_off))[i] / (double)divisor;\n"
+    "        SF_TO_F64(2, int) SF_TO_F64(3, long) SF_TO_F64(6, char) SF_TO_F64(7, uchar)\n"
+    "        SF_TO_F64(8, short) SF_TO_F64(9, ushort) SF_TO_F64(10, uint) SF_TO_F64(11, ulong)\n"
     "#endif\n"
-    "        else if (dtype == 2)\n"
-    "            ((__global int *)(dst + dst_off))[i] = (int)((long)((__global const int *)(src + src_off))[i] / (long)divisor);\n"
-    "        else if (dtype == 3)\n"
-    "            ((__global long *)(dst + dst_off))[i] = ((__global const long *)(src + src_off))[i] / (long)divisor;\n"
+    "        SF_DIV(2, int, long) SF_DIV(3, long, long) SF_DIV(6, char, long) SF_DIV(7, uchar, ulong)\n"
+    "        SF_DIV(8, short, long) SF_DIV(9, ushort, ulong) SF_DIV(10, uint, ulong) SF_DIV(11, ulong, ulong)\n"
     "    }\n"
     "}\n";
 
@@ -186,8 +214,9 @@ static cl_int launch(cl_command_queue q, cl_kernel k, size_t n)
     return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
 }
 
+/* dst = x op y over @n elements; @wide (float16, bfloat16): bit 0 x, bit 1 dst is a float32 accumulator. */
 static cl_int enqueue_reduce(cl_command_queue q, cl_kernel k, cl_region_t dst, cl_region_t x, cl_region_t y, size_t n,
-                             int dtype, int op)
+                             int dtype, int op, int wide)
 {
     cl_ulong dst_off = dst.off, x_off = x.off, y_off = y.off, count = n;
     cl_int err = 0;
@@ -200,6 +229,7 @@ static cl_int enqueue_reduce(cl_command_queue q, cl_kernel k, cl_region_t dst, c
     err |= clSetKernelArg(k, 6, sizeof(cl_ulong), &count);
     err |= clSetKernelArg(k, 7, sizeof(cl_int), &dtype);
     err |= clSetKernelArg(k, 8, sizeof(cl_int), &op);
+    err |= clSetKernelArg(k, 9, sizeof(cl_int), &wide);
     if (err != CL_SUCCESS) return CL_INVALID_KERNEL_ARGS;
     return launch(q, k, n);
 }
@@ -267,6 +297,34 @@ static cl_int fan_out(cl_command_queue q, void *buffers[], const starfold__kerne
     return err;
 }
 
+/*
+ * float16 and bfloat16 with more than two sources or a divisor: the sources are combined into a
+ * float32 scratch buffer (acc = s0 op s1, acc = acc op s2, ...), which the scale kernel divides and
+ * rounds once into the first destination - one rounding, as the CPU and CUDA kernels.
+ */
+static cl_int cl_reduce_half_seg(int devid, cl_command_queue q, cl_kernel k, void *buffers[],
+                                 const starfold__kernel_args_t *a, const starfold__kspan_t *sp)
+{
+    const size_t n = sp[0].count;
+    cl_kernel scale = get_kernel(devid, SF_CL_SCALE);
+    if (!scale) return CL_INVALID_KERNEL;
+    cl_context ctx;
+    cl_int err;
+    starpu_opencl_get_context(devid, &ctx);
+    cl_mem scratch = clCreateBuffer(ctx, CL_MEM_READ_WRITE, n * sizeof(float), NULL, &err);
+    if (!scratch) return err != CL_SUCCESS ? err : CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    const cl_region_t acc = { scratch, 0 };
+    err = enqueue_reduce(q, k, acc, region(buffers, a, &sp[0], 0), region(buffers, a, &sp[1], 0), n, a->dtype, a->op, 2);
+    for (size_t s = 2; s < a->nsrc && err == CL_SUCCESS; s++)
+        err = enqueue_reduce(q, k, acc, acc, region(buffers, a, &sp[s], 0), n, a->dtype, a->op, 3);
+    if (err == CL_SUCCESS)
+        err = enqueue_scale(q, scale, region(buffers, a, &sp[a->nsrc], 0), acc, n, SF_K_FLOAT32, a->dtype, a->divisor);
+    cl_int fin = clFinish(q); /* the scratch buffer outlives the commands that use it */
+    if (err == CL_SUCCESS) err = fin;
+    clReleaseMemObject(scratch);
+    return err == CL_SUCCESS ? fan_out(q, buffers, a, sp) : err;
+}
+
 static cl_int cl_reduce_seg(int devid, cl_command_queue q, void *buffers[], const starfold__kernel_args_t *a,
                             const starfold__kspan_t *sp)
 {
@@ -279,6 +337,8 @@ static cl_int cl_reduce_seg(int devid, cl_command_queue q, void *buffers[], cons
     }
     cl_kernel k = get_kernel(devid, SF_CL_REDUCE);
     if (!k) return CL_INVALID_KERNEL;
+    if ((a->dtype == SF_K_FLOAT16 || a->dtype == SF_K_BFLOAT16) && (a->nsrc > 2 || a->divisor > 1))
+        return cl_reduce_half_seg(devid, q, k, buffers, a, sp);
 
     cl_mem scratch = NULL;
     cl_region_t acc = dst;
@@ -292,9 +352,9 @@ static cl_int cl_reduce_seg(int devid, cl_command_queue q, void *buffers[], cons
         acc.off = 0;
     }
     cl_int err = enqueue_reduce(q, k, acc, region(buffers, a, &sp[0], 0), region(buffers, a, &sp[1], 0), n,
-                                a->dtype, a->op);
+                                a->dtype, a->op, 0);
     for (size_t s = 2; s < a->nsrc && err == CL_SUCCESS; s++)
-        err = enqueue_reduce(q, k, acc, acc, region(buffers, a, &sp[s], 0), n, a->dtype, a->op);
+        err = enqueue_reduce(q, k, acc, acc, region(buffers, a, &sp[s], 0), n, a->dtype, a->op, 0);
     if (err == CL_SUCCESS && a->divisor > 1) err = enqueue_scale_in_place(devid, q, acc, n, a->dtype, a->divisor);
     if (scratch) {
         if (err == CL_SUCCESS) err = copy_region(q, acc, dst, bytes);

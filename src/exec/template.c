@@ -37,7 +37,12 @@
 
 _Static_assert(SF_KERNEL_TASK_FAILED == (int)STARFOLD_ERR_TASK_FAILED, "kernels.h status mirror");
 _Static_assert((int)SF_K_FLOAT32 == (int)STARFOLD_FLOAT32 && (int)SF_K_FLOAT64 == (int)STARFOLD_FLOAT64 &&
-                   (int)SF_K_INT32 == (int)STARFOLD_INT32 && (int)SF_K_INT64 == (int)STARFOLD_INT64,
+                   (int)SF_K_INT32 == (int)STARFOLD_INT32 && (int)SF_K_INT64 == (int)STARFOLD_INT64 &&
+                   (int)SF_K_FLOAT16 == (int)STARFOLD_FLOAT16 && (int)SF_K_BFLOAT16 == (int)STARFOLD_BFLOAT16 &&
+                   (int)SF_K_INT8 == (int)STARFOLD_INT8 && (int)SF_K_UINT8 == (int)STARFOLD_UINT8 &&
+                   (int)SF_K_INT16 == (int)STARFOLD_INT16 && (int)SF_K_UINT16 == (int)STARFOLD_UINT16 &&
+                   (int)SF_K_UINT32 == (int)STARFOLD_UINT32 && (int)SF_K_UINT64 == (int)STARFOLD_UINT64 &&
+                   SF_K_DTYPE_COUNT == STARFOLD_DTYPE_COUNT,
                "kernels.h dtype mirror");
 _Static_assert((int)SF_K_SUM == (int)STARFOLD_OP_SUM && (int)SF_K_MEAN == (int)STARFOLD_OP_MEAN &&
                    (int)SF_K_MIN == (int)STARFOLD_OP_MIN && (int)SF_K_MAX == (int)STARFOLD_OP_MAX &&

@@ -131,7 +131,7 @@ fail:
 
 starfold_dtype_t starfold__graph_out_dtype(const struct starfold_graph *g, starfold_dtype_t dt)
 {
-    const int integer = dt == STARFOLD_INT32 || dt == STARFOLD_INT64;
+    const int integer = starfold__dtype_integer(dt);
     return g->promote_integer_mean && g->op == STARFOLD_OP_MEAN && g->kind == STARFOLD_COLL_REDUCE && integer
                ? STARFOLD_FLOAT64
                : dt;
@@ -354,7 +354,7 @@ static starfold_status_t add_node(starfold_graph_t g, int device, starfold_task_
     /* A SCALE reading integers may write float64 (promoting integer MEAN). */
     const starfold_dtype_t dst_dtype = kind == STARFOLD_TASK_SCALE ? g->bufs[dst[0].buf].dtype : dtype;
     if (dst_dtype != dtype &&
-        !(dst_dtype == STARFOLD_FLOAT64 && (dtype == STARFOLD_INT32 || dtype == STARFOLD_INT64)))
+        !(dst_dtype == STARFOLD_FLOAT64 && starfold__dtype_integer(dtype)))
         return starfold__error(STARFOLD_ERR_INTERNAL, "%s: a scale converts %s to %s", g->algorithm,
                         starfold_dtype_name(dtype), starfold_dtype_name(dst_dtype));
     for (size_t i = 0; i < ndst; i++) {

@@ -26,43 +26,37 @@
 #include "mpi/group.h"
 #include "mpi/group_plan.h"
 #include "exec/vectors.h"
+#include "base/half.h"
+#include "mpi/mpi_types.h"
 
-static MPI_Datatype mpi_type(starfold_dtype_t t)
-{
-    switch (t) {
-    case STARFOLD_FLOAT32: return MPI_FLOAT;
-    case STARFOLD_FLOAT64: return MPI_DOUBLE;
-    case STARFOLD_INT32: return MPI_INT32_T;
-    default: return MPI_INT64_T;
-    }
-}
-
-static MPI_Op mpi_op(starfold_op_t op)
-{
-    switch (op) {
-    case STARFOLD_OP_MIN: return MPI_MIN;
-    case STARFOLD_OP_MAX: return MPI_MAX;
-    case STARFOLD_OP_PROD: return MPI_PROD;
-    default: return MPI_SUM; /* SUM, and MEAN before its division */
-    }
-}
-
-/* MEAN's division, as the kernels do it: floats divide, integers truncate toward zero. */
+/*
+ * MEAN's division, as the kernels do it: float32 and float64 divide, float16 and bfloat16 divide in
+ * float32 and round once, integers truncate toward zero (signed or not).
+ */
 void starfold__group_divide(void *p, starfold_dtype_t t, size_t count, int divisor)
 {
     switch (t) {
     case STARFOLD_FLOAT32:
         for (size_t i = 0; i < count; i++) ((float *)p)[i] /= (float)divisor;
-        break;
+        return;
     case STARFOLD_FLOAT64:
         for (size_t i = 0; i < count; i++) ((double *)p)[i] /= (double)divisor;
-        break;
-    case STARFOLD_INT32:
-        for (size_t i = 0; i < count; i++) ((int32_t *)p)[i] /= divisor;
-        break;
+        return;
+    case STARFOLD_FLOAT16:
+        for (size_t i = 0; i < count; i++)
+            ((uint16_t *)p)[i] = starfold__f32_to_f16(starfold__f16_to_f32(((uint16_t *)p)[i]) / (float)divisor);
+        return;
+    case STARFOLD_BFLOAT16:
+        for (size_t i = 0; i < count; i++)
+            ((uint16_t *)p)[i] = starfold__f32_to_bf16(starfold__bf16_to_f32(((uint16_t *)p)[i]) / (float)divisor);
+        return;
     default:
-        for (size_t i = 0; i < count; i++) ((int64_t *)p)[i] /= divisor;
         break;
+    }
+    const int sgn = starfold__dtype_signed(t);
+    for (size_t i = 0; i < count; i++) {
+        const uint64_t x = starfold__element_bits(t, p, i);
+        starfold__element_set_bits(t, p, i, sgn ? (uint64_t)((int64_t)x / divisor) : x / (uint64_t)divisor);
     }
 }
 
@@ -110,7 +104,7 @@ int starfold__group_mpi_post(const starfold__mpi_task_arg_t *a, const void *in, 
     for (size_t done = 0; done < count;) {
         const size_t k = count - done < SLICE ? count - done : SLICE;
         const int err = MPI_Iallreduce(in == out ? MPI_IN_PLACE : (const void *)((const char *)in + done * es),
-                                       (char *)out + done * es, (int)k, mpi_type(a->dtype), mpi_op(a->op), a->comm,
+                                       (char *)out + done * es, (int)k, starfold__mpi_datatype(a->dtype), starfold__mpi_reduce_op(a->dtype, a->op), a->comm,
                                        &rq[*n]);
         if (err != MPI_SUCCESS) return record(a->status, STARFOLD_ERR_RUNTIME);
         ++*n;
@@ -259,8 +253,8 @@ static void mpi_allgather_cpu(void *buffers[], void *cl_arg)
     char *all = (char *)STARPU_VECTOR_GET_PTR(buffers[0]);
     const char *mine = a->has_input ? (const char *)STARPU_VECTOR_GET_PTR(buffers[2]) + a->in_offset * es : all;
     MPI_Request rq;
-    const int err = MPI_Iallgatherv(mine, a->counts[a->rank], mpi_type(a->dtype), all, a->counts, a->displs,
-                                    mpi_type(a->dtype), a->comm, &rq);
+    const int err = MPI_Iallgatherv(mine, a->counts[a->rank], starfold__mpi_datatype(a->dtype), all, a->counts, a->displs,
+                                    starfold__mpi_datatype(a->dtype), a->comm, &rq);
     if (err != MPI_SUCCESS) {
         record(&a->status, STARFOLD_ERR_RUNTIME);
         return;
