@@ -71,7 +71,7 @@ static void test_types(void)
     starfold_dtype_t d = STARFOLD_INT64;
     starfold_op_t op = STARFOLD_OP_PROD;
     BAD(starfold_dtype_from_string(NULL, &d), STARFOLD_ERR_INVALID_ARGUMENT, "NULL");
-    BAD(starfold_dtype_from_string("float16", &d), STARFOLD_ERR_NOT_FOUND, "float16");
+    BAD(starfold_dtype_from_string("complex64", &d), STARFOLD_ERR_NOT_FOUND, "complex64");
     BAD(starfold_op_from_string("avg", &op), STARFOLD_ERR_NOT_FOUND, "avg");
     BAD(starfold_op_from_string("sum", NULL), STARFOLD_ERR_INVALID_ARGUMENT, "NULL");
     CU_ASSERT_EQUAL(d, STARFOLD_INT64);
@@ -346,9 +346,9 @@ static void test_compile(void)
     f.desc.num_tensors = 0;
     BAD(starfold_graph_compile(f.topo, "ring", &f.desc, NULL, &g), STARFOLD_ERR_INVALID_ARGUMENT, "at least one tensor");
     f.desc.num_tensors = 3;
-    f.tensors[1].dtype = (starfold_dtype_t)9;
+    f.tensors[1].dtype = (starfold_dtype_t)19;
     BAD(starfold_graph_compile(f.topo, "ring", &f.desc, NULL, &g), STARFOLD_ERR_INVALID_ARGUMENT,
-        "tensor 1: unknown dtype 9");
+        "tensor 1: unknown dtype 19");
     f.tensors[1].dtype = STARFOLD_INT32;
     f.tensors[1].count = (size_t)1 << 50;
     BAD(starfold_graph_compile(f.topo, "ring", &f.desc, NULL, &g), STARFOLD_ERR_INVALID_ARGUMENT, "beyond any device");
@@ -487,7 +487,7 @@ static void test_context_and_vectors(void)
     CU_ASSERT_PTR_EQUAL(t, const_topo);
 
     starpu_data_handle_t h = NULL;
-    BAD(starfold_vector_create(ctx, 0, (starfold_dtype_t)4, 10, &h), STARFOLD_ERR_INVALID_ARGUMENT, "dtype 4");
+    BAD(starfold_vector_create(ctx, 0, (starfold_dtype_t)14, 10, &h), STARFOLD_ERR_INVALID_ARGUMENT, "dtype 14");
     BAD(starfold_vector_create(ctx, 2, STARFOLD_FLOAT32, 10, &h), STARFOLD_ERR_NO_DEVICE, "device 2");
     BAD(starfold_vector_create(ctx, -1, STARFOLD_FLOAT32, 10, &h), STARFOLD_ERR_NO_DEVICE, "device -1");
     BAD(starfold_vector_create(ctx, 0, STARFOLD_FLOAT32, (size_t)UINT32_MAX + 1, &h), STARFOLD_ERR_NOT_SUPPORTED,

@@ -289,7 +289,7 @@ static void test_values(void)
                     STARFOLD_ERR_NO_DEVICE);
     CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 0, d3, STARFOLD_FLOAT32, 4, NULL, &none),
                     STARFOLD_ERR_INVALID_ARGUMENT);
-    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, d3, (starfold_dtype_t)9, 4, NULL, &none),
+    CU_ASSERT_EQUAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, 1, d3, (starfold_dtype_t)19, 4, NULL, &none),
                     STARFOLD_ERR_INVALID_ARGUMENT);
     CU_ASSERT_EQUAL(starfold_value_create(ctx, (starfold_value_kind_t)7, 1, d3, STARFOLD_FLOAT32, 4, NULL, &none),
                     STARFOLD_ERR_INVALID_ARGUMENT);

@@ -328,6 +328,100 @@ static void test_compiled_all_reduce(void)
 }
 
 /*
+ * The accuracy rule of <starfold/common.h> for float16 and bfloat16, measured against float64: every
+ * algorithm on 8 devices, SUM and MEAN of values with full mantissas (sums round), a tensor large
+ * enough to be cut into pieces and a small one. A result may be rounded once per task on its path,
+ * at most once per device for these graphs, each rounding off by at most u times the partial result,
+ * which is at most sum |x| (u = 2^-11 float16, 2^-8 bfloat16): the stated tolerance is
+ * |got - exact| <= (n + 1) u sum_s |x_s|, MEAN's division one more rounding. The largest error seen is
+ * printed against it.
+ */
+static void test_half_accuracy(void)
+{
+    const int n = 8;
+    const size_t counts[2] = { 40009, 77 };
+    for (int h = 0; h < 2; h++) {
+        const starfold_dtype_t dt = h ? STARFOLD_BFLOAT16 : STARFOLD_FLOAT16;
+        const double u = h ? 0x1p-8 : 0x1p-11;
+        double worst = 0; /* largest error / tolerance over every algorithm, op, tensor, replica and element */
+        for (int a = 0; a < NUM_ALGORITHMS; a++)
+            for (int mean = 0; mean < 2; mean++) {
+                const starfold_tensor_desc_t t[2] = { { dt, counts[0] }, { dt, counts[1] } };
+                const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE,
+                                                          .op = mean ? STARFOLD_OP_MEAN : STARFOLD_OP_SUM,
+                                                          .num_sources = n, .sources = devices, .num_tensors = 2,
+                                                          .tensors = t };
+                starfold_graph_t g = NULL;
+                const starfold_status_t cst = starfold_graph_compile(topo8, algorithms_at(a), &desc, NULL, &g);
+                if (starfold__tu_refuses(topo8, algorithms_at(a))) {
+                    CU_ASSERT_EQUAL(cst, STARFOLD_ERR_NOT_SUPPORTED);
+                    continue;
+                }
+                CHECK_OK(cst);
+                CHECK_OK(starfold_graph_check(g));
+                starpu_data_handle_t in[16], out[16];
+                uint16_t *host[16];
+                double *exact[2], *mag[2];
+                for (size_t k = 0; k < 2; k++) {
+                    exact[k] = calloc(counts[k], sizeof(double));
+                    mag[k] = calloc(counts[k], sizeof(double));
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(exact[k]);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(mag[k]);
+                }
+                for (int r = 0; r < n; r++)
+                    for (size_t k = 0; k < 2; k++) {
+                        const size_t j = (size_t)r * 2 + k;
+                        host[j] = malloc(counts[k] * 2);
+                        CU_ASSERT_PTR_NOT_NULL_FATAL(host[j]);
+                        for (size_t i = 0; i < counts[k]; i++) {
+                            const uint64_t x = (uint64_t)rand() << 16 ^ (uint64_t)rand();
+                            const double v = ldexp(1.0 + (double)(x & 0xffff) / 65536.0, (int)(x >> 16 & 7) - 4) *
+                                             (x >> 20 & 1 ? -1.0 : 1.0);
+                            (void)starfold_element_from_double(dt, v, host[j], i);
+                            const double held = starfold_element_to_double(dt, host[j], i);
+                            exact[k][i] += held; /* exact: a few dozen bits at most */
+                            mag[k][i] += fabs(held);
+                        }
+                        CHECK_OK(starfold_vector_create(ctx, devices[r], dt, counts[k], &in[j]));
+                        CHECK_OK(starfold_vector_write(in[j], host[j], counts[k] * 2));
+                        CHECK_OK(starfold_vector_create(ctx, devices[r], dt, counts[k], &out[j]));
+                    }
+                starfold_request_t req = NULL;
+                CHECK_OK(starfold_submit(ctx, g, in, out, &req));
+                CHECK_OK(starfold_request_wait(req));
+                starfold_request_destroy(req);
+                size_t bad = 0;
+                for (int r = 0; r < n; r++)
+                    for (size_t k = 0; k < 2; k++) {
+                        const size_t j = (size_t)r * 2 + k;
+                        CHECK_OK(starfold_vector_read(out[j], host[j], counts[k] * 2));
+                        for (size_t i = 0; i < counts[k]; i++) {
+                            const double want = mean ? exact[k][i] / n : exact[k][i];
+                            const double tol = (n + 1) * u * (mean ? mag[k][i] / n : mag[k][i]) + u * fabs(want);
+                            const double err = fabs(starfold_element_to_double(dt, host[j], i) - want);
+                            if (!(err <= tol) && bad++ == 0)
+                                fprintf(stderr, "%s %s %s: replica %d tensor %zu element %zu: got %.9g, exact %.9g, "
+                                        "tolerance %.3g\n", algorithms_at(a), starfold_dtype_name(dt),
+                                        mean ? "mean" : "sum", r, k, i, starfold_element_to_double(dt, host[j], i),
+                                        want, tol);
+                            if (tol > 0 && err / tol > worst) worst = err / tol;
+                        }
+                        starfold_vector_destroy(ctx, in[j]);
+                        starfold_vector_destroy(ctx, out[j]);
+                        free(host[j]);
+                    }
+                CU_ASSERT_EQUAL(bad, 0);
+                for (size_t k = 0; k < 2; k++) {
+                    free(exact[k]);
+                    free(mag[k]);
+                }
+                starfold_graph_destroy(g);
+            }
+        fprintf(stderr, "  %s: largest error %.2f of the tolerance (n + 1) u sum|x|\n", starfold_dtype_name(dt), worst);
+    }
+}
+
+/*
  * Gather: every algorithm (ring's all-gather around its rings, the others' direct copies) on N
  * devices, tensors of 1000, 0, 1 and 1001 elements of each dtype; an all-gather (every device gets
  * every device's tensors, source order) and a gather to devices 2 and 0 (ring falls back to direct
@@ -2141,6 +2235,7 @@ int main(int argc, char **argv)
         { "more than 8 handles per task", test_many_handles },
         { "hand-built graphs in place", test_hand_in_place },
         { "compiled all-reduce, both algorithms", test_compiled_all_reduce },
+        { "float16 and bfloat16 against float64, every algorithm", test_half_accuracy },
         { "compiled hierarchical packing", test_compiled_packs },
         { "compiled reduce to one and broadcast", test_compiled_reduce_broadcast },
         { "compiled gather and all-gather", test_compiled_gather },

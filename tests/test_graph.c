@@ -36,22 +36,22 @@ typedef struct interp {
 
 static double load(const void *p, starfold_dtype_t dt, size_t i)
 {
-    switch (dt) {
-    case STARFOLD_FLOAT32: return ((const float *)p)[i];
-    case STARFOLD_FLOAT64: return ((const double *)p)[i];
-    case STARFOLD_INT32: return ((const int32_t *)p)[i];
-    default: return (double)((const int64_t *)p)[i];
-    }
+    return starfold_element_to_double(dt, p, i);
 }
 
-/* Integer ops are done in int64 then narrowed: inputs are small, so nothing wraps in these tests. */
+/* Integer ops are done in int64 then wrapped to the type's width, as the kernels wrap. */
 static void store(void *p, starfold_dtype_t dt, size_t i, double v)
 {
-    switch (dt) {
-    case STARFOLD_FLOAT32: ((float *)p)[i] = (float)v; break;
-    case STARFOLD_FLOAT64: ((double *)p)[i] = v; break;
-    case STARFOLD_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    default: ((int64_t *)p)[i] = (int64_t)v; break;
+    if (!starfold_dtype_is_integer(dt)) {
+        (void)starfold_element_from_double(dt, v, p, i);
+        return;
+    }
+    const uint64_t bits = v >= 0x1p63 ? (uint64_t)v : (uint64_t)(int64_t)v;
+    switch (starfold_dtype_size(dt)) {
+    case 1: ((uint8_t *)p)[i] = (uint8_t)bits; break;
+    case 2: ((uint16_t *)p)[i] = (uint16_t)bits; break;
+    case 4: ((uint32_t *)p)[i] = (uint32_t)bits; break;
+    default: ((uint64_t *)p)[i] = bits; break;
     }
 }
 
@@ -64,7 +64,8 @@ static double apply(starfold_op_t op, starfold_dtype_t dt, double a, double b)
     case STARFOLD_OP_PROD: r = a * b; break;
     default: r = a + b; break;
     }
-    return dt == STARFOLD_FLOAT32 ? (double)(float)r : r; /* float32 arithmetic rounds each step */
+    /* float32 arithmetic rounds each step; float16 and bfloat16 compute in float32 too */
+    return dt == STARFOLD_FLOAT32 || dt == STARFOLD_FLOAT16 || dt == STARFOLD_BFLOAT16 ? (double)(float)r : r;
 }
 
 static void interp_run(interp_t *in)
@@ -83,8 +84,8 @@ static void interp_run(interp_t *in)
                     for (size_t s = 1; s < ps; s++)
                         v = apply(n->op, n->dtype, v, load(in->mem[src[s].buf], n->dtype, src[s].offset + i));
                     if (n->divisor > 1) {
-                        if (n->dtype == STARFOLD_INT32 || n->dtype == STARFOLD_INT64) v = trunc(v / n->divisor);
-                        else if (n->dtype == STARFOLD_FLOAT32) v = (float)v / (float)n->divisor;
+                        if (starfold_dtype_is_integer(n->dtype)) v = trunc(v / n->divisor);
+                        else if (n->dtype != STARFOLD_FLOAT64) v = (float)v / (float)n->divisor;
                         else v = v / n->divisor;
                     }
                     for (size_t d = 0; d < pd; d++) store(in->mem[dst[d].buf], n->dtype, dst[d].offset + i, v);
@@ -94,8 +95,8 @@ static void interp_run(interp_t *in)
             for (size_t i = 0; i < n->dst[0].count; i++) {
                 const starfold_dtype_t out = g->bufs[n->dst[0].buf].dtype; /* float64 when promoting */
                 double v = load(in->mem[n->src[0].buf], n->dtype, n->src[0].offset + i);
-                if (out == STARFOLD_INT32 || out == STARFOLD_INT64) v = trunc(v / n->divisor);
-                else if (out == STARFOLD_FLOAT32) v = (float)v / (float)n->divisor;
+                if (starfold_dtype_is_integer(out)) v = trunc(v / n->divisor);
+                else if (out != STARFOLD_FLOAT64) v = (float)v / (float)n->divisor;
                 else v = v / n->divisor;
                 store(in->mem[n->dst[0].buf], out, n->dst[0].offset + i, v);
             }
@@ -114,28 +115,64 @@ static void interp_run(interp_t *in)
 }
 
 /* Replica r, tensor t, element i: small values so PROD of 8 replicas stays exact and in range. */
-static double input_value(int r, size_t t, size_t i, starfold_op_t op)
+static double input_raw(int r, size_t t, size_t i, starfold_op_t op)
 {
     if (op == STARFOLD_OP_PROD) return (double)((r + (int)t + (int)i) % 3 - 1 + ((r + i) % 2 ? 2 : 0)); /* -1..3 */
     return (double)(((int)(r * 7 + t * 3 + i * 5)) % 23 - 11) + (i % 4) * 0.25 * (r % 2 ? 1 : -1);
 }
 
-static double reference(starfold_op_t op, starfold_dtype_t dt, int promote, int n, size_t t, size_t i)
+/* @v as dtype @dt holds it: rounded (floats), wrapped to the type's width (integers). */
+static double held(starfold_dtype_t dt, double v)
 {
-    int is_int = dt == STARFOLD_INT32 || dt == STARFOLD_INT64;
-    double acc = 0;
+    unsigned char e[8];
+    store(e, dt, 0, v);
+    return load(e, dt, 0);
+}
+
+/*
+ * The exact result over the inputs as their dtype holds them; integers wrap (before MEAN divides, as
+ * the kernels do). *@mag: what a rounding of a partial result is relative to (sum |x|, or |product|).
+ */
+/* As input_raw(), without the signs for unsigned types (a uint64 holding -1 is beyond float64's
+ * exact integers, where this interpreter computes). */
+static double input_value(starfold_dtype_t dt, int r, size_t t, size_t i, starfold_op_t op)
+{
+    const double v = input_raw(r, t, i, op);
+    return dt == STARFOLD_UINT8 || dt == STARFOLD_UINT16 || dt == STARFOLD_UINT32 || dt == STARFOLD_UINT64 ? fabs(v) : v;
+}
+
+static double reference(starfold_op_t op, starfold_dtype_t dt, int promote, int n, size_t t, size_t i, double *mag)
+{
+    const int is_int = starfold_dtype_is_integer(dt);
+    double acc = 0, m = 0;
     for (int r = 0; r < n; r++) {
-        double v = input_value(r, t, i, op);
-        if (is_int) v = (double)(int64_t)v;
-        if (dt == STARFOLD_FLOAT32) v = (float)v;
+        const double v = held(dt, input_value(dt, r, t, i, op));
+        m += fabs(v);
         if (r == 0) acc = v;
         else if (op == STARFOLD_OP_MIN) acc = acc < v ? acc : v;
         else if (op == STARFOLD_OP_MAX) acc = acc > v ? acc : v;
         else if (op == STARFOLD_OP_PROD) acc *= v;
         else acc += v;
     }
+    if (is_int) acc = held(dt, acc);
+    *mag = op == STARFOLD_OP_PROD ? fabs(acc) : op == STARFOLD_OP_MEAN ? m / n : m;
     if (op == STARFOLD_OP_MEAN) acc = is_int && !promote ? trunc(acc / n) : acc / n;
     return acc;
+}
+
+/*
+ * How far a result of @dt may be from the exact one: float32 and float64 as close as their
+ * arithmetic; integers exactly; float16 and bfloat16 one rounding (u) of @mag per task on the path,
+ * at most n + 1 of them (the accuracy rule of <starfold/common.h>).
+ */
+static double tolerance(starfold_dtype_t dt, int n, double want, double mag)
+{
+    switch (dt) {
+    case STARFOLD_FLOAT32: return 1e-5 * (1 + fabs(want));
+    case STARFOLD_FLOAT16: return (n + 1) * 0x1p-11 * (1 + mag);
+    case STARFOLD_BFLOAT16: return (n + 1) * 0x1p-8 * (1 + mag);
+    default: return 1e-12 * (1 + fabs(want));
+    }
 }
 
 /* Runs @g on the host and compares every output; returns the number of wrong elements. */
@@ -147,7 +184,7 @@ static size_t interp_verify(starfold_graph_t g, int broadcast)
         in.mem[b] = calloc(buf->count + 1, starfold_dtype_size(buf->dtype));
         if (buf->kind == SF_BUF_INPUT)
             for (size_t i = 0; i < buf->count; i++)
-                store(in.mem[b], buf->dtype, i, input_value(buf->slot, buf->tensor, i, g->op));
+                store(in.mem[b], buf->dtype, i, input_value(buf->dtype, buf->slot, buf->tensor, i, g->op));
         else /* poison: a missed write shows up */
             for (size_t i = 0; i < buf->count; i++) store(in.mem[b], buf->dtype, i, -12345);
     }
@@ -162,20 +199,19 @@ static size_t interp_verify(starfold_graph_t g, int broadcast)
             for (size_t i = 0; i < g->bufs[b].count; i++) {
                 while (gather && i >= from + starfold_graph_input_count(g, src, t)) from += starfold_graph_input_count(g, src++, t);
                 /* a gather: the source's element, stored as the input is; MEAN divides it by n */
-                double want = gather      ? input_value(src, t, i - from, g->op)
-                              : broadcast ? input_value(0, t, i, g->op)
-                                          : reference(g->op, g->tensors[t].dtype, g->promote_integer_mean,
-                                                      g->num_inputs, t, i);
-                if ((broadcast || gather) && (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64))
-                    want = (double)(int64_t)want;
+                const starfold_dtype_t odt = g->bufs[b].dtype, idt = g->tensors[t].dtype;
+                double mag = 0;
+                double want = gather      ? held(idt, input_value(idt, src, t, i - from, g->op))
+                              : broadcast ? held(idt, input_value(idt, 0, t, i, g->op))
+                                          : reference(g->op, idt, g->promote_integer_mean, g->num_inputs, t, i, &mag);
                 if (gather && g->op == STARFOLD_OP_MEAN) {
+                    mag = fabs(want) / g->num_inputs;
                     want /= g->num_inputs;
-                    if (g->bufs[b].dtype == STARFOLD_INT32 || g->bufs[b].dtype == STARFOLD_INT64)
-                        want = (double)(int64_t)want; /* truncated towards zero, as the kernels divide */
+                    if (starfold_dtype_is_integer(odt)) want = trunc(want); /* truncated towards zero, as the kernels divide */
                 }
-                if ((broadcast || gather) && g->bufs[b].dtype == STARFOLD_FLOAT32) want = (float)want;
-                double got = load(in.mem[b], g->bufs[b].dtype, i);
-                double tol = g->bufs[b].dtype == STARFOLD_FLOAT32 ? 1e-5 * (1 + fabs(want)) : 1e-12 * (1 + fabs(want));
+                if ((broadcast || gather) && odt == STARFOLD_FLOAT32) want = (float)want;
+                double got = load(in.mem[b], odt, i);
+                double tol = tolerance(odt, g->num_inputs, want, mag);
                 if (fabs(got - want) > tol) {
                     if (wrong < 3)
                         fprintf(stderr, "  %s: out %d tensor %zu [%zu] = %g, want %g\n", g->algorithm, d, t, i, got,
@@ -682,7 +718,7 @@ static void test_bad_input(void)
     b = d;
     b.kind = STARFOLD_COLL_BROADCAST; /* 8 sources */
     CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);
-    starfold_tensor_desc_t bad_t[1] = { { (starfold_dtype_t)9, 4 } };
+    starfold_tensor_desc_t bad_t[1] = { { (starfold_dtype_t)19, 4 } };
     b = d;
     b.tensors = bad_t;
     CU_ASSERT_EQUAL(starfold_graph_compile(tp, "reduce-to-one", &b, &o, &g), STARFOLD_ERR_INVALID_ARGUMENT);

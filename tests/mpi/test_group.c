@@ -255,19 +255,29 @@ static double value(starfold_op_t op, int g, size_t i, int s)
     return (double)((g * 7 + (int)(i % 13) + 3 * s) % 29) - 9;          /* -9 .. 19, distinct enough */
 }
 
-/* Over @total replicas 0 .. total-1. */
+/* value() as dtype @dt holds it (unsigned types hold 0 for the negative ones). */
+static double held(starfold_dtype_t dt, double x)
+{
+    unsigned char e[8] = { 0 };
+    (void)starfold_element_from_double(dt, x, e, 0);
+    return starfold_element_to_double(dt, e, 0);
+}
+
+/* Over @total replicas 0 .. total-1: exact sums (every dtype holds them), MEAN divided as the kernels
+ * do (float32 for float32, float16 and bfloat16, rounded once to the type; integers truncating). */
 static double expected_of(starfold_op_t op, starfold_dtype_t dt, size_t i, int s, int total)
 {
-    double acc = value(op, 0, i, s);
+    double acc = held(dt, value(op, 0, i, s));
     for (int g = 1; g < total; g++) {
-        const double x = value(op, g, i, s);
+        const double x = held(dt, value(op, g, i, s));
         if (op == STARFOLD_OP_SUM || op == STARFOLD_OP_MEAN) acc += x;
         else if (op == STARFOLD_OP_PROD) acc *= x;
         else if (op == STARFOLD_OP_MIN) acc = x < acc ? x : acc;
         else acc = x > acc ? x : acc;
     }
     if (op != STARFOLD_OP_MEAN) return acc;
-    if (dt == STARFOLD_FLOAT32) return (double)((float)acc / (float)total);
+    if (dt == STARFOLD_FLOAT32 || dt == STARFOLD_FLOAT16 || dt == STARFOLD_BFLOAT16)
+        return held(dt, (double)((float)acc / (float)total));
     if (dt == STARFOLD_FLOAT64) return acc / total;
     return (double)((long long)acc / total); /* integers truncate toward zero */
 }
@@ -280,22 +290,12 @@ static double expected(starfold_op_t op, starfold_dtype_t dt, size_t i, int s)
 
 static void put(void *p, starfold_dtype_t dt, size_t i, double x)
 {
-    switch (dt) {
-    case STARFOLD_FLOAT32: ((float *)p)[i] = (float)x; break;
-    case STARFOLD_FLOAT64: ((double *)p)[i] = x; break;
-    case STARFOLD_INT32: ((int32_t *)p)[i] = (int32_t)x; break;
-    default: ((int64_t *)p)[i] = (int64_t)x; break;
-    }
+    (void)starfold_element_from_double(dt, x, p, i);
 }
 
 static double get(const void *p, starfold_dtype_t dt, size_t i)
 {
-    switch (dt) {
-    case STARFOLD_FLOAT32: return ((const float *)p)[i];
-    case STARFOLD_FLOAT64: return ((const double *)p)[i];
-    case STARFOLD_INT32: return ((const int32_t *)p)[i];
-    default: return (double)((const int64_t *)p)[i];
-    }
+    return starfold_element_to_double(dt, p, i);
 }
 
 /* Replicas of NT tensors (sizes below) on this rank's 2 devices: in and out handles, device-major. */
@@ -676,7 +676,7 @@ static void test_relay(void)
                     for (size_t i = 0; i < count[k]; i++) {
                         const size_t at = (size_t)d * M + first[k] + i;
                         bad += get(buf, d_t, in_place ? at : at + NDEV * M) != expected(op, d_t, i, step);
-                        if (!in_place) bad += get(buf, d_t, at) != value(op, world_rank * NDEV + d, i, step);
+                        if (!in_place) bad += get(buf, d_t, at) != held(d_t, value(op, world_rank * NDEV + d, i, step));
                     }
         }
         CU_ASSERT_STRING_EQUAL(starfold_group_last_lowering(g), "mpi");
