@@ -404,12 +404,13 @@ static void test_bench_table(void)
     /* MEAN on every dtype: StarPU's REDUX baseline included (it once failed for all but float32). */
     run(&r, "bench -g 3 -b 1K -n 1 -w 0 --op mean -d all");
     CU_ASSERT_EQUAL(r.status, 0);
-    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 64), 4 * 4);
-    static const char *const types[] = { "float", "double", "int32", "int64" };
-    for (int i = 0; i < 16; i++) {
+    CU_ASSERT_EQUAL(bench_rows(r.out, rows, 64), STARFOLD_DTYPE_COUNT * 4);
+    static const char *const types[STARFOLD_DTYPE_COUNT] = { "half", "bfloat16", "float", "double", "int8",  "uint8",
+                                                             "int16", "uint16", "int32", "uint32", "int64", "uint64" };
+    for (int i = 0; i < STARFOLD_DTYPE_COUNT * 4; i++) {
         CU_ASSERT_STRING_EQUAL(rows[i].op, "avg");
         int known = 0;
-        for (int t = 0; t < 4; t++) known |= !strcmp(rows[i].type, types[t]);
+        for (int t = 0; t < STARFOLD_DTYPE_COUNT; t++) known |= !strcmp(rows[i].type, types[t]);
         CU_ASSERT(known);
         if (!rows[i].baseline) CU_ASSERT_STRING_EQUAL(rows[i].ip_wrong, "0");
     }
@@ -511,7 +512,7 @@ static void test_bench_json_csv(void)
         rows++;
         line = end + 1;
     }
-    CU_ASSERT_EQUAL(rows, 4 * 2 * 4); /* dtypes x sizes (256, 1K) x (algorithm + 3 baselines) */
+    CU_ASSERT_EQUAL(rows, STARFOLD_DTYPE_COUNT * 2 * 4); /* dtypes x sizes (256, 1K) x (algorithm + 3 baselines) */
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "# Out of bounds values : 0 OK")); /* notes go to stderr */
     result_free(&r);
 

@@ -557,19 +557,33 @@ static void test_compiled_in_place(void)
  */
 static void test_compiled_promoted_mean(void)
 {
-    const starfold_tensor_desc_t t[5] = { { STARFOLD_INT32, 1001 }, { STARFOLD_INT64, 1000 }, { STARFOLD_INT32, 0 },
-                                          { STARFOLD_FLOAT32, 13 }, { STARFOLD_INT64, 1 } };
+    /* int8 and uint16 come out as float32, the other integers as float64 (TensorFlow's truediv) */
+    const starfold_tensor_desc_t t[7] = { { STARFOLD_INT32, 1001 }, { STARFOLD_INT64, 1000 }, { STARFOLD_INT32, 0 },
+                                          { STARFOLD_FLOAT32, 13 }, { STARFOLD_INT64, 1 },   { STARFOLD_INT8, 77 },
+                                          { STARFOLD_UINT16, 5 } };
     for (int ni = 0; ni < NUM_N; ni++)
         for (int a = 0; a < NUM_ALGORITHMS; a++) {
             if (EMULATED && a != ni) continue;
             CU_ASSERT_EQUAL(run_compiled_ex(algorithms_at(a), STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, sizes_n[ni], NULL,
-                                            0, t, 5, 2, 0, 1),
+                                            0, t, 7, 2, 0, 1),
                             0);
         }
     /* to one destination */
     const int one[1] = { 1 };
-    CU_ASSERT_EQUAL(run_compiled_ex("reduce-to-one", STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, 3, one, 1, t, 5, 1, 0, 1),
+    CU_ASSERT_EQUAL(run_compiled_ex("reduce-to-one", STARFOLD_COLL_REDUCE, STARFOLD_OP_MEAN, 3, one, 1, t, 7, 1, 0, 1),
                     0);
+    starfold_topology_t topo3 = topo_of(3);
+    const starfold_collective_desc_t desc = { .kind = STARFOLD_COLL_REDUCE, .op = STARFOLD_OP_MEAN, .num_sources = 3,
+                                              .sources = devices, .num_tensors = 7, .tensors = t,
+                                              .promote_integer_mean = 1 };
+    starfold_graph_t g = NULL;
+    CHECK_OK(starfold_graph_compile(topo3, "ring", &desc, NULL, &g));
+    CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 0), STARFOLD_FLOAT64);
+    CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 3), STARFOLD_FLOAT32);
+    CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 5), STARFOLD_FLOAT32);
+    CU_ASSERT_EQUAL(starfold_graph_output_dtype(g, 6), STARFOLD_FLOAT32);
+    starfold_graph_destroy(g);
+    starfold_topology_destroy(topo3);
 }
 
 /*

@@ -74,7 +74,8 @@ STARFOLD_API const char *starfold_last_error(void);
  * @brief Element type of a tensor: TensorFlow's and NCCL's reducible types.
  *
  * **Integers** wrap around on SUM, PROD and overflow (two's complement, computed in unsigned
- * arithmetic); MEAN truncates toward zero unless the strategy promotes integer MEAN to float64.
+ * arithmetic); MEAN truncates toward zero unless promote_integer_mean asks for TensorFlow's true
+ * division (float64 results, float32 for 8- and 16-bit integers).
  *
  * **Half precision** (float16, bfloat16) is stored in 2 bytes and computed in float32, as NCCL
  * does: a reduce task converts every source element to float32, combines them in float32 (left to

@@ -34,9 +34,9 @@
  * parsed case-insensitively by starfold_op_from_string() ("sum", "MEAN", "Mean").
  *
  * **Integer MEAN.** By default an integer MEAN keeps the integer type and truncates towards zero
- * (the integer-preserving mode). TensorFlow promotes int32/int64 MEAN to float64 (true division);
- * set ::starfold_communication_options_t::promote_integer_mean to get exactly that: the results of an
- * integer MEAN are then float64 values.
+ * (the integer-preserving mode). TensorFlow promotes integer MEAN with true division: int32, int64,
+ * uint32 and uint64 to float64, int8, uint8, int16 and uint16 to float32; set
+ * ::starfold_communication_options_t::promote_integer_mean to get exactly that.
  *
  * **Asynchrony.** Every reduction, broadcast and update is submitted to StarPU and returns at once
  * with its result values; StarPU orders the application's later tasks on those handles after the
@@ -539,7 +539,8 @@ typedef struct starfold_communication_options {
     starfold_communication_implementation_t implementation;
     /**
      * starfold's addition: 0 (default) keeps an integer MEAN integer (truncating division);
-     * 1 does TensorFlow's promotion: integer MEAN results are float64.
+     * 1 does TensorFlow's promotion: integer MEAN results are float64 (float32 for 8- and 16-bit
+     * integers).
      */
     int promote_integer_mean;
 } starfold_communication_options_t;

@@ -78,7 +78,8 @@ typedef struct starfold_collective_desc {
     /**
      * MEAN of integer tensors: 0 (default) keeps the integer type, the sum divided with truncation
      * towards zero; 1 does what TensorFlow does (true division): the integer sum is converted and
-     * divided in float64, and those tensors' outputs are float64 (see starfold_graph_output_dtype()).
+     * divided in float64, and those tensors' outputs are float64 (see starfold_graph_output_dtype());
+     * for 8- and 16-bit integers in float32, their outputs float32, as TensorFlow's truediv.
      */
     int promote_integer_mean;
     /**
@@ -294,8 +295,9 @@ STARFOLD_API int starfold_graph_output_device(starfold_graph_t graph, int slot);
 /** @brief Description of tensor @p t, or NULL out of range. */
 STARFOLD_API const starfold_tensor_desc_t *starfold_graph_tensor(starfold_graph_t graph, size_t t);
 /**
- * @brief Element type of the outputs of tensor @p t: the tensor's dtype, or float64 for an integer
- *        MEAN compiled with promote_integer_mean. STARFOLD_FLOAT32 when out of range.
+ * @brief Element type of the outputs of tensor @p t: the tensor's dtype, or for an integer MEAN
+ *        compiled with promote_integer_mean float64 (float32 for 8- and 16-bit integers).
+ *        STARFOLD_FLOAT32 when out of range.
  */
 STARFOLD_API starfold_dtype_t starfold_graph_output_dtype(starfold_graph_t graph, size_t t);
 /** @brief The op the graph applies. */

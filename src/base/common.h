@@ -64,6 +64,9 @@ int starfold__env_set(const char *name);
 int starfold__dtype_integer(starfold_dtype_t dt);
 int starfold__dtype_signed(starfold_dtype_t dt);
 int starfold__dtype_half(starfold_dtype_t dt);
+/* TensorFlow's true division of an integer type: float32 for 8- and 16-bit integers, float64 for 32-
+ * and 64-bit ones; @dt itself for the floating types. */
+starfold_dtype_t starfold__dtype_truediv(starfold_dtype_t dt);
 /* Element @i of an integer (or half: its 16 bits) array as 64 bits, signed types sign-extended, and
  * the store back (truncating to the type's width: wrapping arithmetic). 0 / nothing for the others. */
 uint64_t starfold__element_bits(starfold_dtype_t dt, const void *data, size_t i);

@@ -101,6 +101,12 @@ int starfold__dtype_signed(starfold_dtype_t dt)
     return dt == STARFOLD_INT8 || dt == STARFOLD_INT16 || dt == STARFOLD_INT32 || dt == STARFOLD_INT64;
 }
 
+starfold_dtype_t starfold__dtype_truediv(starfold_dtype_t dt)
+{
+    if (!starfold__dtype_integer(dt)) return dt;
+    return starfold_dtype_size(dt) <= 2 ? STARFOLD_FLOAT32 : STARFOLD_FLOAT64;
+}
+
 int starfold__dtype_half(starfold_dtype_t dt)
 {
     return dt == STARFOLD_FLOAT16 || dt == STARFOLD_BFLOAT16;

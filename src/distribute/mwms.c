@@ -24,7 +24,7 @@
  *                    communication library's own tuned all-reduce (MPI's, as NCCL is NVIDIA's), AUTO
  *                    the group's choice (starfold_group_set_lowering(), by default the cost model's)
  *   promote_integer_mean  an integer MEAN summed across processes in its dtype, then divided as float64
- *                    on the host (promoted_mean()); the batch is then two reductions, the integers'
+ *                    (float32 for 8- and 16-bit integers) on the host (promoted_mean()); the batch is then two reductions, the integers'
  *                    SUM after the rest, in that order everywhere
  *
  * Every group call of one batch carries the batch's fingerprint (batch_fingerprint()), which the
@@ -164,24 +164,29 @@ static starfold_status_t all_reduce_part(starfold_group_t g, starfold_op_t op, i
 
 /*
  * A promoted integer MEAN's result (TensorFlow's truediv): the integer SUM of every replica of every
- * process, @sum, divided by their number as float64, onto @d. The division and the conversion are
- * done on the host, where the group divides every MEAN across processes (group_allreduce.c); the
- * float64 result is then written to each destination.
+ * process, @sum, divided by their number in float64 (float32 for 8- and 16-bit integers, as
+ * TensorFlow's truediv), onto @d. The division and the conversion are done on the host, where the
+ * group divides every MEAN across processes (group_allreduce.c); the result is then written to each
+ * destination.
  */
 static starfold_status_t promoted_mean(starfold_group_t g, starfold_context_t ctx, starfold_value_t sum,
                                        const starfold__dest_t *d, const char *fn, starfold_value_t *result)
 {
     const size_t count = sum->count, es = starfold_dtype_size(sum->dtype);
+    const starfold_dtype_t odt = starfold__dtype_truediv(sum->dtype); /* float32 for 8- and 16-bit integers */
     int replicas = 0;
     for (int r = 0; r < starfold_group_size(g); r++) replicas += starfold_group_num_devices(g, r);
     void *ints = malloc(count ? count * es : 1);
-    double *out = malloc(count ? count * sizeof *out : 1);
+    void *out = malloc(count ? count * starfold_dtype_size(odt) : 1);
     starfold_status_t st = ints && out ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     if (st == STARFOLD_OK && count) st = starfold_value_read(sum, 0, ints, count * es);
-    for (size_t k = 0; st == STARFOLD_OK && k < count; k++)
-        out[k] = starfold_element_to_double(sum->dtype, ints, k) / (double)replicas;
+    for (size_t k = 0; st == STARFOLD_OK && k < count; k++) {
+        const double x = starfold_element_to_double(sum->dtype, ints, k);
+        if (odt == STARFOLD_FLOAT32) ((float *)out)[k] = (float)x / (float)replicas;
+        else ((double *)out)[k] = x / (double)replicas;
+    }
     if (st == STARFOLD_OK)
-        st = starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, STARFOLD_FLOAT64, count, out, result);
+        st = starfold_value_create(ctx, STARFOLD_VALUE_MIRRORED, d->n, d->devices, odt, count, out, result);
     free(ints);
     free(out);
     return st;

@@ -663,10 +663,10 @@ STARFOLD_API starfold_status_t starfold_strategy_reduce(starfold_strategy_t stra
     double f = 0;
     uint64_t i = 0;
     fold(across, dt, buf, value->count, &f, &i);
-    const starfold_dtype_t out_dt = op == STARFOLD_OP_MEAN && promote && is_integer(dt) ? STARFOLD_FLOAT64 : dt;
+    const starfold_dtype_t out_dt = op == STARFOLD_OP_MEAN && promote && is_integer(dt) ? starfold__dtype_truediv(dt) : dt;
     const int sgn = starfold__dtype_signed(dt);
     if (op == STARFOLD_OP_MEAN) {
-        if (out_dt == STARFOLD_FLOAT64 && is_integer(dt)) /* TensorFlow's truediv */
+        if (out_dt != dt) /* TensorFlow's truediv */
             f = (sgn ? (double)(int64_t)i : (double)i) / (double)total;
         else if (is_integer(dt)) /* truncating */
             i = sgn ? (uint64_t)((int64_t)i / (int64_t)total) : i / (uint64_t)total;

@@ -10,8 +10,9 @@
  *                > 1 (MEAN in the same pass, integers truncating); the first dst may be one of the
  *                sources (accumulate in place); with several dsts, the result is written to each;
  *   kind SCALE:  dst = src / divisor (integers truncate toward zero); a converting SCALE reads
- *                integers and writes float64: dst = (double)src / divisor (TensorFlow's promoting
- *                integer MEAN). Only there do the destination's dtype and element size differ.
+ *                integers and writes float64: dst = (double)src / divisor, or float32 for 8- and
+ *                16-bit integers, divided in float32 (TensorFlow's promoting integer MEAN, its
+ *                truediv). Only there do the destination's dtype and element size differ.
  *
  * float16 and bfloat16 (base/half.h) are computed in float32: a REDUCE converts every source
  * element, combines and divides in float32, and rounds to nearest even once per destination

@@ -548,12 +548,25 @@ SF_DEFINE_SCALE(u64, u64)
 
 SF_DEFINE_SCALE_TO_F64(i32)
 SF_DEFINE_SCALE_TO_F64(i64)
-SF_DEFINE_SCALE_TO_F64(i8)
-SF_DEFINE_SCALE_TO_F64(u8)
-SF_DEFINE_SCALE_TO_F64(i16)
-SF_DEFINE_SCALE_TO_F64(u16)
 SF_DEFINE_SCALE_TO_F64(u32)
 SF_DEFINE_SCALE_TO_F64(u64)
+
+/* Converting scale of 8- and 16-bit integers: float32 out (TensorFlow's truediv), divided in float32. */
+#define SF_DEFINE_SCALE_TO_F32(T)                                                                    \
+    static void scale_##T##_to_f32(void *buffers[], const starfold__kernel_args_t *a)                \
+    {                                                                                                \
+        for (size_t sg = 0; sg < a->nseg; sg++) {                                                    \
+            const starfold__kspan_t *sp = starfold__kernel_segment(a, sg);                           \
+            const T *src = (const T *)(const void *)span_at(buffers, &sp[0], a->elemsize);           \
+            f32 *dst = (f32 *)(void *)span_at(buffers, &sp[1], a->dst_elemsize);                     \
+            for (size_t i = 0; i < sp[0].count; i++) dst[i] = (f32)src[i] / (f32)a->divisor;        \
+        }                                                                                            \
+    }
+
+SF_DEFINE_SCALE_TO_F32(i8)
+SF_DEFINE_SCALE_TO_F32(u8)
+SF_DEFINE_SCALE_TO_F32(i16)
+SF_DEFINE_SCALE_TO_F32(u16)
 
 static void kernel_cpu(void *buffers[], const starfold__kernel_args_t *a);
 
@@ -596,14 +609,20 @@ static void kernel_cpu(void *buffers[], const starfold__kernel_args_t *a)
         break;
     case SF_KERNEL_SCALE:
         if (a->dst_dtype != a->dtype) {
+            if (a->dst_dtype == SF_K_FLOAT32) {
+                switch (a->dtype) {
+                case SF_K_INT8: scale_i8_to_f32(buffers, a); return;
+                case SF_K_UINT8: scale_u8_to_f32(buffers, a); return;
+                case SF_K_INT16: scale_i16_to_f32(buffers, a); return;
+                case SF_K_UINT16: scale_u16_to_f32(buffers, a); return;
+                default: break;
+                }
+                break;
+            }
             if (a->dst_dtype != SF_K_FLOAT64) break;
             switch (a->dtype) {
             case SF_K_INT32: scale_i32_to_f64(buffers, a); return;
             case SF_K_INT64: scale_i64_to_f64(buffers, a); return;
-            case SF_K_INT8: scale_i8_to_f64(buffers, a); return;
-            case SF_K_UINT8: scale_u8_to_f64(buffers, a); return;
-            case SF_K_INT16: scale_i16_to_f64(buffers, a); return;
-            case SF_K_UINT16: scale_u16_to_f64(buffers, a); return;
             case SF_K_UINT32: scale_u32_to_f64(buffers, a); return;
             case SF_K_UINT64: scale_u64_to_f64(buffers, a); return;
             default: break;

@@ -479,15 +479,18 @@ void kernel_cuda(void *buffers[], const starfold__kernel_args_t *a)
         }
         break;
     case SF_KERNEL_SCALE:
-        if (a->dst_dtype != a->dtype) { /* converting: integers to float64 */
+        if (a->dst_dtype != a->dtype) { /* converting: integers to float64, 8- and 16-bit ones to float32 */
+            switch (a->dst_dtype == SF_K_FLOAT32 ? a->dtype : -1) {
+            case SF_K_INT8: err = cuda_scale_t<int8_t, float, float>(stream, buffers, a); break;
+            case SF_K_UINT8: err = cuda_scale_t<uint8_t, float, float>(stream, buffers, a); break;
+            case SF_K_INT16: err = cuda_scale_t<int16_t, float, float>(stream, buffers, a); break;
+            case SF_K_UINT16: err = cuda_scale_t<uint16_t, float, float>(stream, buffers, a); break;
+            default: break;
+            }
             if (a->dst_dtype != SF_K_FLOAT64) break;
             switch (a->dtype) {
             case SF_K_INT32: err = cuda_scale_t<int32_t, double, double>(stream, buffers, a); break;
             case SF_K_INT64: err = cuda_scale_t<int64_t, double, double>(stream, buffers, a); break;
-            case SF_K_INT8: err = cuda_scale_t<int8_t, double, double>(stream, buffers, a); break;
-            case SF_K_UINT8: err = cuda_scale_t<uint8_t, double, double>(stream, buffers, a); break;
-            case SF_K_INT16: err = cuda_scale_t<int16_t, double, double>(stream, buffers, a); break;
-            case SF_K_UINT16: err = cuda_scale_t<uint16_t, double, double>(stream, buffers, a); break;
             case SF_K_UINT32: err = cuda_scale_t<uint32_t, double, double>(stream, buffers, a); break;
             case SF_K_UINT64: err = cuda_scale_t<uint64_t, double, double>(stream, buffers, a); break;
             default: break;

@@ -10,7 +10,8 @@
  *
  *   starfold__reduce: dst[i] = a[i] op b[i]   (REDUCE runs it pairwise, left to right: dst = s0 op s1,
  *                                        dst = dst op s2, ...; op 5 is the internal SUB: a[i] - b[i])
- *   starfold__scale:  dst[i] = src[i] / divisor   (integers to float64 when dst_dtype says so)
+ *   starfold__scale:  dst[i] = src[i] / divisor   (integers to float64, 8- and 16-bit ones to float32,
+ *                                        when dst_dtype says so)
  *
  * float16 and bfloat16 are computed in float (vload_half / vstore_half_rte, which need no fp16
  * extension; bfloat16 by its bits). With more than two sources or a divisor they accumulate in a
@@ -96,6 +97,8 @@ static const char starfold__cl_source[] =
     "}\n"
     "#define SF_DIV(code, T, W) else if (dtype == code)\\\n"
     "    ((__global T *)(dst + dst_off))[i] = (T)((W)((__global const T *)(src + src_off))[i] / (W)divisor);\n"
+    "#define SF_TO_F32(code, T) else if (dst_dtype == 0 && dtype == code)\\\n"
+    "    ((__global float *)(dst + dst_off))[i] = (float)((__global const T *)(src + src_off))[i] / (float)divisor;\n"
     "#define SF_TO_F64(code, T) else if (dst_dtype == 1 && dtype == code)\\\n"
     "    ((__global double *)(dst + dst_off))[i] = (double)((__global const T *)(src + src_off))[i] / (double)divisor;\n"
     "__kernel void starfold__scale(__global uchar *dst, ulong dst_off, __global const uchar *src, ulong src_off,\n"
@@ -107,9 +110,9 @@ static const char starfold__cl_source[] =
     "#ifdef cl_khr_fp64\n"
     "        else if (dtype == 1)\n"
     "            ((__global double *)(dst + dst_off))[i] = ((__global const double *)(src + src_off))[i] / (double)divisor;\n"
-    "        SF_TO_F64(2, int) SF_TO_F64(3, long) SF_TO_F64(6, char) SF_TO_F64(7, uchar)\n"
-    "        SF_TO_F64(8, short) SF_TO_F64(9, ushort) SF_TO_F64(10, uint) SF_TO_F64(11, ulong)\n"
+    "        SF_TO_F64(2, int) SF_TO_F64(3, long) SF_TO_F64(10, uint) SF_TO_F64(11, ulong)\n"
     "#endif\n"
+    "        SF_TO_F32(6, char) SF_TO_F32(7, uchar) SF_TO_F32(8, short) SF_TO_F32(9, ushort)\n"
     "        SF_DIV(2, int, long) SF_DIV(3, long, long) SF_DIV(6, char, long) SF_DIV(7, uchar, ulong)\n"
     "        SF_DIV(8, short, long) SF_DIV(9, ushort, ulong) SF_DIV(10, uint, ulong) SF_DIV(11, ulong, ulong)\n"
     "    }\n"

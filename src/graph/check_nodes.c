@@ -97,7 +97,7 @@ static starfold_status_t check_span(const struct starfold_graph *g, size_t i, st
     }
     const starfold__node_t *n = &g->nodes[i];
     const int converting = n->kind == STARFOLD_TASK_SCALE && !strcmp(role, "destination") &&
-                           b->dtype == STARFOLD_FLOAT64 && starfold__dtype_integer(n->dtype);
+                           starfold__dtype_integer(n->dtype) && b->dtype == starfold__dtype_truediv(n->dtype);
     if (b->dtype != n->dtype && !converting) {
         snprintf(what, sizeof what, "%s span of %s is %s, the node is %s", role, starfold__check_buf_text(g, s.buf).s,
                  starfold_dtype_name(b->dtype), starfold_dtype_name(g->nodes[i].dtype));

@@ -133,7 +133,7 @@ starfold_dtype_t starfold__graph_out_dtype(const struct starfold_graph *g, starf
 {
     const int integer = starfold__dtype_integer(dt);
     return g->promote_integer_mean && g->op == STARFOLD_OP_MEAN && g->kind == STARFOLD_COLL_REDUCE && integer
-               ? STARFOLD_FLOAT64
+               ? starfold__dtype_truediv(dt)
                : dt;
 }
 
@@ -351,10 +351,10 @@ static starfold_status_t add_node(starfold_graph_t g, int device, starfold_task_
     if (device >= starfold_topology_num_devices(g->topology))
         return starfold__error(STARFOLD_ERR_INTERNAL, "%s: a task on device %d", g->algorithm, device);
     const starfold_dtype_t dtype = g->bufs[(nsrc ? src : dst)[0].buf].dtype;
-    /* A SCALE reading integers may write float64 (promoting integer MEAN). */
+    /* A SCALE reading integers may write float32 or float64 (promoting integer MEAN: TensorFlow's truediv). */
     const starfold_dtype_t dst_dtype = kind == STARFOLD_TASK_SCALE ? g->bufs[dst[0].buf].dtype : dtype;
     if (dst_dtype != dtype &&
-        !(dst_dtype == STARFOLD_FLOAT64 && starfold__dtype_integer(dtype)))
+        !(starfold__dtype_integer(dtype) && dst_dtype == starfold__dtype_truediv(dtype)))
         return starfold__error(STARFOLD_ERR_INTERNAL, "%s: a scale converts %s to %s", g->algorithm,
                         starfold_dtype_name(dtype), starfold_dtype_name(dst_dtype));
     for (size_t i = 0; i < ndst; i++) {

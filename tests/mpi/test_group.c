@@ -1369,29 +1369,29 @@ static void test_mwms_promote(void)
     so.promote_integer_mean = 1;
     starfold_strategy_t s = NULL;
     CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, &so, &s), STARFOLD_OK);
-    static const starfold_dtype_t dt[3] = { STARFOLD_INT32, STARFOLD_FLOAT32, STARFOLD_INT64 };
-    starfold_value_t v[3] = { NULL }, res[3] = { NULL };
-    starfold_value_destination_pair_t pairs[3];
-    for (int k = 0; k < 3; k++) {
+    /* int8 comes out as float32, int32 and int64 as float64 (TensorFlow's truediv) */
+    enum { K = 4 };
+    static const starfold_dtype_t dt[K] = { STARFOLD_INT32, STARFOLD_FLOAT32, STARFOLD_INT64, STARFOLD_INT8 };
+    starfold_value_t v[K] = { NULL }, res[K] = { NULL };
+    starfold_value_destination_pair_t pairs[K];
+    for (int k = 0; k < K; k++) {
         CU_ASSERT_EQUAL_FATAL(starfold_value_create(ctx, STARFOLD_VALUE_PER_REPLICA, NDEV, devs, dt[k], 3, NULL, &v[k]),
                               STARFOLD_OK);
         for (int c = 0; c < NDEV; c++) {
             const long gid = (long)world_rank * NDEV + c + 1;
-            int32_t i32[3];
-            int64_t i64[3];
-            float f32[3];
-            for (int i = 0; i < 3; i++) i32[i] = (int32_t)(gid * (i + 1)), i64[i] = gid * (i + 1), f32[i] = (float)(gid * (i + 1));
-            const void *src = dt[k] == STARFOLD_INT32 ? (const void *)i32 : dt[k] == STARFOLD_INT64 ? (const void *)i64 : f32;
+            unsigned char src[3 * 8];
+            for (int i = 0; i < 3; i++) put(src, dt[k], (size_t)i, (double)(gid * (i + 1)));
             CU_ASSERT_EQUAL(starfold_value_write(v[k], c, src, 3 * starfold_dtype_size(dt[k])), STARFOLD_OK);
         }
         pairs[k] = (starfold_value_destination_pair_t){ v[k], starfold_destination_value(v[k]) };
     }
-    starfold_status_t st = starfold_strategy_batch_reduce_to(s, STARFOLD_OP_MEAN, 3, pairs, NULL, res);
+    starfold_status_t st = starfold_strategy_batch_reduce_to(s, STARFOLD_OP_MEAN, K, pairs, NULL, res);
     if (st != STARFOLD_OK) fprintf(stderr, "rank %d: %s\n", world_rank, starfold_last_error());
     CU_ASSERT_EQUAL_FATAL(st, STARFOLD_OK);
     long bad = 0;
-    for (int k = 0; k < 3; k++) {
-        const starfold_dtype_t want_dt = dt[k] == STARFOLD_FLOAT32 ? STARFOLD_FLOAT32 : STARFOLD_FLOAT64;
+    for (int k = 0; k < K; k++) {
+        const starfold_dtype_t want_dt =
+            dt[k] == STARFOLD_FLOAT32 || dt[k] == STARFOLD_INT8 ? STARFOLD_FLOAT32 : STARFOLD_FLOAT64;
         CU_ASSERT_EQUAL(starfold_value_dtype(res[k]), want_dt);
         CU_ASSERT_EQUAL(starfold_value_num_components(res[k]), NDEV);
         for (int c = 0; c < NDEV; c++) {
@@ -1450,7 +1450,7 @@ static void test_mwms_promote(void)
         CU_ASSERT_EQUAL(starfold_group_is_broken(g), 0);
         starfold_value_destroy(lone);
     }
-    for (int k = 0; k < 3; k++) starfold_value_destroy(v[k]);
+    for (int k = 0; k < K; k++) starfold_value_destroy(v[k]);
     starfold_strategy_destroy(s);
     starfold_group_destroy(g);
 }
