@@ -28,6 +28,7 @@
 
 #include <starpu.h>
 
+#include "base/half.h"
 #include "exec/kernels.h"
 
 extern "C" cudaStream_t starpu_cuda_get_local_stream(void) { return 0; }
@@ -54,17 +55,38 @@ static unsigned rnd(unsigned n)
     return (unsigned)(rng % n);
 }
 
-static size_t esize(int dt) { return dt == SF_K_FLOAT32 || dt == SF_K_INT32 ? 4 : 8; }
+static size_t esize(int dt)
+{
+    switch (dt) {
+    case SF_K_FLOAT64: case SF_K_INT64: case SF_K_UINT64: return 8;
+    case SF_K_FLOAT16: case SF_K_BFLOAT16: case SF_K_INT16: case SF_K_UINT16: return 2;
+    case SF_K_INT8: case SF_K_UINT8: return 1;
+    default: return 4;
+    }
+}
 
-/* Small values (quarters, -3..3 for PROD) so sums and products stay exact and in range. */
+/*
+ * Small values (quarters, -3..3 for PROD; unsigned types without the sign) so sums and products stay
+ * in range; float16 and bfloat16 are computed in float32 on both sides and rounded once, so they
+ * match bitwise as long as a task has at most SF_CUDA_FUSED (8) sources (one_case keeps to that).
+ */
 static void fill(void *p, int dt, size_t n, int prod)
 {
     for (size_t i = 0; i < n; i++) {
-        const int v = prod ? (int)rnd(7) - 3 : (int)rnd(41) - 20;
+        int v = prod ? (int)rnd(7) - 3 : (int)rnd(41) - 20;
+        const float f = prod ? (float)v : v * 0.25f;
         switch (dt) {
-        case SF_K_FLOAT32: ((float *)p)[i] = prod ? (float)v : v * 0.25f; break;
+        case SF_K_FLOAT32: ((float *)p)[i] = f; break;
         case SF_K_FLOAT64: ((double *)p)[i] = prod ? (double)v : v * 0.25; break;
+        case SF_K_FLOAT16: ((uint16_t *)p)[i] = starfold__f32_to_f16(f); break;
+        case SF_K_BFLOAT16: ((uint16_t *)p)[i] = starfold__f32_to_bf16(f); break;
+        case SF_K_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+        case SF_K_UINT8: ((uint8_t *)p)[i] = (uint8_t)(v < 0 ? -v : v); break;
+        case SF_K_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+        case SF_K_UINT16: ((uint16_t *)p)[i] = (uint16_t)(v < 0 ? -v : v); break;
         case SF_K_INT32: ((int32_t *)p)[i] = v; break;
+        case SF_K_UINT32: ((uint32_t *)p)[i] = (uint32_t)(v < 0 ? -v : v); break;
+        case SF_K_UINT64: ((uint64_t *)p)[i] = (uint64_t)(v < 0 ? -v : v); break;
         default: ((int64_t *)p)[i] = v; break;
         }
     }
@@ -112,7 +134,8 @@ static void free_bufs(bufset_t *b)
 }
 
 static const char *const kinds[] = { "copy", "reduce", "scale" };
-static const char *const dtypes[] = { "float32", "float64", "int32", "int64" };
+static const char *const dtypes[] = { "float32", "float64", "int32", "int64", "float16", "bfloat16",
+                                      "int8",    "uint8",   "int16", "uint16", "uint32", "uint64" };
 static const char *const ops[] = { "sum", "mean", "min", "max", "prod" };
 
 /* Runs one random case; returns 0 when every byte matches. */
@@ -126,7 +149,7 @@ static int one_case(int index)
     a.cancelled = &cancelled;
     a.status = &status;
     a.kind = (int)rnd(3);
-    a.dtype = (int)rnd(4);
+    a.dtype = (int)rnd(SF_K_DTYPE_COUNT);
     a.dst_dtype = a.dtype;
     a.op = a.kind == SF_KERNEL_REDUCE ? (int)rnd(5) : SF_K_SUM;
     a.divisor = 1;
@@ -153,11 +176,17 @@ static int one_case(int index)
         }
         a.nseg = 1;
     } else {
-        const int nsrc = a.kind == SF_KERNEL_SCALE ? 1 : 1 + (int)rnd(12);
+        const int half = a.dtype == SF_K_FLOAT16 || a.dtype == SF_K_BFLOAT16;
+        const int nsrc = a.kind == SF_KERNEL_SCALE ? 1 : 1 + (int)rnd(half ? 8 : 12);
         const int ndst = a.kind == SF_KERNEL_SCALE ? 1 : 1 + (int)rnd(10);
         if (a.kind == SF_KERNEL_SCALE) {
             a.divisor = 1 + rnd(9);
-            if ((a.dtype == SF_K_INT32 || a.dtype == SF_K_INT64) && rnd(2)) a.dst_dtype = SF_K_FLOAT64; /* converting */
+            if (rnd(2)) { /* converting: TensorFlow's truediv */
+                if (a.dtype == SF_K_INT32 || a.dtype == SF_K_INT64 || a.dtype == SF_K_UINT32 || a.dtype == SF_K_UINT64)
+                    a.dst_dtype = SF_K_FLOAT64;
+                else if (a.dtype >= SF_K_INT8 && a.dtype <= SF_K_UINT16)
+                    a.dst_dtype = SF_K_FLOAT32;
+            }
         } else if ((a.op == SF_K_SUM || a.op == SF_K_MEAN) && rnd(2)) {
             a.divisor = (uint32_t)nsrc; /* MEAN fused into the reduction */
         }
@@ -202,7 +231,7 @@ static int one_case(int index)
     if (bad || index < 0)
         fprintf(stderr, "case %d: %s %s %s, %zu elements, %zu sources, %zu destinations, %zu segments, divisor %u%s%s: %s\n",
                 index, kinds[a.kind], dtypes[a.dtype], ops[a.op], count, a.nsrc, a.ndst, a.nseg, a.divisor,
-                a.dst_dtype != a.dtype ? ", to float64" : "", alias ? ", in place" : "", bad ? "WRONG" : "ok");
+                a.dst_dtype != a.dtype ? (a.dst_dtype == SF_K_FLOAT32 ? ", to float32" : ", to float64") : "", alias ? ", in place" : "", bad ? "WRONG" : "ok");
     free_bufs(&b);
     return bad;
 }
