@@ -368,6 +368,24 @@ static void test_segments(void)
     }
 }
 
+/* float16 and bfloat16 by both CPU paths (vector conversions where the CPU has them, and element by
+ * element), every op, with and without MEAN's divisor, odd lengths (the vector loops' tails). */
+static void test_half_paths(void)
+{
+    for (int scalar = 0; scalar < 2; scalar++) {
+        starfold__kernels_scalar_half = scalar;
+        for (int h = 0; h < 2; h++)
+            for (size_t o = 0; o <= (size_t)NOPS; o++) {
+                const int mean = o == (size_t)NOPS;
+                kcase_t c = { h ? SF_K_BFLOAT16 : SF_K_FLOAT16, mean ? SF_K_SUM : ops[o], mean ? 5 : 1, 5, 3,
+                              4096 * 2 + 13, 2, o % 3, o % 5, o % 2, o == 2 ? 3 : 0 };
+                if (c.in_place) c.dst_off = c.src_off;
+                CU_ASSERT_EQUAL(run_case(&c), 0);
+            }
+    }
+    starfold__kernels_scalar_half = 0;
+}
+
 /* Random cases over every parameter. */
 static void test_random(void)
 {
@@ -399,6 +417,7 @@ int main(void)
     CU_add_test(s, "source counts", test_source_counts);
     CU_add_test(s, "misaligned destinations", test_misaligned_destinations);
     CU_add_test(s, "several segments", test_segments);
+    CU_add_test(s, "float16 and bfloat16: vector and scalar paths", test_half_paths);
     CU_add_test(s, "random cases", test_random);
     const unsigned failed = starfold__tu_run();
     return failed ? 1 : 0;

@@ -9,7 +9,8 @@
  *   bfloat16 = sign | exponent (8 bits, bias 127) | mantissa (7 bits)   = float32's upper half
  *
  * To float32 is exact for both. From float32 rounds to nearest, ties to even; out of range becomes
- * infinity; NaN stays NaN (quiet). The float16 conversions are F. Giesen's branch-light ones
+ * infinity; NaN stays NaN (quiet, its upper payload kept: float16's as F16C's VCVTPS2PH gives it, so
+ * that the CPU kernels' vector path and this one agree bit for bit). The float16 conversions are F. Giesen's branch-light ones
  * ("half_to_float" / "float_to_half_fast3_rtne"): subnormals go through one float32 addition, so
  * they need float32 arithmetic in round-to-nearest, which every starfold build uses (no -ffast-math).
  */
@@ -69,7 +70,8 @@ SF_HALF_FN uint16_t starfold__f32_to_f16(float f)
     uint32_t o;
     u ^= sign;
     if (u >= (127u + 16u) << 23) {                 /* >= 65536 (or infinity, NaN) */
-        o = u > 255u << 23 ? 0x7e00u : 0x7c00u;    /* NaN quiet, else infinity */
+        /* NaN: quiet, the upper payload kept (as x86's F16C converts); else infinity */
+        o = u > 255u << 23 ? 0x7e00u | ((u >> 13) & 0x3ffu) : 0x7c00u;
     } else if (u < 113u << 23) {                   /* below float16's smallest normal: subnormal or 0 */
         const float magic = starfold__f32_from_bits(((127u - 15u) + (23u - 10u) + 1u) << 23);
         o = starfold__f32_bits(starfold__f32_from_bits(u) + magic) - starfold__f32_bits(magic);

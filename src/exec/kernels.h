@@ -173,6 +173,9 @@ extern char starfold__tsan_starpu;
 
 /* CPU implementation (kernels_cpu.c). */
 void starfold__kernel_cpu(void *buffers[], void *cl_arg);
+/* Testing: nonzero makes the CPU kernels reduce float16/bfloat16 element by element even where the
+ * CPU has the vector conversions (test_kernels runs both paths against one reference). */
+extern int starfold__kernels_scalar_half;
 
 /* OpenCL implementation and program management (kernels_opencl.c, only with STARFOLD_HAVE_OPENCL). */
 void starfold__kernel_opencl(void *buffers[], void *cl_arg);

@@ -24,6 +24,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include <starpu.h>
 
@@ -507,6 +510,151 @@ SF_DEFINE_REDUCE(u64)
 SF_DEFINE_REDUCE_HALF(f16)
 SF_DEFINE_REDUCE_HALF(bf16)
 
+#if SF_DISPATCH_AVX2
+/*
+ * float16 and bfloat16 eight at a time (AVX2, and F16C for float16): the same blocks, order and
+ * single rounding as SF_DEFINE_REDUCE_HALF, the conversions in vector instructions. The scalar
+ * conversions made float16 8x and bfloat16 4x slower than float32 per byte (8 x 16 MiB one-pass on
+ * the 2-core box: 45 and 23 ms against 5.7 ms). F16C's VCVTPS2PH rounds to nearest even, as
+ * starfold__f32_to_f16 does, NaNs included (quieted, their upper payload kept); bfloat16's rounding is
+ * starfold__f32_to_bf16's, lane by lane. MIN and MAX keep the accumulated NaN as the scalar code does:
+ * _mm256_min_ps(y, x) is y < x ? y : x.
+ */
+static int starfold__cpu_f16c(void)
+{
+    static int known = -1;
+    int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        __atomic_store_n(&known, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+#define SF_HALF_TARGET __attribute__((target("avx2,f16c")))
+
+SF_HALF_TARGET static inline __attribute__((always_inline)) __m256 half8_load(const uint16_t *p, int bf)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (!bf) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+SF_HALF_TARGET static inline __attribute__((always_inline)) void half8_store(uint16_t *p, __m256 v, int bf)
+{
+    __m128i h;
+    if (!bf) {
+        h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    } else {
+        const __m256i u = _mm256_castps_si256(v);
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+        const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                               _mm256_set1_epi32(0x7f800000));
+        r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+        /* 32-bit lanes to 16 bits: [r0-3 r0-3 | r4-7 r4-7], then quadwords 0 and 2 */
+        h = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+    }
+    _mm_storeu_si128((__m128i *)(void *)p, h);
+}
+
+/*
+ * acc[0..m8) op= the @ns sources @src, eight elements at a time, read side by side (one source after
+ * the other measured 2.8x slower than float32 per byte: the loads waited); acc starts as src[0] when
+ * @init. OPV(y, x) combines the accumulated x with the next y.
+ */
+#define SF_HALF8_GROUP(OPV)                                                                          \
+    for (size_t j = 0; j < m8; j += 8) {                                                             \
+        __m256 x = init ? half8_load(src[0] + j, bf) : _mm256_load_ps(acc + j);                      \
+        for (size_t k = (size_t)init; k < ns; k++) {                                                 \
+            const __m256 y = half8_load(src[k] + j, bf);                                             \
+            x = OPV;                                                                                 \
+        }                                                                                            \
+        _mm256_store_ps(acc + j, x);                                                                 \
+    }
+
+#define SF_HALF_INLINE SF_HALF_TARGET static inline __attribute__((always_inline))
+SF_HALF_INLINE void half8_group(float *acc, const uint16_t *const *src, size_t ns, size_t m8, int op, int init,
+                                const int bf)
+{
+    switch (op) {
+    case SF_K_PROD: SF_HALF8_GROUP(_mm256_mul_ps(x, y)); break;
+    case SF_K_SUB: SF_HALF8_GROUP(_mm256_sub_ps(x, y)); break;
+    case SF_K_MIN: SF_HALF8_GROUP(_mm256_min_ps(y, x)); break;
+    case SF_K_MAX: SF_HALF8_GROUP(_mm256_max_ps(y, x)); break;
+    default: SF_HALF8_GROUP(_mm256_add_ps(x, y)); break;
+    }
+}
+
+SF_HALF_INLINE void reduce_half8_bf(void *buffers[], const starfold__kernel_args_t *a, const int bf)
+{
+    enum { GROUP = 8 }; /* sources read side by side */
+    const int stream = reduce_streams(a); /* large results go out with non-temporal stores, as above */
+    float (*const tof)(uint16_t) = bf ? starfold__bf16_to_f32 : starfold__f16_to_f32;
+    uint16_t (*const fromf)(float) = bf ? starfold__f32_to_bf16 : starfold__f32_to_f16;
+    for (size_t sg = 0; sg < a->nseg; sg++) {
+        const starfold__kspan_t *sp = starfold__kernel_segment(a, sg);
+        const size_t count = sp[0].count;
+        for (size_t b = 0; b < count; b += SF_BLOCK) {
+            const size_t m = count - b < SF_BLOCK ? count - b : SF_BLOCK, m8 = m & ~(size_t)7;
+            float acc[SF_BLOCK] __attribute__((aligned(32)));
+            uint16_t out[SF_BLOCK];
+            const uint16_t *src[GROUP];
+            for (size_t k0 = 0; k0 < a->nsrc; k0 += GROUP) {
+                const size_t k1 = a->nsrc - k0 < GROUP ? a->nsrc : k0 + GROUP;
+                for (size_t k = k0; k < k1; k++)
+                    src[k - k0] = (const uint16_t *)(const void *)span_ptr(buffers, a, &sp[k]) + b;
+                half8_group(acc, src, k1 - k0, m8, a->op, k0 == 0, bf);
+                for (size_t j = m8; j < m; j++)
+                    for (size_t k = k0; k < k1; k++) {
+                        const float y = tof(src[k - k0][j]);
+                        acc[j] = k == 0              ? y
+                                 : a->op == SF_K_PROD ? mul_f32(acc[j], y)
+                                 : a->op == SF_K_SUB  ? sub_f32(acc[j], y)
+                                 : a->op == SF_K_MIN  ? min_f32(acc[j], y)
+                                 : a->op == SF_K_MAX  ? max_f32(acc[j], y)
+                                                      : add_f32(acc[j], y);
+                    }
+            }
+            if (a->divisor > 1) {
+                const __m256 d = _mm256_set1_ps((float)a->divisor);
+                for (size_t j = 0; j < m8; j += 8) _mm256_store_ps(acc + j, _mm256_div_ps(_mm256_load_ps(acc + j), d));
+                for (size_t j = m8; j < m; j++) acc[j] /= (float)a->divisor;
+            }
+            for (size_t j = 0; j < m8; j += 8) half8_store(out + j, _mm256_load_ps(acc + j), bf);
+            for (size_t j = m8; j < m; j++) out[j] = fromf(acc[j]);
+            for (size_t d = 0; d < a->ndst; d++)
+                store_block(span_ptr(buffers, a, &sp[a->nsrc + d]) + b * sizeof(uint16_t), (const char *)out,
+                            m * sizeof(uint16_t), stream);
+        }
+    }
+    store_fence(stream);
+}
+
+/* The type as a constant in each copy, so that the loops carry no test of it. */
+SF_HALF_TARGET static void reduce_half8(void *buffers[], const starfold__kernel_args_t *a, int bf)
+{
+    if (bf) reduce_half8_bf(buffers, a, 1);
+    else reduce_half8_bf(buffers, a, 0);
+}
+#endif
+
+int starfold__kernels_scalar_half;
+
+/* float16 / bfloat16 REDUCE: eight at a time where the CPU can, else element by element. */
+static void reduce_half(void *buffers[], const starfold__kernel_args_t *a, int bf)
+{
+#if SF_DISPATCH_AVX2
+    if (starfold__cpu_f16c() && !__atomic_load_n(&starfold__kernels_scalar_half, __ATOMIC_RELAXED)) {
+        reduce_half8(buffers, a, bf);
+        return;
+    }
+#endif
+    if (bf) reduce_bf16(buffers, a);
+    else reduce_f16(buffers, a);
+}
+
 /* scale_T: dst = src / divisor; C division truncates integers toward zero. */
 #define SF_DEFINE_SCALE(T, DT)                                                                       \
     static void scale_##T(void *buffers[], const starfold__kernel_args_t *a)                               \
@@ -596,8 +744,8 @@ static void kernel_cpu(void *buffers[], const starfold__kernel_args_t *a)
         case SF_K_FLOAT64: reduce_f64(buffers, a); return;
         case SF_K_INT32: reduce_i32(buffers, a); return;
         case SF_K_INT64: reduce_i64(buffers, a); return;
-        case SF_K_FLOAT16: reduce_f16(buffers, a); return;
-        case SF_K_BFLOAT16: reduce_bf16(buffers, a); return;
+        case SF_K_FLOAT16: reduce_half(buffers, a, 0); return;
+        case SF_K_BFLOAT16: reduce_half(buffers, a, 1); return;
         case SF_K_INT8: reduce_i8(buffers, a); return;
         case SF_K_UINT8: reduce_u8(buffers, a); return;
         case SF_K_INT16: reduce_i16(buffers, a); return;
