@@ -44,7 +44,7 @@ static const uint64_t mpi_run_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) 
                                         CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_DEVICES) |
                                         CLI_OPT(OPT_ITERS) | CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_EMULATED) |
                                         CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) | CLI_OPT(OPT_LOWERING) |
-                                        CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_TIMEOUT);
+                                        CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_TIMEOUT) | CLI_OPT(OPT_ROOT);
 static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP) | CLI_OPT(OPT_DTYPE) |
                                           CLI_OPT(OPT_MINBYTES) | CLI_OPT(OPT_MAXBYTES) | CLI_OPT(OPT_STEPFACTOR) |
                                           CLI_OPT(OPT_STEPBYTES) | CLI_OPT(OPT_DEVICES) | CLI_OPT(OPT_ITERS) |
@@ -93,8 +93,15 @@ int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
     if (o->views && o->persistent)
         return cli_usage_error(cmd, "--views with --persistent: the persistent all-reduce binds whole handles "
                                     "(starfold_group_all_reduce_init()); drop one");
-    if (o->collective != CLI_COLL_ALL_REDUCE && o->collective != CLI_COLL_ALL_GATHER)
-        return cli_usage_error(cmd, "--collective: across ranks, %s --mpi runs all-reduce or all-gather", cmd->name);
+    if (o->collective != CLI_COLL_ALL_REDUCE && o->collective != CLI_COLL_ALL_GATHER &&
+        !(o->collective == CLI_COLL_BROADCAST && !bench))
+        return cli_usage_error(cmd, "--collective: across ranks, %s --mpi runs all-reduce or all-gather%s", cmd->name,
+                               bench ? "" : " or broadcast");
+    if ((o->given & CLI_OPT(OPT_ROOT)) && o->collective != CLI_COLL_BROADCAST)
+        return cli_usage_error(cmd, "--root: across ranks, the root rank of --collective broadcast");
+    if (o->collective == CLI_COLL_BROADCAST && (o->given & (CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING))))
+        return cli_usage_error(cmd, "--collective broadcast copies the root rank's tensors (MPI_Ibcast): no --op, "
+                                    "no --lowering");
     /* run gathers its --tensors spec; bench sweeps sizes. */
     const uint64_t excluded = bench ? mpi_gather_excluded : CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING);
     for (int id = 0; o->collective == CLI_COLL_ALL_GATHER && id < OPT_COUNT; id++)
@@ -396,7 +403,7 @@ static uint64_t key_mix_text(uint64_t h, const char *t)
 
 static const char *collective_word(int c)
 {
-    return c == CLI_COLL_ALL_GATHER ? "all-gather" : "all-reduce";
+    return c == CLI_COLL_ALL_GATHER ? "all-gather" : c == CLI_COLL_BROADCAST ? "broadcast" : "all-reduce";
 }
 
 /* run: the parsed tensor list; bench: the size sweep (or its --tensors list, parsed later). */
@@ -628,6 +635,8 @@ static void print_ranks(const mpi_job_t *job, const cli_opts_t *o, FILE *f, cons
 
 static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
                       const char *spec);
+static int run_broadcast(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                         const char *spec);
 
 int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
                 const char *spec)
@@ -637,12 +646,13 @@ int cli_run_mpi(const cli_command_t *cmd, const cli_opts_t *o, const starfold_te
     job_key_make(cmd, o, tensors, nt, spec, NULL, 0, &key);
     int r = job_open(cmd, o, &key, stdout, &job);
     if (r != CLI_OK) return r;
-    if (o->collective == CLI_COLL_ALL_GATHER) {
+    if (o->collective == CLI_COLL_ALL_GATHER || o->collective == CLI_COLL_BROADCAST) {
         if (job.rank == 0) {
             printf("Devices: %s (rank 0; each rank opens its own)\n", job.m.description);
             print_ranks(&job, o, stdout, "");
         }
-        r = run_gather(&job, o, tensors, nt, spec);
+        r = o->collective == CLI_COLL_ALL_GATHER ? run_gather(&job, o, tensors, nt, spec)
+                                                 : run_broadcast(&job, o, tensors, nt, spec);
         job_close(&job);
         return r;
     }
@@ -1050,6 +1060,103 @@ static int run_gather(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor
                (unsigned long long)((uint64_t)whole_count * (uint64_t)job->size * (uint64_t)runs - all_wrong),
                (unsigned long long)((uint64_t)whole_count * (uint64_t)job->size * (uint64_t)runs), job->size,
                runs > 1 ? " over every iteration" : "");
+        if (all_wrong) fprintf(stderr, "starfold run: %llu wrong elements over all ranks\n", (unsigned long long)all_wrong);
+    }
+    return failed || all_wrong ? CLI_FAIL : CLI_OK;
+}
+
+/*
+ * run --mpi --collective broadcast [--root R]: rank R's tensors (element i of tensor t
+ * starfold_tools_value(SUM, R, t, i), one vector each on its device 0) into every device of every
+ * rank with starfold_group_broadcast(); every rank clears its outputs before each call and checks them
+ * after it, warm-up included; rank 0 prints. busbw = algbw, as broadcast_perf counts it.
+ */
+static int run_broadcast(mpi_job_t *job, const cli_opts_t *o, const starfold_tensor_desc_t *tensors, size_t nt,
+                         const char *spec)
+{
+    const int root = o->root, n = job->m.num_devices, me_root = job->rank == root;
+    if (root >= job->size) {
+        if (job->rank == 0) cli_usage_error(job->cmd, "--root %d: the broadcast's root is a rank, 0..%d", root, job->size - 1);
+        return CLI_USAGE;
+    }
+    starpu_data_handle_t *in = calloc(nt, sizeof *in), *out = calloc((size_t)n * nt, sizeof *out);
+    size_t most = 1, bytes = 0;
+    for (size_t t = 0; t < nt; t++) {
+        const size_t b = tensors[t].count * starfold_dtype_size(tensors[t].dtype);
+        bytes += b;
+        if (b > most) most = b;
+    }
+    unsigned char *host = malloc(most);
+    starfold_status_t st = in && out && host ? STARFOLD_OK : STARFOLD_ERR_OUT_OF_MEMORY;
+    for (size_t t = 0; st == STARFOLD_OK && t < nt; t++) {
+        const starfold_dtype_t dt = tensors[t].dtype;
+        const size_t c = tensors[t].count;
+        for (int d = 0; st == STARFOLD_OK && d < n; d++) st = starfold_vector_create(job->m.ctx, d, dt, c, &out[(size_t)d * nt + t]);
+        if (st == STARFOLD_OK && me_root) st = starfold_vector_create(job->m.ctx, 0, dt, c, &in[t]);
+        for (size_t i = 0; st == STARFOLD_OK && me_root && i < c; i++)
+            starfold_tools_set(host, dt, i, starfold_tools_value(STARFOLD_OP_SUM, dt, root, t, i));
+        if (st == STARFOLD_OK && me_root && c) st = starfold_vector_write(in[t], host, c * starfold_dtype_size(dt));
+    }
+    int failed = ranks_failing(job, st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make the vectors") : 0);
+    char b1[32];
+    if (job->rank == 0 && !failed) {
+        printf("Broadcast of %zu tensor%s (%s), %s, from rank %d to the %d replicas of %d ranks\n", nt, nt == 1 ? "" : "s",
+               spec, cli_format_bytes(b1, sizeof b1, (uint64_t)bytes), root, job->total, job->size);
+        fflush(stdout);
+    }
+    double total_time = 0.0, best = INFINITY;
+    uint64_t wrong = 0, checked = 0;
+    for (int it = -o->warmup; it < o->iters && !failed; it++) {
+        int bad = 0;
+        for (size_t k = 0; st == STARFOLD_OK && k < (size_t)n * nt; k++) { /* cleared: a missed write shows */
+            const starfold_dtype_t dt = tensors[k % nt].dtype;
+            const size_t c = tensors[k % nt].count;
+            for (size_t i = 0; i < c; i++) starfold_tools_set(host, dt, i, starfold_tools_sentinel(dt));
+            if (c) st = starfold_vector_write(out[k], host, c * starfold_dtype_size(dt));
+        }
+        if (st != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot clear the outputs");
+        if ((failed = ranks_failing(job, bad) > 0)) break;
+        job_barrier(job);
+        const double t0 = cli_now();
+        st = starfold_group_broadcast(job->group, root, nt, tensors, me_root ? in : NULL, out);
+        const double d = max_over_ranks(job, cli_now() - t0);
+        if (st != STARFOLD_OK) { /* the same status on every rank */
+            RANK_FAIL(job, st, "%s iteration %d failed", it < 0 ? "warm-up" : "timed", it < 0 ? it + o->warmup + 1 : it + 1);
+            failed = 1;
+            break;
+        }
+        if (it >= 0) {
+            total_time += d;
+            if (d < best) best = d;
+        }
+        for (size_t k = 0; k < (size_t)n * nt && !bad; k++) {
+            const size_t t = k % nt;
+            const starfold_dtype_t dt = tensors[t].dtype;
+            const size_t c = tensors[t].count;
+            if (c && (st = starfold_vector_read(out[k], host, c * starfold_dtype_size(dt))) != STARFOLD_OK)
+                bad = RANK_FAIL(job, st, "%s", "cannot read an output back");
+            for (size_t i = 0; !bad && i < c; i++)
+                wrong += !starfold_tools_close_enough(dt, starfold_tools_get(host, dt, i),
+                                                      starfold_tools_value(STARFOLD_OP_SUM, dt, root, t, i));
+            checked += c;
+        }
+        failed = ranks_failing(job, bad) > 0;
+    }
+    for (size_t k = 0; out && k < (size_t)n * nt; k++) starfold_vector_destroy(job->m.ctx, out[k]);
+    for (size_t t = 0; in && t < nt; t++) starfold_vector_destroy(job->m.ctx, in[t]);
+    free(in);
+    free(out);
+    free(host);
+    if (wrong) fprintf(stderr, "starfold run: rank %d: %llu wrong elements in its outputs\n", job->rank,
+                       (unsigned long long)wrong);
+    const uint64_t all_wrong = sum_over_ranks(job, wrong), all_checked = sum_over_ranks(job, checked);
+    if (!failed && job->rank == 0) {
+        const double mean = total_time / o->iters, algbw = mean > 0 ? (double)bytes / mean / 1e9 : 0.0;
+        printf("Time: %.3f ms per broadcast (the slowest rank; mean of %d after %d warm-up, best %.3f ms), algbw %.3f "
+               "GB/s, busbw %.3f GB/s (= algbw, as broadcast_perf)\n", mean * 1e3, o->iters, o->warmup, best * 1e3, algbw,
+               algbw);
+        printf("Verified: %llu of %llu elements right on all %d replicas of %d ranks over every iteration\n",
+               (unsigned long long)(all_checked - all_wrong), (unsigned long long)all_checked, job->total, job->size);
         if (all_wrong) fprintf(stderr, "starfold run: %llu wrong elements over all ranks\n", (unsigned long long)all_wrong);
     }
     return failed || all_wrong ? CLI_FAIL : CLI_OK;

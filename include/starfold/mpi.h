@@ -245,6 +245,36 @@ STARFOLD_API starfold_status_t starfold_group_all_gather(starfold_group_t group,
                                                          size_t *counts);
 
 /**
+ * @brief Broadcast across ranks: rank @p root's tensors into every replica of every rank, its own
+ *        included (Horovod's broadcast, MultiWorkerMirroredStrategy's initial values). Collective.
+ *
+ *     root rank:  inputs[t]  ->  outputs[d x num_tensors + t] of every device d of every rank
+ *
+ * The ranks agree first, as for starfold_group_all_reduce(): the same tensors (dtypes and sizes)
+ * and the same root on every rank, else every rank fails with ::STARFOLD_ERR_INVALID_ARGUMENT naming
+ * the rank that differs. Then one StarPU task per tensor on a CPU worker calls MPI_Ibcast from the
+ * root's input into device 0's output, polled against the group's timeout_seconds, and StarPU copies
+ * device 0's outputs to the rank's other devices. Failures, timeouts and the broken group are as for
+ * starfold_group_all_reduce(); after a failure device 0's outputs may be partly written (they are
+ * MPI's receive buffers), the other devices' are as they were. Any dtype: the bytes are copied.
+ * @param [in] group the group
+ * @param [in] root the rank whose inputs are sent, the same on every rank
+ * @param [in] num_tensors >= 1
+ * @param [in] tensors their types and sizes, the same on every rank
+ * @param [in] inputs on the root: num_tensors vectors, on any of its devices (an input may be the
+ *                    matching output of device 0: in place); ignored (may be NULL) elsewhere
+ * @param [in] outputs num_devices x num_tensors vectors, device-major as starfold_submit() takes
+ *                     them; a tensor of 0 elements may have NULL handles
+ * @return ::STARFOLD_OK on every rank, or the same error on every rank that took part:
+ *         ::STARFOLD_ERR_INVALID_ARGUMENT, ::STARFOLD_ERR_NOT_SUPPORTED (more than 2^31 - 1
+ *         elements in a tensor, or no CPU worker), ::STARFOLD_ERR_TIMEOUT, ::STARFOLD_ERR_RUNTIME.
+ */
+STARFOLD_API starfold_status_t starfold_group_broadcast(starfold_group_t group, int root, size_t num_tensors,
+                                                        const starfold_tensor_desc_t *tensors,
+                                                        const starpu_data_handle_t *inputs,
+                                                        const starpu_data_handle_t *outputs);
+
+/**
  * @brief As starfold_group_all_reduce(), each tensor given as a view, a range of a vector that may
  *        hold other tensors too (starfold_submit_views()): the layout of a gradient bucket, and of the
  *        TensorFlow layer's values (MultiWorkerMirroredStrategy reduces through it). Ranges are
@@ -405,7 +435,9 @@ STARFOLD_API void starfold_group_abort(starfold_group_t group, int code);
  * offset (the devices of the ranks before it) plus the local replica's index, and
  * num_replicas_in_sync counts every replica of every process (TensorFlow's global replica ids).
  * starfold_strategy_run(), merge_call, variables and update are this process's, as for
- * MirroredStrategy over its devices; every reduction (batch_reduce_to, reduce_to, the replica
+ * MirroredStrategy over its devices, except that a new variable starts from rank 0's initial value on
+ * every process, as TensorFlow broadcasts it from the chief (starfold_group_broadcast()): creating a
+ * variable is collective, every process creating its variables in the same order; every reduction (batch_reduce_to, reduce_to, the replica
  * context's all_reduce) goes across the processes with starfold_group_all_reduce(): the same
  * results as one process holding every replica. Each value holds one component per device of this
  * process, or is one tensor (one component, on the host or a device): TensorFlow's non-distributed
@@ -425,8 +457,8 @@ STARFOLD_API void starfold_group_abort(starfold_group_t group, int code);
  * all-reduce per pack (0: the batch in one, a fusion buffer per dtype); timeout_seconds bounds each
  * of them, agreement included (0: the group's); implementation picks the lowering across processes:
  * RING "ring", NCCL "mpi" (the communication library's own tuned all-reduce, as NCCL is), AUTO the
- * group's (starfold_group_set_lowering()); promote_integer_mean makes an integer MEAN float64 as on
- * one process (the integers summed across processes, then divided on the host, as the group divides
+ * group's (starfold_group_set_lowering()); promote_integer_mean makes an integer MEAN float64
+ * (float32 for 8- and 16-bit integers) as on one process (the integers summed across processes, then divided on the host, as the group divides
  * every MEAN). Every process must use the same options: each pack's agreement compares a fingerprint
  * of the whole batch too, so processes whose batches differ only in a later pack fail in the first
  * pack, every one of them.

@@ -439,6 +439,10 @@ struct starfold_strategy {
      * join (@st, @why): the other processes get a refusal instead of waiting for it. */
     void (*cross_refuse)(struct starfold_strategy *s, starfold_status_t st, const char *why,
                          const starfold_communication_options_t *o);
+    /* MultiWorkerMirroredStrategy: a new variable @var takes the chief's (rank 0's) initial value on
+     * every process, as TensorFlow broadcasts it; collective (every process creates its variables in
+     * the same order). NULL for the other strategies. */
+    starfold_status_t (*cross_init)(struct starfold_strategy *s, starfold_value_t var, const char *fn);
     /* MultiWorkerMirroredStrategy: what its variables' cross-replica reads use (starfold__variable_t). */
     starfold_status_t (*cross_reduce)(const struct starfold__variable *info, starfold_value_t var, starfold_op_t op,
                                       const struct starfold__dest *dest, const char *fn, starfold_value_t *result);

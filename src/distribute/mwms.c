@@ -403,6 +403,31 @@ static starfold_status_t cross_gather(struct starfold_strategy *s, starfold_stat
     return st;
 }
 
+/*
+ * A new variable's initial value: rank 0's on every process, every component (TensorFlow's
+ * collective strategy broadcasts it from the chief, so that processes that drew different random
+ * initial values still train one model). The variable's components are its handles of their own, one
+ * per device of the context in device order: the group's device-major layout of one tensor.
+ */
+static starfold_status_t cross_init(starfold_strategy_t s, starfold_value_t var, const char *fn)
+{
+    const int nd = starfold_context_num_devices(s->ctx);
+    starpu_data_handle_t *h = calloc((size_t)(nd > 0 ? nd : 1), sizeof *h);
+    starfold_status_t st = h ? STARFOLD_OK : starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (int c = 0; st == STARFOLD_OK && c < nd; c++) {
+        if (var->n != nd || var->devices[c] != c)
+            st = starfold__error(STARFOLD_ERR_INTERNAL, "%s: a variable's components are not the context's devices", fn);
+        else
+            h[c] = starfold__value_handle(var, c);
+    }
+    const starfold_tensor_desc_t t = { var->dtype, var->count };
+    /* A refusal here still takes part in the broadcast's agreement: every process fails together. */
+    const starfold_status_t bc = starfold_group_broadcast(s->group, 0, st == STARFOLD_OK ? 1 : 0, &t, h, h);
+    if (st == STARFOLD_OK) st = bc;
+    free(h);
+    return st;
+}
+
 STARFOLD_API starfold_status_t starfold_multi_worker_mirrored_strategy_create(
     starfold_group_t group, const starfold_communication_options_t *options, starfold_strategy_t *strategy)
 {
@@ -423,6 +448,7 @@ STARFOLD_API starfold_status_t starfold_multi_worker_mirrored_strategy_create(
     s->cross_gather = cross_gather;
     s->cross_refuse = cross_refuse;
     s->cross_reduce = cross_reduce;
+    s->cross_init = cross_init;
     for (int r = 0; r < starfold_group_rank(group); r++) s->replica_offset += starfold_group_num_devices(group, r);
     for (int r = 0; r < starfold_group_size(group); r++) s->total_replicas += starfold_group_num_devices(group, r);
     *strategy = s;

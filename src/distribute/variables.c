@@ -276,6 +276,8 @@ static starfold_status_t create_variable(const char *fn, starfold_strategy_t str
     st = starfold__value_create_own(fn, strategy->ctx, on_read ? STARFOLD_VALUE_PER_REPLICA : STARFOLD_VALUE_MIRRORED,
                                     on_read ? strategy->n : strategy->nvar,
                                     on_read ? strategy->devices : strategy->var_devices, dtype, count, init, &v);
+    if (st == STARFOLD_OK && strategy->cross_init && (st = strategy->cross_init(strategy, v, fn)) != STARFOLD_OK)
+        starfold_value_destroy(v);
     if (st != STARFOLD_OK) {
         free(info);
         return st;

@@ -41,7 +41,10 @@ typedef struct hello {
     uint64_t batch;    /* the fingerprint of the batch this collective is one call of (0: none) */
 } hello_t;
 
-static const char *collective_name(int c) { return c == SF_GROUP_ALL_GATHER ? "an all-gather" : "an all-reduce"; }
+static const char *collective_name(int c)
+{
+    return c == SF_GROUP_ALL_GATHER ? "an all-gather" : c == SF_GROUP_BROADCAST ? "a broadcast" : "an all-reduce";
+}
 
 /* FNV-1a over what must be the same on every rank. */
 static uint64_t fingerprint(int collective, starfold_op_t op, size_t nt, const starfold_tensor_desc_t *tensors)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/common.h"
 #include "mpi/group.h"
@@ -289,4 +290,83 @@ starfold_status_t starfold__group_mpi_gather_submit(starfold_group_t g, starpu_d
     task->cl_arg = a;
     task->cl_arg_size = sizeof *a;
     return starfold__group_mpi_task_submit(g, task, "starfold_group_all_gather", "");
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * A broadcast's task: the root copies each input into its output (unless they are one handle), then
+ * every tensor's MPI_Ibcast is in flight at once, polled the same way.
+ *
+ *   buffers: [out 0 .. out n-1] [token] [the root's inputs that are not their outputs, in order]
+ */
+
+static void mpi_bcast_cpu(void *buffers[], void *cl_arg)
+{
+    starfold__mpi_bcast_arg_t *a = cl_arg;
+    MPI_Request *rq = malloc(sizeof *rq * (a->n ? a->n : 1));
+    if (!rq) {
+        record(&a->status, STARFOLD_ERR_OUT_OF_MEMORY);
+        return;
+    }
+    size_t posted = 0, next_in = a->n + 1;
+    for (size_t k = 0; k < a->n; k++) {
+        char *out = (char *)STARPU_VECTOR_GET_PTR(buffers[k]);
+        if (a->from_input[k])
+            memcpy(out, (const char *)STARPU_VECTOR_GET_PTR(buffers[next_in++]), a->count[k] * starfold_dtype_size(a->dtype[k]));
+        if (MPI_Ibcast(out, (int)a->count[k], starfold__mpi_datatype(a->dtype[k]), a->root, a->comm, &rq[posted]) !=
+            MPI_SUCCESS) {
+            record(&a->status, STARFOLD_ERR_RUNTIME);
+            break;
+        }
+        posted++;
+    }
+    /* Posted calls complete even after a failure: a request left pending would pair with the next. */
+    if (posted) (void)poll_within(posted, rq, a->timeout_seconds, &a->status);
+    free(rq);
+}
+
+static struct starpu_codelet mpi_bcast_cl = {
+    .where = STARPU_CPU,
+    .cpu_funcs = { mpi_bcast_cpu },
+    .cpu_funcs_name = { "starfold_mpi_bcast_cpu" },
+    .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "starfold_mpi_bcast",
+};
+
+starfold_status_t starfold__group_mpi_bcast_submit(starfold_group_t g, const starpu_data_handle_t *out,
+                                                   const starpu_data_handle_t *in, starfold__mpi_bcast_arg_t *a)
+{
+    if (!g->token) starpu_variable_data_register(&g->token, STARPU_MAIN_RAM, (uintptr_t)&g->token_value, sizeof(int));
+    size_t nin = 0;
+    for (size_t k = 0; k < a->n; k++) nin += a->from_input[k] != 0;
+    const size_t nbuf = a->n + 1 + nin;
+    struct starpu_task *task = starpu_task_create();
+    task->cl = &mpi_bcast_cl;
+    task->nbuffers = (int)nbuf;
+    starpu_data_handle_t *h = task->handles;
+    enum starpu_data_access_mode *m = task->modes;
+    if (nbuf > STARPU_NMAXBUFS) {
+        task->dyn_handles = malloc(sizeof *task->dyn_handles * nbuf);
+        task->dyn_modes = malloc(sizeof *task->dyn_modes * nbuf);
+        if (!task->dyn_handles || !task->dyn_modes) {
+            starpu_task_destroy(task); /* frees dyn_handles and dyn_modes */
+            return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "starfold_group_broadcast: out of memory");
+        }
+        h = task->dyn_handles;
+        m = task->dyn_modes;
+    }
+    size_t j = a->n + 1;
+    for (size_t k = 0; k < a->n; k++) {
+        h[k] = out[k];
+        /* the root sends its output's values when they are its input (in place): read them too */
+        m[k] = g->rank == a->root && !a->from_input[k] ? STARPU_RW : STARPU_W;
+        if (a->from_input[k]) {
+            h[j] = in[k];
+            m[j++] = STARPU_R;
+        }
+    }
+    h[a->n] = g->token;
+    m[a->n] = STARPU_RW;
+    task->cl_arg = a;
+    task->cl_arg_size = sizeof *a;
+    return starfold__group_mpi_task_submit(g, task, "starfold_group_broadcast", "");
 }

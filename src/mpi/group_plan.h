@@ -82,7 +82,7 @@ typedef struct plan {
 } starfold__plan_t;
 
 /* The collectives of a group, as the agreement tells them apart. */
-enum { SF_GROUP_ALL_REDUCE = 0, SF_GROUP_ALL_GATHER };
+enum { SF_GROUP_ALL_REDUCE = 0, SF_GROUP_ALL_GATHER, SF_GROUP_BROADCAST };
 
 /* What a rank is about to do, as the agreement compares it. */
 typedef struct starfold__agree_what {
@@ -127,6 +127,25 @@ typedef struct starfold__mpi_gather_arg {
  * group's MPI order); a refused submission breaks the group. */
 starfold_status_t starfold__group_mpi_gather_submit(starfold_group_t g, starpu_data_handle_t all, starpu_data_handle_t mine,
                                                     starfold__mpi_gather_arg_t *a);
+/* The argument of a broadcast's MPI task (group_mpi_task.c): its @n tensors (those with elements),
+ * each with its dtype, count and whether the root copies it from an input first; on the heap with
+ * its arrays, so that a task abandoned by a timeout can still read it. */
+typedef struct starfold__mpi_bcast_arg {
+    MPI_Comm comm;
+    double timeout_seconds;
+    int root;               /* the group rank whose inputs are sent */
+    size_t n;
+    starfold_dtype_t *dtype; /* [n] */
+    size_t *count;          /* [n] elements */
+    int *from_input;        /* [n] the root's input is another handle than its output (buffer n + 1 + k, in order) */
+    int status;             /* the task's failure (atomic) */
+} starfold__mpi_bcast_arg_t;
+
+/* group_mpi_task.c: submits a broadcast's one task: MPI_Ibcast into each of @out[n] (W; RW on the
+ * root when in place), the root first copying @in[k] (R) where a->from_input[k], every call in
+ * flight at once, in the group's MPI order; a refused submission breaks the group. */
+starfold_status_t starfold__group_mpi_bcast_submit(starfold_group_t g, const starpu_data_handle_t *out,
+                                                   const starpu_data_handle_t *in, starfold__mpi_bcast_arg_t *a);
 /* group_mpi_task.c: waits for an MPI task's handles @h within timeout_seconds (*@abandoned on a
  * timeout), then its @status; either failure breaks the group (@call names the MPI call). */
 starfold_status_t starfold__group_mpi_done(const char *fn, starfold_group_t g, const starpu_data_handle_t *h, size_t n,

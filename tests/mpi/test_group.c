@@ -906,6 +906,75 @@ static void test_all_reduce_mismatch(void)
 }
 
 /*
+ * Broadcast from the last rank: three tensors of three dtypes (one in place on the root), every
+ * device of every rank gets the root's values; then ranks that disagree on the root, and a bad root
+ * on one rank, fail every rank; the group still reduces afterwards.
+ */
+static void test_broadcast(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    enum { BT = 3 };
+    const starfold_tensor_desc_t t[BT] = { { STARFOLD_FLOAT32, 1000 }, { STARFOLD_INT8, 37 }, { STARFOLD_FLOAT16, 1 } };
+    const int root = world_size - 1, is_root = world_rank == root;
+    starpu_data_handle_t in[BT] = { NULL }, out[NDEV * BT];
+    static unsigned char buf[1000 * 8];
+    for (int d = 0; d < NDEV; d++)
+        for (int k = 0; k < BT; k++) {
+            CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, t[k].dtype, t[k].count, &out[d * BT + k]), STARFOLD_OK);
+            for (size_t i = 0; i < t[k].count; i++) put(buf, t[k].dtype, i, -7);
+            CU_ASSERT_EQUAL(starfold_vector_write(out[d * BT + k], buf, t[k].count * starfold_dtype_size(t[k].dtype)),
+                            STARFOLD_OK);
+        }
+    /* The root's values: tensor 0 on device 1, tensor 1 on device 0, tensor 2 in place (its device 0 output). */
+    for (int k = 0; is_root && k < BT; k++) {
+        if (k == 2) in[k] = out[k];
+        else CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, k == 0 ? 1 : 0, t[k].dtype, t[k].count, &in[k]), STARFOLD_OK);
+        for (size_t i = 0; i < t[k].count; i++) put(buf, t[k].dtype, i, value(STARFOLD_OP_SUM, 100 + k, i, 0));
+        CU_ASSERT_EQUAL(starfold_vector_write(in[k], buf, t[k].count * starfold_dtype_size(t[k].dtype)), STARFOLD_OK);
+    }
+    starfold_status_t st = starfold_group_broadcast(g, root, BT, t, is_root ? in : NULL, out);
+    if (st != STARFOLD_OK) fprintf(stderr, "rank %d: %s\n", world_rank, starfold_last_error());
+    CU_ASSERT_EQUAL(st, STARFOLD_OK);
+    long bad = 0;
+    for (int d = 0; d < NDEV; d++)
+        for (int k = 0; k < BT; k++) {
+            CU_ASSERT_EQUAL(starfold_vector_read(out[d * BT + k], buf, t[k].count * starfold_dtype_size(t[k].dtype)),
+                            STARFOLD_OK);
+            for (size_t i = 0; i < t[k].count; i++)
+                bad += get(buf, t[k].dtype, i) != held(t[k].dtype, value(STARFOLD_OP_SUM, 100 + k, i, 0));
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    if (bad) fprintf(stderr, "rank %d: broadcast: %ld wrong\n", world_rank, bad);
+
+    /* The ranks disagree on the root: every rank fails, naming the rank that differs. */
+    const starpu_data_handle_t own[BT] = { out[0], out[1], out[2] }; /* rank 0's own outputs, in place */
+    st = starfold_group_broadcast(g, world_rank == 0 ? 0 : root, BT, t, world_rank == 0 ? own : in, out);
+    if (world_size > 1 && root != 0) {
+        CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "broadcasts from rank"));
+    }
+    /* A bad root on the last rank: every rank fails. */
+    st = starfold_group_broadcast(g, world_rank == world_size - 1 ? world_size : 0, BT, t, in, out);
+    CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+    /* Still usable: an all-reduce of the outputs of tensor 0 (the root's values on every replica). */
+    starpu_data_handle_t sum_in[NDEV], sum_out[NDEV];
+    const starfold_tensor_desc_t one = t[0];
+    for (int d = 0; d < NDEV; d++) {
+        sum_in[d] = out[d * BT];
+        CU_ASSERT_EQUAL_FATAL(starfold_vector_create(ctx, d, one.dtype, one.count, &sum_out[d]), STARFOLD_OK);
+    }
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_MAX, 1, &one, sum_in, sum_out), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_vector_read(sum_out[NDEV - 1], buf, one.count * 4), STARFOLD_OK);
+    for (size_t i = 0; i < one.count; i++) bad += get(buf, one.dtype, i) != value(STARFOLD_OP_SUM, 100, i, 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int d = 0; d < NDEV; d++) starfold_vector_destroy(ctx, sum_out[d]);
+    for (int k = 0; k < NDEV * BT; k++) starfold_vector_destroy(ctx, out[k]);
+    for (int k = 0; is_root && k < 2; k++) starfold_vector_destroy(ctx, in[k]);
+    starfold_group_destroy(g);
+}
+
+/*
  * starfold_group_all_gather(): rank r gives r + 2 int64 elements 100r, 100r + 1, ..., except rank 1,
  * which gives none (a NULL input); every rank gets them all in rank order on its device 0, and every
  * rank's count. A dtype that differs on the last rank, and a rank's bad input, fail every rank alike
@@ -1286,6 +1355,17 @@ static void test_mwms_variables(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     starfold_strategy_t s = NULL;
     CU_ASSERT_EQUAL_FATAL(starfold_multi_worker_mirrored_strategy_create(g, NULL, &s), STARFOLD_OK);
+    /* Initial values that differ between processes: every copy starts from rank 0's, as TensorFlow
+     * broadcasts them from the chief. */
+    const float drawn[2] = { (float)(world_rank + 1), 10.0f * (float)world_rank };
+    starfold_value_t chief = NULL;
+    CU_ASSERT_EQUAL_FATAL(starfold_strategy_create_variable(s, STARFOLD_FLOAT32, 2, drawn, &chief), STARFOLD_OK);
+    for (int c = 0; c < starfold_value_num_components(chief); c++) {
+        float got[2] = { -1, -1 };
+        CU_ASSERT_EQUAL(starfold_value_read(chief, c, got, sizeof got), STARFOLD_OK);
+        CU_ASSERT(got[0] == 1.0f && got[1] == 0.0f);
+    }
+    starfold_value_destroy(chief);
     const int T = NDEV * world_size;
     const float init[2] = { 1.0f, 2.0f };
     starfold_variable_options_t vo;
@@ -2077,6 +2157,7 @@ int main(int argc, char **argv)
             { "all-reduce across ranks: mismatches fail every rank", test_all_reduce_mismatch },
             { "all-reduce across ranks: a late rank", test_all_reduce_late_rank },
             { "all-gather across ranks: parts of any length, mismatches", test_all_gather },
+            { "broadcast across ranks: every replica gets the root's tensors; roots that differ", test_broadcast },
             { "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms },
             { "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options },
             { "MultiWorkerMirroredStrategy: promote_integer_mean; batches that differ late", test_mwms_promote },
