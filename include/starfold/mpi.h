@@ -275,6 +275,20 @@ STARFOLD_API starfold_status_t starfold_group_broadcast(starfold_group_t group, 
                                                         const starpu_data_handle_t *outputs);
 
 /**
+ * @brief Barrier: returns once every rank of the group has called it (Horovod's barrier). Collective,
+ *        in the order of the group's other collectives.
+ *
+ * It is the agreement of every collective alone: each rank tells every other it arrived, point to
+ * point on the group's communicator, and waits to hear it from all of them. A rank that does not
+ * arrive within the group's timeout_seconds fails every rank that waits with ::STARFOLD_ERR_TIMEOUT
+ * naming it (the group is then broken, as after any timeout); ranks that call another collective
+ * instead fail with ::STARFOLD_ERR_INVALID_ARGUMENT naming theirs. No StarPU task is involved:
+ * tasks the application submitted before are not waited for.
+ * @return ::STARFOLD_OK on every rank, or the same error on every rank that took part.
+ */
+STARFOLD_API starfold_status_t starfold_group_barrier(starfold_group_t group);
+
+/**
  * @brief As starfold_group_all_reduce(), each tensor given as a view, a range of a vector that may
  *        hold other tensors too (starfold_submit_views()): the layout of a gradient bucket, and of the
  *        TensorFlow layer's values (MultiWorkerMirroredStrategy reduces through it). Ranges are

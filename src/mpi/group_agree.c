@@ -43,7 +43,10 @@ typedef struct hello {
 
 static const char *collective_name(int c)
 {
-    return c == SF_GROUP_ALL_GATHER ? "an all-gather" : c == SF_GROUP_BROADCAST ? "a broadcast" : "an all-reduce";
+    return c == SF_GROUP_ALL_GATHER  ? "an all-gather"
+           : c == SF_GROUP_BROADCAST ? "a broadcast"
+           : c == SF_GROUP_BARRIER   ? "a barrier"
+                                     : "an all-reduce";
 }
 
 /* FNV-1a over what must be the same on every rank. */

@@ -3,7 +3,7 @@
 /*
  * Broadcast across the ranks of a process group (starfold_group_broadcast()): the root rank's
  * tensors into every replica of every rank, as Horovod's broadcast and MultiWorkerMirroredStrategy's
- * initial values need.
+ * initial values need; and the barrier (starfold_group_barrier()), which is the agreement alone.
  *
  *   root rank r:  in[t] ----copy----> out[0][t] --MPI_Ibcast--> every rank's out[0][t]
  *   every rank:   out[0][t] --StarPU copy--> out[d][t], d = 1 .. devices - 1
@@ -170,5 +170,21 @@ STARFOLD_API starfold_status_t starfold_group_broadcast(starfold_group_t group, 
     free(sel);
     free(h);
     if (st == STARFOLD_OK) st = fan_out(fn, g, num_tensors, tensors, outputs);
+    return st;
+}
+
+/*
+ * The barrier: the agreement's first round alone. Every rank tells every other that it reached
+ * collective #sequence and waits to hear the same from all of them, so none returns before the last
+ * one arrived; a rank that does not come within timeout_seconds is named, as in any collective.
+ */
+STARFOLD_API starfold_status_t starfold_group_barrier(starfold_group_t group)
+{
+    static const char fn[] = "starfold_group_barrier";
+    starfold_status_t st = starfold__group_usable(fn, group);
+    if (st != STARFOLD_OK) return st;
+    const starfold__agree_what_t what = { SF_GROUP_BARRIER, STARFOLD_OP_SUM, 0, NULL, SF_LOWER_MPI, 0 };
+    st = starfold__group_agree(fn, group, &what, STARFOLD_OK, NULL);
+    if (st == STARFOLD_OK) group->sequence++; /* the agreement consumed it only on a failure */
     return st;
 }

@@ -82,7 +82,7 @@ typedef struct plan {
 } starfold__plan_t;
 
 /* The collectives of a group, as the agreement tells them apart. */
-enum { SF_GROUP_ALL_REDUCE = 0, SF_GROUP_ALL_GATHER, SF_GROUP_BROADCAST };
+enum { SF_GROUP_ALL_REDUCE = 0, SF_GROUP_ALL_GATHER, SF_GROUP_BROADCAST, SF_GROUP_BARRIER };
 
 /* What a rank is about to do, as the agreement compares it. */
 typedef struct starfold__agree_what {

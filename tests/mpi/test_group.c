@@ -975,6 +975,33 @@ static void test_broadcast(void)
 }
 
 /*
+ * The barrier: the last rank arrives 300 ms late, and no rank leaves before it (each measures at
+ * least 250 ms inside: a lower bound, which a slow machine only raises). A rank that calls a barrier
+ * while the others broadcast fails every rank, naming both collectives.
+ */
+static void test_barrier(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(starfold_group_barrier(g), STARFOLD_OK);
+    if (world_rank == world_size - 1) usleep(300 * 1000);
+    const double t0 = MPI_Wtime();
+    CU_ASSERT_EQUAL(starfold_group_barrier(g), STARFOLD_OK);
+    if (world_rank != world_size - 1) CU_ASSERT(MPI_Wtime() - t0 >= 0.25);
+    if (world_size > 1) {
+        const starfold_tensor_desc_t one = { STARFOLD_INT32, 0 };
+        starpu_data_handle_t none[NDEV] = { NULL };
+        const starfold_status_t st = world_rank == 0 ? starfold_group_barrier(g)
+                                                     : starfold_group_broadcast(g, 1, 1, &one, none, none);
+        CU_ASSERT_EQUAL(st, STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "a barrier"));
+    }
+    CU_ASSERT_EQUAL(starfold_group_barrier(g), STARFOLD_OK); /* still in step */
+    CU_ASSERT_EQUAL(starfold_group_barrier(NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_group_destroy(g);
+}
+
+/*
  * starfold_group_all_gather(): rank r gives r + 2 int64 elements 100r, 100r + 1, ..., except rank 1,
  * which gives none (a NULL input); every rank gets them all in rank order on its device 0, and every
  * rank's count. A dtype that differs on the last rank, and a rank's bad input, fail every rank alike
@@ -2158,6 +2185,7 @@ int main(int argc, char **argv)
             { "all-reduce across ranks: a late rank", test_all_reduce_late_rank },
             { "all-gather across ranks: parts of any length, mismatches", test_all_gather },
             { "broadcast across ranks: every replica gets the root's tensors; roots that differ", test_broadcast },
+            { "barrier: no rank leaves before the last arrives; a mismatch fails every rank", test_barrier },
             { "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms },
             { "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options },
             { "MultiWorkerMirroredStrategy: promote_integer_mean; batches that differ late", test_mwms_promote },
