@@ -51,7 +51,8 @@ static const uint64_t mpi_bench_options = CLI_OPT(OPT_TOPOLOGY) | CLI_OPT(OPT_OP
                                           CLI_OPT(OPT_WARMUP) | CLI_OPT(OPT_CHECK) | CLI_OPT(OPT_JSON) |
                                           CLI_OPT(OPT_EMULATED) | CLI_OPT(OPT_MPI) | CLI_OPT(OPT_RANKS_PER_NODE) |
                                           CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) | CLI_OPT(OPT_TENSORS) |
-                                          CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_TIMEOUT);
+                                          CLI_OPT(OPT_COLLECTIVE) | CLI_OPT(OPT_VIEWS) | CLI_OPT(OPT_TIMEOUT) |
+                                          CLI_OPT(OPT_ROOT);
 /* What bench --mpi --collective all-gather works with: no op, no lowering (MPI's own), one tensor. */
 static const uint64_t mpi_gather_excluded = CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING) | CLI_OPT(OPT_PERSISTENT) |
                                             CLI_OPT(OPT_TENSORS) | CLI_OPT(OPT_VIEWS);
@@ -93,10 +94,9 @@ int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
     if (o->views && o->persistent)
         return cli_usage_error(cmd, "--views with --persistent: the persistent all-reduce binds whole handles "
                                     "(starfold_group_all_reduce_init()); drop one");
-    if (o->collective != CLI_COLL_ALL_REDUCE && o->collective != CLI_COLL_ALL_GATHER &&
-        !(o->collective == CLI_COLL_BROADCAST && !bench))
-        return cli_usage_error(cmd, "--collective: across ranks, %s --mpi runs all-reduce or all-gather%s", cmd->name,
-                               bench ? "" : " or broadcast");
+    if (o->collective != CLI_COLL_ALL_REDUCE && o->collective != CLI_COLL_ALL_GATHER && o->collective != CLI_COLL_BROADCAST)
+        return cli_usage_error(cmd, "--collective: across ranks, %s --mpi runs all-reduce, all-gather or broadcast",
+                               cmd->name);
     if ((o->given & CLI_OPT(OPT_ROOT)) && o->collective != CLI_COLL_BROADCAST)
         return cli_usage_error(cmd, "--root: across ranks, the root rank of --collective broadcast");
     if (o->collective == CLI_COLL_BROADCAST && (o->given & (CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING))))
@@ -104,7 +104,8 @@ int cli_mpi_check(const cli_command_t *cmd, const cli_opts_t *o)
                                     "no --lowering");
     /* run gathers its --tensors spec; bench sweeps sizes. */
     const uint64_t excluded = bench ? mpi_gather_excluded : CLI_OPT(OPT_OP) | CLI_OPT(OPT_LOWERING);
-    for (int id = 0; o->collective == CLI_COLL_ALL_GATHER && id < OPT_COUNT; id++)
+    for (int id = 0; (o->collective == CLI_COLL_ALL_GATHER || (bench && o->collective == CLI_COLL_BROADCAST)) && id < OPT_COUNT;
+         id++)
         if ((o->given & CLI_OPT(id)) && (excluded & CLI_OPT(id)))
             return cli_usage_error(cmd, "--%s does not apply to the all-gather (--collective all-gather gathers one "
                                         "vector per rank with starfold_group_all_gather())",
@@ -783,7 +784,8 @@ static void row_finish(mpi_row_t *row, const char *impl, const char *lowering, d
 
 static void print_row(const cli_opts_t *o, const mpi_row_t *r)
 {
-    const char *redop = o->collective == CLI_COLL_ALL_GATHER ? "none" /* nccl-tests' word */
+    const char *redop = o->collective == CLI_COLL_ALL_GATHER || o->collective == CLI_COLL_BROADCAST
+                            ? "none" /* nccl-tests' word */
                         : o->op == STARFOLD_OP_MEAN          ? "avg"
                                                              : starfold_op_name(o->op);
     if (o->json) {
@@ -1287,6 +1289,153 @@ static int bench_gather(mpi_job_t *job, const cli_opts_t *o, const uint64_t *siz
     return r == CLI_OK && wrong_total ? CLI_FAIL : r;
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * bench --mpi --collective broadcast: nccl-tests' broadcast_perf. A row's size is the tensor; rank
+ * --root's element i is starfold_tools_value(SUM, root, 0, i); every rank checks its device 0 copy
+ * and its last device's after the last call. busbw = algbw, as broadcast_perf counts it.
+ */
+
+/* Elements of @got (@count of @dt) that are not the root's. */
+static uint64_t bcast_wrong(const void *got, starfold_dtype_t dt, int root, size_t count)
+{
+    uint64_t wrong = 0;
+    for (size_t i = 0; i < count; i++)
+        wrong += !starfold_tools_close_enough(dt, starfold_tools_get(got, dt, i),
+                                              starfold_tools_value(STARFOLD_OP_SUM, dt, root, 0, i));
+    return wrong;
+}
+
+static int bench_group_bcast(mpi_job_t *job, const cli_opts_t *o, size_t count, mpi_row_t *row)
+{
+    const starfold_dtype_t dt = o->dtype;
+    const size_t es = starfold_dtype_size(dt);
+    const int n = job->m.num_devices, me_root = job->rank == o->root;
+    const starfold_tensor_desc_t t = { dt, count };
+    void *host = starfold_tools_alloc(dt, count);
+    starpu_data_handle_t in = NULL, *out = calloc((size_t)n, sizeof *out);
+    starfold_status_t st = host && out ? STARFOLD_OK : STARFOLD_ERR_OUT_OF_MEMORY;
+    for (int d = 0; st == STARFOLD_OK && d < n; d++) st = starfold_vector_create(job->m.ctx, d, dt, count, &out[d]);
+    if (st == STARFOLD_OK && me_root) st = starfold_vector_create(job->m.ctx, 0, dt, count, &in);
+    if (st == STARFOLD_OK && me_root) {
+        for (size_t i = 0; i < count; i++) starfold_tools_set(host, dt, i, starfold_tools_value(STARFOLD_OP_SUM, dt, o->root, 0, i));
+        st = starfold_vector_write(in, host, count * es);
+    }
+    int bad = st != STARFOLD_OK ? RANK_FAIL(job, st, "%s", "cannot make the vectors") : 0;
+    double total = 0.0;
+    for (int it = -o->warmup; !ranks_failing(job, bad) && it < o->iters; it++) {
+        job_barrier(job);
+        const double t0 = cli_now();
+        st = starfold_group_broadcast(job->group, o->root, 1, &t, me_root ? &in : NULL, out);
+        const double d = max_over_ranks(job, cli_now() - t0);
+        if (st != STARFOLD_OK) { /* the same status on every rank */
+            bad = RANK_FAIL(job, st, "broadcast of %llu bytes failed", (unsigned long long)row->size);
+            break;
+        }
+        if (it >= 0) total += d;
+    }
+    uint64_t wrong = 0;
+    for (int d = 0; !bad && o->check && d < n; d += n > 1 ? n - 1 : 1) {
+        if ((st = starfold_vector_read(out[d], host, count * es)) != STARFOLD_OK) bad = RANK_FAIL(job, st, "%s", "cannot read an output back");
+        else wrong += bcast_wrong(host, dt, o->root, count);
+    }
+    for (int d = 0; out && d < n; d++) starfold_vector_destroy(job->m.ctx, out[d]);
+    starfold_vector_destroy(job->m.ctx, in);
+    free(out);
+    free(host);
+    if (ranks_failing(job, bad)) return CLI_FAIL;
+    if (wrong)
+        fprintf(stderr, "starfold bench: rank %d: %llu wrong elements at %llu bytes\n", job->rank,
+                (unsigned long long)wrong, (unsigned long long)row->size);
+    row_finish(row, "starfold-group", "mpi", total / o->iters, job->size, sum_over_ranks(job, wrong));
+    row->busbw = row->algbw;
+    return CLI_OK;
+}
+
+static int bench_mpi_bcast_baseline(mpi_job_t *job, const cli_opts_t *o, size_t count, mpi_row_t *row)
+{
+    const starfold_dtype_t dt = o->dtype;
+    void *buf = starfold_tools_alloc(dt, count);
+    if (ranks_failing(job, !buf)) {
+        if (!buf) RANK_FAIL(job, STARFOLD_ERR_OUT_OF_MEMORY, "%s", "the MPI baseline's buffer");
+        free(buf);
+        return CLI_FAIL;
+    }
+    double total = 0.0;
+    int rc = MPI_SUCCESS;
+    starfold_context_pause(job->m.ctx); /* as for the all-reduce's baseline */
+    for (int it = -o->warmup; it < o->iters && rc == MPI_SUCCESS; it++) {
+        for (size_t i = 0; i < count; i++)
+            starfold_tools_set(buf, dt, i, job->rank == o->root ? starfold_tools_value(STARFOLD_OP_SUM, dt, o->root, 0, i)
+                                                                : starfold_tools_sentinel(dt));
+        job_barrier(job);
+        const double t0 = cli_now();
+        rc = MPI_Bcast(buf, (int)count, starfold__mpi_datatype(dt), o->root, MPI_COMM_WORLD);
+        const double d = max_over_ranks(job, cli_now() - t0);
+        if (it >= 0) total += d;
+    }
+    starfold_context_resume(job->m.ctx);
+    const uint64_t wrong = o->check && rc == MPI_SUCCESS ? bcast_wrong(buf, dt, o->root, count) : 0;
+    free(buf);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "starfold bench: rank %d: MPI_Bcast failed (error %d)\n", job->rank, rc);
+        return CLI_FAIL;
+    }
+    row_finish(row, "MPI_Bcast", "-", total / o->iters, job->size, sum_over_ranks(job, wrong));
+    row->busbw = row->algbw;
+    return CLI_OK;
+}
+
+static int bench_bcast(mpi_job_t *job, const cli_opts_t *o, const uint64_t *sizes, int nsizes, FILE *info0)
+{
+    const int me0 = job->rank == 0;
+    const size_t es = starfold_dtype_size(o->dtype);
+    if (o->root >= job->size) {
+        if (me0) cli_usage_error(job->cmd, "--root %d: the broadcast's root is a rank, 0..%d", o->root, job->size - 1);
+        return CLI_USAGE;
+    }
+    if (me0) {
+        fprintf(info0, "# starfold-group: starfold_group_broadcast() from rank %d into every device of every rank "
+                       "(MPI_Ibcast in a StarPU task, then StarPU's copies to devices 1..)\n", o->root);
+        fprintf(info0, "# MPI_Bcast: the MPI baseline, MPI's own broadcast of the same bytes into a host buffer per rank; "
+                       "StarPU's workers paused meanwhile (starfold_context_pause())\n");
+        fprintf(info0, "# time: the slowest rank's, mean of -n %d after -w %d; busbw = algbw (broadcast_perf); vs MPI = "
+                       "starfold time / MPI time\n", o->iters, o->warmup);
+        print_head(o);
+        fflush(NULL);
+    }
+    uint64_t wrong_total = 0;
+    double log_ratio = 0.0;
+    int rows = 0, r = CLI_OK;
+    for (int s = 0; s < nsizes && r == CLI_OK; s++) {
+        const size_t count = (size_t)(sizes[s] / es);
+        if (count == 0 || count > INT32_MAX) {
+            if (me0) fprintf(info0, "# %llu bytes: skipped (%s)\n", (unsigned long long)sizes[s],
+                             count == 0 ? "less than one element" : "beyond MPI's int count");
+            continue;
+        }
+        mpi_row_t g, m;
+        memset(&g, 0, sizeof g);
+        memset(&m, 0, sizeof m);
+        g.size = m.size = count * es;
+        g.count = m.count = count;
+        if ((r = bench_group_bcast(job, o, count, &g)) != CLI_OK) break;
+        if ((r = bench_mpi_bcast_baseline(job, o, count, &m)) != CLI_OK) break;
+        g.ratio = m.time_s > 0 ? g.time_s / m.time_s : 0.0;
+        wrong_total += g.wrong + m.wrong;
+        if (g.ratio > 0) {
+            log_ratio += log(g.ratio);
+            rows++;
+        }
+        if (me0) {
+            print_row(o, &g);
+            print_row(o, &m);
+            fflush(stdout);
+        }
+    }
+    if (me0) print_foot(info0, r, "MPI_Bcast", rows, log_ratio, wrong_total);
+    return r == CLI_OK && wrong_total ? CLI_FAIL : r;
+}
+
 int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t *sizes, int nsizes)
 {
     mpi_job_t job;
@@ -1301,8 +1450,9 @@ int cli_bench_mpi(const cli_command_t *cmd, const cli_opts_t *o, const uint64_t 
         fprintf(info0, "# starfold bench --mpi: devices %s (rank 0; each rank opens its own)\n", job.m.description);
         print_ranks(&job, o, info0, "# ");
     }
-    if (o->collective == CLI_COLL_ALL_GATHER) {
-        r = bench_gather(&job, o, sizes, nsizes, info0);
+    if (o->collective == CLI_COLL_ALL_GATHER || o->collective == CLI_COLL_BROADCAST) {
+        r = o->collective == CLI_COLL_ALL_GATHER ? bench_gather(&job, o, sizes, nsizes, info0)
+                                                 : bench_bcast(&job, o, sizes, nsizes, info0);
         job_close(&job);
         return r;
     }
