@@ -274,6 +274,51 @@ STARFOLD_API starfold_status_t starfold_group_broadcast(starfold_group_t group, 
                                                         const starpu_data_handle_t *inputs,
                                                         const starpu_data_handle_t *outputs);
 
+/** @brief An asynchronous collective of a process group (starfold_group_all_reduce_async()). */
+typedef struct starfold_group_request *starfold_group_request_t;
+
+/**
+ * @brief starfold_group_all_reduce() started and returned at once, as Horovod's allreduce_async: the
+ *        caller goes on (submitting its backward pass to StarPU) and tests or waits for it later.
+ *
+ * Requests run one after the other, in the order this rank started them, on a progress thread of
+ * the group; every rank must start the same collectives in the same order (each is agreed on as the
+ * blocking call is, and a mismatch fails that request on every rank, naming the rank). Several may be
+ * in flight. The group's blocking calls wait until the requests started before them are done. The
+ * request keeps copies of the arrays; the handles themselves must not be written (inputs) or used
+ * (outputs) until it completed. Errors, timeouts and the broken group are the blocking call's, given
+ * by starfold_group_request_test() or starfold_group_request_wait() (a broken group fails the
+ * requests still queued at once). Wait for or destroy every request before the group.
+ * @param [in]  group the group
+ * @param [in]  op the reduce operation
+ * @param [in]  num_tensors >= 1
+ * @param [in]  tensors their types and sizes (the same on every rank)
+ * @param [in]  inputs this rank's replicas, as starfold_group_all_reduce() takes them
+ * @param [in]  outputs the same layout; may be the inputs (in place)
+ * @param [out] request the request (starfold_group_request_destroy()); untouched on failure
+ * @return ::STARFOLD_OK once queued (the collective's own verdict comes with the wait),
+ *         ::STARFOLD_ERR_INVALID_ARGUMENT for a NULL group or request, ::STARFOLD_ERR_OUT_OF_MEMORY,
+ *         ::STARFOLD_ERR_RUNTIME when the progress thread cannot start.
+ */
+STARFOLD_API starfold_status_t starfold_group_all_reduce_async(starfold_group_t group, starfold_op_t op,
+                                                               size_t num_tensors, const starfold_tensor_desc_t *tensors,
+                                                               const starpu_data_handle_t *inputs,
+                                                               const starpu_data_handle_t *outputs,
+                                                               starfold_group_request_t *request);
+
+/**
+ * @brief Whether @p request completed: ::STARFOLD_ERR_IN_PROGRESS while it runs or waits its turn,
+ *        then its status (as starfold_group_all_reduce() would have returned; the message in
+ *        starfold_last_error()). Never blocks.
+ */
+STARFOLD_API starfold_status_t starfold_group_request_test(starfold_group_request_t request);
+
+/** @brief Waits for @p request; its status, as starfold_group_request_test() gives it once done. */
+STARFOLD_API starfold_status_t starfold_group_request_wait(starfold_group_request_t request);
+
+/** @brief Waits for @p request if it still runs, then frees it. NULL does nothing. */
+STARFOLD_API void starfold_group_request_destroy(starfold_group_request_t request);
+
 /**
  * @brief Barrier: returns once every rank of the group has called it (Horovod's barrier). Collective,
  *        in the order of the group's other collectives.

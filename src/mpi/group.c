@@ -340,6 +340,9 @@ static void group_free(starfold_group_t g)
     free(g->memory_of);
     free(g->devices_of);
     free(g->heard);
+    pthread_mutex_destroy(&g->async_lock);
+    pthread_cond_destroy(&g->async_work);
+    pthread_cond_destroy(&g->async_done);
     free(g);
 }
 
@@ -378,6 +381,9 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
 
     starfold_group_t g = calloc(1, sizeof *g);
     if (!g) return starfold__error(STARFOLD_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    pthread_mutex_init(&g->async_lock, NULL);
+    pthread_cond_init(&g->async_work, NULL);
+    pthread_cond_init(&g->async_done, NULL);
     g->comm = MPI_COMM_NULL;
     g->data_comm = MPI_COMM_NULL;
     g->ctx = context;
@@ -442,6 +448,7 @@ STARFOLD_API starfold_status_t starfold_group_create(starfold_context_t context,
 STARFOLD_API void starfold_group_destroy(starfold_group_t group)
 {
     if (!group) return;
+    starfold__group_async_stop(group); /* the queued collectives run first, in order */
     /* Collective: no rank stops StarPU-MPI while another may still send to it. A broken group
      * (a rank never joined) cannot meet: it is freed without waiting, StarPU-MPI left running. */
     if (!group->broken) starfold__group_notice(group);

@@ -7,6 +7,8 @@
 #ifndef STARFOLD_SRC_MPI_GROUP_H
 #define STARFOLD_SRC_MPI_GROUP_H
 
+#include <pthread.h>
+
 #include <starpu.h>
 #include <starfold/mpi.h>
 
@@ -60,6 +62,15 @@ struct starfold_group {
     int token_value;
     void *stage;            /* the packed plan's staging buffer (group_pack.c): input then result, */
     size_t stage_bytes;     /* stage_bytes each; one serves every MPI task, which the token orders */
+    /* Asynchronous collectives (group_async.c): queued in call order, run one after the other by one
+     * progress thread of the group (started by the first); the group's other calls wait until the
+     * queue is empty. The lock and conditions are made with the group. */
+    pthread_mutex_t async_lock;
+    pthread_cond_t async_work, async_done;
+    pthread_t progress;
+    int progress_started, progress_stop;
+    struct starfold_group_request *queue_head, *queue_tail;
+    int async_pending;      /* queued or running */
     int test_no_pack;       /* testing hook (tests/mpi/test_group.c): several devices never pack, so that
                              * buckets relay and a vector per tensor goes through the leaders (MPI in
                              * place there) on one worker too, as on devices with workers or memory
@@ -142,6 +153,11 @@ starfold_status_t starfold__group_hops(starfold_group_t g, const starfold_group_
 
 /* The group's collectives' resources: waits for the MPI tasks, releases the token and topology. */
 void starfold__group_collectives_wait(starfold_group_t g);
+/* group_async.c: waits until the group's queued asynchronous collectives are done (nothing when
+ * called by its progress thread, which runs them); every other call of the group does first. */
+void starfold__group_async_quiesce(starfold_group_t group);
+/* group_async.c: the queue drained and the progress thread ended (starfold_group_destroy()). */
+void starfold__group_async_stop(starfold_group_t group);
 void starfold__group_collectives_release(starfold_group_t g);
 /* Receives a "broken" notice another rank sent (its rank, the group marked broken), else -1. */
 int starfold__group_notice(starfold_group_t g);

@@ -375,10 +375,23 @@ static starfold_status_t group_all_reduce(const char *fn, starfold_group_t group
     return st;
 }
 
-/* A group that can take part: not NULL, not broken (then nothing is exchanged: every call fails at once). */
+starfold_status_t starfold__group_all_reduce_run(const char *fn, starfold_group_t group, starfold_op_t op,
+                                                 size_t num_tensors, const starfold_tensor_desc_t *tensors,
+                                                 const starfold_view_t *inputs, const starfold_view_t *outputs,
+                                                 starfold_status_t st)
+{
+    return group_all_reduce(fn, group, op, num_tensors, tensors, inputs, outputs, st);
+}
+
+/*
+ * A group that can take part: not NULL, not broken (then nothing is exchanged: every call fails at
+ * once). Its asynchronous collectives finish first: the group runs one collective at a time, in the
+ * order they were called.
+ */
 starfold_status_t starfold__group_usable(const char *fn, starfold_group_t group)
 {
     if (!group) return starfold__error(STARFOLD_ERR_INVALID_ARGUMENT, "%s: NULL group", fn);
+    starfold__group_async_quiesce(group);
     if (group->broken)
         return starfold__error(STARFOLD_ERR_RUNTIME, "%s: the group is broken (an earlier collective timed out or "
                                "failed between ranks): destroy it", fn);

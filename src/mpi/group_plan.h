@@ -187,6 +187,11 @@ void starfold__group_pack_free(starfold__plan_t *p);
 
 /* group_allreduce.c: a group that can take part (not NULL, not broken). */
 starfold_status_t starfold__group_usable(const char *fn, starfold_group_t group);
+/* group_allreduce.c: the all-reduce over views, without the usable check (the progress thread's). */
+starfold_status_t starfold__group_all_reduce_run(const char *fn, starfold_group_t group, starfold_op_t op,
+                                                 size_t num_tensors, const starfold_tensor_desc_t *tensors,
+                                                 const starfold_view_t *inputs, const starfold_view_t *outputs,
+                                                 starfold_status_t st);
 /* group_allreduce.c: handles as whole views (NULL for NULL handles); NULL when out of memory. */
 starfold_view_t *starfold__group_whole_views(size_t n, const starpu_data_handle_t *handles);
 /* group_allreduce.c: what this rank prepares alone; the result is its verdict (@st: so far). */

@@ -975,6 +975,66 @@ static void test_broadcast(void)
 }
 
 /*
+ * Asynchronous all-reduces: three started back to back (SUM, MAX, MEAN on three sets of replicas),
+ * tested while they run, waited for in another order than started; every output right. Then a
+ * blocking all-reduce after a request still queued (it waits its turn), a request whose op differs on
+ * the last rank (every rank's wait fails, naming it), and the group still in step.
+ */
+static void test_all_reduce_async(void)
+{
+    starfold_group_t g = make_group(60);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    enum { K = 3 };
+    static const starfold_op_t ops[K] = { STARFOLD_OP_SUM, STARFOLD_OP_MAX, STARFOLD_OP_MEAN };
+    static const starfold_dtype_t dts[K] = { STARFOLD_FLOAT32, STARFOLD_INT16, STARFOLD_FLOAT64 };
+    replicas_t r[K];
+    starfold_group_request_t q[K] = { NULL };
+    for (int k = 0; k < K; k++) {
+        replicas_make(&r[k], dts[k]);
+        fill(&r[k], ops[k], dts[k], k, -77);
+    }
+    for (int k = 0; k < K; k++)
+        CU_ASSERT_EQUAL_FATAL(starfold_group_all_reduce_async(g, ops[k], NT, r[k].tensors, r[k].in, r[k].out, &q[k]),
+                              STARFOLD_OK);
+    const starfold_status_t t0 = starfold_group_request_test(q[K - 1]);
+    CU_ASSERT(t0 == STARFOLD_ERR_IN_PROGRESS || t0 == STARFOLD_OK);
+    for (int k = K - 1; k >= 0; k--) {
+        const starfold_status_t st = starfold_group_request_wait(q[k]);
+        if (st != STARFOLD_OK) fprintf(stderr, "rank %d: request %d: %s\n", world_rank, k, starfold_last_error());
+        CU_ASSERT_EQUAL(st, STARFOLD_OK);
+        CU_ASSERT_EQUAL(starfold_group_request_test(q[k]), STARFOLD_OK);
+        const long bad = wrong(&r[k], ops[k], dts[k], k, 0, 0);
+        CU_ASSERT_EQUAL(bad, 0);
+        starfold_group_request_destroy(q[k]);
+    }
+    /* A blocking call after a queued request: both complete, in order. */
+    fill(&r[0], STARFOLD_OP_SUM, dts[0], 7, -77);
+    fill(&r[1], STARFOLD_OP_MIN, dts[1], 8, -77);
+    CU_ASSERT_EQUAL_FATAL(starfold_group_all_reduce_async(g, STARFOLD_OP_SUM, NT, r[0].tensors, r[0].in, r[0].out, &q[0]),
+                          STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_MIN, NT, r[1].tensors, r[1].in, r[1].out), STARFOLD_OK);
+    CU_ASSERT_EQUAL(starfold_group_request_test(q[0]), STARFOLD_OK); /* done before the blocking call ran */
+    starfold_group_request_destroy(q[0]);
+    CU_ASSERT_EQUAL(wrong(&r[0], STARFOLD_OP_SUM, dts[0], 7, 0, 0), 0);
+    CU_ASSERT_EQUAL(wrong(&r[1], STARFOLD_OP_MIN, dts[1], 8, 0, 0), 0);
+    /* The last rank asks for another op: every rank's request fails, naming it. */
+    const starfold_op_t op = world_rank == world_size - 1 && world_size > 1 ? STARFOLD_OP_MAX : STARFOLD_OP_SUM;
+    CU_ASSERT_EQUAL_FATAL(starfold_group_all_reduce_async(g, op, NT, r[2].tensors, r[2].in, r[2].out, &q[0]), STARFOLD_OK);
+    if (world_size > 1) {
+        CU_ASSERT_EQUAL(starfold_group_request_wait(q[0]), STARFOLD_ERR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(starfold_last_error(), "rank"));
+    }
+    starfold_group_request_destroy(q[0]);
+    CU_ASSERT_EQUAL(starfold_group_barrier(g), STARFOLD_OK); /* still in step */
+    CU_ASSERT_EQUAL(starfold_group_all_reduce_async(NULL, STARFOLD_OP_SUM, NT, r[2].tensors, r[2].in, r[2].out, &q[0]),
+                    STARFOLD_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(starfold_group_request_test(NULL), STARFOLD_ERR_INVALID_ARGUMENT);
+    starfold_group_request_destroy(NULL);
+    for (int k = 0; k < K; k++) replicas_free(&r[k]);
+    starfold_group_destroy(g);
+}
+
+/*
  * The barrier: the last rank arrives 300 ms late, and no rank leaves before it (each measures at
  * least 250 ms inside: a lower bound, which a slow machine only raises). A rank that calls a barrier
  * while the others broadcast fails every rank, naming both collectives.
@@ -2186,6 +2246,7 @@ int main(int argc, char **argv)
             { "all-gather across ranks: parts of any length, mismatches", test_all_gather },
             { "broadcast across ranks: every replica gets the root's tensors; roots that differ", test_broadcast },
             { "barrier: no rank leaves before the last arrives; a mismatch fails every rank", test_barrier },
+            { "asynchronous all-reduces: several in flight, waited in any order; mismatches", test_all_reduce_async },
             { "MultiWorkerMirroredStrategy: run, all_reduce, reduce_to, batch_reduce_to", test_mwms },
             { "MultiWorkerMirroredStrategy: bytes_per_pack, implementation, timeout", test_mwms_options },
             { "MultiWorkerMirroredStrategy: promote_integer_mean; batches that differ late", test_mwms_promote },
