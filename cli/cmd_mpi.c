@@ -1315,7 +1315,8 @@ static int bench_group_bcast(mpi_job_t *job, const cli_opts_t *o, size_t count, 
     starpu_data_handle_t in = NULL, *out = calloc((size_t)n, sizeof *out);
     starfold_status_t st = host && out ? STARFOLD_OK : STARFOLD_ERR_OUT_OF_MEMORY;
     for (int d = 0; st == STARFOLD_OK && d < n; d++) st = starfold_vector_create(job->m.ctx, d, dt, count, &out[d]);
-    if (st == STARFOLD_OK && me_root) st = starfold_vector_create(job->m.ctx, 0, dt, count, &in);
+    /* In place on the root, as Horovod's broadcast and MPI_Bcast are: its device 0 output is its input. */
+    if (st == STARFOLD_OK && me_root) in = out[0];
     if (st == STARFOLD_OK && me_root) {
         for (size_t i = 0; i < count; i++) starfold_tools_set(host, dt, i, starfold_tools_value(STARFOLD_OP_SUM, dt, o->root, 0, i));
         st = starfold_vector_write(in, host, count * es);
@@ -1339,7 +1340,6 @@ static int bench_group_bcast(mpi_job_t *job, const cli_opts_t *o, size_t count, 
         else wrong += bcast_wrong(host, dt, o->root, count);
     }
     for (int d = 0; out && d < n; d++) starfold_vector_destroy(job->m.ctx, out[d]);
-    starfold_vector_destroy(job->m.ctx, in);
     free(out);
     free(host);
     if (ranks_failing(job, bad)) return CLI_FAIL;

@@ -8,13 +8,15 @@
  *   root rank r:  in[t] ----copy----> out[0][t] --MPI_Ibcast--> every rank's out[0][t]
  *   every rank:   out[0][t] --StarPU copy--> out[d][t], d = 1 .. devices - 1
  *
- *   1. agree     as an all-reduce does (group_agree.c): the same tensors everywhere, and the root as
+ *   1. agree     as an all-reduce's direct plan does (group_agree.c, one round): the same tensors
+ *                everywhere, and the root as
  *                the payload, which every rank then compares (a root that differs fails every rank,
  *                naming both)
- *   2. send      one StarPU task on a CPU worker: the root copies each input into its device 0
- *                output (unless they are one handle), then every tensor's MPI_Ibcast in flight at
- *                once, polled against timeout_seconds, in the group's MPI order (its token); a task
- *                per tensor, waited for one after the other, took 28 ms a tensor on 3 ranks here
+ *   2. send      one StarPU task on a CPU worker: every tensor's MPI_Ibcast in flight at once (the
+ *                root sending straight from its inputs, copying each into its device 0 output while
+ *                MPI moves it, unless they are one handle), polled against timeout_seconds, in the
+ *                group's MPI order (its token); a task per tensor, waited for one after the other,
+ *                took 28 ms a tensor on 3 ranks here
  *   3. fan out   device 0's outputs copied to the rank's other devices by StarPU (starpu_data_cpy),
  *                after the MPI step succeeded: a failed broadcast leaves those outputs as they were
  */
@@ -152,10 +154,9 @@ STARFOLD_API starfold_status_t starfold_group_broadcast(starfold_group_t group, 
     st = starfold__group_agree(fn, g, &what, st, roots);
     if (st == STARFOLD_OK && (st = same_root(fn, g, roots)) != STARFOLD_OK) g->sequence++; /* alike on every rank */
     free(roots);
-    if (st == STARFOLD_OK) {
-        st = starfold__group_agree_submitted(fn, g, SF_LOWER_MPI, STARFOLD_OK);
-        g->sequence++;
-    }
+    /* No second round: nothing local is submitted before the MPI task, whose submission failing
+     * breaks the group (as a refused MPI task of the all-reduce's direct plan does). */
+    if (st == STARFOLD_OK) g->sequence++;
     int abandoned = 0;
     if (st == STARFOLD_OK && a->n) {
         /* Step 2: one task, every tensor's call in flight at once, in the group's MPI order. */

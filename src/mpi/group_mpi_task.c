@@ -307,18 +307,23 @@ static void mpi_bcast_cpu(void *buffers[], void *cl_arg)
         record(&a->status, STARFOLD_ERR_OUT_OF_MEMORY);
         return;
     }
+    /* The root sends from its inputs, and copies them into its outputs once every call is posted,
+     * while MPI moves them (both only read the inputs). */
     size_t posted = 0, next_in = a->n + 1;
     for (size_t k = 0; k < a->n; k++) {
-        char *out = (char *)STARPU_VECTOR_GET_PTR(buffers[k]);
-        if (a->from_input[k])
-            memcpy(out, (const char *)STARPU_VECTOR_GET_PTR(buffers[next_in++]), a->count[k] * starfold_dtype_size(a->dtype[k]));
-        if (MPI_Ibcast(out, (int)a->count[k], starfold__mpi_datatype(a->dtype[k]), a->root, a->comm, &rq[posted]) !=
+        char *buf = (char *)STARPU_VECTOR_GET_PTR(buffers[a->from_input[k] ? next_in++ : k]);
+        if (MPI_Ibcast(buf, (int)a->count[k], starfold__mpi_datatype(a->dtype[k]), a->root, a->comm, &rq[posted]) !=
             MPI_SUCCESS) {
             record(&a->status, STARFOLD_ERR_RUNTIME);
             break;
         }
         posted++;
     }
+    next_in = a->n + 1;
+    for (size_t k = 0; k < posted; k++)
+        if (a->from_input[k])
+            memcpy((char *)STARPU_VECTOR_GET_PTR(buffers[k]), (const char *)STARPU_VECTOR_GET_PTR(buffers[next_in++]),
+                   a->count[k] * starfold_dtype_size(a->dtype[k]));
     /* Posted calls complete even after a failure: a request left pending would pair with the next. */
     if (posted) (void)poll_within(posted, rq, a->timeout_seconds, &a->status);
     free(rq);
