@@ -2031,6 +2031,10 @@ static void test_out_params(void)
     starfold_strategy_t s = (starfold_strategy_t)(uintptr_t)0x5eed;
     FAILS(starfold_multi_worker_mirrored_strategy_create(g, &co, &s), STARFOLD_ERR_INVALID_ARGUMENT,
           s == (starfold_strategy_t)(uintptr_t)0x5eed);
+    /* An asynchronous all-reduce refused before it is queued (no group): the request untouched. */
+    starfold_group_request_t q = (starfold_group_request_t)(uintptr_t)0x5eed;
+    FAILS(starfold_group_all_reduce_async(NULL, STARFOLD_OP_SUM, 1, &tensor, ins, outs, &q), STARFOLD_ERR_INVALID_ARGUMENT,
+          q == (starfold_group_request_t)(uintptr_t)0x5eed);
     /* The group still works. */
     CU_ASSERT_EQUAL(starfold_group_all_reduce(g, STARFOLD_OP_SUM, 1, &tensor, ins, outs), STARFOLD_OK);
     for (int d = 0; d < NDEV; d++) {
