@@ -54,7 +54,7 @@ static starfold_status_t check_args(const char *fn, starfold_group_t g, int root
         for (int k = -1; k < nd; k++) {
             if (k < 0 && g->rank != root) continue;
             const starpu_data_handle_t h = k < 0 ? inputs[t] : outputs[(size_t)k * nt + t];
-            char what[48];
+            char what[80]; /* "output " + 20 digits + " of device " + 11 digits */
             if (k < 0) snprintf(what, sizeof what, "input %zu", t);
             else snprintf(what, sizeof what, "output %zu of device %d", t, k);
             if (!h && tensors[t].count == 0) continue;
